@@ -1,0 +1,59 @@
+use super::*;
+
+#[test]
+fn agent_ids_that_are_safe_path_components_parse() {
+    for ok in [
+        "default",
+        "a",
+        "research-bot",
+        "x_1",
+        "0day",
+        &"a".repeat(64),
+    ] {
+        assert_eq!(AgentId::parse(ok).unwrap().as_str(), ok);
+    }
+}
+
+#[test]
+fn agent_ids_that_could_escape_a_directory_are_refused() {
+    for bad in [
+        "",
+        "..",
+        "a/b",
+        "A",
+        "-x",
+        "_x",
+        "a b",
+        "a\0",
+        "é",
+        &"a".repeat(65),
+        "a.b",
+    ] {
+        assert!(AgentId::parse(bad).is_err(), "{bad:?} should be refused");
+    }
+}
+
+#[test]
+fn agent_id_deserialization_validates() {
+    assert!(serde_json::from_str::<AgentId>("\"../etc\"").is_err());
+    assert_eq!(
+        serde_json::from_str::<AgentId>("\"ok\"").unwrap().as_str(),
+        "ok"
+    );
+}
+
+#[test]
+fn string_enums_round_trip_through_text_and_serde() {
+    for author in Author::ALL {
+        assert_eq!(Author::parse(author.as_str()).unwrap(), *author);
+        let json = serde_json::to_string(author).unwrap();
+        assert_eq!(json, format!("\"{}\"", author.as_str()));
+    }
+    for kind in EventKind::ALL {
+        assert_eq!(EventKind::parse(kind.as_str()).unwrap(), *kind);
+    }
+    assert_eq!(
+        DocumentKind::parse("nope").unwrap_err().to_string(),
+        "unknown document \"nope\""
+    );
+}
