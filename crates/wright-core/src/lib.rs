@@ -17,9 +17,7 @@ use serde_json::Value;
 /// The one error of this crate: a value that does not meet its rules.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CoreError {
-    #[error(
-        "invalid agent id {0:?}: use 1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit"
-    )]
+    #[error("invalid agent id {0:?}: use 1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit")]
     InvalidAgentId(String),
     #[error("unknown {what} {value:?}")]
     Unknown { what: &'static str, value: String },
@@ -35,12 +33,8 @@ impl AgentId {
     pub const DEFAULT: &'static str = "default";
 
     pub fn parse(raw: &str) -> Result<Self, CoreError> {
-        let valid_char =
-            |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_';
-        let first_ok = raw
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        let valid_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_';
+        let first_ok = raw.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
         if first_ok && raw.len() <= 64 && raw.chars().all(valid_char) {
             Ok(Self(raw.to_owned()))
         } else {

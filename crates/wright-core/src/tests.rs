@@ -2,33 +2,14 @@ use super::*;
 
 #[test]
 fn agent_ids_that_are_safe_path_components_parse() {
-    for ok in [
-        "default",
-        "a",
-        "research-bot",
-        "x_1",
-        "0day",
-        &"a".repeat(64),
-    ] {
+    for ok in ["default", "a", "research-bot", "x_1", "0day", &"a".repeat(64)] {
         assert_eq!(AgentId::parse(ok).unwrap().as_str(), ok);
     }
 }
 
 #[test]
 fn agent_ids_that_could_escape_a_directory_are_refused() {
-    for bad in [
-        "",
-        "..",
-        "a/b",
-        "A",
-        "-x",
-        "_x",
-        "a b",
-        "a\0",
-        "é",
-        &"a".repeat(65),
-        "a.b",
-    ] {
+    for bad in ["", "..", "a/b", "A", "-x", "_x", "a b", "a\0", "é", &"a".repeat(65), "a.b"] {
         assert!(AgentId::parse(bad).is_err(), "{bad:?} should be refused");
     }
 }
@@ -36,10 +17,7 @@ fn agent_ids_that_could_escape_a_directory_are_refused() {
 #[test]
 fn agent_id_deserialization_validates() {
     assert!(serde_json::from_str::<AgentId>("\"../etc\"").is_err());
-    assert_eq!(
-        serde_json::from_str::<AgentId>("\"ok\"").unwrap().as_str(),
-        "ok"
-    );
+    assert_eq!(serde_json::from_str::<AgentId>("\"ok\"").unwrap().as_str(), "ok");
 }
 
 #[test]
@@ -52,8 +30,5 @@ fn string_enums_round_trip_through_text_and_serde() {
     for kind in EventKind::ALL {
         assert_eq!(EventKind::parse(kind.as_str()).unwrap(), *kind);
     }
-    assert_eq!(
-        DocumentKind::parse("nope").unwrap_err().to_string(),
-        "unknown document \"nope\""
-    );
+    assert_eq!(DocumentKind::parse("nope").unwrap_err().to_string(), "unknown document \"nope\"");
 }

@@ -1,0 +1,126 @@
+//! Agents: list, create, and the `default` agent seeded on first start.
+//!
+//! Every agent is created with both documents at version 1: the default system prompt below
+//! and empty learned notes, written as ordinary version rows so the history starts complete.
+
+use serde::Serialize;
+use wright_core::{AgentId, Author, DocumentKind};
+
+use crate::{Store, StoreError};
+
+/// One agent as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Agent {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+}
+
+/// The system prompt every new agent starts with. It tells the model who it is, that it can
+/// change itself and how, and the manners we expect of it; the agent may rewrite all of it.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "\
+You are a personal agent running on Wright, on your user's own machine. You work for one person \
+and you get better at it over time.
+
+How you improve yourself:
+- Your instructions are this system prompt. Read it with read_system_prompt and change it with \
+edit_system_prompt when you learn a better way to work (prefer find_replace or append over \
+replacing everything). Every edit is versioned and an admin can roll it back, so say why in \
+`reason`.
+- What you learn about the user and their world (preferences, names, time zone, recurring \
+tasks) goes into your learned notes: read_learned_notes and edit_learned_notes. Keep them short, \
+current and free of secrets.
+- Remember small things with the key-value state (get_state, set_state, list_state_keys).
+
+How you work:
+- Act rather than ask when the next step is safe, reversible and clearly what the user wants.
+- Ask for confirmation before anything irreversible or with outside effects: deleting data, \
+sending messages or requests on the user's behalf, spending money, overwriting their work.
+- When something fails, read the error, fix the cause and try again; tell the user plainly if \
+you cannot.
+- Answer concisely. Lead with the answer, then only the detail that helps.";
+
+impl Store {
+    pub async fn list_agents(&self) -> Result<Vec<Agent>, StoreError> {
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT id, name, created_at FROM agents ORDER BY created_at, id")
+                .fetch_all(&self.reader)
+                .await?;
+        Ok(rows.into_iter().map(|(id, name, created_at)| Agent { id, name, created_at }).collect())
+    }
+
+    pub async fn get_agent(&self, agent: &AgentId) -> Result<Agent, StoreError> {
+        let row: Option<(String, String, String)> =
+            sqlx::query_as("SELECT id, name, created_at FROM agents WHERE id = ?")
+                .bind(agent.as_str())
+                .fetch_optional(&self.reader)
+                .await?;
+        row.map(|(id, name, created_at)| Agent { id, name, created_at })
+            .ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))
+    }
+
+    /// Creates an agent with the default system prompt and empty notes. Refuses an id in use.
+    pub async fn create_agent(&self, agent: &AgentId, name: Option<&str>) -> Result<Agent, StoreError> {
+        let mut transaction = self.begin_write().await?;
+        let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM agents WHERE id = ?")
+            .bind(agent.as_str())
+            .fetch_optional(&mut *transaction)
+            .await?;
+        if exists.is_some() {
+            return Err(StoreError::AgentExists(agent.to_string()));
+        }
+        insert_agent(&mut transaction, agent, name.unwrap_or(agent.as_str())).await?;
+        transaction.commit().await?;
+        self.get_agent(agent).await
+    }
+
+    pub(crate) async fn ensure_default_agent(&self) -> Result<(), StoreError> {
+        let default_agent = AgentId::default_agent();
+        let mut transaction = self.begin_write().await?;
+        let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM agents WHERE id = ?")
+            .bind(default_agent.as_str())
+            .fetch_optional(&mut *transaction)
+            .await?;
+        if exists.is_none() {
+            insert_agent(&mut transaction, &default_agent, "Default agent").await?;
+        }
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    /// Fails with [`StoreError::AgentNotFound`] unless the agent exists.
+    pub async fn require_agent(&self, agent: &AgentId) -> Result<(), StoreError> {
+        let exists: Option<(i64,)> = sqlx::query_as("SELECT 1 FROM agents WHERE id = ?")
+            .bind(agent.as_str())
+            .fetch_optional(&self.reader)
+            .await?;
+        exists.map(|_| ()).ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))
+    }
+}
+
+async fn insert_agent(transaction: &mut sqlx::SqliteConnection, agent: &AgentId, name: &str) -> Result<(), StoreError> {
+    sqlx::query("INSERT INTO agents (id, name) VALUES (?, ?)")
+        .bind(agent.as_str())
+        .bind(name)
+        .execute(&mut *transaction)
+        .await?;
+    for (kind, content) in [(DocumentKind::SystemPrompt, DEFAULT_SYSTEM_PROMPT), (DocumentKind::LearnedNotes, "")] {
+        sqlx::query("INSERT INTO documents (agent_id, kind, content, version) VALUES (?, ?, ?, 1)")
+            .bind(agent.as_str())
+            .bind(kind.as_str())
+            .bind(content)
+            .execute(&mut *transaction)
+            .await?;
+        sqlx::query(
+            "INSERT INTO document_versions (agent_id, kind, version, content, author, reason) \
+             VALUES (?, ?, 1, ?, ?, 'initial version')",
+        )
+        .bind(agent.as_str())
+        .bind(kind.as_str())
+        .bind(content)
+        .bind(Author::Admin.as_str())
+        .execute(&mut *transaction)
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,319 @@
+//! Versioned documents: the system prompt and the learned notes of each agent.
+//!
+//! An edit is read-modify-write inside one `BEGIN IMMEDIATE` transaction on the single writer
+//! connection: read the current text, apply the [`DocumentEdit`], write the new text and a
+//! version row. Edits that cannot apply (text to find is absent, a field missing) fail before
+//! anything is written.
+
+use serde::{Deserialize, Serialize};
+use similar::TextDiff;
+use wright_core::{AgentId, Author, DocumentKind};
+
+use crate::{Store, StoreError};
+
+/// The current text of a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Document {
+    pub content: String,
+    pub version: i64,
+    pub updated_at: String,
+}
+
+/// One version in a document's history, without its content (for timelines).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VersionSummary {
+    pub version: i64,
+    pub author: Author,
+    pub reason: Option<String>,
+    pub conversation_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub created_at: String,
+    /// Length of the content in bytes.
+    pub size: i64,
+}
+
+/// One version in full.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DocumentVersion {
+    pub version: i64,
+    pub content: String,
+    pub author: Author,
+    pub reason: Option<String>,
+    pub conversation_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub created_at: String,
+}
+
+/// Who makes a version and why; stored on the version row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionMeta {
+    pub author: Author,
+    pub reason: Option<String>,
+    pub conversation_id: Option<String>,
+    pub tool_call_id: Option<String>,
+}
+
+impl VersionMeta {
+    pub fn new(author: Author) -> Self {
+        Self { author, reason: None, conversation_id: None, tool_call_id: None }
+    }
+
+    pub fn with_reason(mut self, reason: Option<String>) -> Self {
+        self.reason = reason;
+        self
+    }
+}
+
+/// One edit of a document, as the `edit_*` tools and the admin API describe it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(tag = "operation", rename_all = "snake_case")]
+pub enum DocumentEdit {
+    /// Replace the whole text.
+    Replace { content: String },
+    /// Replace the first occurrence of `find` (or every one) with `replace`.
+    FindReplace { find: String, replace: String, replace_all: bool },
+    /// Add text at the end, on a line of its own.
+    Append { content: String },
+    /// Add text at the beginning, on a line of its own.
+    Prepend { content: String },
+    /// Remove the first occurrence of `content`.
+    Delete { content: String },
+}
+
+impl DocumentEdit {
+    /// Applies the edit to `current`, or says why it cannot apply. Pure: nothing is written.
+    pub fn apply(&self, current: &str) -> Result<String, StoreError> {
+        match self {
+            DocumentEdit::Replace { content } => Ok(content.clone()),
+            DocumentEdit::FindReplace { find, replace, replace_all } => {
+                if find.is_empty() {
+                    return Err(StoreError::InvalidEdit("`find` must not be empty".into()));
+                }
+                if !current.contains(find.as_str()) {
+                    return Err(StoreError::InvalidEdit(format!(
+                        "find_replace failed: the text {find:?} was not found; nothing was changed \
+                         (read the current version first, the match is exact and case-sensitive)"
+                    )));
+                }
+                Ok(if *replace_all {
+                    current.replace(find.as_str(), replace)
+                } else {
+                    current.replacen(find.as_str(), replace, 1)
+                })
+            }
+            DocumentEdit::Append { content } => Ok(join_lines(current, content)),
+            DocumentEdit::Prepend { content } => Ok(join_lines(content, current)),
+            DocumentEdit::Delete { content } => {
+                if content.is_empty() {
+                    return Err(StoreError::InvalidEdit("`content` must not be empty for delete".into()));
+                }
+                if !current.contains(content.as_str()) {
+                    return Err(StoreError::InvalidEdit(format!(
+                        "delete failed: the text {content:?} was not found; nothing was changed \
+                         (read the current version first, the match is exact and case-sensitive)"
+                    )));
+                }
+                Ok(current.replacen(content.as_str(), "", 1))
+            }
+        }
+    }
+}
+
+/// `first` then `second`, with a line break between them unless one is empty or `first`
+/// already ends with one, so appended notes never run into the previous line.
+fn join_lines(first: &str, second: &str) -> String {
+    if first.is_empty() || second.is_empty() || first.ends_with('\n') {
+        format!("{first}{second}")
+    } else {
+        format!("{first}\n{second}")
+    }
+}
+
+type VersionRow = (i64, String, String, Option<String>, Option<String>, Option<String>, String);
+
+fn version_from_row(row: VersionRow) -> Result<DocumentVersion, StoreError> {
+    let (version, content, author, reason, conversation_id, tool_call_id, created_at) = row;
+    Ok(DocumentVersion {
+        version,
+        content,
+        author: parse_author(&author)?,
+        reason,
+        conversation_id,
+        tool_call_id,
+        created_at,
+    })
+}
+
+fn parse_author(raw: &str) -> Result<Author, StoreError> {
+    Author::parse(raw).map_err(|error| StoreError::Database(sqlx::Error::Decode(Box::new(error))))
+}
+
+impl Store {
+    /// The current text and version.
+    pub async fn document(&self, agent: &AgentId, kind: DocumentKind) -> Result<Document, StoreError> {
+        let row: Option<(String, i64, String)> =
+            sqlx::query_as("SELECT content, version, updated_at FROM documents WHERE agent_id = ? AND kind = ?")
+                .bind(agent.as_str())
+                .bind(kind.as_str())
+                .fetch_optional(&self.reader)
+                .await?;
+        row.map(|(content, version, updated_at)| Document { content, version, updated_at })
+            .ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))
+    }
+
+    /// Applies `edit` and writes a new version; returns the new version number.
+    pub async fn edit_document(
+        &self,
+        agent: &AgentId,
+        kind: DocumentKind,
+        edit: &DocumentEdit,
+        meta: &VersionMeta,
+    ) -> Result<i64, StoreError> {
+        let mut transaction = self.begin_write().await?;
+        let current: Option<(String, i64)> =
+            sqlx::query_as("SELECT content, version FROM documents WHERE agent_id = ? AND kind = ?")
+                .bind(agent.as_str())
+                .bind(kind.as_str())
+                .fetch_optional(&mut *transaction)
+                .await?;
+        let (content, version) = current.ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))?;
+        let new_content = edit.apply(&content)?;
+        let new_version = version + 1;
+        write_version(&mut transaction, agent, kind, new_version, &new_content, meta).await?;
+        transaction.commit().await?;
+        Ok(new_version)
+    }
+
+    /// Writes a new version whose content equals version `to_version`'s. History is kept.
+    pub async fn rollback_document(
+        &self,
+        agent: &AgentId,
+        kind: DocumentKind,
+        to_version: i64,
+        reason: Option<String>,
+    ) -> Result<i64, StoreError> {
+        let mut transaction = self.begin_write().await?;
+        let current: Option<(i64,)> = sqlx::query_as("SELECT version FROM documents WHERE agent_id = ? AND kind = ?")
+            .bind(agent.as_str())
+            .bind(kind.as_str())
+            .fetch_optional(&mut *transaction)
+            .await?;
+        let (version,) = current.ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))?;
+        let old: Option<(String,)> =
+            sqlx::query_as("SELECT content FROM document_versions WHERE agent_id = ? AND kind = ? AND version = ?")
+                .bind(agent.as_str())
+                .bind(kind.as_str())
+                .bind(to_version)
+                .fetch_optional(&mut *transaction)
+                .await?;
+        let (content,) = old.ok_or(StoreError::VersionNotFound { kind: kind.as_str(), version: to_version })?;
+        let reason = reason.or_else(|| Some(format!("rollback to version {to_version}")));
+        let meta = VersionMeta::new(Author::Rollback).with_reason(reason);
+        let new_version = version + 1;
+        write_version(&mut transaction, agent, kind, new_version, &content, &meta).await?;
+        transaction.commit().await?;
+        Ok(new_version)
+    }
+
+    /// The history, newest first.
+    pub async fn document_versions(
+        &self,
+        agent: &AgentId,
+        kind: DocumentKind,
+    ) -> Result<Vec<VersionSummary>, StoreError> {
+        self.require_agent(agent).await?;
+        let rows: Vec<(i64, String, Option<String>, Option<String>, Option<String>, String, i64)> = sqlx::query_as(
+            "SELECT version, author, reason, conversation_id, tool_call_id, created_at, length(CAST(content AS BLOB)) \
+             FROM document_versions WHERE agent_id = ? AND kind = ? ORDER BY version DESC",
+        )
+        .bind(agent.as_str())
+        .bind(kind.as_str())
+        .fetch_all(&self.reader)
+        .await?;
+        rows.into_iter()
+            .map(|(version, author, reason, conversation_id, tool_call_id, created_at, size)| {
+                Ok(VersionSummary {
+                    version,
+                    author: parse_author(&author)?,
+                    reason,
+                    conversation_id,
+                    tool_call_id,
+                    created_at,
+                    size,
+                })
+            })
+            .collect()
+    }
+
+    pub async fn document_version(
+        &self,
+        agent: &AgentId,
+        kind: DocumentKind,
+        version: i64,
+    ) -> Result<DocumentVersion, StoreError> {
+        self.require_agent(agent).await?;
+        let row: Option<VersionRow> = sqlx::query_as(
+            "SELECT version, content, author, reason, conversation_id, tool_call_id, created_at \
+             FROM document_versions WHERE agent_id = ? AND kind = ? AND version = ?",
+        )
+        .bind(agent.as_str())
+        .bind(kind.as_str())
+        .bind(version)
+        .fetch_optional(&self.reader)
+        .await?;
+        version_from_row(row.ok_or(StoreError::VersionNotFound { kind: kind.as_str(), version })?)
+    }
+
+    /// A unified diff from version `from` to version `to`.
+    pub async fn document_diff(
+        &self,
+        agent: &AgentId,
+        kind: DocumentKind,
+        from: i64,
+        to: i64,
+    ) -> Result<String, StoreError> {
+        let old = self.document_version(agent, kind, from).await?;
+        let new = self.document_version(agent, kind, to).await?;
+        Ok(unified_diff(&old.content, &new.content, &format!("{kind} v{from}"), &format!("{kind} v{to}")))
+    }
+}
+
+/// A unified diff with three lines of context; empty when the texts are equal.
+pub fn unified_diff(old: &str, new: &str, old_label: &str, new_label: &str) -> String {
+    TextDiff::from_lines(old, new).unified_diff().context_radius(3).header(old_label, new_label).to_string()
+}
+
+async fn write_version(
+    transaction: &mut sqlx::SqliteConnection,
+    agent: &AgentId,
+    kind: DocumentKind,
+    version: i64,
+    content: &str,
+    meta: &VersionMeta,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE documents SET content = ?, version = ?, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
+         WHERE agent_id = ? AND kind = ?",
+    )
+    .bind(content)
+    .bind(version)
+    .bind(agent.as_str())
+    .bind(kind.as_str())
+    .execute(&mut *transaction)
+    .await?;
+    sqlx::query(
+        "INSERT INTO document_versions (agent_id, kind, version, content, author, reason, conversation_id, tool_call_id) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(agent.as_str())
+    .bind(kind.as_str())
+    .bind(version)
+    .bind(content)
+    .bind(meta.author.as_str())
+    .bind(meta.reason.as_deref())
+    .bind(meta.conversation_id.as_deref())
+    .bind(meta.tool_call_id.as_deref())
+    .execute(&mut *transaction)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! The record of every tool call: who called which tool with what, what came back, how long
+//! it took. Written by the tool registry after each call; read by the admin and marketplace.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use wright_core::AgentId;
+
+use crate::{Store, StoreError};
+
+/// One tool call to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutionRecord {
+    pub agent: AgentId,
+    pub tool_name: String,
+    /// `builtin` or `agent`.
+    pub tool_kind: &'static str,
+    /// Who made the call: `agent` (the loop), `cli`, `api`, `sandbox`…
+    pub caller: String,
+    pub conversation_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub args: Value,
+    pub outcome: Result<Value, (String, String)>,
+    pub duration_us: i64,
+}
+
+/// One recorded call as read back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredExecution {
+    pub id: i64,
+    pub tool_name: String,
+    pub tool_kind: String,
+    pub caller: String,
+    pub conversation_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub args: Value,
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    pub error_category: Option<String>,
+    pub success: bool,
+    pub duration_us: i64,
+    pub created_at: String,
+}
+
+/// Which executions to list; every field narrows the list.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ExecutionFilter {
+    pub tool_name: Option<String>,
+    pub success: Option<bool>,
+    pub error_category: Option<String>,
+    pub limit: Option<i64>,
+}
+
+type ExecutionRow = (
+    i64,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+    i64,
+    String,
+);
+
+impl Store {
+    pub async fn record_execution(&self, record: &ExecutionRecord) -> Result<i64, StoreError> {
+        let (result, error, category) = match &record.outcome {
+            Ok(value) => (Some(value.to_string()), None, None),
+            Err((message, category)) => (None, Some(message.as_str()), Some(category.as_str())),
+        };
+        let mut transaction = self.begin_write().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO tool_executions (agent_id, tool_name, tool_kind, caller, conversation_id, tool_call_id, \
+             args, result, error, error_category, success, duration_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(record.agent.as_str())
+        .bind(&record.tool_name)
+        .bind(record.tool_kind)
+        .bind(&record.caller)
+        .bind(record.conversation_id.as_deref())
+        .bind(record.tool_call_id.as_deref())
+        .bind(record.args.to_string())
+        .bind(result)
+        .bind(error)
+        .bind(category)
+        .bind(record.outcome.is_ok())
+        .bind(record.duration_us)
+        .execute(&mut *transaction)
+        .await?;
+        transaction.commit().await?;
+        Ok(inserted.last_insert_rowid())
+    }
+
+    /// Recorded calls of one agent, newest first (at most `limit`, default 100, cap 1,000).
+    pub async fn list_executions(
+        &self,
+        agent: &AgentId,
+        filter: &ExecutionFilter,
+    ) -> Result<Vec<StoredExecution>, StoreError> {
+        let limit = filter.limit.unwrap_or(100).clamp(1, 1000);
+        let rows: Vec<ExecutionRow> = sqlx::query_as(
+            "SELECT id, tool_name, tool_kind, caller, conversation_id, tool_call_id, args, result, error, \
+             error_category, success, duration_us, created_at FROM tool_executions \
+             WHERE agent_id = ?1 AND (?2 IS NULL OR tool_name = ?2) AND (?3 IS NULL OR success = ?3) \
+             AND (?4 IS NULL OR error_category = ?4) ORDER BY id DESC LIMIT ?5",
+        )
+        .bind(agent.as_str())
+        .bind(filter.tool_name.as_deref())
+        .bind(filter.success)
+        .bind(filter.error_category.as_deref())
+        .bind(limit)
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let parse = |text: &str| serde_json::from_str(text).unwrap_or(Value::String(text.to_owned()));
+                StoredExecution {
+                    id: row.0,
+                    tool_name: row.1,
+                    tool_kind: row.2,
+                    caller: row.3,
+                    conversation_id: row.4,
+                    tool_call_id: row.5,
+                    args: parse(&row.6),
+                    result: row.7.as_deref().map(parse),
+                    error: row.8,
+                    error_category: row.9,
+                    success: row.10 != 0,
+                    duration_us: row.11,
+                    created_at: row.12,
+                }
+            })
+            .collect())
+    }
+}

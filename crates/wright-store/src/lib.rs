@@ -1,0 +1,107 @@
+//! The app database: every table of the installation and all of the SQL that touches it.
+//!
+//! One SQLite file (`data/wright.db`) opened through sqlx in WAL mode with foreign keys on.
+//! Migrations from the repository's `migrations/` folder are embedded in the binary and
+//! applied by [`Store::open`], which also makes sure the `default` agent exists.
+//!
+//! What lives here: agents ([`Agent`]), the versioned documents of each agent (system prompt
+//! and learned notes, [`documents`]), the agent's key-value state ([`state`]) and the record
+//! of every tool call ([`executions`]).
+//!
+//! Invariants:
+//! - Document history is append-only. Every successful edit writes one new version row; a
+//!   rollback writes a new row whose content equals the old one. Triggers in the schema refuse
+//!   UPDATE and DELETE on `document_versions`.
+//! - Writes go through one connection and start with `BEGIN IMMEDIATE`, so read-modify-write
+//!   edits never lose an update, in this process or against another process (the CLI) that
+//!   opens the same file.
+//! - The agent's own database is not here and cannot be reached from here (wright-agentdb).
+
+mod agents;
+pub mod documents;
+pub mod executions;
+mod migrations;
+pub mod state;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+
+pub use agents::Agent;
+pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
+pub use executions::{ExecutionFilter, ExecutionRecord, StoredExecution};
+pub use state::StateLimits;
+
+/// The one error of the app store. Variants are what a caller can act on; `Database` is the
+/// rest (a bug, a full disk, a corrupt file) and is never shown in detail to an HTTP client.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("agent {0:?} does not exist")]
+    AgentNotFound(String),
+    #[error("agent {0:?} already exists")]
+    AgentExists(String),
+    #[error("{kind} version {version} does not exist")]
+    VersionNotFound { kind: &'static str, version: i64 },
+    /// An edit that cannot apply: the text to find is absent, or a required field is missing.
+    #[error("{0}")]
+    InvalidEdit(String),
+    /// A configured limit would be exceeded; the message names the limit and its value.
+    #[error("{0}")]
+    LimitExceeded(String),
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+}
+
+/// A handle on the app database; cheap to clone (the pools are shared).
+#[derive(Clone, Debug)]
+pub struct Store {
+    /// Many readers: WAL lets them run beside the writer.
+    reader: SqlitePool,
+    /// Exactly one connection: every write in this process queues here, which is what makes
+    /// read-modify-write edits (append, find_replace) safe without retry loops.
+    writer: SqlitePool,
+    state_limits: StateLimits,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, applies pending migrations and seeds
+    /// the `default` agent on first start.
+    pub async fn open(path: &Path, state_limits: StateLimits) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::from_str("sqlite:")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            // Another process (the CLI beside a running server) may hold the write lock for a
+            // moment; wait for it rather than fail.
+            .busy_timeout(Duration::from_secs(10));
+        let writer = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
+        migrations::run(&writer).await?;
+        let reader = SqlitePoolOptions::new().max_connections(4).connect_with(options.read_only(true)).await?;
+        let store = Self { reader, writer, state_limits };
+        store.ensure_default_agent().await?;
+        Ok(store)
+    }
+
+    pub fn state_limits(&self) -> &StateLimits {
+        &self.state_limits
+    }
+
+    /// Closes both pools, waiting for queued writes to finish.
+    pub async fn close(&self) {
+        self.writer.close().await;
+        self.reader.close().await;
+    }
+
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,27 @@
+//! The app database's migrations, embedded in the binary from the repository's
+//! `migrations/` folder (sqlx's `migrate!` macro needs the `macros` feature and a build-time
+//! database; we embed the files ourselves and hand them to sqlx's runtime migrator).
+//!
+//! Invariant: [`MIGRATIONS`] lists every file of `migrations/` in order; a unit test checks
+//! the folder against this list so a new file cannot be forgotten.
+
+use std::borrow::Cow;
+
+use sqlx::SqlitePool;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+
+/// `(version, description, sql)`, in the order they apply.
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] =
+    &[(1, "foundation", include_str!("../../../migrations/0001_foundation.sql"))];
+
+pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {
+    let migrations: Vec<Migration> = MIGRATIONS
+        .iter()
+        .map(|(version, description, sql)| {
+            let sql = sqlx::SqlSafeStr::into_sql_str(*sql);
+            Migration::new(*version, Cow::Borrowed(*description), MigrationType::Simple, sql, false)
+        })
+        .collect();
+    let migrator = Migrator { migrations: Cow::Owned(migrations), ..Migrator::DEFAULT };
+    migrator.run(pool).await
+}

@@ -1,0 +1,294 @@
+//! Integration tests of the app store against real SQLite files in a temporary directory.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use wright_core::{AgentId, Author, DocumentKind};
+use wright_store::{DocumentEdit, ExecutionFilter, ExecutionRecord, StateLimits, Store, StoreError, VersionMeta};
+
+async fn open(dir: &tempfile::TempDir) -> Store {
+    Store::open(&dir.path().join("wright.db"), StateLimits::default()).await.unwrap()
+}
+
+fn default_agent() -> AgentId {
+    AgentId::default_agent()
+}
+
+fn agent_meta() -> VersionMeta {
+    VersionMeta {
+        author: Author::Agent,
+        reason: Some("testing".into()),
+        conversation_id: Some("conversation-1".into()),
+        tool_call_id: Some("call-1".into()),
+    }
+}
+
+#[tokio::test]
+async fn first_start_creates_the_default_agent_with_prompt_and_empty_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let agents = store.list_agents().await.unwrap();
+    assert_eq!(agents.len(), 1);
+    assert_eq!(agents[0].id, "default");
+    let prompt = store.document(&default_agent(), DocumentKind::SystemPrompt).await.unwrap();
+    assert_eq!(prompt.version, 1);
+    assert!(prompt.content.contains("improve yourself"));
+    let notes = store.document(&default_agent(), DocumentKind::LearnedNotes).await.unwrap();
+    assert_eq!((notes.content.as_str(), notes.version), ("", 1));
+}
+
+#[tokio::test]
+async fn migrations_apply_to_an_existing_database_without_change_or_duplication() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    store
+        .edit_document(
+            &default_agent(),
+            DocumentKind::LearnedNotes,
+            &DocumentEdit::Append { content: "kept".into() },
+            &agent_meta(),
+        )
+        .await
+        .unwrap();
+    store.close().await;
+    let reopened = open(&dir).await;
+    assert_eq!(reopened.list_agents().await.unwrap().len(), 1);
+    let notes = reopened.document(&default_agent(), DocumentKind::LearnedNotes).await.unwrap();
+    assert_eq!((notes.content.as_str(), notes.version), ("kept", 2));
+    let (journal,): (String,) = sqlx::query_as("PRAGMA journal_mode")
+        .fetch_one(
+            &mut sqlx::SqliteConnection::connect_with(
+                &sqlx::sqlite::SqliteConnectOptions::new().filename(dir.path().join("wright.db")),
+            )
+            .await
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(journal, "wal");
+}
+
+use sqlx::Connection;
+
+#[tokio::test]
+async fn agents_can_be_created_and_listed_and_ids_are_unique() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let research = AgentId::parse("research").unwrap();
+    let created = store.create_agent(&research, Some("Research")).await.unwrap();
+    assert_eq!(created.name, "Research");
+    assert!(matches!(store.create_agent(&research, None).await, Err(StoreError::AgentExists(_))));
+    let ids: Vec<String> = store.list_agents().await.unwrap().into_iter().map(|agent| agent.id).collect();
+    assert_eq!(ids, ["default", "research"]);
+    assert_eq!(store.document(&research, DocumentKind::SystemPrompt).await.unwrap().version, 1);
+}
+
+#[tokio::test]
+async fn every_edit_writes_a_version_row_with_its_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let agent = default_agent();
+    let kind = DocumentKind::SystemPrompt;
+    let version = store
+        .edit_document(&agent, kind, &DocumentEdit::Replace { content: "hello".into() }, &agent_meta())
+        .await
+        .unwrap();
+    assert_eq!(version, 2);
+    let stored = store.document_version(&agent, kind, 2).await.unwrap();
+    assert_eq!(stored.content, "hello");
+    assert_eq!(stored.author, Author::Agent);
+    assert_eq!(stored.reason.as_deref(), Some("testing"));
+    assert_eq!(stored.conversation_id.as_deref(), Some("conversation-1"));
+    assert_eq!(stored.tool_call_id.as_deref(), Some("call-1"));
+    assert!(stored.created_at.ends_with('Z'));
+    let history = store.document_versions(&agent, kind).await.unwrap();
+    assert_eq!(history.iter().map(|entry| entry.version).collect::<Vec<_>>(), [2, 1]);
+    assert_eq!(history[0].size, 5);
+}
+
+#[tokio::test]
+async fn a_failed_edit_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let agent = default_agent();
+    let kind = DocumentKind::SystemPrompt;
+    let before = store.document(&agent, kind).await.unwrap();
+    let error = store
+        .edit_document(
+            &agent,
+            kind,
+            &DocumentEdit::FindReplace { find: "not there".into(), replace: "y".into(), replace_all: false },
+            &agent_meta(),
+        )
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("\"not there\" was not found"), "{error}");
+    assert_eq!(store.document(&agent, kind).await.unwrap(), before);
+    assert_eq!(store.document_versions(&agent, kind).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn rollback_writes_a_new_version_with_the_old_content_and_keeps_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let agent = default_agent();
+    let kind = DocumentKind::LearnedNotes;
+    for text in ["one", "two", "three"] {
+        store
+            .edit_document(&agent, kind, &DocumentEdit::Replace { content: text.into() }, &agent_meta())
+            .await
+            .unwrap();
+    }
+    let version = store.rollback_document(&agent, kind, 2, None).await.unwrap();
+    assert_eq!(version, 5);
+    let current = store.document(&agent, kind).await.unwrap();
+    assert_eq!((current.content.as_str(), current.version), ("one", 5));
+    let history = store.document_versions(&agent, kind).await.unwrap();
+    assert_eq!(history.len(), 5);
+    assert_eq!(history[0].author, Author::Rollback);
+    assert_eq!(history[0].reason.as_deref(), Some("rollback to version 2"));
+    assert_eq!(store.document_version(&agent, kind, 4).await.unwrap().content, "three");
+    assert!(matches!(
+        store.rollback_document(&agent, kind, 99, None).await,
+        Err(StoreError::VersionNotFound { version: 99, .. })
+    ));
+    let diff = store.document_diff(&agent, kind, 4, 5).await.unwrap();
+    assert!(diff.contains("-three") && diff.contains("+one"), "{diff}");
+}
+
+#[tokio::test]
+async fn history_cannot_be_rewritten_even_by_raw_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    store.close().await;
+    let mut connection = sqlx::SqliteConnection::connect_with(
+        &sqlx::sqlite::SqliteConnectOptions::new().filename(dir.path().join("wright.db")),
+    )
+    .await
+    .unwrap();
+    for statement in ["UPDATE document_versions SET content = 'x'", "DELETE FROM document_versions"] {
+        let error = sqlx::query(statement).execute(&mut connection).await.unwrap_err();
+        assert!(error.to_string().contains("append-only"), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn fifty_concurrent_appends_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(&dir).await);
+    let agent = default_agent();
+    let tasks: Vec<_> = (0..50)
+        .map(|index| {
+            let store = Arc::clone(&store);
+            let agent = agent.clone();
+            tokio::spawn(async move {
+                store
+                    .edit_document(
+                        &agent,
+                        DocumentKind::LearnedNotes,
+                        &DocumentEdit::Append { content: format!("note-{index:02}") },
+                        &agent_meta(),
+                    )
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut versions = Vec::new();
+    for task in tasks {
+        versions.push(task.await.unwrap());
+    }
+    versions.sort();
+    assert_eq!(versions, (2..=51).collect::<Vec<i64>>());
+    let notes = store.document(&agent, DocumentKind::LearnedNotes).await.unwrap();
+    assert_eq!(notes.version, 51);
+    for index in 0..50 {
+        assert!(notes.content.contains(&format!("note-{index:02}")), "note-{index:02} lost");
+    }
+    assert_eq!(notes.content.lines().count(), 50);
+}
+
+#[tokio::test]
+async fn state_round_trips_any_json_and_lists_by_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let agent = default_agent();
+    let values = [
+        json!(null),
+        json!(true),
+        json!(1.5),
+        json!("text"),
+        json!([1, {"a": 2}]),
+        json!({"nested": {"deep": [null]}}),
+    ];
+    for (index, value) in values.iter().enumerate() {
+        store.set_state(&agent, &format!("k{index}"), value).await.unwrap();
+        assert_eq!(store.get_state(&agent, &format!("k{index}")).await.unwrap().as_ref(), Some(value));
+    }
+    assert_eq!(store.get_state(&agent, "absent").await.unwrap(), None);
+    store.set_state(&agent, "user%name", &json!(1)).await.unwrap();
+    store.set_state(&agent, "user_id", &json!(2)).await.unwrap();
+    store.set_state(&agent, "userxname", &json!(3)).await.unwrap();
+    assert_eq!(store.list_state_keys(&agent, Some("user%")).await.unwrap(), ["user%name"]);
+    assert_eq!(store.list_state_keys(&agent, Some("user")).await.unwrap().len(), 3);
+    assert_eq!(store.list_state_keys(&agent, None).await.unwrap().len(), 9);
+    assert!(store.delete_state(&agent, "k0").await.unwrap());
+    assert!(!store.delete_state(&agent, "k0").await.unwrap());
+}
+
+#[tokio::test]
+async fn state_limits_give_clear_errors_and_keep_the_old_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = StateLimits { max_key_bytes: 8, max_value_bytes: 100, max_total_bytes: 250 };
+    let store = Store::open(&dir.path().join("wright.db"), limits).await.unwrap();
+    let agent = default_agent();
+    let error = store.set_state(&agent, "123456789", &json!(1)).await.unwrap_err();
+    assert_eq!(error.to_string(), "state key is 9 bytes; the limit is 8 bytes");
+    store.set_state(&agent, "big", &json!("small")).await.unwrap();
+    let error = store.set_state(&agent, "big", &json!("x".repeat(120))).await.unwrap_err();
+    assert!(error.to_string().contains("the limit is 100 bytes per value"), "{error}");
+    assert_eq!(store.get_state(&agent, "big").await.unwrap(), Some(json!("small")));
+    store.set_state(&agent, "a", &json!("x".repeat(90))).await.unwrap();
+    store.set_state(&agent, "b", &json!("x".repeat(90))).await.unwrap();
+    let error = store.set_state(&agent, "c", &json!("x".repeat(90))).await.unwrap_err();
+    assert!(error.to_string().contains("the limit is 250 bytes per agent"), "{error}");
+    // Replacing a value counts the new size, not old + new.
+    store.set_state(&agent, "a", &json!("y".repeat(90))).await.unwrap();
+    let unknown = AgentId::parse("nobody").unwrap();
+    assert!(matches!(store.set_state(&unknown, "k", &json!(1)).await, Err(StoreError::AgentNotFound(_))));
+}
+
+#[tokio::test]
+async fn executions_are_recorded_and_filtered() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let agent = default_agent();
+    let record = |name: &str, outcome: Result<serde_json::Value, (String, String)>| ExecutionRecord {
+        agent: agent.clone(),
+        tool_name: name.into(),
+        tool_kind: "builtin",
+        caller: "cli".into(),
+        conversation_id: None,
+        tool_call_id: None,
+        args: json!({"key": "k"}),
+        outcome,
+        duration_us: 42,
+    };
+    store.record_execution(&record("get_state", Ok(json!({"value": null})))).await.unwrap();
+    store.record_execution(&record("get_state", Err(("boom".into(), "validation".into())))).await.unwrap();
+    store.record_execution(&record("set_state", Ok(json!({"ok": true})))).await.unwrap();
+    let all = store.list_executions(&agent, &ExecutionFilter::default()).await.unwrap();
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[0].tool_name, "set_state");
+    let failures =
+        store.list_executions(&agent, &ExecutionFilter { success: Some(false), ..Default::default() }).await.unwrap();
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].error.as_deref(), Some("boom"));
+    assert_eq!(failures[0].error_category.as_deref(), Some("validation"));
+    assert_eq!(failures[0].args, json!({"key": "k"}));
+    let by_tool = store
+        .list_executions(&agent, &ExecutionFilter { tool_name: Some("get_state".into()), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(by_tool.len(), 2);
+}
