@@ -126,6 +126,14 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// Where a tool comes from: built into Wright, or written by an agent.
+    ToolKind, "tool kind" {
+        Builtin => "builtin",
+        Agent => "agent",
+    }
+);
+
 /// One event of a conversation in provider-neutral form. `content` is the line a person
 /// reads; `data_json` is what is needed to rebuild a provider request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,55 @@
+//! The shape of a built-in tool: a typed argument struct and an async handler.
+//!
+//! [`Builtin`] erases the argument type behind the [`Tool`] trait so the registry can hold
+//! every tool in one map, while each handler is written against its own typed arguments.
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use wright_core::ToolSpec;
+
+use crate::{ToolContext, ToolError, schema::schema_for};
+
+pub(crate) type Handler<A> = fn(ToolContext, A) -> BoxFuture<'static, Result<Value, ToolError>>;
+
+/// A tool the registry can run. Object-safe so built-in and (later) agent-made tools share it.
+pub(crate) trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+    fn call(&self, context: ToolContext, args: Value) -> BoxFuture<'static, Result<Value, ToolError>>;
+}
+
+pub(crate) struct Builtin<A> {
+    spec: ToolSpec,
+    handler: Handler<A>,
+}
+
+impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
+    pub(crate) fn boxed(name: &str, description: &str, handler: Handler<A>) -> Box<dyn Tool> {
+        let spec =
+            ToolSpec { name: name.to_owned(), description: description.to_owned(), parameters: schema_for::<A>() };
+        Box::new(Builtin { spec, handler })
+    }
+}
+
+impl<A: DeserializeOwned + JsonSchema + Send + 'static> Tool for Builtin<A> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, context: ToolContext, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
+        // The registry validated `args` against the schema generated from `A`, so this only
+        // fails where serde is stricter than the schema; say so in the same error shape.
+        match serde_json::from_value::<A>(args) {
+            Ok(typed) => (self.handler)(context, typed),
+            Err(error) => {
+                let tool = self.spec.name.clone();
+                Box::pin(async move { Err(ToolError::InvalidArguments { tool, problems: vec![error.to_string()] }) })
+            }
+        }
+    }
+}
+
+/// Arguments of a tool that takes none.
+#[derive(serde::Deserialize, JsonSchema)]
+pub(crate) struct NoArgs {}

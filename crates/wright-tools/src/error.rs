@@ -1,0 +1,58 @@
+//! The one error of a tool call, with a category for `tool_executions`.
+//!
+//! Messages are written for the model that made the call: they say what was wrong and, where
+//! it helps, what to do instead.
+
+use wright_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("unknown tool `{name}`; available tools: {}", available.join(", "))]
+    UnknownTool { name: String, available: Vec<String> },
+    /// Arguments that do not fit the tool's schema, or a field an operation requires.
+    #[error("invalid arguments for `{tool}`: {}", problems.join("; "))]
+    InvalidArguments { tool: String, problems: Vec<String> },
+    #[error("{0}")]
+    NotFound(String),
+    /// A configured limit would be exceeded.
+    #[error("{0}")]
+    LimitExceeded(String),
+    /// The tool ran and refused: e.g. the text to replace was not found. Nothing changed.
+    #[error("{0}")]
+    Rejected(String),
+    /// Something broke that the caller cannot fix (a database error); logged in full.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ToolError {
+    /// The category stored with a failed execution and used in statistics.
+    pub fn category(&self) -> &'static str {
+        match self {
+            ToolError::UnknownTool { .. } => "unknown_tool",
+            ToolError::InvalidArguments { .. } => "invalid_arguments",
+            ToolError::NotFound(_) => "not_found",
+            ToolError::LimitExceeded(_) => "limit",
+            ToolError::Rejected(_) => "rejected",
+            ToolError::Internal(_) => "internal",
+        }
+    }
+
+    pub(crate) fn missing_field(tool: &str, operation: &str, field: &str) -> Self {
+        ToolError::InvalidArguments {
+            tool: tool.to_owned(),
+            problems: vec![format!("operation `{operation}` requires the field `{field}`")],
+        }
+    }
+}
+
+impl From<StoreError> for ToolError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::AgentNotFound(_) | StoreError::VersionNotFound { .. } => ToolError::NotFound(error.to_string()),
+            StoreError::AgentExists(_) | StoreError::InvalidEdit(_) => ToolError::Rejected(error.to_string()),
+            StoreError::LimitExceeded(message) => ToolError::LimitExceeded(message),
+            StoreError::Database(_) | StoreError::Migration(_) => ToolError::Internal(error.to_string()),
+        }
+    }
+}

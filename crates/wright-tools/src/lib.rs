@@ -1,0 +1,42 @@
+//! Wright's built-in tools and the registry that runs every tool call.
+//!
+//! A tool is a name, a description written for a model, a JSON Schema of its arguments
+//! (generated with schemars from the Rust type the handler takes) and a handler that returns
+//! JSON. The [`ToolRegistry`] is the one door through which the agent loop, the CLI and the
+//! HTTP API call tools: it finds the tool, validates the arguments against the schema with
+//! jsonschema (a violation lists each failing path), runs it, and records the call in
+//! `tool_executions`.
+//!
+//! Invariants:
+//! - A handler never sees arguments that failed its schema.
+//! - Every call that reaches a tool of an existing agent is recorded, success or failure.
+//! - This crate knows nothing of models or HTTP; the loop and the server call into it.
+
+mod builtin;
+mod error;
+mod registry;
+mod schema;
+mod self_modification;
+mod state;
+
+pub use error::ToolError;
+pub use registry::{Invocation, ToolInfo, ToolRegistry};
+
+use std::sync::Arc;
+
+use wright_core::AgentId;
+use wright_store::Store;
+
+/// What tools reach the world through. Built once by the binary, shared by every call.
+pub struct Services {
+    pub store: Store,
+}
+
+/// Who is calling and on whose behalf; handed to every handler.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub services: Arc<Services>,
+    pub agent: AgentId,
+    pub conversation_id: Option<String>,
+    pub tool_call_id: Option<String>,
+}

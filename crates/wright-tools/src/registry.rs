@@ -1,0 +1,142 @@
+//! The tool registry: the one place a tool call is looked up, validated, run and recorded.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+use wright_core::{AgentId, ToolKind, ToolSpec};
+use wright_store::ExecutionRecord;
+
+use crate::builtin::Tool;
+use crate::{Services, ToolContext, ToolError};
+
+/// A tool as listed to a person or a model.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    pub kind: ToolKind,
+}
+
+/// One call to make: which agent, which tool, with what, on whose behalf.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub agent: AgentId,
+    pub name: String,
+    pub args: Value,
+    /// Who is calling: `agent`, `cli`, `api`… recorded with the execution.
+    pub caller: String,
+    pub conversation_id: Option<String>,
+    pub tool_call_id: Option<String>,
+}
+
+struct RegisteredTool {
+    tool: Box<dyn Tool>,
+    /// Compiled once: compiling a schema costs far more than validating against it.
+    validator: jsonschema::Validator,
+}
+
+/// Every tool an agent can call. Cheap to share behind an `Arc`; immutable once built.
+pub struct ToolRegistry {
+    services: Arc<Services>,
+    builtins: BTreeMap<String, RegisteredTool>,
+}
+
+impl ToolRegistry {
+    /// Builds the registry with every built-in tool.
+    ///
+    /// Panics if a built-in's generated schema does not compile: that is a bug in this crate,
+    /// caught by its tests, never something a user or model can cause.
+    pub fn new(services: Arc<Services>) -> Self {
+        let mut builtins = BTreeMap::new();
+        for tool in crate::self_modification::tools().into_iter().chain(crate::state::tools()) {
+            let spec = tool.spec();
+            let validator = jsonschema::validator_for(&spec.parameters)
+                .unwrap_or_else(|error| panic!("schema of built-in tool {} does not compile: {error}", spec.name));
+            let previous = builtins.insert(spec.name.clone(), RegisteredTool { tool, validator });
+            assert!(previous.is_none(), "two built-in tools share a name");
+        }
+        Self { services, builtins }
+    }
+
+    pub fn services(&self) -> &Arc<Services> {
+        &self.services
+    }
+
+    /// Every tool available to `agent`, built-ins first, by name.
+    pub fn list(&self, _agent: &AgentId) -> Vec<ToolInfo> {
+        self.builtins
+            .values()
+            .map(|registered| {
+                let ToolSpec { name, description, parameters } = registered.tool.spec().clone();
+                ToolInfo { name, description, parameters, kind: ToolKind::Builtin }
+            })
+            .collect()
+    }
+
+    /// The specs to send to a model.
+    pub fn specs(&self, agent: &AgentId) -> Vec<ToolSpec> {
+        self.list(agent)
+            .into_iter()
+            .map(|info| ToolSpec { name: info.name, description: info.description, parameters: info.parameters })
+            .collect()
+    }
+
+    /// Looks up, validates, runs and records one call.
+    pub async fn invoke(&self, invocation: Invocation) -> Result<Value, ToolError> {
+        let Some(registered) = self.builtins.get(&invocation.name) else {
+            return Err(ToolError::UnknownTool {
+                name: invocation.name,
+                available: self.builtins.keys().cloned().collect(),
+            });
+        };
+        self.services.store.require_agent(&invocation.agent).await?;
+        let started = Instant::now();
+        let outcome = self.run(registered, &invocation).await;
+        let duration_us = i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX);
+        let record = ExecutionRecord {
+            agent: invocation.agent,
+            tool_name: invocation.name,
+            tool_kind: ToolKind::Builtin.as_str(),
+            caller: invocation.caller,
+            conversation_id: invocation.conversation_id,
+            tool_call_id: invocation.tool_call_id,
+            args: invocation.args,
+            outcome: match &outcome {
+                Ok(value) => Ok(value.clone()),
+                Err(error) => Err((error.to_string(), error.category().to_owned())),
+            },
+            duration_us,
+        };
+        if let Err(error) = self.services.store.record_execution(&record).await {
+            // The call itself happened; losing its record must not turn it into a failure.
+            tracing::warn!(%error, tool = %record.tool_name, "could not record a tool execution");
+        }
+        outcome
+    }
+
+    async fn run(&self, registered: &RegisteredTool, invocation: &Invocation) -> Result<Value, ToolError> {
+        let problems: Vec<String> = registered
+            .validator
+            .iter_errors(&invocation.args)
+            .map(|error| {
+                let path = error.instance_path().to_string();
+                let at = if path.is_empty() { "(root)".to_owned() } else { path };
+                format!("{at}: {error}")
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(ToolError::InvalidArguments { tool: invocation.name.clone(), problems });
+        }
+        let context = ToolContext {
+            services: Arc::clone(&self.services),
+            agent: invocation.agent.clone(),
+            conversation_id: invocation.conversation_id.clone(),
+            tool_call_id: invocation.tool_call_id.clone(),
+        };
+        registered.tool.call(context, invocation.args.clone()).await
+    }
+}

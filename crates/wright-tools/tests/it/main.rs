@@ -1,0 +1,217 @@
+//! The tool registry and the built-in tools against a real app database in a temp directory.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use wright_core::AgentId;
+use wright_store::{ExecutionFilter, StateLimits, Store};
+use wright_tools::{Invocation, Services, ToolError, ToolRegistry};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    registry: ToolRegistry,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("wright.db"), StateLimits::default()).await.unwrap();
+        Self { _dir: dir, registry: ToolRegistry::new(Arc::new(Services { store })) }
+    }
+
+    async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.registry
+            .invoke(Invocation {
+                agent: AgentId::default_agent(),
+                name: name.into(),
+                args,
+                caller: "test".into(),
+                conversation_id: Some("conv-1".into()),
+                tool_call_id: Some("call-1".into()),
+            })
+            .await
+    }
+
+    fn store(&self) -> &Store {
+        &self.registry.services().store
+    }
+}
+
+#[tokio::test]
+async fn schemas_match_the_seed_contracts() {
+    let fixture = Fixture::new().await;
+    let tools = fixture.registry.list(&AgentId::default_agent());
+    let edit = tools.iter().find(|tool| tool.name == "edit_system_prompt").unwrap();
+    let schema = &edit.parameters;
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["required"], json!(["operation"]));
+    assert_eq!(
+        schema["properties"]["operation"]["enum"],
+        json!(["replace", "find_replace", "append", "prepend", "delete"])
+    );
+    for field in ["content", "find", "replace"] {
+        assert_eq!(schema["properties"][field]["type"], "string", "{field}: {schema}");
+    }
+    assert_eq!(schema["properties"]["replace_all"]["type"], "boolean");
+    assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
+    let set_state = tools.iter().find(|tool| tool.name == "set_state").unwrap();
+    assert_eq!(set_state.parameters["required"], json!(["key", "value"]));
+    let read = tools.iter().find(|tool| tool.name == "read_learned_notes").unwrap();
+    assert_eq!(read.parameters["properties"], json!({}));
+    for tool in &tools {
+        assert!(tool.description.len() > 40, "{} needs a description written for a model", tool.name);
+    }
+}
+
+#[tokio::test]
+async fn every_edit_operation_succeeds_and_bumps_the_version() {
+    let fixture = Fixture::new().await;
+    let steps = [
+        json!({"operation": "replace", "content": "alpha beta alpha"}),
+        json!({"operation": "find_replace", "find": "alpha", "replace": "gamma"}),
+        json!({"operation": "find_replace", "find": "a", "replace": "A", "replace_all": true}),
+        json!({"operation": "append", "content": "end"}),
+        json!({"operation": "prepend", "content": "start"}),
+        json!({"operation": "delete", "content": "end"}),
+    ];
+    for (index, args) in steps.into_iter().enumerate() {
+        let result = fixture.call("edit_system_prompt", args).await.unwrap();
+        assert_eq!(result, json!({"version": index as i64 + 2}));
+    }
+    let read = fixture.call("read_system_prompt", json!({})).await.unwrap();
+    assert_eq!(read, json!({"prompt": "start\ngAmmA betA AlphA\n", "version": 7}));
+    let notes = fixture
+        .call("edit_learned_notes", json!({"operation": "append", "content": "likes tea", "reason": "said so"}))
+        .await
+        .unwrap();
+    assert_eq!(notes, json!({"version": 2}));
+    assert_eq!(
+        fixture.call("read_learned_notes", json!({})).await.unwrap(),
+        json!({"notes": "likes tea", "version": 2})
+    );
+    let version = fixture
+        .store()
+        .document_version(&AgentId::default_agent(), wright_core::DocumentKind::LearnedNotes, 2)
+        .await
+        .unwrap();
+    assert_eq!(version.reason.as_deref(), Some("said so"));
+    assert_eq!(version.author, wright_core::Author::Agent);
+    assert_eq!(version.tool_call_id.as_deref(), Some("call-1"));
+    assert_eq!(version.conversation_id.as_deref(), Some("conv-1"));
+}
+
+#[tokio::test]
+async fn find_that_is_absent_fails_quoting_it_and_changes_nothing() {
+    let fixture = Fixture::new().await;
+    for args in [
+        json!({"operation": "find_replace", "find": "not there", "replace": "y"}),
+        json!({"operation": "delete", "content": "not there"}),
+    ] {
+        let error = fixture.call("edit_system_prompt", args).await.unwrap_err();
+        assert!(error.to_string().contains("\"not there\" was not found"), "{error}");
+        assert_eq!(error.category(), "rejected");
+    }
+    assert_eq!(fixture.call("read_system_prompt", json!({})).await.unwrap()["version"], 1);
+}
+
+#[tokio::test]
+async fn a_missing_required_field_is_named() {
+    let fixture = Fixture::new().await;
+    let cases = [
+        (json!({"operation": "replace"}), "operation `replace` requires the field `content`"),
+        (json!({"operation": "append"}), "operation `append` requires the field `content`"),
+        (json!({"operation": "find_replace", "replace": "x"}), "operation `find_replace` requires the field `find`"),
+        (json!({"operation": "find_replace", "find": "x"}), "operation `find_replace` requires the field `replace`"),
+        (json!({}), "\"operation\" is a required property"),
+    ];
+    for (args, expected) in cases {
+        let error = fixture.call("edit_learned_notes", args).await.unwrap_err();
+        assert!(error.to_string().contains(expected), "{error} should contain {expected}");
+        assert_eq!(error.category(), "invalid_arguments");
+    }
+}
+
+#[tokio::test]
+async fn schema_violations_list_each_failing_path() {
+    let fixture = Fixture::new().await;
+    let error = fixture
+        .call("edit_system_prompt", json!({"operation": "rewrite", "content": 5, "replace_all": "yes"}))
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    for path in ["/operation:", "/content:", "/replace_all:"] {
+        assert!(message.contains(path), "{message} should name {path}");
+    }
+    let ToolError::InvalidArguments { problems, .. } = error else { panic!() };
+    assert_eq!(problems.len(), 3);
+    let error = fixture.call("get_state", json!("not an object")).await.unwrap_err();
+    assert!(error.to_string().contains("(root):"), "{error}");
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_named() {
+    let fixture = Fixture::new().await;
+    let error = fixture.call("rm_rf", json!({})).await.unwrap_err();
+    assert!(error.to_string().starts_with("unknown tool `rm_rf`; available tools: "), "{error}");
+}
+
+#[tokio::test]
+async fn state_tools_have_the_seed_shapes() {
+    let fixture = Fixture::new().await;
+    assert_eq!(fixture.call("get_state", json!({"key": "k"})).await.unwrap(), json!({"value": null}));
+    assert_eq!(
+        fixture.call("set_state", json!({"key": "k", "value": {"a": [1, 2]}})).await.unwrap(),
+        json!({"ok": true})
+    );
+    assert_eq!(fixture.call("get_state", json!({"key": "k"})).await.unwrap(), json!({"value": {"a": [1, 2]}}));
+    assert_eq!(fixture.call("list_state_keys", json!({})).await.unwrap(), json!({"keys": ["k"]}));
+    assert_eq!(fixture.call("list_state_keys", json!({"prefix": "x"})).await.unwrap(), json!({"keys": []}));
+    assert_eq!(fixture.call("delete_state", json!({"key": "k"})).await.unwrap(), json!({"deleted": true}));
+    assert_eq!(fixture.call("delete_state", json!({"key": "k"})).await.unwrap(), json!({"deleted": false}));
+    let error = fixture.call("set_state", json!({"key": "k"})).await.unwrap_err();
+    assert!(error.to_string().contains("\"value\" is a required property"), "{error}");
+    let error = fixture.call("set_state", json!({"key": "x".repeat(300), "value": 1})).await.unwrap_err();
+    assert_eq!(error.category(), "limit");
+}
+
+#[tokio::test]
+async fn every_call_is_recorded_with_its_outcome_and_duration() {
+    let fixture = Fixture::new().await;
+    fixture.call("set_state", json!({"key": "k", "value": 1})).await.unwrap();
+    fixture.call("edit_system_prompt", json!({"operation": "delete", "content": "absent"})).await.unwrap_err();
+    fixture.call("get_state", json!({})).await.unwrap_err();
+    let executions =
+        fixture.store().list_executions(&AgentId::default_agent(), &ExecutionFilter::default()).await.unwrap();
+    assert_eq!(executions.len(), 3);
+    let (validation, rejected, ok) = (&executions[0], &executions[1], &executions[2]);
+    assert_eq!(
+        (validation.tool_name.as_str(), validation.error_category.as_deref()),
+        ("get_state", Some("invalid_arguments"))
+    );
+    assert_eq!(
+        (rejected.tool_name.as_str(), rejected.error_category.as_deref()),
+        ("edit_system_prompt", Some("rejected"))
+    );
+    assert!(ok.success && ok.result == Some(json!({"ok": true})));
+    assert_eq!(ok.caller, "test");
+    assert_eq!(ok.tool_call_id.as_deref(), Some("call-1"));
+    assert_eq!(ok.tool_kind, "builtin");
+}
+
+#[tokio::test]
+async fn a_call_for_an_unknown_agent_is_not_found() {
+    let fixture = Fixture::new().await;
+    let error = fixture
+        .registry
+        .invoke(Invocation {
+            agent: AgentId::parse("ghost").unwrap(),
+            name: "get_state".into(),
+            args: json!({"key": "k"}),
+            caller: "test".into(),
+            conversation_id: None,
+            tool_call_id: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(error.to_string(), "agent \"ghost\" does not exist");
+}
