@@ -71,7 +71,12 @@ pub enum DocumentEdit {
     /// Replace the whole text.
     Replace { content: String },
     /// Replace the first occurrence of `find` (or every one) with `replace`.
-    FindReplace { find: String, replace: String, replace_all: bool },
+    FindReplace {
+        find: String,
+        replace: String,
+        #[serde(default)]
+        replace_all: bool,
+    },
     /// Add text at the end, on a line of its own.
     Append { content: String },
     /// Add text at the beginning, on a line of its own.

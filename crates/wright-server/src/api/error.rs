@@ -1,0 +1,103 @@
+//! The one error shape of the API, and a JSON extractor whose rejections use it.
+
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use utoipa::ToSchema;
+use wright_core::CoreError;
+use wright_store::StoreError;
+use wright_tools::ToolError;
+
+/// `{"error": {"code", "message"}}` with a status chosen on purpose for each failure.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// The body of every error response.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// A stable, machine-readable code such as `not_found` or `invalid_arguments`.
+    pub code: String,
+    /// What went wrong, for a person.
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, code, message: message.into() }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// A failure the client cannot fix: logged in full, answered without detail.
+    pub fn internal(error: &dyn std::fmt::Display) -> Self {
+        tracing::error!(%error, "internal error");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody { error: ErrorDetail { code: self.code.to_owned(), message: self.message } };
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match &error {
+            StoreError::AgentNotFound(_) | StoreError::VersionNotFound { .. } => {
+                Self::new(StatusCode::NOT_FOUND, "not_found", error.to_string())
+            }
+            StoreError::AgentExists(_) => Self::new(StatusCode::CONFLICT, "conflict", error.to_string()),
+            StoreError::InvalidEdit(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", error.to_string()),
+            StoreError::LimitExceeded(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "limit", error.to_string()),
+            StoreError::Database(_) | StoreError::Migration(_) => Self::internal(&error),
+        }
+    }
+}
+
+impl From<ToolError> for ApiError {
+    fn from(error: ToolError) -> Self {
+        let status = match &error {
+            ToolError::UnknownTool { .. } | ToolError::NotFound(_) => StatusCode::NOT_FOUND,
+            ToolError::InvalidArguments { .. } | ToolError::Rejected(_) | ToolError::LimitExceeded(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            ToolError::Internal(_) => return Self::internal(&error),
+        };
+        Self::new(status, error.category(), error.to_string())
+    }
+}
+
+impl From<CoreError> for ApiError {
+    fn from(error: CoreError) -> Self {
+        Self::bad_request(error.to_string())
+    }
+}
+
+/// `axum::Json` whose rejection is an [`ApiError`], so a malformed body gets the same shape.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(request, state).await {
+            Ok(axum::Json(value)) => Ok(Self(value)),
+            Err(rejection) => Err(ApiError::new(rejection.status(), "invalid_body", rejection.body_text())),
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! The HTTP API: routes, the one error shape, authentication, the OpenAPI document.
+
+mod agents;
+mod auth;
+mod documents;
+mod error;
+mod state;
+mod tools;
+
+use axum::error_handling::HandleErrorLayer;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::{BoxError, Json, Router, middleware};
+use tower::ServiceBuilder;
+use tower_http::services::{ServeDir, ServeFile};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use error::{ApiError, ApiJson};
+
+use crate::AppState;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Wright API", description = "The HTTP API of a Wright installation."),
+    modifiers(&SecurityAddon),
+    security(("bearer" = []), ("session" = [])),
+)]
+struct ApiDoc;
+
+struct SecurityAddon;
+
+impl Modify for SecurityAddon {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
+        components.add_security_scheme(
+            "session",
+            SecurityScheme::ApiKey(utoipa::openapi::security::ApiKey::Cookie(
+                utoipa::openapi::security::ApiKeyValue::new(crate::token::SESSION_COOKIE),
+            )),
+        );
+    }
+}
+
+/// Every route, with its OpenAPI description. Split in two so the auth layer wraps only the
+/// protected half; both halves land in one document.
+fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
+    let public = OpenApiRouter::new().routes(routes!(auth::health)).routes(routes!(auth::login));
+    let protected = OpenApiRouter::new()
+        .routes(routes!(auth::logout))
+        .routes(routes!(openapi_document))
+        .routes(routes!(agents::list_agents, agents::create_agent))
+        .routes(routes!(documents::current, documents::admin_edit))
+        .routes(routes!(documents::versions))
+        .routes(routes!(documents::version))
+        .routes(routes!(documents::diff))
+        .routes(routes!(documents::rollback))
+        .routes(routes!(state::list_keys))
+        .routes(routes!(state::get_value, state::set_value, state::delete_value))
+        .routes(routes!(tools::list_tools))
+        .routes(routes!(tools::invoke_tool))
+        .routes(routes!(tools::list_executions));
+    (public, protected)
+}
+
+/// The OpenAPI document of every route, as served at `/api/openapi.json`.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let (public, protected) = routes();
+    OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(public).merge(protected).into_openapi()
+}
+
+/// The document, served to the canvas app so it can check its generated types.
+#[utoipa::path(get, path = "/api/openapi.json", tag = "meta", responses((status = 200, description = "The OpenAPI document")))]
+async fn openapi_document() -> Json<utoipa::openapi::OpenApi> {
+    Json(openapi())
+}
+
+/// The router for `state`: the API under `/api`, the canvas app at `/`.
+pub fn app(state: AppState) -> Router {
+    let (public, protected) = routes();
+    let protected = protected.route_layer(middleware::from_fn_with_state(state.clone(), auth::require_auth));
+    let (api, _) = OpenApiRouter::new().merge(public).merge(protected).split_for_parts();
+    let api = api.fallback(unknown_route).layer(
+        ServiceBuilder::new()
+            .layer(HandleErrorLayer::new(timeout_error))
+            .timeout(state.config.server.request_timeout()),
+    );
+    let frontend_dir = state.config.server.frontend_dir.clone();
+    let router = api.with_state(state);
+    if frontend_dir.is_dir() {
+        // A single-page app: unknown paths outside /api get index.html and the app routes them.
+        let index = ServeFile::new(frontend_dir.join("index.html"));
+        router.fallback_service(ServeDir::new(frontend_dir).not_found_service(index))
+    } else {
+        router
+    }
+}
+
+async fn unknown_route(uri: axum::http::Uri) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no route for {}", uri.path()))
+}
+
+async fn timeout_error(error: BoxError) -> impl IntoResponse {
+    if error.is::<tower::timeout::error::Elapsed>() {
+        ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", "the request took too long and was stopped")
+    } else {
+        ApiError::internal(&*error)
+    }
+}

@@ -1,0 +1,130 @@
+//! Tools: list what an agent can call, invoke one directly, read the execution log.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+use wright_store::ExecutionFilter;
+use wright_tools::Invocation;
+
+use super::agents::existing_agent;
+use super::{ApiError, ApiJson};
+use crate::AppState;
+
+#[derive(Serialize, ToSchema)]
+pub struct ToolView {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema of the tool's arguments.
+    pub parameters: Value,
+    /// builtin or agent.
+    pub kind: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ExecutionView {
+    pub id: i64,
+    pub tool_name: String,
+    pub tool_kind: String,
+    pub caller: String,
+    pub conversation_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub args: Value,
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    pub error_category: Option<String>,
+    pub success: bool,
+    pub duration_us: i64,
+    pub created_at: String,
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct ExecutionQuery {
+    pub tool: Option<String>,
+    pub success: Option<bool>,
+    pub error_category: Option<String>,
+    /// At most this many, newest first (default 100, at most 1,000).
+    pub limit: Option<i64>,
+}
+
+/// Every tool the agent can call, with its schema.
+#[utoipa::path(
+    get, path = "/api/agents/{agent}/tools", tag = "tools", params(("agent" = String, Path)),
+    responses((status = 200, body = Vec<ToolView>)),
+)]
+pub async fn list_tools(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+) -> Result<Json<Vec<ToolView>>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    Ok(Json(
+        state
+            .tools
+            .list(&agent)
+            .into_iter()
+            .map(|tool| ToolView {
+                name: tool.name,
+                description: tool.description,
+                parameters: tool.parameters,
+                kind: tool.kind.as_str().to_owned(),
+            })
+            .collect(),
+    ))
+}
+
+/// Runs a tool for the agent with the JSON body as its arguments and returns its JSON result.
+#[utoipa::path(
+    post, path = "/api/agents/{agent}/tools/{name}/invoke", tag = "tools", request_body = Value,
+    params(("agent" = String, Path), ("name" = String, Path)),
+    responses((status = 200, body = Value), (status = 404, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)),
+)]
+pub async fn invoke_tool(
+    State(state): State<AppState>,
+    Path((agent, name)): Path<(String, String)>,
+    ApiJson(args): ApiJson<Value>,
+) -> Result<Json<Value>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    let invocation = Invocation { agent, name, args, caller: "api".into(), conversation_id: None, tool_call_id: None };
+    Ok(Json(state.tools.invoke(invocation).await?))
+}
+
+/// The tool execution log, newest first, with filters.
+#[utoipa::path(
+    get, path = "/api/agents/{agent}/executions", tag = "tools", params(("agent" = String, Path), ExecutionQuery),
+    responses((status = 200, body = Vec<ExecutionView>)),
+)]
+pub async fn list_executions(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+    Query(query): Query<ExecutionQuery>,
+) -> Result<Json<Vec<ExecutionView>>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    let filter = ExecutionFilter {
+        tool_name: query.tool,
+        success: query.success,
+        error_category: query.error_category,
+        limit: query.limit,
+    };
+    let executions = state.store.list_executions(&agent, &filter).await?;
+    Ok(Json(
+        executions
+            .into_iter()
+            .map(|execution| ExecutionView {
+                id: execution.id,
+                tool_name: execution.tool_name,
+                tool_kind: execution.tool_kind,
+                caller: execution.caller,
+                conversation_id: execution.conversation_id,
+                tool_call_id: execution.tool_call_id,
+                args: execution.args,
+                result: execution.result,
+                error: execution.error,
+                error_category: execution.error_category,
+                success: execution.success,
+                duration_us: execution.duration_us,
+                created_at: execution.created_at,
+            })
+            .collect(),
+    ))
+}

@@ -1,0 +1,266 @@
+//! The command line: `wright serve`, `wright tool call`, `wright prompt|notes …`,
+//! `wright openapi`. Arguments are parsed here; the work is done by the library crates.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use serde_json::Value;
+use wright_core::{AgentId, DocumentKind};
+use wright_store::Store;
+use wright_tools::{Invocation, Services, ToolRegistry};
+
+use crate::token::{Auth, TokenSource};
+use crate::{AppState, Config};
+
+#[derive(Parser)]
+#[command(name = "wright", version, about = "A self-hosted, self-modifying personal agent platform")]
+pub struct Cli {
+    /// Where Wright keeps its data: the app database, agent files, the token, config.toml.
+    #[arg(long, global = true, env = "WRIGHT_DATA_DIR", default_value = "data")]
+    data_dir: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API and the canvas app.
+    Serve {
+        /// Address to listen on (default 127.0.0.1:8080, or [server] bind in config.toml).
+        #[arg(long)]
+        bind: Option<SocketAddr>,
+    },
+    /// Call tools without a model or a server.
+    Tool {
+        #[command(subcommand)]
+        command: ToolCommand,
+    },
+    /// Inspect and roll back an agent's system prompt.
+    Prompt {
+        #[command(subcommand)]
+        command: DocumentCommand,
+    },
+    /// Inspect and roll back an agent's learned notes.
+    Notes {
+        #[command(subcommand)]
+        command: DocumentCommand,
+    },
+    /// Print the OpenAPI document of the HTTP API.
+    Openapi,
+}
+
+#[derive(Subcommand)]
+enum ToolCommand {
+    /// Run one tool and print its JSON result; exits non-zero when the tool fails.
+    Call {
+        name: String,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+        /// The arguments, as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum DocumentCommand {
+    /// The history, newest first.
+    Log {
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
+    /// The current text, or one version's.
+    Show {
+        version: Option<i64>,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
+    /// A unified diff between two versions.
+    Diff {
+        from: i64,
+        to: i64,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
+    /// Make an old version current again, as a new version.
+    Rollback {
+        version: i64,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+/// Parses the command line and runs it; what `main` calls.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let config = Config::load(&cli.data_dir)?;
+    match cli.command {
+        Command::Serve { bind } => serve(config, bind).await,
+        Command::Tool { command: ToolCommand::Call { name, agent, args } } => {
+            call_tool(config, &name, &agent, &args).await
+        }
+        Command::Prompt { command } => document_command(config, DocumentKind::SystemPrompt, command).await,
+        Command::Notes { command } => document_command(config, DocumentKind::LearnedNotes, command).await,
+        Command::Openapi => {
+            println!("{}", serde_json::to_string_pretty(&crate::api::openapi())?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn serve(mut config: Config, bind: Option<SocketAddr>) -> anyhow::Result<ExitCode> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    if let Some(bind) = bind {
+        config.server.bind = bind;
+    }
+    let (auth, source) = Auth::load_or_create(&config.data_dir, std::env::var("WRIGHT_TOKEN").ok())?;
+    let listener = tokio::net::TcpListener::bind(config.server.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.server.bind))?;
+    let address = listener.local_addr()?;
+    let token_line = match source {
+        TokenSource::Generated => format!(
+            "access token (generated now, stored in {}): {}",
+            config.data_dir.join("token").display(),
+            auth.token()
+        ),
+        TokenSource::File => format!("access token: in {}", config.data_dir.join("token").display()),
+        TokenSource::Environment => "access token: from WRIGHT_TOKEN".to_owned(),
+    };
+    let state = AppState::open(config, auth).await?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{token_line}")?;
+    writeln!(stdout, "Wright is listening on http://{address}")?;
+    stdout.flush()?;
+    drop(stdout);
+    crate::serve(listener, state, shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on Ctrl-C or SIGTERM, whichever comes first.
+async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down");
+}
+
+async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    std::fs::create_dir_all(&config.data_dir)?;
+    Ok(Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?)
+}
+
+async fn call_tool(config: Config, name: &str, agent: &str, args: &str) -> anyhow::Result<ExitCode> {
+    let agent = AgentId::parse(agent)?;
+    let args: Value = serde_json::from_str(args).context("--args is not valid JSON")?;
+    let store = open_store(&config).await?;
+    let registry = ToolRegistry::new(Arc::new(Services { store: store.clone() }));
+    let invocation = Invocation {
+        agent,
+        name: name.to_owned(),
+        args,
+        caller: "cli".into(),
+        conversation_id: None,
+        tool_call_id: None,
+    };
+    let outcome = registry.invoke(invocation).await;
+    store.close().await;
+    match outcome {
+        Ok(result) => {
+            println!("{}", serde_json::to_string_pretty(&result)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => {
+            let body = serde_json::json!({ "error": error.to_string(), "category": error.category() });
+            println!("{}", serde_json::to_string_pretty(&body)?);
+            eprintln!("error: {error}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn document_command(config: Config, kind: DocumentKind, command: DocumentCommand) -> anyhow::Result<ExitCode> {
+    let store = open_store(&config).await?;
+    let result = document_command_inner(&store, kind, command).await;
+    store.close().await;
+    result.map(|()| ExitCode::SUCCESS)
+}
+
+async fn document_command_inner(store: &Store, kind: DocumentKind, command: DocumentCommand) -> anyhow::Result<()> {
+    match command {
+        DocumentCommand::Log { agent } => {
+            let agent = AgentId::parse(&agent)?;
+            for entry in store.document_versions(&agent, kind).await? {
+                let reason = entry.reason.as_deref().unwrap_or("");
+                println!(
+                    "v{:<4} {}  {:<8} {:>7} B  {reason}",
+                    entry.version, entry.created_at, entry.author, entry.size
+                );
+            }
+        }
+        DocumentCommand::Show { version, agent } => {
+            let agent = AgentId::parse(&agent)?;
+            let content = match version {
+                Some(version) => store.document_version(&agent, kind, version).await?.content,
+                None => store.document(&agent, kind).await?.content,
+            };
+            println!("{content}");
+        }
+        DocumentCommand::Diff { from, to, agent } => {
+            let agent = AgentId::parse(&agent)?;
+            print!("{}", store.document_diff(&agent, kind, from, to).await?);
+        }
+        DocumentCommand::Rollback { version, agent, reason } => {
+            let agent = AgentId::parse(&agent)?;
+            let new_version = store.rollback_document(&agent, kind, version, reason).await?;
+            println!("{kind} of {agent} is now version {new_version}, with the content of version {version}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,68 @@
+//! Configuration: defaults, then `<data-dir>/config.toml` if present, then command-line flags.
+//!
+//! Unknown keys in the file are errors, so a typo in a limit's name is reported instead of
+//! silently leaving the default in place.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use wright_store::StateLimits;
+
+/// The whole configuration of one installation.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub server: ServerConfig,
+    pub state: StateLimits,
+}
+
+/// `[server]` in config.toml.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    /// Longest time one API request may take before it is answered with a timeout error.
+    pub request_timeout_secs: u64,
+    /// Where the built canvas app is; served at `/` when the folder exists.
+    pub frontend_dir: PathBuf,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            request_timeout_secs: 120,
+            frontend_dir: PathBuf::from("frontend/dist"),
+        }
+    }
+}
+
+impl ServerConfig {
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ConfigFile {
+    server: ServerConfig,
+    state: StateLimits,
+}
+
+impl Config {
+    /// Defaults for `data_dir`, overridden by `<data_dir>/config.toml` when it exists.
+    pub fn load(data_dir: &Path) -> anyhow::Result<Self> {
+        let path = data_dir.join("config.toml");
+        let file = match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                toml::from_str::<ConfigFile>(&text).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
+            Err(error) => return Err(anyhow::anyhow!("{}: {error}", path.display())),
+        };
+        Ok(Self { data_dir: data_dir.to_owned(), server: file.server, state: file.state })
+    }
+}

@@ -1,0 +1,59 @@
+//! The `wright` binary's library half: configuration, the HTTP API and the CLI commands.
+//!
+//! [`api::app`] builds the axum router from an [`AppState`] (tests call it without a socket);
+//! [`serve`] runs it on a listener until a shutdown future resolves. Every `/api` route is
+//! registered through utoipa-axum, so the router and the OpenAPI document at
+//! `/api/openapi.json` are built from the same list and cannot drift apart.
+//!
+//! Invariants:
+//! - Every `/api` route except `GET /api/health` and `POST /api/auth/login` requires the
+//!   token, as a `Bearer` header or the session cookie that login sets.
+//! - Every failure, including JSON and path rejections, timeouts and unknown routes, answers
+//!   with one shape: `{"error": {"code", "message"}}`; 5xx bodies say nothing of internals.
+//! - Configuration is read once, here, and passed down; nothing below reads the environment.
+
+pub mod api;
+pub mod cli;
+pub mod config;
+pub mod token;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use wright_store::Store;
+use wright_tools::{Services, ToolRegistry};
+
+pub use config::Config;
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub tools: Arc<ToolRegistry>,
+    pub auth: Arc<token::Auth>,
+    pub config: Arc<Config>,
+}
+
+impl AppState {
+    /// Opens the data directory (creating it), the app database and the tool registry.
+    pub async fn open(config: Config, auth: token::Auth) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&config.data_dir)?;
+        let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?;
+        let tools = Arc::new(ToolRegistry::new(Arc::new(Services { store: store.clone() })));
+        Ok(Self { store, tools, auth: Arc::new(auth), config: Arc::new(config) })
+    }
+}
+
+/// Serves the app on `listener` until `shutdown` resolves, then lets in-flight requests finish.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let store = state.store.clone();
+    let router = api::app(state);
+    axum::serve(listener, router).with_graceful_shutdown(shutdown).await?;
+    store.close().await;
+    Ok(())
+}
