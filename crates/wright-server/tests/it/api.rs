@@ -1,0 +1,278 @@
+//! The API router, called in process with `tower::ServiceExt::oneshot`.
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+use wright_server::token::Auth;
+use wright_server::{AppState, Config};
+
+const TOKEN: &str = "test-token";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    state: AppState,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::load(dir.path()).unwrap();
+        let state = AppState::open(config, Auth::new(TOKEN.into())).await.unwrap();
+        Self { _dir: dir, state }
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        auth: Option<(&str, String)>,
+    ) -> (StatusCode, Value, axum::http::HeaderMap) {
+        let mut request = Request::builder().method(method).uri(path);
+        if let Some((name, value)) = auth {
+            request = request.header(name, value);
+        }
+        let body = match body {
+            Some(value) => {
+                request = request.header(header::CONTENT_TYPE, "application/json");
+                Body::from(value.to_string())
+            }
+            None => Body::empty(),
+        };
+        let response = wright_server::api::app(self.state.clone()).oneshot(request.body(body).unwrap()).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        (status, value, headers)
+    }
+
+    async fn authed(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let (status, value, _) =
+            self.send(method, path, body, Some(("authorization", format!("Bearer {TOKEN}")))).await;
+        (status, value)
+    }
+}
+
+/// Every (method, path) in the OpenAPI document, with path parameters filled in.
+fn every_route() -> Vec<(Method, String)> {
+    let document = serde_json::to_value(wright_server::api::openapi()).unwrap();
+    let mut routes = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        let concrete = path
+            .replace("{agent}", "default")
+            .replace("{kind}", "system_prompt")
+            .replace("{version}", "1")
+            .replace("{key}", "k")
+            .replace("{name}", "get_state");
+        for method in item.as_object().unwrap().keys() {
+            routes.push((Method::from_bytes(method.to_uppercase().as_bytes()).unwrap(), concrete.clone()));
+        }
+    }
+    routes
+}
+
+#[tokio::test]
+async fn the_openapi_document_covers_the_routes_the_issue_names() {
+    let routes = every_route();
+    assert!(routes.len() >= 19, "{routes:?}");
+    for expected in [
+        (Method::GET, "/api/health"),
+        (Method::POST, "/api/auth/login"),
+        (Method::GET, "/api/agents"),
+        (Method::POST, "/api/agents"),
+        (Method::GET, "/api/agents/default/documents/system_prompt"),
+        (Method::POST, "/api/agents/default/documents/system_prompt"),
+        (Method::GET, "/api/agents/default/documents/system_prompt/versions"),
+        (Method::GET, "/api/agents/default/documents/system_prompt/versions/1"),
+        (Method::GET, "/api/agents/default/documents/system_prompt/diff"),
+        (Method::POST, "/api/agents/default/documents/system_prompt/rollback"),
+        (Method::GET, "/api/agents/default/state"),
+        (Method::GET, "/api/agents/default/state/k"),
+        (Method::PUT, "/api/agents/default/state/k"),
+        (Method::DELETE, "/api/agents/default/state/k"),
+        (Method::GET, "/api/agents/default/tools"),
+        (Method::POST, "/api/agents/default/tools/get_state/invoke"),
+        (Method::GET, "/api/openapi.json"),
+    ] {
+        assert!(
+            routes.iter().any(|(method, path)| *method == expected.0 && path == expected.1),
+            "{expected:?} missing"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_route_but_health_and_login_refuses_a_request_without_the_token() {
+    let fixture = Fixture::new().await;
+    for (method, path) in every_route() {
+        let public = path == "/api/health" || path == "/api/auth/login";
+        let (status, body, headers) = fixture.send(method.clone(), &path, Some(json!({})), None).await;
+        if public {
+            assert_ne!(status, StatusCode::UNAUTHORIZED, "{method} {path} must be public");
+            continue;
+        }
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path} answered without the token");
+        assert_eq!(body["error"]["code"], "unauthorized");
+        assert_eq!(headers[header::WWW_AUTHENTICATE], "Bearer");
+        let (status, ..) =
+            fixture.send(method.clone(), &path, Some(json!({})), Some(("authorization", "Bearer wrong".into()))).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path} accepted a wrong token");
+        let (status, ..) = fixture
+            .send(method.clone(), &path, Some(json!({})), Some(("cookie", "wright_session=forged".into())))
+            .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path} accepted a forged cookie");
+        let (status, ..) = fixture
+            .send(method.clone(), &path, Some(json!({})), Some(("cookie", format!("wright_session={TOKEN}"))))
+            .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path} accepted the raw token as a cookie");
+        let (status, ..) = fixture
+            .send(method.clone(), &path, Some(json!({})), Some(("authorization", format!("Bearer {TOKEN}"))))
+            .await;
+        assert_ne!(status, StatusCode::UNAUTHORIZED, "{method} {path} refused the right token");
+    }
+}
+
+#[tokio::test]
+async fn login_sets_a_strict_http_only_session_cookie_that_authorizes() {
+    let fixture = Fixture::new().await;
+    let (status, body, _) = fixture.send(Method::POST, "/api/auth/login", Some(json!({"token": "nope"})), None).await;
+    assert_eq!((status, &body["error"]["code"]), (StatusCode::UNAUTHORIZED, &json!("unauthorized")));
+    let (status, _, headers) = fixture.send(Method::POST, "/api/auth/login", Some(json!({"token": TOKEN})), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let cookie = headers[header::SET_COOKIE].to_str().unwrap().to_owned();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(!cookie.contains(TOKEN), "the cookie must not carry the token itself");
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    let (status, body, _) =
+        fixture.send(Method::GET, "/api/agents", None, Some(("cookie", format!("theme=dark; {pair}")))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn errors_share_one_shape_for_bad_json_unknown_routes_and_bad_ids() {
+    let fixture = Fixture::new().await;
+    let response = wright_server::api::app(fixture.state.clone())
+        .oneshot(
+            Request::post("/api/agents")
+                .header("authorization", format!("Bearer {TOKEN}"))
+                .header("content-type", "application/json")
+                .body(Body::from("{not json"))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: Value =
+        serde_json::from_slice(&axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], "invalid_body");
+    let (status, body) = fixture.authed(Method::GET, "/api/nothing/here", None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    let (status, body) = fixture.authed(Method::POST, "/api/agents", Some(json!({"id": "../etc"}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body["error"]["message"].as_str().unwrap().contains("invalid agent id"));
+    let (status, body) = fixture.authed(Method::GET, "/api/agents/ghost/documents/system_prompt", None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    let (status, body) = fixture.authed(Method::GET, "/api/agents/default/documents/diary", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, _) = fixture.authed(Method::GET, "/api/agents/default/documents/system_prompt/versions/x", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn agents_can_be_listed_and_created() {
+    let fixture = Fixture::new().await;
+    let (status, body) =
+        fixture.authed(Method::POST, "/api/agents", Some(json!({"id": "helper", "name": "Helper"}))).await;
+    assert_eq!((status, &body["id"]), (StatusCode::CREATED, &json!("helper")));
+    let (status, _) = fixture.authed(Method::POST, "/api/agents", Some(json!({"id": "helper"}))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (_, body) = fixture.authed(Method::GET, "/api/agents", None).await;
+    let ids: Vec<&str> = body.as_array().unwrap().iter().map(|agent| agent["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["default", "helper"]);
+}
+
+#[tokio::test]
+async fn documents_edit_list_show_diff_and_roll_back_over_http() {
+    let fixture = Fixture::new().await;
+    let base = "/api/agents/default/documents/learned_notes";
+    let (status, body) = fixture
+        .authed(Method::POST, base, Some(json!({"operation": "replace", "content": "first", "reason": "start"})))
+        .await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"version": 2})));
+    fixture
+        .authed(Method::POST, base, Some(json!({"operation": "find_replace", "find": "first", "replace": "second"})))
+        .await;
+    let (status, body) =
+        fixture.authed(Method::POST, base, Some(json!({"operation": "delete", "content": "absent"}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body["error"]["message"].as_str().unwrap().contains("\"absent\" was not found"));
+    let (status, body) =
+        fixture.authed(Method::POST, base, Some(json!({"operation": "find_replace", "find": "x"}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body["error"]["message"].as_str().unwrap().contains("replace"), "{body}");
+    let (_, current) = fixture.authed(Method::GET, base, None).await;
+    assert_eq!((&current["content"], &current["version"]), (&json!("second"), &json!(3)));
+    let (_, history) = fixture.authed(Method::GET, &format!("{base}/versions"), None).await;
+    let history = history.as_array().unwrap();
+    assert_eq!(history.len(), 3);
+    assert_eq!((&history[1]["author"], &history[1]["reason"]), (&json!("admin"), &json!("start")));
+    let (_, version) = fixture.authed(Method::GET, &format!("{base}/versions/2"), None).await;
+    assert_eq!(version["content"], "first");
+    let (_, diff) = fixture.authed(Method::GET, &format!("{base}/diff?from=2&to=3"), None).await;
+    let text = diff["diff"].as_str().unwrap();
+    assert!(text.contains("-first") && text.contains("+second"), "{diff}");
+    let (status, body) = fixture.authed(Method::POST, &format!("{base}/rollback"), Some(json!({"version": 2}))).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"version": 4})));
+    let (_, current) = fixture.authed(Method::GET, base, None).await;
+    assert_eq!(current["content"], "first");
+    let (_, history) = fixture.authed(Method::GET, &format!("{base}/versions"), None).await;
+    assert_eq!(history.as_array().unwrap().len(), 4);
+    assert_eq!(history[0]["author"], "rollback");
+    let (status, _) = fixture.authed(Method::POST, &format!("{base}/rollback"), Some(json!({"version": 42}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn state_routes_set_get_list_and_delete() {
+    let fixture = Fixture::new().await;
+    let base = "/api/agents/default/state";
+    assert_eq!(
+        fixture.authed(Method::PUT, &format!("{base}/color"), Some(json!({"hex": "#fff"}))).await.1,
+        json!({"ok": true})
+    );
+    assert_eq!(fixture.authed(Method::GET, &format!("{base}/color"), None).await.1, json!({"value": {"hex": "#fff"}}));
+    assert_eq!(fixture.authed(Method::GET, &format!("{base}?prefix=co"), None).await.1, json!({"keys": ["color"]}));
+    assert_eq!(fixture.authed(Method::DELETE, &format!("{base}/color"), None).await.1, json!({"deleted": true}));
+    assert_eq!(fixture.authed(Method::GET, &format!("{base}/color"), None).await.1, json!({"value": null}));
+}
+
+#[tokio::test]
+async fn tools_are_listed_with_schemas_and_invoked_with_their_json_result() {
+    let fixture = Fixture::new().await;
+    let (_, tools) = fixture.authed(Method::GET, "/api/agents/default/tools", None).await;
+    let edit = tools.as_array().unwrap().iter().find(|tool| tool["name"] == "edit_system_prompt").unwrap();
+    assert_eq!(edit["kind"], "builtin");
+    assert_eq!(edit["parameters"]["required"], json!(["operation"]));
+    let invoke = |name: &str| format!("/api/agents/default/tools/{name}/invoke");
+    let (status, body) = fixture
+        .authed(
+            Method::POST,
+            &invoke("edit_system_prompt"),
+            Some(json!({"operation": "append", "content": "Be brief."})),
+        )
+        .await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"version": 2})));
+    let (status, body) = fixture.authed(Method::POST, &invoke("nope"), Some(json!({}))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("unknown_tool")));
+    let (status, body) = fixture.authed(Method::POST, &invoke("get_state"), Some(json!({"key": 1}))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_arguments")));
+    let (_, log) = fixture.authed(Method::GET, "/api/agents/default/executions?success=false", None).await;
+    assert_eq!(log.as_array().unwrap().len(), 1);
+    assert_eq!(log[0]["caller"], "api");
+}

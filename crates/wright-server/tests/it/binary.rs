@@ -1,0 +1,179 @@
+//! The real `wright` binary: `serve` on an empty data directory, `tool call`, and the
+//! prompt/notes commands an admin uses at a terminal.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
+
+fn wright(data_dir: &Path, args: &[&str]) -> Output {
+    Command::new(WRIGHT).arg("--data-dir").arg(data_dir).args(args).env_remove("WRIGHT_TOKEN").output().unwrap()
+}
+
+fn json_of(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+struct Server {
+    child: Child,
+    address: String,
+    first_line: String,
+}
+
+impl Server {
+    fn start(data_dir: &Path, token: Option<&str>) -> Self {
+        let mut command = Command::new(WRIGHT);
+        command
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        match token {
+            Some(token) => command.env("WRIGHT_TOKEN", token),
+            None => command.env_remove("WRIGHT_TOKEN"),
+        };
+        let mut child = command.spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first_line = lines.next().unwrap().unwrap();
+        let listening = lines.next().unwrap().unwrap();
+        let address = listening.rsplit(' ').next().unwrap().to_owned();
+        Self { child, address, first_line }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+fn client() -> reqwest::Client {
+    rustls::crypto::ring::default_provider().install_default().ok();
+    reqwest::Client::new()
+}
+
+#[tokio::test]
+async fn serve_on_an_empty_data_directory_prints_the_token_and_guards_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), None);
+    let token = std::fs::read_to_string(dir.path().join("token")).unwrap().trim().to_owned();
+    assert_eq!(token.len(), 64);
+    assert!(server.first_line.contains(&token), "the generated token is printed: {}", server.first_line);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("token")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let client = client();
+    let health = client.get(format!("{}/api/health", server.address)).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    let denied = client.get(format!("{}/api/agents", server.address)).send().await.unwrap();
+    assert_eq!(denied.status(), 401);
+    let agents: Value = client
+        .get(format!("{}/api/agents", server.address))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(agents[0]["id"], "default");
+    drop(server);
+    // A second start reuses the stored token and does not print it again.
+    let server = Server::start(dir.path(), None);
+    assert!(!server.first_line.contains(&token), "{}", server.first_line);
+    let agents = client.get(format!("{}/api/agents", server.address)).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(agents.status(), 200);
+}
+
+#[tokio::test]
+async fn wright_token_overrides_the_stored_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), Some("from-env"));
+    assert!(server.first_line.contains("WRIGHT_TOKEN"));
+    let client = client();
+    let ok = client.get(format!("{}/api/agents", server.address)).bearer_auth("from-env").send().await.unwrap();
+    assert_eq!(ok.status(), 200);
+    assert!(!dir.path().join("token").exists());
+}
+
+#[test]
+fn a_find_that_is_absent_fails_with_a_clear_message_and_keeps_the_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = wright(
+        dir.path(),
+        &[
+            "tool",
+            "call",
+            "edit_system_prompt",
+            "--args",
+            r#"{"operation":"find_replace","find":"not there","replace":"y"}"#,
+        ],
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("the text \"not there\" was not found"), "{stderr}");
+    assert_eq!(json_of(&output)["category"], "rejected");
+    let read = wright(dir.path(), &["tool", "call", "read_system_prompt"]);
+    assert!(read.status.success());
+    assert_eq!(json_of(&read)["version"], 1);
+}
+
+#[test]
+fn each_other_operation_succeeds_and_bumps_the_version_then_rollback_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    let operations = [
+        r#"{"operation":"replace","content":"one two"}"#,
+        r#"{"operation":"find_replace","find":"two","replace":"three"}"#,
+        r#"{"operation":"append","content":"four"}"#,
+        r#"{"operation":"prepend","content":"zero"}"#,
+        r#"{"operation":"delete","content":"zero\n"}"#,
+    ];
+    for (index, args) in operations.iter().enumerate() {
+        let output = wright(dir.path(), &["tool", "call", "edit_system_prompt", "--args", args]);
+        assert!(output.status.success(), "{args}: {}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(json_of(&output)["version"], index as i64 + 2);
+    }
+    let read = json_of(&wright(dir.path(), &["tool", "call", "read_system_prompt"]));
+    assert_eq!(read["prompt"], "one three\nfour");
+    let rollback = wright(dir.path(), &["prompt", "rollback", "2", "--reason", "too much"]);
+    assert!(rollback.status.success(), "{}", String::from_utf8_lossy(&rollback.stderr));
+    assert!(String::from_utf8_lossy(&rollback.stdout).contains("version 7"));
+    let show = wright(dir.path(), &["prompt", "show"]);
+    assert_eq!(String::from_utf8_lossy(&show.stdout).trim_end(), "one two");
+    let old = wright(dir.path(), &["prompt", "show", "4"]);
+    assert_eq!(String::from_utf8_lossy(&old.stdout).trim_end(), "one three\nfour");
+    let log = String::from_utf8_lossy(&wright(dir.path(), &["prompt", "log"]).stdout).into_owned();
+    assert_eq!(log.lines().count(), 7, "{log}");
+    assert!(log.lines().next().unwrap().contains("rollback") && log.contains("too much"), "{log}");
+    let diff = String::from_utf8_lossy(&wright(dir.path(), &["prompt", "diff", "6", "7"]).stdout).into_owned();
+    assert!(diff.contains("+one two"), "{diff}");
+}
+
+#[test]
+fn notes_commands_and_unknown_tools_and_bad_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let edit = wright(
+        dir.path(),
+        &["tool", "call", "edit_learned_notes", "--args", r#"{"operation":"append","content":"likes tea"}"#],
+    );
+    assert!(edit.status.success());
+    assert_eq!(String::from_utf8_lossy(&wright(dir.path(), &["notes", "show"]).stdout).trim_end(), "likes tea");
+    let unknown = wright(dir.path(), &["tool", "call", "nope"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown tool `nope`"));
+    let bad = wright(dir.path(), &["tool", "call", "get_state", "--args", "{oops"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--args is not valid JSON"));
+    let missing = wright(dir.path(), &["notes", "show", "9"]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("learned_notes version 9 does not exist"));
+}

@@ -1,0 +1,5 @@
+//! Tests of the `wright` server and CLI: the router in process (no socket) for routes and
+//! auth, and the real binary for `serve`, `tool call` and the document commands.
+
+mod api;
+mod binary;
