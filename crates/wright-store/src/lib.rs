@@ -17,7 +17,9 @@
 //!   opens the same file.
 //! - The agent's own database is not here and cannot be reached from here (wright-agentdb).
 
+mod agent_tools;
 mod agents;
+pub mod conversations;
 pub mod documents;
 pub mod executions;
 mod migrations;
@@ -29,7 +31,9 @@ use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
+pub use agent_tools::{AgentTool, ToolContent, ToolPatch, ToolVersion};
 pub use agents::Agent;
+pub use conversations::{Conversation, PendingCall, PendingResolution, StoredEvent};
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, StoredExecution};
 pub use state::StateLimits;
@@ -42,6 +46,16 @@ pub enum StoreError {
     AgentNotFound(String),
     #[error("agent {0:?} already exists")]
     AgentExists(String),
+    #[error("no tool named {0:?}")]
+    ToolNotFound(String),
+    #[error("a tool named {0:?} already exists")]
+    ToolExists(String),
+    #[error("conversation {0:?} does not exist")]
+    ConversationNotFound(String),
+    #[error("no pending call {0:?} in this conversation")]
+    PendingNotFound(String),
+    #[error("the pending call {0:?} was already answered")]
+    AlreadyAnswered(String),
     #[error("{kind} version {version} does not exist")]
     VersionNotFound { kind: &'static str, version: i64 },
     /// An edit that cannot apply: the text to find is absent, or a required field is missing.

@@ -11,8 +11,10 @@ use sqlx::SqlitePool;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 
 /// `(version, description, sql)`, in the order they apply.
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "foundation", include_str!("../../../migrations/0001_foundation.sql"))];
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "foundation", include_str!("../../../migrations/0001_foundation.sql")),
+    (2, "conversations_and_agent_tools", include_str!("../../../migrations/0002_conversations_and_agent_tools.sql")),
+];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {
     let migrations: Vec<Migration> = MIGRATIONS

@@ -49,8 +49,15 @@ impl ToolError {
 impl From<StoreError> for ToolError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::AgentNotFound(_) | StoreError::VersionNotFound { .. } => ToolError::NotFound(error.to_string()),
-            StoreError::AgentExists(_) | StoreError::InvalidEdit(_) => ToolError::Rejected(error.to_string()),
+            StoreError::AgentNotFound(_)
+            | StoreError::VersionNotFound { .. }
+            | StoreError::ConversationNotFound(_)
+            | StoreError::PendingNotFound(_)
+            | StoreError::ToolNotFound(_) => ToolError::NotFound(error.to_string()),
+            StoreError::AgentExists(_)
+            | StoreError::InvalidEdit(_)
+            | StoreError::AlreadyAnswered(_)
+            | StoreError::ToolExists(_) => ToolError::Rejected(error.to_string()),
             StoreError::LimitExceeded(message) => ToolError::LimitExceeded(message),
             StoreError::Database(_) | StoreError::Migration(_) => ToolError::Internal(error.to_string()),
         }

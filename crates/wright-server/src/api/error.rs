@@ -58,10 +58,16 @@ impl IntoResponse for ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match &error {
-            StoreError::AgentNotFound(_) | StoreError::VersionNotFound { .. } => {
+            StoreError::AgentNotFound(_)
+            | StoreError::VersionNotFound { .. }
+            | StoreError::ConversationNotFound(_)
+            | StoreError::PendingNotFound(_)
+            | StoreError::ToolNotFound(_) => {
                 Self::new(StatusCode::NOT_FOUND, "not_found", error.to_string())
             }
-            StoreError::AgentExists(_) => Self::new(StatusCode::CONFLICT, "conflict", error.to_string()),
+            StoreError::AgentExists(_) | StoreError::AlreadyAnswered(_) | StoreError::ToolExists(_) => {
+                Self::new(StatusCode::CONFLICT, "conflict", error.to_string())
+            }
             StoreError::InvalidEdit(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", error.to_string()),
             StoreError::LimitExceeded(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "limit", error.to_string()),
             StoreError::Database(_) | StoreError::Migration(_) => Self::internal(&error),

@@ -292,3 +292,122 @@ async fn executions_are_recorded_and_filtered() {
         .unwrap();
     assert_eq!(by_tool.len(), 2);
 }
+
+mod conversations {
+    use super::*;
+    use wright_core::EventKind;
+    use wright_store::PendingResolution;
+
+    #[tokio::test]
+    async fn events_append_in_order_and_reload_after_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        let conversation = store.create_conversation(&default_agent(), "c1", "Hello").await.unwrap();
+        assert_eq!(conversation.status, "idle");
+        let first = store.append_events("c1", &[(EventKind::User, "hi".into(), json!({}))]).await.unwrap();
+        assert_eq!(first[0].event.seq, 1);
+        let more = store
+            .append_events(
+                "c1",
+                &[
+                    (
+                        EventKind::ToolCall,
+                        "get_state".into(),
+                        json!({"id": "t1", "name": "get_state", "arguments": {}}),
+                    ),
+                    (EventKind::ToolResult, "{}".into(), json!({"tool_call_id": "t1", "output": {}, "success": true})),
+                ],
+            )
+            .await
+            .unwrap();
+        assert_eq!(more.iter().map(|stored| stored.event.seq).collect::<Vec<_>>(), [2, 3]);
+        store.close().await;
+        let store = open(&dir).await;
+        let events = store.events_after("c1", 1).await.unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].event.kind, EventKind::ToolCall);
+        assert_eq!(events[1].event.data_json["tool_call_id"], "t1");
+        assert!(matches!(
+            store.append_events("missing", &[(EventKind::User, "x".into(), json!({}))]).await,
+            Err(StoreError::ConversationNotFound(_))
+        ));
+        assert_eq!(store.list_conversations(&default_agent()).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_pending_call_is_answered_exactly_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(open(&dir).await);
+        store.create_conversation(&default_agent(), "c1", "t").await.unwrap();
+        store.create_pending_call("c1", "call-1", "ask_user", &json!({"question": "?"})).await.unwrap();
+        assert_eq!(store.pending_calls("c1").await.unwrap().len(), 1);
+        let racers: Vec<_> = (0..10)
+            .map(|index| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    store
+                        .resolve_pending_call("c1", "call-1", PendingResolution::Answered, &json!({"answer": index}))
+                        .await
+                })
+            })
+            .collect();
+        let mut wins = 0;
+        for racer in racers {
+            match racer.await.unwrap() {
+                Ok(call) => {
+                    wins += 1;
+                    assert_eq!(call.tool_name, "ask_user");
+                }
+                Err(error) => assert!(matches!(error, StoreError::AlreadyAnswered(_)), "{error}"),
+            }
+        }
+        assert_eq!(wins, 1);
+        assert!(store.pending_calls("c1").await.unwrap().is_empty());
+        assert!(matches!(
+            store.resolve_pending_call("c1", "nope", PendingResolution::Dismissed, &json!(null)).await,
+            Err(StoreError::PendingNotFound(_))
+        ));
+    }
+}
+
+mod agent_tools {
+    use super::*;
+    use wright_store::{ToolContent, ToolPatch};
+
+    fn content(code: &str) -> ToolContent {
+        ToolContent { description: "adds".into(), parameter_schema: json!({"type": "object"}), code: code.into() }
+    }
+
+    #[tokio::test]
+    async fn tools_are_versioned_rolled_back_and_deleted_with_history_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        let agent = default_agent();
+        let created =
+            store.create_agent_tool(&agent, "add", &content("return 1"), true, None, &agent_meta()).await.unwrap();
+        assert_eq!((created.version, created.enabled), (1, true));
+        assert!(matches!(
+            store.create_agent_tool(&agent, "add", &content("x"), true, None, &agent_meta()).await,
+            Err(StoreError::ToolExists(_))
+        ));
+        let patch = ToolPatch { code: Some("return 2".into()), ..Default::default() };
+        let updated = store.update_agent_tool(&agent, "add", &patch, None, &agent_meta()).await.unwrap();
+        assert_eq!((updated.version, updated.code.as_str(), updated.description.as_str()), (2, "return 2", "adds"));
+        let rolled = store.rollback_agent_tool(&agent, "add", 1, None).await.unwrap();
+        assert_eq!((rolled.version, rolled.code.as_str()), (3, "return 1"));
+        let history = store.agent_tool_versions(&agent, "add").await.unwrap();
+        assert_eq!(history.iter().map(|version| version.version).collect::<Vec<_>>(), [3, 2, 1]);
+        assert_eq!(history[0].author, Author::Rollback);
+        let disabled = store.set_agent_tool_enabled(&agent, "add", false).await.unwrap();
+        assert!(!disabled.enabled);
+        assert!(store.list_agent_tools(&agent, false).await.unwrap().is_empty());
+        assert_eq!(store.list_agent_tools(&agent, true).await.unwrap().len(), 1);
+        assert!(store.delete_agent_tool(&agent, "add").await.unwrap());
+        assert!(!store.delete_agent_tool(&agent, "add").await.unwrap());
+        assert!(store.agent_tool(&agent, "add").await.unwrap().is_none());
+        let again =
+            store.create_agent_tool(&agent, "add", &content("return 3"), true, None, &agent_meta()).await.unwrap();
+        assert_eq!(again.version, 1);
+        assert_ne!(again.id, created.id);
+    }
+}
