@@ -18,6 +18,7 @@ mod registry;
 mod schema;
 mod self_modification;
 mod state;
+mod tool_management;
 
 pub use error::ToolError;
 pub use registry::{Invocation, ToolInfo, ToolRegistry};

@@ -1,7 +1,7 @@
 //! The tool registry: the one place a tool call is looked up, validated, run and recorded.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -33,6 +33,17 @@ pub struct Invocation {
     pub tool_call_id: Option<String>,
 }
 
+/// Every built-in tool, freshly built.
+fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
+    crate::self_modification::tools().into_iter().chain(crate::state::tools()).chain(crate::tool_management::tools())
+}
+
+/// The names of the built-in tools; an agent's tool may not take one of them.
+pub(crate) fn builtin_names() -> &'static BTreeSet<String> {
+    static NAMES: OnceLock<BTreeSet<String>> = OnceLock::new();
+    NAMES.get_or_init(|| all_builtins().map(|tool| tool.spec().name.clone()).collect())
+}
+
 struct RegisteredTool {
     tool: Box<dyn Tool>,
     /// Compiled once: compiling a schema costs far more than validating against it.
@@ -52,7 +63,7 @@ impl ToolRegistry {
     /// caught by its tests, never something a user or model can cause.
     pub fn new(services: Arc<Services>) -> Self {
         let mut builtins = BTreeMap::new();
-        for tool in crate::self_modification::tools().into_iter().chain(crate::state::tools()) {
+        for tool in all_builtins() {
             let spec = tool.spec();
             let validator = jsonschema::validator_for(&spec.parameters)
                 .unwrap_or_else(|error| panic!("schema of built-in tool {} does not compile: {error}", spec.name));

@@ -215,3 +215,83 @@ async fn a_call_for_an_unknown_agent_is_not_found() {
         .unwrap_err();
     assert_eq!(error.to_string(), "agent \"ghost\" does not exist");
 }
+
+mod tool_management {
+    use super::*;
+
+    fn create_args(name: &str) -> Value {
+        json!({
+            "name": name,
+            "description": "Adds two numbers.",
+            "parameter_schema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]},
+            "code": "return args.a + args.b;",
+        })
+    }
+
+    #[tokio::test]
+    async fn tools_are_created_read_listed_updated_toggled_and_deleted_with_seed_shapes() {
+        let fixture = Fixture::new().await;
+        assert_eq!(
+            fixture.call("create_tool", create_args("add")).await.unwrap(),
+            json!({"name": "add", "version": 1})
+        );
+        let read = fixture.call("read_tool", json!({"name": "add"})).await.unwrap();
+        assert_eq!(read["code"], "return args.a + args.b;");
+        assert_eq!((read["enabled"].clone(), read["version"].clone()), (json!(true), json!(1)));
+        let updated =
+            fixture.call("update_tool", json!({"name": "add", "description": "Adds a and b."})).await.unwrap();
+        assert_eq!(updated, json!({"name": "add", "version": 2}));
+        assert_eq!(
+            fixture.call("list_tools", json!({})).await.unwrap(),
+            json!({"tools": [{"name": "add", "description": "Adds a and b.", "enabled": true, "version": 2}]})
+        );
+        assert_eq!(
+            fixture.call("disable_tool", json!({"name": "add"})).await.unwrap(),
+            json!({"name": "add", "enabled": false})
+        );
+        assert_eq!(fixture.call("list_tools", json!({})).await.unwrap(), json!({"tools": []}));
+        assert_eq!(
+            fixture.call("list_tools", json!({"include_disabled": true})).await.unwrap()["tools"][0]["enabled"],
+            false
+        );
+        assert_eq!(
+            fixture.call("enable_tool", json!({"name": "add"})).await.unwrap(),
+            json!({"name": "add", "enabled": true})
+        );
+        assert_eq!(fixture.call("delete_tool", json!({"name": "add"})).await.unwrap(), json!({"deleted": true}));
+        assert_eq!(fixture.call("delete_tool", json!({"name": "add"})).await.unwrap(), json!({"deleted": false}));
+        let error = fixture.call("read_tool", json!({"name": "add"})).await.unwrap_err();
+        assert_eq!(error.category(), "not_found");
+        let error = fixture.call("update_tool", json!({"name": "add", "code": "return 1"})).await.unwrap_err();
+        assert_eq!(error.category(), "not_found");
+    }
+
+    #[tokio::test]
+    async fn bad_tools_are_refused_and_nothing_is_written() {
+        let fixture = Fixture::new().await;
+        let mut shadow = create_args("get_state");
+        let error = fixture.call("create_tool", shadow.take()).await.unwrap_err();
+        assert!(error.to_string().contains("is the name of a built-in tool"), "{error}");
+        let error = fixture.call("create_tool", create_args("Add-Numbers")).await.unwrap_err();
+        assert!(error.to_string().contains("is not snake_case"), "{error}");
+        let mut bad_schema = create_args("add");
+        bad_schema["parameter_schema"] = json!({"type": "objekt"});
+        let error = fixture.call("create_tool", bad_schema).await.unwrap_err();
+        assert!(error.to_string().contains("not a valid JSON Schema"), "{error}");
+        let mut not_object = create_args("add");
+        not_object["parameter_schema"] = json!({"type": "string"});
+        let error = fixture.call("create_tool", not_object).await.unwrap_err();
+        assert!(error.to_string().contains("must describe an object"), "{error}");
+        let mut empty_description = create_args("add");
+        empty_description["description"] = json!("  ");
+        assert!(fixture.call("create_tool", empty_description).await.is_err());
+        assert_eq!(fixture.call("list_tools", json!({"include_disabled": true})).await.unwrap(), json!({"tools": []}));
+        fixture.call("create_tool", create_args("add")).await.unwrap();
+        let error = fixture.call("create_tool", create_args("add")).await.unwrap_err();
+        assert!(error.to_string().contains("already exists"), "{error}");
+        let error =
+            fixture.call("update_tool", json!({"name": "add", "parameter_schema": {"type": 5}})).await.unwrap_err();
+        assert!(error.to_string().contains("not a valid JSON Schema"), "{error}");
+        assert_eq!(fixture.call("read_tool", json!({"name": "add"})).await.unwrap()["version"], 1);
+    }
+}

@@ -1,0 +1,272 @@
+//! The tool-management tools of seed 002: the agent writes, versions, enables and reads its
+//! own tools. A tool is checked before anything is stored: its name is snake_case and does
+//! not shadow a built-in, its parameter schema is a JSON Schema of an object, and its code is
+//! within the size limit.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wright_core::Author;
+use wright_store::{AgentTool, ToolContent, ToolPatch, VersionMeta};
+
+use crate::builtin::{Builtin, Tool};
+use crate::{ToolContext, ToolError};
+
+/// Limits on what an agent may store as a tool; generous for real tools, small enough that a
+/// runaway loop cannot fill the database with one call.
+const MAX_CODE_BYTES: usize = 256 * 1024;
+const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+const MAX_DESCRIPTION_BYTES: usize = 4 * 1024;
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct CreateArgs {
+    /// Unique snake_case tool name (a-z, 0-9, _; starts with a letter; at most 64 characters).
+    name: String,
+    /// What the tool does and when to use it, written for a model.
+    description: String,
+    /// JSON Schema of the tool's arguments (an object schema).
+    parameter_schema: Value,
+    /// JavaScript run in the QuickJS sandbox: the body of an async function. `args` holds the
+    /// validated arguments; `state.get/set/delete/list`, `fetch` and `console.log` are available.
+    /// Must `return` a JSON value or call `resolve(value)`.
+    code: String,
+    /// Why you are making this tool; kept with the version.
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct UpdateArgs {
+    /// Name of the tool to update.
+    name: String,
+    /// New description (omit to keep).
+    description: Option<String>,
+    /// New parameter JSON Schema (omit to keep).
+    parameter_schema: Option<Value>,
+    /// New code (omit to keep).
+    code: Option<String>,
+    /// Why you are changing it; kept with the version.
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct NameArgs {
+    /// Name of the tool.
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct ListArgs {
+    /// Include disabled tools in the list. Default: false.
+    include_disabled: Option<bool>,
+}
+
+fn reject(message: String) -> ToolError {
+    ToolError::Rejected(message)
+}
+
+/// Refuses names that are not snake_case or that belong to a built-in tool.
+pub(crate) fn check_name(name: &str) -> Result<(), ToolError> {
+    let snake = name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !snake {
+        return Err(reject(format!(
+            "tool name {name:?} is not snake_case: use a-z, 0-9 and _, start with a letter, at most 64 characters"
+        )));
+    }
+    if crate::registry::builtin_names().contains(name) {
+        return Err(reject(format!("tool name {name:?} is the name of a built-in tool; choose another name")));
+    }
+    Ok(())
+}
+
+/// Refuses a parameter schema that is not a JSON Schema of an object.
+pub(crate) fn check_schema(schema: &Value) -> Result<(), ToolError> {
+    if schema.to_string().len() > MAX_SCHEMA_BYTES {
+        return Err(reject(format!("parameter_schema is larger than {MAX_SCHEMA_BYTES} bytes")));
+    }
+    if !schema.is_object() {
+        return Err(reject(
+            "parameter_schema must be a JSON Schema object such as {\"type\": \"object\", \"properties\": {...}}"
+                .into(),
+        ));
+    }
+    if let Err(error) = jsonschema::meta::validate(schema) {
+        return Err(reject(format!(
+            "parameter_schema is not a valid JSON Schema: {error} (at {})",
+            error.instance_path()
+        )));
+    }
+    if let Err(error) = jsonschema::validator_for(schema) {
+        return Err(reject(format!("parameter_schema cannot be used: {error}")));
+    }
+    match schema.get("type") {
+        Some(Value::String(kind)) if kind == "object" => Ok(()),
+        None if schema.get("properties").is_some() => Ok(()),
+        _ => Err(reject("parameter_schema must describe an object: set \"type\": \"object\"".into())),
+    }
+}
+
+fn check_description(description: &str) -> Result<(), ToolError> {
+    if description.trim().is_empty() {
+        return Err(reject("description must not be empty: say what the tool does, for a model".into()));
+    }
+    if description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(reject(format!("description is longer than {MAX_DESCRIPTION_BYTES} bytes")));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_code(code: &str) -> Result<(), ToolError> {
+    if code.len() > MAX_CODE_BYTES {
+        return Err(reject(format!("code is larger than {MAX_CODE_BYTES} bytes")));
+    }
+    Ok(())
+}
+
+fn agent_meta(context: &ToolContext, reason: Option<String>) -> VersionMeta {
+    VersionMeta {
+        author: Author::Agent,
+        reason,
+        conversation_id: context.conversation_id.clone(),
+        tool_call_id: context.tool_call_id.clone(),
+    }
+}
+
+fn full_view(tool: &AgentTool) -> Value {
+    json!({
+        "name": tool.name,
+        "description": tool.description,
+        "parameter_schema": tool.parameter_schema,
+        "code": tool.code,
+        "enabled": tool.enabled,
+        "version": tool.version,
+    })
+}
+
+fn not_found(name: &str) -> ToolError {
+    ToolError::NotFound(format!("no tool named {name:?}; list_tools shows the tools you have"))
+}
+
+pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
+    vec![
+        Builtin::<CreateArgs>::boxed(
+            "create_tool",
+            "Create a new tool of your own, in JavaScript, that you (and later conversations) can call like any \
+             other tool. The code is the body of an async function run in a sandbox: read `args`, use \
+             `state.get/set/delete/list`, `fetch(url, {method, headers, body})` and `console.log`, then `return` a \
+             JSON value. Test logic with run_sandbox_code first. Returns {name, version: 1}.",
+            |context, args| {
+                Box::pin(async move {
+                    check_name(&args.name)?;
+                    check_description(&args.description)?;
+                    check_schema(&args.parameter_schema)?;
+                    check_code(&args.code)?;
+                    let content = ToolContent {
+                        description: args.description,
+                        parameter_schema: args.parameter_schema,
+                        code: args.code,
+                    };
+                    let meta = agent_meta(&context, args.reason);
+                    let tool = context
+                        .services
+                        .store
+                        .create_agent_tool(&context.agent, &args.name, &content, true, None, &meta)
+                        .await?;
+                    Ok(json!({ "name": tool.name, "version": tool.version }))
+                })
+            },
+        ),
+        Builtin::<UpdateArgs>::boxed(
+            "update_tool",
+            "Update one of your tools: only the fields you give change. Every update is a new version an admin can \
+             roll back. Returns {name, version}.",
+            |context, args| {
+                Box::pin(async move {
+                    if let Some(description) = &args.description {
+                        check_description(description)?;
+                    }
+                    if let Some(schema) = &args.parameter_schema {
+                        check_schema(schema)?;
+                    }
+                    if let Some(code) = &args.code {
+                        check_code(code)?;
+                    }
+                    if context.services.store.agent_tool(&context.agent, &args.name).await?.is_none() {
+                        return Err(not_found(&args.name));
+                    }
+                    let patch = ToolPatch {
+                        description: args.description,
+                        parameter_schema: args.parameter_schema,
+                        code: args.code,
+                    };
+                    let meta = agent_meta(&context, args.reason);
+                    let tool = context
+                        .services
+                        .store
+                        .update_agent_tool(&context.agent, &args.name, &patch, None, &meta)
+                        .await?;
+                    Ok(json!({ "name": tool.name, "version": tool.version }))
+                })
+            },
+        ),
+        Builtin::<NameArgs>::boxed(
+            "delete_tool",
+            "Delete one of your tools (its history is kept for the admin). Returns {deleted: false} if there was none.",
+            |context, args| {
+                Box::pin(async move {
+                    let deleted = context.services.store.delete_agent_tool(&context.agent, &args.name).await?;
+                    Ok(json!({ "deleted": deleted }))
+                })
+            },
+        ),
+        Builtin::<NameArgs>::boxed(
+            "enable_tool",
+            "Enable one of your tools so it is offered in your tool set. Returns {name, enabled: true}.",
+            |context, args| Box::pin(set_enabled(context, args.name, true)),
+        ),
+        Builtin::<NameArgs>::boxed(
+            "disable_tool",
+            "Disable one of your tools without deleting it; it is no longer offered until enabled again.",
+            |context, args| Box::pin(set_enabled(context, args.name, false)),
+        ),
+        Builtin::<ListArgs>::boxed(
+            "list_tools",
+            "List the tools you wrote (not the built-in ones): name, description, enabled, version.",
+            |context, args| {
+                Box::pin(async move {
+                    let tools = context
+                        .services
+                        .store
+                        .list_agent_tools(&context.agent, args.include_disabled.unwrap_or(false))
+                        .await?;
+                    let tools: Vec<Value> = tools
+                        .iter()
+                        .map(|tool| {
+                            json!({"name": tool.name, "description": tool.description, "enabled": tool.enabled, "version": tool.version})
+                        })
+                        .collect();
+                    Ok(json!({ "tools": tools }))
+                })
+            },
+        ),
+        Builtin::<NameArgs>::boxed(
+            "read_tool",
+            "Read the full definition of one of your tools: description, parameter_schema, code, enabled, version.",
+            |context, args| {
+                Box::pin(async move {
+                    let tool = context.services.store.agent_tool(&context.agent, &args.name).await?;
+                    tool.map(|tool| full_view(&tool)).ok_or_else(|| not_found(&args.name))
+                })
+            },
+        ),
+    ]
+}
+
+async fn set_enabled(context: ToolContext, name: String, enabled: bool) -> Result<Value, ToolError> {
+    if context.services.store.agent_tool(&context.agent, &name).await?.is_none() {
+        return Err(not_found(&name));
+    }
+    let tool = context.services.store.set_agent_tool_enabled(&context.agent, &name, enabled).await?;
+    Ok(json!({ "name": tool.name, "enabled": tool.enabled }))
+}
