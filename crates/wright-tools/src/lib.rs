@@ -14,6 +14,7 @@
 
 mod builtin;
 mod error;
+mod interaction;
 mod registry;
 mod schema;
 mod self_modification;
@@ -21,6 +22,7 @@ mod state;
 mod tool_management;
 
 pub use error::ToolError;
+pub use interaction::{PAUSING_TOOLS, check_pausing_call};
 pub use registry::{Invocation, ToolInfo, ToolRegistry};
 
 use std::sync::Arc;

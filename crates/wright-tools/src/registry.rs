@@ -35,7 +35,11 @@ pub struct Invocation {
 
 /// Every built-in tool, freshly built.
 fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
-    crate::self_modification::tools().into_iter().chain(crate::state::tools()).chain(crate::tool_management::tools())
+    crate::self_modification::tools()
+        .into_iter()
+        .chain(crate::state::tools())
+        .chain(crate::tool_management::tools())
+        .chain(crate::interaction::tools())
 }
 
 /// The names of the built-in tools; an agent's tool may not take one of them.

@@ -15,19 +15,33 @@ pub(crate) fn schema_for<A: JsonSchema>() -> Value {
         root.remove("title");
         root.entry("properties").or_insert_with(|| Value::Object(Map::new()));
         root.entry("required").or_insert_with(|| Value::Array(Vec::new()));
-        let required: Vec<String> = root["required"]
-            .as_array()
-            .map(|names| names.iter().filter_map(|name| name.as_str().map(str::to_owned)).collect())
-            .unwrap_or_default();
-        if let Some(Value::Object(properties)) = root.get_mut("properties") {
-            for (name, property) in properties.iter_mut() {
-                if !required.contains(name) {
-                    drop_null(property);
+    }
+    optional_properties_without_null(&mut schema);
+    schema
+}
+
+/// In every object schema, at any depth, drops `null` from the properties that are not
+/// required.
+fn optional_properties_without_null(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            let required: Vec<String> = object
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|names| names.iter().filter_map(|name| name.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            if let Some(Value::Object(properties)) = object.get_mut("properties") {
+                for (name, property) in properties.iter_mut() {
+                    if !required.contains(name) {
+                        drop_null(property);
+                    }
                 }
             }
+            object.values_mut().for_each(optional_properties_without_null);
         }
+        Value::Array(items) => items.iter_mut().for_each(optional_properties_without_null),
+        _ => {}
     }
-    schema
 }
 
 /// Turns `{"type": ["string", "null"]}` into `{"type": "string"}` and

@@ -295,3 +295,53 @@ mod tool_management {
         assert_eq!(fixture.call("read_tool", json!({"name": "add"})).await.unwrap()["version"], 1);
     }
 }
+
+mod interaction {
+    use super::*;
+
+    #[tokio::test]
+    async fn render_blocks_offers_the_eight_block_kinds_of_the_seed() {
+        let fixture = Fixture::new().await;
+        let tools = fixture.registry.list(&AgentId::default_agent());
+        let render = tools.iter().find(|tool| tool.name == "render_blocks").unwrap();
+        let kinds: Vec<&str> = render.parameters["properties"]["blocks"]["items"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|variant| variant["properties"]["type"]["const"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["markdown", "table", "chart", "form", "code", "image", "alert", "json"]);
+        let text = render.parameters.to_string();
+        assert!(!text.contains("\"null\""), "optional fields are plain optional, not nullable: {text}");
+        let ask = tools.iter().find(|tool| tool.name == "ask_user").unwrap();
+        assert_eq!(ask.parameters["required"], json!(["question"]));
+        assert_eq!(ask.parameters["properties"]["options"]["type"], "array");
+    }
+
+    #[tokio::test]
+    async fn pausing_tools_refuse_outside_a_conversation_and_send_message_answers() {
+        let fixture = Fixture::new().await;
+        let error = fixture.call("ask_user", json!({"question": "Which?"})).await.unwrap_err();
+        assert!(error.to_string().contains("only be called by the agent during a conversation"), "{error}");
+        assert_eq!(fixture.call("send_message", json!({"text": "working on it"})).await.unwrap(), json!({"ok": true}));
+        let error = fixture
+            .call("render_blocks", json!({"blocks": [{"type": "alert", "variant": "loud", "content": "x"}]}))
+            .await
+            .unwrap_err();
+        assert_eq!(error.category(), "invalid_arguments");
+    }
+
+    #[test]
+    fn pausing_calls_are_checked_beyond_their_schema() {
+        use wright_tools::check_pausing_call;
+        assert!(check_pausing_call("render_and_wait", &json!({"component": "chart"})).is_ok());
+        assert!(check_pausing_call("render_and_wait", &json!({"code": "export default () => null"})).is_ok());
+        assert!(check_pausing_call("render_and_wait", &json!({})).unwrap_err().to_string().contains("exactly one"));
+        assert!(check_pausing_call("render_and_wait", &json!({"component": "a", "code": "b"})).is_err());
+        let two_forms = json!({"blocks": [
+            {"type": "form", "fields": [], "submitLabel": "a"},
+            {"type": "form", "fields": [], "submitLabel": "b"}
+        ]});
+        assert!(check_pausing_call("render_blocks", &two_forms).is_err());
+    }
+}

@@ -1,0 +1,206 @@
+//! The tools that talk to the person (seed 002 "UI Rendering" and "User Interaction"):
+//! `render_and_wait`, `render_blocks` and `ask_user` pause the run until the canvas answers;
+//! `send_message` shows text at once and does not pause.
+//!
+//! The registry only validates a pausing call; the agent loop parks it (a `pending_calls`
+//! row) and ends the run, and the canvas's answer becomes the call's result. Called outside a
+//! conversation (the CLI, the API) there is nobody to answer, so their handlers refuse.
+
+// The argument types below exist to generate the schemas a model sees and that calls are
+// validated against; the canvas, not Rust, reads their fields.
+#![allow(dead_code, reason = "schema-only argument types")]
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::ToolError;
+use crate::builtin::{Builtin, Tool};
+
+/// The tools that park a run until the person answers.
+pub const PAUSING_TOOLS: &[&str] = &["render_and_wait", "render_blocks", "ask_user"];
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct RenderAndWaitArgs {
+    /// Name of a stored UI component (see create_ui_component).
+    component: Option<String>,
+    /// Inline JSX/React code, used when `component` is not given. Must `export default` a component.
+    code: Option<String>,
+    /// Props to pass to the component.
+    props: Option<Map<String, Value>>,
+    /// Optional title shown above the component.
+    title: Option<String>,
+}
+
+/// One block of `render_blocks`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Block {
+    Markdown {
+        content: String,
+    },
+    Table {
+        columns: Vec<TableColumn>,
+        data: Vec<Map<String, Value>>,
+    },
+    Chart {
+        #[serde(rename = "chartType")]
+        chart_type: ChartType,
+        data: Map<String, Value>,
+    },
+    Form {
+        fields: Vec<FormField>,
+        #[serde(rename = "submitLabel")]
+        submit_label: String,
+    },
+    Code {
+        language: String,
+        content: String,
+    },
+    Image {
+        url: String,
+        alt: Option<String>,
+    },
+    Alert {
+        variant: AlertVariant,
+        content: String,
+    },
+    Json {
+        data: Value,
+    },
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct TableColumn {
+    key: String,
+    label: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ChartType {
+    Line,
+    Bar,
+    Pie,
+    Area,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum AlertVariant {
+    Info,
+    Warning,
+    Danger,
+    Success,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum FieldType {
+    Text,
+    Number,
+    Select,
+    Checkbox,
+    Textarea,
+    Date,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct FormField {
+    name: String,
+    label: String,
+    #[serde(rename = "type")]
+    field_type: FieldType,
+    /// Choices of a select field.
+    options: Option<Vec<String>>,
+    required: Option<bool>,
+    default: Option<Value>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct RenderBlocksArgs {
+    /// Blocks to render in order: markdown, table, chart, form, code, image, alert, json.
+    blocks: Vec<Block>,
+    /// Optional title shown above the blocks.
+    title: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct AskUserArgs {
+    /// The question to ask.
+    question: String,
+    /// Optional list of choices; shown as buttons instead of a free-text input.
+    options: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct SendMessageArgs {
+    /// Message text (markdown).
+    text: String,
+}
+
+/// Checks a pausing call beyond its schema (what a schema cannot say). Used by the loop
+/// before it parks the call, so a malformed call comes back to the model at once.
+pub fn check_pausing_call(name: &str, args: &Value) -> Result<(), ToolError> {
+    let invalid =
+        |problem: &str| ToolError::InvalidArguments { tool: name.to_owned(), problems: vec![problem.to_owned()] };
+    match name {
+        "render_and_wait" => {
+            let has = |field: &str| args.get(field).is_some_and(|value| !value.is_null());
+            match (has("component"), has("code")) {
+                (true, true) => Err(invalid("give exactly one of `component` or `code`, not both")),
+                (false, false) => {
+                    Err(invalid("give exactly one of `component` (a stored component's name) or `code` (inline JSX)"))
+                }
+                _ => Ok(()),
+            }
+        }
+        "render_blocks" => {
+            let forms = args["blocks"]
+                .as_array()
+                .map_or(0, |blocks| blocks.iter().filter(|block| block["type"] == "form").count());
+            if forms > 1 {
+                return Err(invalid("at most one form block per render_blocks call: its submit is the answer"));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn outside_conversation(name: &'static str) -> Result<Value, ToolError> {
+    Err(ToolError::Rejected(format!(
+        "{name} waits for the person in the canvas, so it can only be called by the agent during a conversation"
+    )))
+}
+
+pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
+    vec![
+        Builtin::<RenderAndWaitArgs>::boxed(
+            "render_and_wait",
+            "Render a React component in the canvas (a stored one by `component` name, or inline JSX in `code`) \
+             with `props`, and wait for the person: the run pauses until the component calls \
+             callTool(action, payload); that becomes this call's result, typically {action, ...payload}.",
+            |_, _| Box::pin(async { outside_conversation("render_and_wait") }),
+        ),
+        Builtin::<RenderBlocksArgs>::boxed(
+            "render_blocks",
+            "Show structured blocks in the canvas without writing a component: markdown, table {columns:[{key,label}], \
+             data}, chart {chartType: line|bar|pie|area, data}, form {fields, submitLabel}, code, image, alert \
+             {variant: info|warning|danger|success}, json. Pauses until the person answers: a form returns \
+             {action: \"submit\", data: {field: value}}; without a form the person dismisses: {action: \"dismiss\"}.",
+            |_, _| Box::pin(async { outside_conversation("render_blocks") }),
+        ),
+        Builtin::<AskUserArgs>::boxed(
+            "ask_user",
+            "Ask the person a question in the chat and wait for the answer ({answer: string}). With `options` they pick \
+             one from buttons. Use it when you cannot safely act without their decision.",
+            |_, _| Box::pin(async { outside_conversation("ask_user") }),
+        ),
+        Builtin::<SendMessageArgs>::boxed(
+            "send_message",
+            "Show a message (markdown) in the chat at once, without pausing: progress updates during long tasks.",
+            |_, _| Box::pin(async { Ok(json!({ "ok": true })) }),
+        ),
+    ]
+}
