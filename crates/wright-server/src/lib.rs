@@ -15,6 +15,8 @@
 pub mod api;
 pub mod cli;
 pub mod config;
+pub mod hub;
+pub mod runs;
 pub mod token;
 
 use std::future::Future;
@@ -33,6 +35,8 @@ pub struct AppState {
     pub tools: Arc<ToolRegistry>,
     pub auth: Arc<token::Auth>,
     pub config: Arc<Config>,
+    pub hub: Arc<hub::Hub>,
+    pub runs: Arc<runs::Runs>,
 }
 
 impl AppState {
@@ -41,7 +45,10 @@ impl AppState {
         std::fs::create_dir_all(&config.data_dir)?;
         let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?;
         let tools = Arc::new(ToolRegistry::new(Arc::new(Services { store: store.clone() })));
-        Ok(Self { store, tools, auth: Arc::new(auth), config: Arc::new(config) })
+        let hub = Arc::new(hub::Hub::default());
+        let runs = Arc::new(runs::Runs::new(store.clone(), Arc::clone(&hub)));
+        runs.recover_interrupted().await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
+        Ok(Self { store, tools, auth: Arc::new(auth), config: Arc::new(config), hub, runs })
     }
 }
 

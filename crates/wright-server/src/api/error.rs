@@ -62,9 +62,7 @@ impl From<StoreError> for ApiError {
             | StoreError::VersionNotFound { .. }
             | StoreError::ConversationNotFound(_)
             | StoreError::PendingNotFound(_)
-            | StoreError::ToolNotFound(_) => {
-                Self::new(StatusCode::NOT_FOUND, "not_found", error.to_string())
-            }
+            | StoreError::ToolNotFound(_) => Self::new(StatusCode::NOT_FOUND, "not_found", error.to_string()),
             StoreError::AgentExists(_) | StoreError::AlreadyAnswered(_) | StoreError::ToolExists(_) => {
                 Self::new(StatusCode::CONFLICT, "conflict", error.to_string())
             }

@@ -2,6 +2,7 @@
 
 mod agents;
 mod auth;
+mod conversations;
 mod documents;
 mod error;
 mod state;
@@ -18,6 +19,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use conversations::SETUP_HINT;
 pub use error::{ApiError, ApiJson};
 
 use crate::AppState;
@@ -62,7 +64,14 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(state::get_value, state::set_value, state::delete_value))
         .routes(routes!(tools::list_tools))
         .routes(routes!(tools::invoke_tool))
-        .routes(routes!(tools::list_executions));
+        .routes(routes!(tools::list_executions))
+        .routes(routes!(conversations::status))
+        .routes(routes!(conversations::list, conversations::create))
+        .routes(routes!(conversations::detail))
+        .routes(routes!(conversations::post_message))
+        .routes(routes!(conversations::cancel))
+        .routes(routes!(conversations::answer_pending))
+        .routes(routes!(conversations::stream));
     (public, protected)
 }
 

@@ -1,0 +1,306 @@
+//! Conversations: list, create, read with events and pending calls, send a message, follow
+//! the live stream, cancel a run, answer a pending call. And `/api/status`, which tells the
+//! canvas whether a model is configured.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+use utoipa::{IntoParams, ToSchema};
+
+use super::agents::existing_agent;
+use super::{ApiError, ApiJson};
+use crate::AppState;
+use crate::hub::Update;
+
+#[derive(Serialize, ToSchema)]
+pub struct ProviderView {
+    pub kind: String,
+    pub model: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct StatusView {
+    /// The configured model, or null when none is.
+    pub provider: Option<ProviderView>,
+    /// How to configure a model, for the canvas to show when none is.
+    pub setup_hint: String,
+}
+
+pub const SETUP_HINT: &str = "No model is configured. Start `wright serve` with one of: OPENAI_API_KEY, \
+    ANTHROPIC_API_KEY or GEMINI_API_KEY in the environment, or WRIGHT_OPENAI_BASE_URL pointing at an \
+    OpenAI-compatible server such as a local Ollama (http://127.0.0.1:11434/v1) with WRIGHT_MODEL naming the model.";
+
+/// Whether a model is configured, and how to configure one.
+#[utoipa::path(get, path = "/api/status", tag = "meta", responses((status = 200, body = StatusView)))]
+pub async fn status(State(state): State<AppState>) -> Json<StatusView> {
+    let provider = state.runs.provider_info().map(|(kind, model)| ProviderView { kind, model });
+    Json(StatusView { provider, setup_hint: SETUP_HINT.to_owned() })
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ConversationView {
+    pub id: String,
+    pub agent_id: String,
+    pub title: String,
+    /// idle, running, waiting or error.
+    pub status: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<wright_store::Conversation> for ConversationView {
+    fn from(conversation: wright_store::Conversation) -> Self {
+        Self {
+            id: conversation.id,
+            agent_id: conversation.agent_id,
+            title: conversation.title,
+            status: conversation.status,
+            created_at: conversation.created_at,
+            updated_at: conversation.updated_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EventView {
+    pub seq: i64,
+    /// system, user, assistant, tool_call, tool_result or notice.
+    pub kind: String,
+    pub content: String,
+    pub data_json: Value,
+    pub created_at: String,
+}
+
+impl From<wright_store::StoredEvent> for EventView {
+    fn from(stored: wright_store::StoredEvent) -> Self {
+        Self {
+            seq: stored.event.seq,
+            kind: stored.event.kind.as_str().to_owned(),
+            content: stored.event.content,
+            data_json: stored.event.data_json,
+            created_at: stored.created_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PendingView {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub args: Value,
+    pub created_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ConversationDetail {
+    pub conversation: ConversationView,
+    pub events: Vec<EventView>,
+    pub pending: Vec<PendingView>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CreateConversation {
+    pub title: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct PostMessage {
+    pub text: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct PendingAnswer {
+    /// Any JSON: ask_user `{answer}`, render_blocks `{action: "submit", data}` or
+    /// `{action: "dismiss"}`, render_and_wait whatever the component passed to callTool.
+    pub answer: Value,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Accepted {
+    pub ok: bool,
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct StreamQuery {
+    /// Replay stored events with a larger seq before following live updates.
+    pub after: Option<i64>,
+}
+
+/// The agent's conversations, most recently active first.
+#[utoipa::path(
+    get, path = "/api/agents/{agent}/conversations", tag = "conversations", params(("agent" = String, Path)),
+    responses((status = 200, body = Vec<ConversationView>)),
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+) -> Result<Json<Vec<ConversationView>>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    Ok(Json(state.store.list_conversations(&agent).await?.into_iter().map(ConversationView::from).collect()))
+}
+
+/// Starts a new conversation with the agent.
+#[utoipa::path(
+    post, path = "/api/agents/{agent}/conversations", tag = "conversations", params(("agent" = String, Path)),
+    request_body = CreateConversation, responses((status = 201, body = ConversationView)),
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+    ApiJson(request): ApiJson<CreateConversation>,
+) -> Result<(StatusCode, Json<ConversationView>), ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    let id = uuid::Uuid::now_v7().to_string();
+    let title = request.title.filter(|title| !title.trim().is_empty()).unwrap_or_else(|| "New conversation".to_owned());
+    let conversation = state.store.create_conversation(&agent, &id, &title).await?;
+    Ok((StatusCode::CREATED, Json(conversation.into())))
+}
+
+/// The conversation with every stored event and the calls waiting for an answer.
+#[utoipa::path(
+    get, path = "/api/conversations/{id}", tag = "conversations", params(("id" = String, Path)),
+    responses((status = 200, body = ConversationDetail), (status = 404, body = super::error::ErrorBody)),
+)]
+pub async fn detail(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<ConversationDetail>, ApiError> {
+    let conversation = state.store.conversation(&id).await?;
+    let events = state.store.events_after(&id, 0).await?;
+    let pending = state.store.pending_calls(&id).await?;
+    Ok(Json(ConversationDetail {
+        conversation: conversation.into(),
+        events: events.into_iter().map(EventView::from).collect(),
+        pending: pending
+            .into_iter()
+            .map(|call| PendingView {
+                tool_call_id: call.tool_call_id,
+                tool_name: call.tool_name,
+                args: call.args,
+                created_at: call.created_at,
+            })
+            .collect(),
+    }))
+}
+
+/// Sends the person's message and starts a run; its progress arrives on the stream. A call
+/// still waiting for an answer is dismissed first.
+#[utoipa::path(
+    post, path = "/api/conversations/{id}/messages", tag = "conversations", params(("id" = String, Path)),
+    request_body = PostMessage,
+    responses((status = 202, body = Accepted), (status = 409, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody)),
+)]
+pub async fn post_message(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<PostMessage>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    if request.text.trim().is_empty() {
+        return Err(ApiError::bad_request("the message is empty"));
+    }
+    state.runs.send_message(&id, &request.text).await?;
+    Ok((StatusCode::ACCEPTED, Json(Accepted { ok: true })))
+}
+
+/// Stops the conversation's run, if one is going.
+#[utoipa::path(
+    post, path = "/api/conversations/{id}/cancel", tag = "conversations", params(("id" = String, Path)),
+    responses((status = 200, body = Accepted)),
+)]
+pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Accepted>, ApiError> {
+    state.store.conversation(&id).await?;
+    state.runs.cancel(&id);
+    Ok(Json(Accepted { ok: true }))
+}
+
+/// Answers a call that waits for the person; accepted once (409 after). The run resumes.
+#[utoipa::path(
+    post, path = "/api/conversations/{id}/pending/{tool_call_id}", tag = "conversations",
+    params(("id" = String, Path), ("tool_call_id" = String, Path)), request_body = PendingAnswer,
+    responses((status = 200, body = Accepted), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)),
+)]
+pub async fn answer_pending(
+    State(state): State<AppState>,
+    Path((id, tool_call_id)): Path<(String, String)>,
+    ApiJson(request): ApiJson<PendingAnswer>,
+) -> Result<Json<Accepted>, ApiError> {
+    state.runs.answer_pending(&id, &tool_call_id, request.answer).await?;
+    Ok(Json(Accepted { ok: true }))
+}
+
+/// Server-sent events: `event` (a stored event), `delta` (`{text}`), `status`
+/// (`{status, error}`). Stored events after `after` are replayed first.
+#[utoipa::path(
+    get, path = "/api/conversations/{id}/stream", tag = "conversations", params(("id" = String, Path), StreamQuery),
+    responses((status = 200, description = "text/event-stream of event, delta and status messages")),
+)]
+pub async fn stream(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<StreamQuery>,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let conversation = state.store.conversation(&id).await?;
+    // Subscribe before reading the store, so an event stored in between is seen on the channel.
+    let mut receiver = state.hub.subscribe(&id);
+    let replay = state.store.events_after(&id, query.after.unwrap_or(0)).await?;
+    let stream = async_stream(move |sender| async move {
+        let mut last_seq = query.after.unwrap_or(0);
+        let status = Update::Status { status: conversation.status, error: None };
+        if sender.send(to_sse(&status)).await.is_err() {
+            return;
+        }
+        for stored in replay {
+            last_seq = stored.event.seq;
+            if sender.send(to_sse(&Update::Event(stored))).await.is_err() {
+                return;
+            }
+        }
+        loop {
+            match receiver.recv().await {
+                Ok(Update::Event(stored)) if stored.event.seq <= last_seq => {}
+                Ok(update) => {
+                    if let Update::Event(stored) = &update {
+                        last_seq = stored.event.seq;
+                    }
+                    if sender.send(to_sse(&update)).await.is_err() {
+                        return;
+                    }
+                }
+                // Too far behind: end the stream; the page reconnects with `after` and replays.
+                Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => return,
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+fn to_sse(update: &Update) -> Result<SseEvent, Infallible> {
+    let (name, data) = match update {
+        Update::Event(stored) => ("event", serde_json::to_string(&EventView::from(stored.clone()))),
+        Update::Delta { text } => ("delta", serde_json::to_string(&serde_json::json!({ "text": text }))),
+        Update::Status { status, error } => {
+            ("status", serde_json::to_string(&serde_json::json!({ "status": status, "error": error })))
+        }
+    };
+    Ok(SseEvent::default().event(name).data(data.unwrap_or_else(|_| "{}".to_owned())))
+}
+
+/// A stream fed by a task through a small channel: the task ends when the page goes away
+/// (its sends fail), so an abandoned stream holds nothing.
+fn async_stream<F, Fut>(producer: F) -> impl Stream<Item = Result<SseEvent, Infallible>>
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Result<SseEvent, Infallible>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (sender, receiver) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(producer(sender));
+    futures::stream::unfold(receiver, |mut receiver| async move { receiver.recv().await.map(|item| (item, receiver)) })
+}
