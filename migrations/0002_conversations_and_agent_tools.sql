@@ -63,7 +63,7 @@ CREATE TABLE agent_tools (
 CREATE UNIQUE INDEX agent_tools_live_name ON agent_tools (agent_id, name) WHERE deleted_at IS NULL;
 
 CREATE TABLE agent_tool_versions (
-    tool_id          INTEGER NOT NULL REFERENCES agent_tools(id),
+    item_id          INTEGER NOT NULL REFERENCES agent_tools(id),
     version          INTEGER NOT NULL CHECK (version >= 1),
     description      TEXT NOT NULL,
     parameter_schema TEXT NOT NULL,
@@ -73,7 +73,7 @@ CREATE TABLE agent_tool_versions (
     conversation_id  TEXT,
     tool_call_id     TEXT,
     created_at       TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-    PRIMARY KEY (tool_id, version)
+    PRIMARY KEY (item_id, version)
 ) STRICT;
 
 CREATE TRIGGER agent_tool_versions_are_append_only_update

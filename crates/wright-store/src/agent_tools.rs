@@ -1,16 +1,22 @@
-//! Tools an agent wrote: their current definition and every version of it.
+//! Tools an agent wrote: typed views over the [`catalog`](crate::catalog) engine.
 //!
 //! The store keeps what it is given; checking a tool (its name, that its schema is a JSON
 //! Schema, that its code compiles) is the tool layer's job and happens before it gets here.
-//! Enabling and disabling are not versions: they change whether a tool is offered, not what
-//! it is.
 
 use serde::Serialize;
 use serde_json::Value;
 use wright_core::{AgentId, Author};
 
+use crate::catalog::{Catalog, Item, ItemVersion, parse_json};
 use crate::documents::VersionMeta;
 use crate::{Store, StoreError};
+
+const TOOLS: Catalog = Catalog {
+    table: "agent_tools",
+    versions: "agent_tool_versions",
+    content: &["description", "parameter_schema", "code"],
+    label: "tool",
+};
 
 /// A tool's current definition.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -22,8 +28,7 @@ pub struct AgentTool {
     pub code: String,
     pub enabled: bool,
     pub version: i64,
-    /// Where an installed tool came from (marketplace listing, version, hash); None if the
-    /// agent wrote it here.
+    /// Where an installed tool came from (listing, version, hash); None if written here.
     pub provenance: Option<Value>,
     pub created_at: String,
     pub updated_at: String,
@@ -59,63 +64,50 @@ pub struct ToolVersion {
     pub created_at: String,
 }
 
-type ToolRow = (i64, String, String, String, String, i64, i64, Option<String>, String, String);
-
-const TOOL_COLUMNS: &str =
-    "id, name, description, parameter_schema, code, enabled, version, provenance, created_at, updated_at";
-
-fn decode(error: impl std::error::Error + Send + Sync + 'static) -> StoreError {
-    StoreError::Database(sqlx::Error::Decode(Box::new(error)))
+fn tool(item: Item) -> Result<AgentTool, StoreError> {
+    let [description, schema, code]: [String; 3] = item.content.try_into().map_err(|_| content_shape())?;
+    Ok(AgentTool {
+        id: item.id,
+        name: item.name,
+        description,
+        parameter_schema: parse_json(&schema)?,
+        code,
+        enabled: item.enabled,
+        version: item.version,
+        provenance: item.provenance.as_deref().map(parse_json).transpose()?,
+        created_at: item.created_at,
+        updated_at: item.updated_at,
+    })
 }
 
-fn tool_from_row(row: ToolRow) -> Result<AgentTool, StoreError> {
-    let (id, name, description, schema, code, enabled, version, provenance, created_at, updated_at) = row;
-    Ok(AgentTool {
-        id,
-        name,
+fn tool_version(version: ItemVersion) -> Result<ToolVersion, StoreError> {
+    let [description, schema, code]: [String; 3] = version.content.try_into().map_err(|_| content_shape())?;
+    Ok(ToolVersion {
+        version: version.version,
         description,
-        parameter_schema: serde_json::from_str(&schema).map_err(decode)?,
+        parameter_schema: parse_json(&schema)?,
         code,
-        enabled: enabled != 0,
-        version,
-        provenance: provenance.as_deref().map(serde_json::from_str).transpose().map_err(decode)?,
-        created_at,
-        updated_at,
+        author: version.author,
+        reason: version.reason,
+        conversation_id: version.conversation_id,
+        tool_call_id: version.tool_call_id,
+        created_at: version.created_at,
     })
+}
+
+fn content_shape() -> StoreError {
+    StoreError::Database(sqlx::Error::Protocol("catalog row has the wrong number of content columns".into()))
 }
 
 impl Store {
     /// The live tool called `name`, if any.
     pub async fn agent_tool(&self, agent: &AgentId, name: &str) -> Result<Option<AgentTool>, StoreError> {
-        let row: Option<ToolRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {TOOL_COLUMNS} FROM agent_tools WHERE agent_id = ? AND name = ? AND deleted_at IS NULL"
-        )))
-        .bind(agent.as_str())
-        .bind(name)
-        .fetch_optional(&self.reader)
-        .await?;
-        row.map(tool_from_row).transpose()
-    }
-
-    async fn require_agent_tool(&self, agent: &AgentId, name: &str) -> Result<AgentTool, StoreError> {
-        self.agent_tool(agent, name).await?.ok_or_else(|| StoreError::ToolNotFound(name.to_owned()))
+        TOOLS.get(self, agent, name).await?.map(tool).transpose()
     }
 
     /// The agent's live tools by name, enabled ones only unless `include_disabled`.
-    pub async fn list_agent_tools(
-        &self,
-        agent: &AgentId,
-        include_disabled: bool,
-    ) -> Result<Vec<AgentTool>, StoreError> {
-        let rows: Vec<ToolRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {TOOL_COLUMNS} FROM agent_tools WHERE agent_id = ? AND deleted_at IS NULL \
-             AND (enabled = 1 OR ?) ORDER BY name"
-        )))
-        .bind(agent.as_str())
-        .bind(include_disabled)
-        .fetch_all(&self.reader)
-        .await?;
-        rows.into_iter().map(tool_from_row).collect()
+    pub async fn list_agent_tools(&self, agent: &AgentId, include_disabled: bool) -> Result<Vec<AgentTool>, StoreError> {
+        TOOLS.list(self, agent, include_disabled).await?.into_iter().map(tool).collect()
     }
 
     /// Creates a tool at version 1. Refuses a name a live tool of the agent already has.
@@ -128,42 +120,12 @@ impl Store {
         provenance: Option<&Value>,
         meta: &VersionMeta,
     ) -> Result<AgentTool, StoreError> {
-        let mut transaction = self.begin_write().await?;
-        let taken: Option<(i64,)> =
-            sqlx::query_as("SELECT 1 FROM agent_tools WHERE agent_id = ? AND name = ? AND deleted_at IS NULL")
-                .bind(agent.as_str())
-                .bind(name)
-                .fetch_optional(&mut *transaction)
-                .await?;
-        if taken.is_some() {
-            return Err(StoreError::ToolExists(name.to_owned()));
-        }
-        let (id,): (i64,) = sqlx::query_as(
-            "INSERT INTO agent_tools (agent_id, name, description, parameter_schema, code, enabled, version, provenance) \
-             VALUES (?, ?, ?, ?, ?, ?, 1, ?) RETURNING id",
-        )
-        .bind(agent.as_str())
-        .bind(name)
-        .bind(&content.description)
-        .bind(content.parameter_schema.to_string())
-        .bind(&content.code)
-        .bind(enabled)
-        .bind(provenance.map(Value::to_string))
-        .fetch_one(&mut *transaction)
-        .await
-        .map_err(|error| match &error {
-            sqlx::Error::Database(database) if database.is_foreign_key_violation() => {
-                StoreError::AgentNotFound(agent.to_string())
-            }
-            _ => StoreError::Database(error),
-        })?;
-        insert_tool_version(&mut transaction, id, 1, content, meta).await?;
-        transaction.commit().await?;
-        self.require_agent_tool(agent, name).await
+        let columns = [content.description.clone(), content.parameter_schema.to_string(), content.code.clone()];
+        tool(TOOLS.create(self, agent, name, &columns, enabled, provenance, meta).await?)
     }
 
-    /// Applies `patch` as a new version. A patch that changes nothing still makes a version,
-    /// so every call the agent makes leaves a trace.
+    /// Applies `patch` as a new version; a patch that changes nothing still makes one, so every
+    /// call leaves a trace.
     pub async fn update_agent_tool(
         &self,
         agent: &AgentId,
@@ -172,87 +134,23 @@ impl Store {
         provenance: Option<&Value>,
         meta: &VersionMeta,
     ) -> Result<AgentTool, StoreError> {
-        let mut transaction = self.begin_write().await?;
-        let current: Option<ToolRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {TOOL_COLUMNS} FROM agent_tools WHERE agent_id = ? AND name = ? AND deleted_at IS NULL"
-        )))
-        .bind(agent.as_str())
-        .bind(name)
-        .fetch_optional(&mut *transaction)
-        .await?;
-        let current = tool_from_row(current.ok_or_else(|| StoreError::ToolNotFound(name.to_owned()))?)?;
-        let content = ToolContent {
-            description: patch.description.clone().unwrap_or(current.description),
-            parameter_schema: patch.parameter_schema.clone().unwrap_or(current.parameter_schema),
-            code: patch.code.clone().unwrap_or(current.code),
-        };
-        let version = current.version + 1;
-        sqlx::query(
-            "UPDATE agent_tools SET description = ?, parameter_schema = ?, code = ?, version = ?, \
-             provenance = COALESCE(?, provenance), updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?",
-        )
-        .bind(&content.description)
-        .bind(content.parameter_schema.to_string())
-        .bind(&content.code)
-        .bind(version)
-        .bind(provenance.map(Value::to_string))
-        .bind(current.id)
-        .execute(&mut *transaction)
-        .await?;
-        insert_tool_version(&mut transaction, current.id, version, &content, meta).await?;
-        transaction.commit().await?;
-        self.require_agent_tool(agent, name).await
+        let columns =
+            [patch.description.clone(), patch.parameter_schema.as_ref().map(Value::to_string), patch.code.clone()];
+        tool(TOOLS.update(self, agent, name, &columns, provenance, meta).await?)
     }
 
     /// Deletes the live tool called `name`; its history stays. `false` if there was none.
     pub async fn delete_agent_tool(&self, agent: &AgentId, name: &str) -> Result<bool, StoreError> {
-        let mut transaction = self.begin_write().await?;
-        let deleted = sqlx::query(
-            "UPDATE agent_tools SET deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
-             WHERE agent_id = ? AND name = ? AND deleted_at IS NULL",
-        )
-        .bind(agent.as_str())
-        .bind(name)
-        .execute(&mut *transaction)
-        .await?;
-        transaction.commit().await?;
-        Ok(deleted.rows_affected() > 0)
+        TOOLS.delete(self, agent, name).await
     }
 
-    pub async fn set_agent_tool_enabled(
-        &self,
-        agent: &AgentId,
-        name: &str,
-        enabled: bool,
-    ) -> Result<AgentTool, StoreError> {
-        let mut transaction = self.begin_write().await?;
-        let updated = sqlx::query(
-            "UPDATE agent_tools SET enabled = ?, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
-             WHERE agent_id = ? AND name = ? AND deleted_at IS NULL",
-        )
-        .bind(enabled)
-        .bind(agent.as_str())
-        .bind(name)
-        .execute(&mut *transaction)
-        .await?;
-        transaction.commit().await?;
-        if updated.rows_affected() == 0 {
-            return Err(StoreError::ToolNotFound(name.to_owned()));
-        }
-        self.require_agent_tool(agent, name).await
+    pub async fn set_agent_tool_enabled(&self, agent: &AgentId, name: &str, enabled: bool) -> Result<AgentTool, StoreError> {
+        tool(TOOLS.set_enabled(self, agent, name, enabled).await?)
     }
 
     /// The history of the live tool called `name`, newest first.
     pub async fn agent_tool_versions(&self, agent: &AgentId, name: &str) -> Result<Vec<ToolVersion>, StoreError> {
-        let tool = self.require_agent_tool(agent, name).await?;
-        let rows: Vec<ToolVersionRow> = sqlx::query_as(
-            "SELECT version, description, parameter_schema, code, author, reason, conversation_id, tool_call_id, created_at \
-             FROM agent_tool_versions WHERE tool_id = ? ORDER BY version DESC",
-        )
-        .bind(tool.id)
-        .fetch_all(&self.reader)
-        .await?;
-        rows.into_iter().map(tool_version_from_row).collect()
+        TOOLS.versions(self, agent, name).await?.into_iter().map(tool_version).collect()
     }
 
     /// Writes a new version whose content equals version `to_version`'s.
@@ -263,59 +161,6 @@ impl Store {
         to_version: i64,
         reason: Option<String>,
     ) -> Result<AgentTool, StoreError> {
-        let versions = self.agent_tool_versions(agent, name).await?;
-        let old = versions
-            .into_iter()
-            .find(|version| version.version == to_version)
-            .ok_or(StoreError::VersionNotFound { kind: "tool", version: to_version })?;
-        let patch = ToolPatch {
-            description: Some(old.description),
-            parameter_schema: Some(old.parameter_schema),
-            code: Some(old.code),
-        };
-        let reason = reason.or_else(|| Some(format!("rollback to version {to_version}")));
-        self.update_agent_tool(agent, name, &patch, None, &VersionMeta::new(Author::Rollback).with_reason(reason)).await
+        tool(TOOLS.rollback(self, agent, name, to_version, reason).await?)
     }
-}
-
-type ToolVersionRow = (i64, String, String, String, String, Option<String>, Option<String>, Option<String>, String);
-
-fn tool_version_from_row(row: ToolVersionRow) -> Result<ToolVersion, StoreError> {
-    let (version, description, schema, code, author, reason, conversation_id, tool_call_id, created_at) = row;
-    Ok(ToolVersion {
-        version,
-        description,
-        parameter_schema: serde_json::from_str(&schema).map_err(decode)?,
-        code,
-        author: Author::parse(&author).map_err(decode)?,
-        reason,
-        conversation_id,
-        tool_call_id,
-        created_at,
-    })
-}
-
-async fn insert_tool_version(
-    transaction: &mut sqlx::SqliteConnection,
-    tool_id: i64,
-    version: i64,
-    content: &ToolContent,
-    meta: &VersionMeta,
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO agent_tool_versions (tool_id, version, description, parameter_schema, code, author, reason, \
-         conversation_id, tool_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(tool_id)
-    .bind(version)
-    .bind(&content.description)
-    .bind(content.parameter_schema.to_string())
-    .bind(&content.code)
-    .bind(meta.author.as_str())
-    .bind(meta.reason.as_deref())
-    .bind(meta.conversation_id.as_deref())
-    .bind(meta.tool_call_id.as_deref())
-    .execute(&mut *transaction)
-    .await?;
-    Ok(())
 }

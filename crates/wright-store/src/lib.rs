@@ -19,6 +19,8 @@
 
 mod agent_tools;
 mod agents;
+mod catalog;
+mod components;
 pub mod conversations;
 pub mod documents;
 pub mod executions;
@@ -33,6 +35,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 
 pub use agent_tools::{AgentTool, ToolContent, ToolPatch, ToolVersion};
 pub use agents::Agent;
+pub use components::{ComponentContent, ComponentPatch, ComponentVersion, UiComponent};
 pub use conversations::{Conversation, PendingCall, PendingResolution, StoredEvent};
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, StoredExecution};
@@ -46,10 +49,10 @@ pub enum StoreError {
     AgentNotFound(String),
     #[error("agent {0:?} already exists")]
     AgentExists(String),
-    #[error("no tool named {0:?}")]
-    ToolNotFound(String),
-    #[error("a tool named {0:?} already exists")]
-    ToolExists(String),
+    #[error("no {kind} named {name:?}")]
+    ItemNotFound { kind: &'static str, name: String },
+    #[error("a {kind} named {name:?} already exists")]
+    ItemExists { kind: &'static str, name: String },
     #[error("conversation {0:?} does not exist")]
     ConversationNotFound(String),
     #[error("no pending call {0:?} in this conversation")]

@@ -53,11 +53,11 @@ impl From<StoreError> for ToolError {
             | StoreError::VersionNotFound { .. }
             | StoreError::ConversationNotFound(_)
             | StoreError::PendingNotFound(_)
-            | StoreError::ToolNotFound(_) => ToolError::NotFound(error.to_string()),
+            | StoreError::ItemNotFound { .. } => ToolError::NotFound(error.to_string()),
             StoreError::AgentExists(_)
             | StoreError::InvalidEdit(_)
             | StoreError::AlreadyAnswered(_)
-            | StoreError::ToolExists(_) => ToolError::Rejected(error.to_string()),
+            | StoreError::ItemExists { .. } => ToolError::Rejected(error.to_string()),
             StoreError::LimitExceeded(message) => ToolError::LimitExceeded(message),
             StoreError::Database(_) | StoreError::Migration(_) => ToolError::Internal(error.to_string()),
         }

@@ -13,6 +13,7 @@
 //! - This crate knows nothing of models or HTTP; the loop and the server call into it.
 
 mod builtin;
+mod components;
 mod error;
 mod interaction;
 mod registry;

@@ -62,8 +62,8 @@ impl From<StoreError> for ApiError {
             | StoreError::VersionNotFound { .. }
             | StoreError::ConversationNotFound(_)
             | StoreError::PendingNotFound(_)
-            | StoreError::ToolNotFound(_) => Self::new(StatusCode::NOT_FOUND, "not_found", error.to_string()),
-            StoreError::AgentExists(_) | StoreError::AlreadyAnswered(_) | StoreError::ToolExists(_) => {
+            | StoreError::ItemNotFound { .. } => Self::new(StatusCode::NOT_FOUND, "not_found", error.to_string()),
+            StoreError::AgentExists(_) | StoreError::AlreadyAnswered(_) | StoreError::ItemExists { .. } => {
                 Self::new(StatusCode::CONFLICT, "conflict", error.to_string())
             }
             StoreError::InvalidEdit(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", error.to_string()),

@@ -2,6 +2,7 @@
 
 mod agents;
 mod auth;
+mod components;
 mod conversations;
 mod documents;
 mod error;
@@ -71,7 +72,9 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(conversations::post_message))
         .routes(routes!(conversations::cancel))
         .routes(routes!(conversations::answer_pending))
-        .routes(routes!(conversations::stream));
+        .routes(routes!(conversations::stream))
+        .routes(routes!(components::list))
+        .routes(routes!(components::detail));
     (public, protected)
 }
 

@@ -388,7 +388,7 @@ mod agent_tools {
         assert_eq!((created.version, created.enabled), (1, true));
         assert!(matches!(
             store.create_agent_tool(&agent, "add", &content("x"), true, None, &agent_meta()).await,
-            Err(StoreError::ToolExists(_))
+            Err(StoreError::ItemExists { .. })
         ));
         let patch = ToolPatch { code: Some("return 2".into()), ..Default::default() };
         let updated = store.update_agent_tool(&agent, "add", &patch, None, &agent_meta()).await.unwrap();

@@ -345,3 +345,70 @@ mod interaction {
         assert!(check_pausing_call("render_blocks", &two_forms).is_err());
     }
 }
+
+mod components {
+    use super::*;
+
+    #[tokio::test]
+    async fn components_compile_on_save_and_keep_versions() {
+        let fixture = Fixture::new().await;
+        let code = "export default function Hello({ name }: { name: string }) { return <p>Hello {name}</p>; }";
+        let created = fixture
+            .call(
+                "create_ui_component",
+                json!({"name": "Hello", "description": "Greets", "code": code, "props_schema": {"type": "object"}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(created, json!({"name": "Hello", "version": 1}));
+        let stored = fixture.store().ui_component(&AgentId::default_agent(), "Hello").await.unwrap().unwrap();
+        assert!(stored.compiled_js.contains("React.createElement(\"p\""), "{}", stored.compiled_js);
+        assert_eq!(stored.props_schema, json!({"type": "object"}));
+        let updated = fixture
+            .call("update_ui_component", json!({"name": "Hello", "description": "Greets warmly"}))
+            .await
+            .unwrap();
+        assert_eq!(updated, json!({"name": "Hello", "version": 2}));
+        assert_eq!(
+            fixture.call("list_ui_components", json!({})).await.unwrap(),
+            json!({"components": [{"name": "Hello", "description": "Greets warmly", "version": 2}]})
+        );
+        assert_eq!(
+            fixture.call("delete_ui_component", json!({"name": "Hello"})).await.unwrap(),
+            json!({"deleted": true})
+        );
+        assert_eq!(fixture.call("list_ui_components", json!({})).await.unwrap(), json!({"components": []}));
+    }
+
+    #[tokio::test]
+    async fn a_syntax_error_comes_back_with_line_and_column_and_nothing_is_stored() {
+        let fixture = Fixture::new().await;
+        let code = "export default function Broken() {\n  return <div>{</div>;\n}";
+        let error = fixture
+            .call("create_ui_component", json!({"name": "Broken", "description": "x", "code": code}))
+            .await
+            .unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("does not compile: syntax error at line 2, column"), "{message}");
+        assert_eq!(fixture.call("list_ui_components", json!({})).await.unwrap(), json!({"components": []}));
+        fixture
+            .call(
+                "create_ui_component",
+                json!({"name": "Ok", "description": "x", "code": "export default () => null;"}),
+            )
+            .await
+            .unwrap();
+        let error = fixture
+            .call("update_ui_component", json!({"name": "Ok", "code": "export default () => <;"}))
+            .await
+            .unwrap_err();
+        assert_eq!(error.category(), "rejected");
+        let error = fixture
+            .call("create_ui_component", json!({"name": "Net", "description": "x", "code": "import x from 'http://a.b/c.js'; export default x;"}))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("not allowed"), "{error}");
+        let stored = fixture.store().ui_component(&AgentId::default_agent(), "Ok").await.unwrap().unwrap();
+        assert_eq!(stored.version, 1);
+    }
+}
