@@ -106,7 +106,11 @@ impl Store {
     }
 
     /// The agent's live tools by name, enabled ones only unless `include_disabled`.
-    pub async fn list_agent_tools(&self, agent: &AgentId, include_disabled: bool) -> Result<Vec<AgentTool>, StoreError> {
+    pub async fn list_agent_tools(
+        &self,
+        agent: &AgentId,
+        include_disabled: bool,
+    ) -> Result<Vec<AgentTool>, StoreError> {
         TOOLS.list(self, agent, include_disabled).await?.into_iter().map(tool).collect()
     }
 
@@ -144,7 +148,12 @@ impl Store {
         TOOLS.delete(self, agent, name).await
     }
 
-    pub async fn set_agent_tool_enabled(&self, agent: &AgentId, name: &str, enabled: bool) -> Result<AgentTool, StoreError> {
+    pub async fn set_agent_tool_enabled(
+        &self,
+        agent: &AgentId,
+        name: &str,
+        enabled: bool,
+    ) -> Result<AgentTool, StoreError> {
         tool(TOOLS.set_enabled(self, agent, name, enabled).await?)
     }
 

@@ -99,12 +99,18 @@ impl Catalog {
         self.get(store, agent, name).await?.ok_or_else(|| self.not_found(name))
     }
 
-    pub(crate) async fn list(&self, store: &Store, agent: &AgentId, include_disabled: bool) -> Result<Vec<Item>, StoreError> {
-        let rows = sqlx::query(self.item_select("agent_id = ? AND deleted_at IS NULL AND (enabled = 1 OR ?) ORDER BY name"))
-            .bind(agent.as_str())
-            .bind(include_disabled)
-            .fetch_all(&store.reader)
-            .await?;
+    pub(crate) async fn list(
+        &self,
+        store: &Store,
+        agent: &AgentId,
+        include_disabled: bool,
+    ) -> Result<Vec<Item>, StoreError> {
+        let rows =
+            sqlx::query(self.item_select("agent_id = ? AND deleted_at IS NULL AND (enabled = 1 OR ?) ORDER BY name"))
+                .bind(agent.as_str())
+                .bind(include_disabled)
+                .fetch_all(&store.reader)
+                .await?;
         rows.iter().map(|row| self.item_from_row(row)).collect()
     }
 
@@ -141,17 +147,15 @@ impl Catalog {
         for value in content {
             insert = insert.bind(value.as_str());
         }
-        let row = insert
-            .bind(enabled)
-            .bind(provenance.map(Value::to_string))
-            .fetch_one(&mut *transaction)
-            .await
-            .map_err(|error| match &error {
-                sqlx::Error::Database(database) if database.is_foreign_key_violation() => {
-                    StoreError::AgentNotFound(agent.to_string())
-                }
-                _ => StoreError::Database(error),
-            })?;
+        let row =
+            insert.bind(enabled).bind(provenance.map(Value::to_string)).fetch_one(&mut *transaction).await.map_err(
+                |error| match &error {
+                    sqlx::Error::Database(database) if database.is_foreign_key_violation() => {
+                        StoreError::AgentNotFound(agent.to_string())
+                    }
+                    _ => StoreError::Database(error),
+                },
+            )?;
         let id: i64 = row.try_get(0)?;
         self.insert_version(&mut transaction, id, 1, content, meta).await?;
         transaction.commit().await?;
@@ -208,7 +212,13 @@ impl Catalog {
         Ok(deleted.rows_affected() > 0)
     }
 
-    pub(crate) async fn set_enabled(&self, store: &Store, agent: &AgentId, name: &str, enabled: bool) -> Result<Item, StoreError> {
+    pub(crate) async fn set_enabled(
+        &self,
+        store: &Store,
+        agent: &AgentId,
+        name: &str,
+        enabled: bool,
+    ) -> Result<Item, StoreError> {
         let mut transaction = store.begin_write().await?;
         let updated = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE {} SET enabled = ?, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
@@ -228,7 +238,12 @@ impl Catalog {
     }
 
     /// The history of the live item called `name`, newest first.
-    pub(crate) async fn versions(&self, store: &Store, agent: &AgentId, name: &str) -> Result<Vec<ItemVersion>, StoreError> {
+    pub(crate) async fn versions(
+        &self,
+        store: &Store,
+        agent: &AgentId,
+        name: &str,
+    ) -> Result<Vec<ItemVersion>, StoreError> {
         let item = self.require(store, agent, name).await?;
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT version, {}, author, reason, conversation_id, tool_call_id, created_at FROM {} \
@@ -244,7 +259,9 @@ impl Catalog {
             .map(|row| {
                 Ok(ItemVersion {
                     version: row.try_get(0)?,
-                    content: (0..columns).map(|index| row.try_get::<String, _>(1 + index)).collect::<Result<Vec<_>, _>>()?,
+                    content: (0..columns)
+                        .map(|index| row.try_get::<String, _>(1 + index))
+                        .collect::<Result<Vec<_>, _>>()?,
                     author: Author::parse(&row.try_get::<String, _>(1 + columns)?).map_err(decode)?,
                     reason: row.try_get(2 + columns)?,
                     conversation_id: row.try_get(3 + columns)?,

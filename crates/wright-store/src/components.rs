@@ -118,6 +118,7 @@ impl Store {
         agent: &AgentId,
         name: &str,
         content: &ComponentContent,
+        enabled: bool,
         provenance: Option<&Value>,
         meta: &VersionMeta,
     ) -> Result<UiComponent, StoreError> {
@@ -127,7 +128,7 @@ impl Store {
             content.compiled_js.clone(),
             content.props_schema.to_string(),
         ];
-        component(COMPONENTS.create(self, agent, name, &columns, true, provenance, meta).await?)
+        component(COMPONENTS.create(self, agent, name, &columns, enabled, provenance, meta).await?)
     }
 
     pub async fn update_ui_component(
@@ -145,11 +146,24 @@ impl Store {
         component(COMPONENTS.update(self, agent, name, &columns, None, meta).await?)
     }
 
+    pub async fn set_ui_component_enabled(
+        &self,
+        agent: &AgentId,
+        name: &str,
+        enabled: bool,
+    ) -> Result<UiComponent, StoreError> {
+        component(COMPONENTS.set_enabled(self, agent, name, enabled).await?)
+    }
+
     pub async fn delete_ui_component(&self, agent: &AgentId, name: &str) -> Result<bool, StoreError> {
         COMPONENTS.delete(self, agent, name).await
     }
 
-    pub async fn ui_component_versions(&self, agent: &AgentId, name: &str) -> Result<Vec<ComponentVersion>, StoreError> {
+    pub async fn ui_component_versions(
+        &self,
+        agent: &AgentId,
+        name: &str,
+    ) -> Result<Vec<ComponentVersion>, StoreError> {
         COMPONENTS.versions(self, agent, name).await?.into_iter().map(component_version).collect()
     }
 

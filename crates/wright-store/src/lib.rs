@@ -24,6 +24,7 @@ mod components;
 pub mod conversations;
 pub mod documents;
 pub mod executions;
+mod market;
 mod migrations;
 pub mod state;
 
@@ -39,6 +40,7 @@ pub use components::{ComponentContent, ComponentPatch, ComponentVersion, UiCompo
 pub use conversations::{Conversation, PendingCall, PendingResolution, StoredEvent};
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, StoredExecution};
+pub use market::{Listing, ListingStats, ListingVersion};
 pub use state::StateLimits;
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the

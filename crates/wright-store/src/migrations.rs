@@ -15,6 +15,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "foundation", include_str!("../../../migrations/0001_foundation.sql")),
     (2, "conversations_and_agent_tools", include_str!("../../../migrations/0002_conversations_and_agent_tools.sql")),
     (3, "ui_components", include_str!("../../../migrations/0003_ui_components.sql")),
+    (4, "marketplace", include_str!("../../../migrations/0004_marketplace.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {

@@ -47,7 +47,7 @@ pub(crate) struct NameArgs {
 #[derive(Deserialize, JsonSchema)]
 pub(crate) struct NoArgs {}
 
-fn check_name(name: &str) -> Result<(), ToolError> {
+pub(crate) fn check_name(name: &str) -> Result<(), ToolError> {
     let valid = name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_alphabetic())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
@@ -60,7 +60,7 @@ fn check_name(name: &str) -> Result<(), ToolError> {
     }
 }
 
-fn check_props_schema(schema: &Map<String, Value>) -> Result<Value, ToolError> {
+pub(crate) fn check_props_schema(schema: &Map<String, Value>) -> Result<Value, ToolError> {
     let schema = Value::Object(schema.clone());
     if let Err(error) = jsonschema::meta::validate(&schema) {
         return Err(ToolError::Rejected(format!("props_schema is not a valid JSON Schema: {error}")));
@@ -101,7 +101,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                     let component = context
                         .services
                         .store
-                        .create_ui_component(&context.agent, &args.name, &content, None, &meta)
+                        .create_ui_component(&context.agent, &args.name, &content, true, None, &meta)
                         .await?;
                     Ok(json!({ "name": component.name, "version": component.version }))
                 })

@@ -16,6 +16,7 @@ mod builtin;
 mod components;
 mod error;
 mod interaction;
+pub mod market;
 mod registry;
 mod schema;
 mod self_modification;

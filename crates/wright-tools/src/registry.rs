@@ -41,6 +41,7 @@ fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
         .chain(crate::tool_management::tools())
         .chain(crate::interaction::tools())
         .chain(crate::components::tools())
+        .chain(crate::market::tools())
 }
 
 /// The names of the built-in tools; an agent's tool may not take one of them.

@@ -10,7 +10,7 @@ use wright_core::Author;
 use wright_store::{AgentTool, ToolContent, ToolPatch, VersionMeta};
 
 use crate::builtin::{Builtin, Tool};
-use crate::{ToolContext, ToolError};
+use crate::{Services, ToolContext, ToolError};
 
 /// Limits on what an agent may store as a tool; generous for real tools, small enough that a
 /// runaway loop cannot fill the database with one call.
@@ -117,7 +117,7 @@ fn check_description(description: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
-pub(crate) fn check_code(code: &str) -> Result<(), ToolError> {
+pub(crate) fn check_code(_services: &Services, code: &str) -> Result<(), ToolError> {
     if code.len() > MAX_CODE_BYTES {
         return Err(reject(format!("code is larger than {MAX_CODE_BYTES} bytes")));
     }
@@ -161,7 +161,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                     check_name(&args.name)?;
                     check_description(&args.description)?;
                     check_schema(&args.parameter_schema)?;
-                    check_code(&args.code)?;
+                    check_code(&context.services, &args.code)?;
                     let content = ToolContent {
                         description: args.description,
                         parameter_schema: args.parameter_schema,
@@ -190,7 +190,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                         check_schema(schema)?;
                     }
                     if let Some(code) = &args.code {
-                        check_code(code)?;
+                        check_code(&context.services, code)?;
                     }
                     if context.services.store.agent_tool(&context.agent, &args.name).await?.is_none() {
                         return Err(not_found(&args.name));
