@@ -1,0 +1,139 @@
+// The canvas: what the agent rendered (render_blocks, render_and_wait), newest first.
+// Calls that wait for the person are answerable; answered ones stay as a read-only record.
+import { useEffect, useState } from 'react';
+import { componentsApi, type PendingWithComponent } from '../api/temporary';
+import { Blocks } from '../blocks/Blocks';
+import type { Block } from '../blocks/types';
+import { ComponentFrame } from '../frame/ComponentFrame';
+import { transcript, type ConversationState } from '../state/conversation';
+import { resultInfo } from './ToolCall';
+
+interface CanvasItem {
+  id: string;
+  name: string;
+  args: Record<string, unknown>;
+  pending: PendingWithComponent | null;
+  answer: unknown;
+  createdAt: string;
+}
+
+export function canvasItems(state: ConversationState): CanvasItem[] {
+  const pending = new Map(state.pending.map((call) => [call.tool_call_id, call]));
+  const items: CanvasItem[] = [];
+  for (const item of transcript(state.events)) {
+    if (item.kind !== 'tool' || (item.name !== 'render_blocks' && item.name !== 'render_and_wait')) continue;
+    items.push({
+      id: item.id,
+      name: item.name,
+      args: (item.args ?? {}) as Record<string, unknown>,
+      pending: pending.get(item.id) ?? null,
+      answer: resultInfo(item.result)?.output,
+      createdAt: item.call.created_at,
+    });
+  }
+  // A pending call whose tool_call event we have not seen yet (it arrives on the stream).
+  for (const call of state.pending) {
+    if ((call.tool_name === 'render_blocks' || call.tool_name === 'render_and_wait') && !items.some((item) => item.id === call.tool_call_id)) {
+      items.push({ id: call.tool_call_id, name: call.tool_name, args: (call.args ?? {}) as Record<string, unknown>, pending: call, answer: undefined, createdAt: call.created_at });
+    }
+  }
+  return items.reverse();
+}
+
+function answerLabel(answer: unknown): string {
+  if (answer === undefined) return 'No answer';
+  const action = (answer as { action?: unknown })?.action;
+  if (action === 'dismiss' || action === 'dismissed') return 'Dismissed';
+  if (action === 'submit') return 'Submitted';
+  return typeof action === 'string' ? `Answered: ${action}` : 'Answered';
+}
+
+/** Finds the compiled code of a render_and_wait call: given with the pending call, or the stored component's. */
+function useComponentCode(agent: string, item: CanvasItem): { code: string | null; error: string | null } {
+  const given = item.pending?.component?.compiled_js ?? null;
+  const name = typeof item.args.component === 'string' ? item.args.component : null;
+  const [fetched, setFetched] = useState<{ code: string | null; error: string | null }>({ code: null, error: null });
+  useEffect(() => {
+    if (given || !name) return;
+    let live = true;
+    componentsApi.get(agent, name).then(
+      (detail) => live && setFetched({ code: detail.compiled_js, error: null }),
+      (failure: Error) => live && setFetched({ code: null, error: `Component “${name}” could not be loaded: ${failure.message}` }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [agent, name, given]);
+  if (given) return { code: given, error: null };
+  if (!name) return { code: null, error: item.pending ? 'This inline component has not been compiled by the server yet.' : 'Inline component (not kept after it was answered).' };
+  return fetched;
+}
+
+function ComponentItem({ agent, conversationId, item, onAnswer }: { agent: string; conversationId: string; item: CanvasItem; onAnswer: (toolCallId: string, answer: unknown) => Promise<void> }) {
+  const { code, error } = useComponentCode(agent, item);
+  const props = (item.args.props ?? {}) as Record<string, unknown>;
+  if (error) return <div className="block-empty">{error}</div>;
+  if (!code) return <div className="frame-loading">Loading component…</div>;
+  return (
+    <ComponentFrame
+      code={code}
+      props={props}
+      title={typeof item.args.title === 'string' ? item.args.title : undefined}
+      context={{ agent, conversationId, onAnswer: item.pending ? (answer) => onAnswer(item.id, answer) : undefined }}
+    />
+  );
+}
+
+export function Canvas({ agent, state, focus, onAnswer }: { agent: string; state: ConversationState; focus: string | null; onAnswer: (toolCallId: string, answer: unknown) => Promise<void> }) {
+  const items = canvasItems(state);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    if (focus) document.getElementById(`canvas-${focus}`)?.scrollIntoView({ behavior: 'smooth', block: 'start' });
+  }, [focus]);
+  const answer = async (id: string, value: unknown) => {
+    setError(null);
+    try {
+      await onAnswer(id, value);
+    } catch (failure) {
+      setError((failure as Error).message);
+      throw failure;
+    }
+  };
+  if (!items.length) {
+    return (
+      <section className="canvas canvas-empty" aria-label="Canvas">
+        <div className="empty-state">
+          <div className="empty-icon" aria-hidden="true">
+            ▣
+          </div>
+          <h2>The canvas is empty</h2>
+          <p className="muted">Tables, charts, forms and components the agent builds for you appear here.</p>
+        </div>
+      </section>
+    );
+  }
+  const conversationId = state.conversation?.id ?? '';
+  return (
+    <section className="canvas" aria-label="Canvas">
+      {error && (
+        <div className="alert alert-danger" role="alert">
+          <span className="alert-icon">⛔</span>
+          <div>{error}</div>
+        </div>
+      )}
+      {items.map((item) => (
+        <article key={item.id} id={`canvas-${item.id}`} className={`canvas-card ${item.pending ? 'pending' : 'done'} ${focus === item.id ? 'focused' : ''}`}>
+          <header className="canvas-card-head">
+            <h3>{typeof item.args.title === 'string' && item.args.title ? item.args.title : item.name === 'render_blocks' ? 'Blocks' : `Component${typeof item.args.component === 'string' ? ` · ${item.args.component}` : ''}`}</h3>
+            <span className={`pill ${item.pending ? 'pill-accent' : ''}`}>{item.pending ? 'Waiting for you' : answerLabel(item.answer)}</span>
+          </header>
+          {item.name === 'render_blocks' ? (
+            <Blocks blocks={(item.args.blocks ?? []) as Block[]} onAnswer={item.pending ? (value) => answer(item.id, value) : undefined} />
+          ) : (
+            <ComponentItem agent={agent} conversationId={conversationId} item={item} onAnswer={answer} />
+          )}
+        </article>
+      ))}
+    </section>
+  );
+}

@@ -1,0 +1,64 @@
+// One conversation: chat on one side, canvas on the other (tabs on narrow screens).
+import { useEffect, useState } from 'react';
+import type { Status } from '../api/client';
+import { useConversation } from '../state/useConversation';
+import { Canvas } from './Canvas';
+import { Chat } from './Chat';
+import { canvasItems } from './Canvas';
+
+export function ConversationView({ agent, id, status, onChanged }: { agent: string; id: string; status: Status | null; onChanged: () => void }) {
+  const { state, send, cancel, answer, loadError, connection } = useConversation(id);
+  const [focus, setFocus] = useState<string | null>(null);
+  const [tab, setTab] = useState<'chat' | 'canvas'>('chat');
+  const waitingInCanvas = state.pending.some((call) => call.tool_name !== 'ask_user');
+  const canvasCount = canvasItems(state).length;
+
+  // The sidebar shows status and order; refresh it when this conversation's status changes.
+  useEffect(() => {
+    onChanged();
+  }, [state.status, onChanged]);
+  useEffect(() => {
+    if (waitingInCanvas) setTab('canvas');
+  }, [waitingInCanvas]);
+
+  if (loadError) {
+    return (
+      <div className="empty-state">
+        <h2>This conversation could not be opened</h2>
+        <p className="muted">{loadError}</p>
+      </div>
+    );
+  }
+  return (
+    <div className={`workspace tab-${tab}`}>
+      <header className="workspace-head">
+        <h1 className="conversation-title">{state.conversation?.title ?? ' '}</h1>
+        <span className={`status-chip status-${state.status}`}>{state.status === 'waiting' ? 'waiting for you' : state.status}</span>
+        {connection === 'retrying' && <span className="status-chip status-error">reconnecting…</span>}
+        <div className="tabs" role="tablist">
+          <button role="tab" aria-selected={tab === 'chat'} className="tab" onClick={() => setTab('chat')}>
+            Chat
+          </button>
+          <button role="tab" aria-selected={tab === 'canvas'} className="tab" onClick={() => setTab('canvas')}>
+            Canvas{canvasCount ? ` (${canvasCount})` : ''}
+            {waitingInCanvas && <span className="dot" aria-label="waiting" />}
+          </button>
+        </div>
+      </header>
+      <div className="panes">
+        <Chat
+          state={state}
+          status={status}
+          onSend={send}
+          onCancel={cancel}
+          onAnswer={answer}
+          onShowCanvas={(toolCallId) => {
+            setFocus(toolCallId);
+            setTab('canvas');
+          }}
+        />
+        <Canvas agent={agent} state={state} focus={focus} onAnswer={answer} />
+      </div>
+    </div>
+  );
+}

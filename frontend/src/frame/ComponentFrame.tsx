@@ -1,0 +1,160 @@
+// An agent-written component, running in a sandboxed iframe (see srcdoc.ts and README.md).
+// The parent side of the bridge: it checks every message (bridge.ts) and performs the few
+// requests a component may make, always for this frame's own agent and conversation.
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { api } from '../api/client';
+import { componentsApi } from '../api/temporary';
+import { useTheme } from '../theme';
+import { callToolAnswer, checkFrameMessage, newNonce, RateLimit } from './bridge';
+import { PROTOCOL, type FrameMessage, type ParentMessageBody } from './protocol';
+import { frameDocument } from './srcdoc';
+
+let runtimeText: Promise<string> | null = null;
+function loadRuntime(): Promise<string> {
+  // Built by `npm run build:frame`; a separate chunk, fetched the first time a frame shows.
+  runtimeText ??= import('../../build/frame/frame-runtime.js?raw').then((module) => module.default);
+  return runtimeText;
+}
+
+const MAX_HEIGHT = 4000;
+
+export interface FrameContext {
+  agent: string;
+  conversationId: string;
+  /** Set while the call waits: callTool answers it. Absent for history (read-only). */
+  onAnswer?: (answer: Record<string, unknown>) => Promise<void>;
+}
+
+export function ComponentFrame({ code, props, context, title }: { code: string; props: Record<string, unknown>; context: FrameContext; title?: string }) {
+  const frame = useRef<HTMLIFrameElement>(null);
+  const [runtime, setRuntime] = useState<string | null>(null);
+  const [height, setHeight] = useState(80);
+  const [error, setError] = useState<string | null>(null);
+  const [dead, setDead] = useState(false);
+  const { theme } = useTheme();
+  const themeRef = useRef(theme);
+  themeRef.current = theme;
+  // A fresh nonce (and document) per code version: a new frame, never a reused one.
+  const nonces = useMemo(() => ({ bridge: newNonce(), csp: newNonce() }), [code]);
+  const contextRef = useRef(context);
+  contextRef.current = context;
+  const propsRef = useRef(props);
+  propsRef.current = props;
+
+  useEffect(() => {
+    let live = true;
+    loadRuntime().then(
+      (text) => live && setRuntime(text),
+      () => live && setError('The component runtime is missing (run `npm run build:frame`).'),
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
+
+  const srcDoc = useMemo(() => (runtime ? frameDocument({ runtime, cspNonce: nonces.csp, bridgeNonce: nonces.bridge }) : null), [runtime, nonces]);
+
+  useEffect(() => {
+    const element = frame.current;
+    if (!element || !srcDoc) return;
+    const sendMessages = new RateLimit(5, 60_000);
+    let answered = false;
+    let loads = 0;
+    const send = (message: ParentMessageBody) => {
+      // The frame's origin is opaque, so it cannot be named as a target; the frame checks our nonce.
+      element.contentWindow?.postMessage({ protocol: PROTOCOL, nonce: nonces.bridge, ...message }, '*');
+    };
+    const respond = (id: number, work: () => Promise<unknown>) => {
+      work().then(
+        (value) => send({ type: 'response', id, ok: true, value }),
+        (failure: Error) => send({ type: 'response', id, ok: false, error: failure?.message ?? 'refused' }),
+      );
+    };
+    const handle = (message: FrameMessage) => {
+      const { agent, conversationId, onAnswer } = contextRef.current;
+      switch (message.type) {
+        case 'ready':
+          send({ type: 'init', code, props: propsRef.current, interactive: Boolean(onAnswer), theme: themeRef.current });
+          return;
+        case 'resize':
+          setHeight(Math.min(MAX_HEIGHT, Math.max(40, message.height)));
+          return;
+        case 'error':
+          setError(message.message);
+          return;
+        case 'callTool':
+          return respond(message.id, async () => {
+            if (!onAnswer) throw new Error('this component is no longer waiting for an answer');
+            if (answered) throw new Error('already answered');
+            await onAnswer(callToolAnswer(message.action, message.payload));
+            answered = true;
+            return true;
+          });
+        case 'sendMessage':
+          return respond(message.id, async () => {
+            if (!sendMessages.take()) throw new Error('too many messages; wait a minute');
+            await api.postMessage(conversationId, message.text);
+            return true;
+          });
+        case 'getState':
+          return respond(message.id, async () => (await api.getState(agent, message.key)).value ?? null);
+        case 'setState':
+          return respond(message.id, async () => {
+            await api.setState(agent, message.key, message.value);
+            return true;
+          });
+        case 'importModule':
+          return respond(message.id, async () => (await componentsApi.get(agent, message.name)).compiled_js);
+      }
+    };
+    const onMessage = (event: MessageEvent) => {
+      const checked = checkFrameMessage(event, { window: element.contentWindow, nonce: nonces.bridge });
+      if (checked.ok) handle(checked.message);
+      else if (event.source === element.contentWindow) console.warn('component frame: message dropped:', checked.reason);
+    };
+    // The document loads once; a second load means the component navigated its frame away.
+    const onLoad = () => {
+      loads += 1;
+      if (loads > 1) setDead(true);
+    };
+    window.addEventListener('message', onMessage);
+    element.addEventListener('load', onLoad);
+    return () => {
+      window.removeEventListener('message', onMessage);
+      element.removeEventListener('load', onLoad);
+    };
+  }, [srcDoc, code, nonces]);
+
+  useEffect(() => {
+    frame.current?.contentWindow?.postMessage({ protocol: PROTOCOL, nonce: nonces.bridge, type: 'theme', theme }, '*');
+  }, [theme, nonces]);
+
+  if (dead) return <div className="alert alert-danger">This component navigated away from the canvas and was stopped.</div>;
+  return (
+    <div className="component-frame">
+      {srcDoc ? (
+        <iframe
+          ref={frame}
+          title={title ?? 'Agent component'}
+          sandbox="allow-scripts"
+          referrerPolicy="no-referrer"
+          srcDoc={srcDoc}
+          style={{ height }}
+        />
+      ) : (
+        !error && <div className="frame-loading">Loading component…</div>
+      )}
+      {error && (
+        <div className="alert alert-danger" role="alert">
+          <span className="alert-icon" aria-hidden="true">
+            ⛔
+          </span>
+          <div>
+            <strong>Component error</strong>
+            <pre className="frame-error">{error}</pre>
+          </div>
+        </div>
+      )}
+    </div>
+  );
+}

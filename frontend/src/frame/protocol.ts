@@ -1,0 +1,38 @@
+// The postMessage protocol between the canvas (parent) and a component frame.
+// Shared by both sides; see src/frame/README.md for the full description.
+
+export const PROTOCOL = 'wright-frame/1';
+
+/** The largest message either side accepts, measured as JSON. */
+export const MAX_MESSAGE_BYTES = 256 * 1024;
+/** Larger cap for state writes (the server's own per-value limit is 1 MiB). */
+export const MAX_STATE_BYTES = 1024 * 1024;
+export const MAX_TEXT_CHARS = 20_000;
+export const MAX_ACTION_CHARS = 200;
+export const MAX_KEY_CHARS = 256;
+export const COMPONENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** Frame → parent. Requests carry an `id`; the parent answers each with a `response`. */
+export type FrameMessage =
+  | { type: 'ready' }
+  | { type: 'resize'; height: number }
+  | { type: 'error'; message: string }
+  | { type: 'callTool'; id: number; action: string; payload: Record<string, unknown> }
+  | { type: 'sendMessage'; id: number; text: string }
+  | { type: 'getState'; id: number; key: string }
+  | { type: 'setState'; id: number; key: string; value: unknown }
+  | { type: 'importModule'; id: number; name: string };
+
+export type FrameMessageType = FrameMessage['type'];
+
+export const FRAME_MESSAGE_TYPES: readonly FrameMessageType[] = ['ready', 'resize', 'error', 'callTool', 'sendMessage', 'getState', 'setState', 'importModule'];
+
+/** Parent → frame. */
+export type ParentMessage =
+  | { protocol: typeof PROTOCOL; nonce: string; type: 'init'; code: string; props: Record<string, unknown>; interactive: boolean; theme: 'light' | 'dark' }
+  | { protocol: typeof PROTOCOL; nonce: string; type: 'theme'; theme: 'light' | 'dark' }
+  | { protocol: typeof PROTOCOL; nonce: string; type: 'response'; id: number; ok: boolean; value?: unknown; error?: string };
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** A parent message before the protocol tag and nonce are added. */
+export type ParentMessageBody = DistributiveOmit<ParentMessage, 'protocol' | 'nonce'>;

@@ -1,0 +1,145 @@
+// What the page knows about one conversation, built from the detail route and the SSE
+// stream. A pure reducer, so replay, deltas and status changes are tested without a server.
+//
+// The stream replays stored events after the last seq we have, so after a reconnect the
+// same event may arrive twice: events are keyed by seq and a known seq is ignored.
+import type { ConversationDetail, Conversation, StoredEvent } from '../api/client';
+import type { PendingWithComponent } from '../api/temporary';
+
+export type RunStatus = 'idle' | 'running' | 'waiting' | 'error';
+
+export interface ConversationState {
+  conversation: Conversation | null;
+  /** Stored events in seq order, without duplicates. */
+  events: StoredEvent[];
+  /** The highest seq seen: where a reconnecting stream resumes (`?after=`). */
+  lastSeq: number;
+  /** Assistant text streamed since the last stored event; replaced by the stored assistant event. */
+  streaming: string;
+  status: RunStatus;
+  /** The error of the last run, when status is `error`. */
+  error: string | null;
+  /** Calls waiting for the person, oldest first. */
+  pending: PendingWithComponent[];
+  loaded: boolean;
+}
+
+export type ConversationAction =
+  | { type: 'loaded'; detail: ConversationDetail }
+  | { type: 'event'; event: StoredEvent }
+  | { type: 'delta'; text: string }
+  | { type: 'status'; status: string; error?: string | null }
+  | { type: 'pending'; pending: PendingWithComponent[] }
+  | { type: 'answered'; toolCallId: string }
+  | { type: 'user-sent' };
+
+export const initialConversationState: ConversationState = {
+  conversation: null,
+  events: [],
+  lastSeq: 0,
+  streaming: '',
+  status: 'idle',
+  error: null,
+  pending: [],
+  loaded: false,
+};
+
+export function asRunStatus(status: string): RunStatus {
+  return status === 'running' || status === 'waiting' || status === 'error' ? status : 'idle';
+}
+
+function mergeEvents(known: StoredEvent[], incoming: StoredEvent[]): StoredEvent[] {
+  const bySeq = new Map<number, StoredEvent>();
+  for (const event of known) bySeq.set(event.seq, event);
+  for (const event of incoming) bySeq.set(event.seq, event);
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
+
+/** The tool_call_id a tool_result event answers, if it is one. */
+export function resultCallId(event: StoredEvent): string | null {
+  if (event.kind !== 'tool_result') return null;
+  const data = event.data_json as { tool_call_id?: unknown } | null;
+  return typeof data?.tool_call_id === 'string' ? data.tool_call_id : null;
+}
+
+export function conversationReducer(state: ConversationState, action: ConversationAction): ConversationState {
+  switch (action.type) {
+    case 'loaded': {
+      const events = mergeEvents(state.events, action.detail.events);
+      const lastSeq = events.length ? events[events.length - 1].seq : 0;
+      return {
+        ...state,
+        conversation: action.detail.conversation,
+        events,
+        lastSeq: Math.max(lastSeq, state.lastSeq),
+        status: asRunStatus(action.detail.conversation.status),
+        pending: action.detail.pending as PendingWithComponent[],
+        loaded: true,
+      };
+    }
+    case 'event': {
+      const { event } = action;
+      if (state.events.some((known) => known.seq === event.seq)) return state;
+      const events = event.seq > state.lastSeq ? [...state.events, event] : mergeEvents(state.events, [event]);
+      const answered = resultCallId(event);
+      return {
+        ...state,
+        events,
+        lastSeq: Math.max(state.lastSeq, event.seq),
+        // The stored assistant text replaces what streamed; any later text is a new message.
+        streaming: event.kind === 'assistant' ? '' : state.streaming,
+        pending: answered ? state.pending.filter((call) => call.tool_call_id !== answered) : state.pending,
+      };
+    }
+    case 'delta':
+      return { ...state, streaming: state.streaming + action.text };
+    case 'status': {
+      const status = asRunStatus(action.status);
+      return {
+        ...state,
+        status,
+        error: status === 'error' ? (action.error ?? 'The run failed.') : null,
+        // A run that stopped leaves no half-streamed text behind (it is stored if it counted).
+        streaming: status === 'running' ? state.streaming : '',
+        conversation: state.conversation ? { ...state.conversation, status } : state.conversation,
+      };
+    }
+    case 'pending':
+      return { ...state, pending: action.pending };
+    case 'answered':
+      return { ...state, pending: state.pending.filter((call) => call.tool_call_id !== action.toolCallId) };
+    case 'user-sent':
+      return { ...state, status: 'running', error: null };
+  }
+}
+
+/** One line of the transcript: a stored event, or a tool call paired with its result. */
+export type TranscriptItem =
+  | { kind: 'message'; event: StoredEvent }
+  | { kind: 'tool'; call: StoredEvent; result: StoredEvent | null; id: string; name: string; args: unknown };
+
+/** Pairs each tool_call with its tool_result (by call id), keeping the order of the calls. */
+export function transcript(events: StoredEvent[]): TranscriptItem[] {
+  const results = new Map<string, StoredEvent>();
+  for (const event of events) {
+    const id = resultCallId(event);
+    if (id) results.set(id, event);
+  }
+  const paired = new Set<string>();
+  const items: TranscriptItem[] = [];
+  for (const event of events) {
+    if (event.kind === 'tool_call') {
+      const data = (event.data_json ?? {}) as { id?: string; name?: string; arguments?: unknown };
+      const id = data.id ?? `seq-${event.seq}`;
+      const result = results.get(id) ?? null;
+      if (result) paired.add(id);
+      items.push({ kind: 'tool', call: event, result, id, name: data.name ?? 'tool', args: data.arguments });
+    } else if (event.kind === 'tool_result') {
+      const id = resultCallId(event);
+      if (!id || !paired.has(id)) items.push({ kind: 'message', event });
+    } else {
+      items.push({ kind: 'message', event });
+    }
+  }
+  return items;
+}

@@ -1,0 +1,119 @@
+// Loads a conversation and follows its SSE stream, reconnecting with `?after=<last seq>` so
+// a dropped connection (or a server that ended a lagging stream) loses nothing.
+import { useCallback, useEffect, useReducer, useRef } from 'react';
+import { api, type StoredEvent } from '../api/client';
+import type { PendingWithComponent } from '../api/temporary';
+import { conversationReducer, initialConversationState, type ConversationState } from './conversation';
+
+const PAUSING_TOOLS = new Set(['render_and_wait', 'render_blocks', 'ask_user']);
+
+export interface ConversationHandle {
+  state: ConversationState;
+  send: (text: string) => Promise<void>;
+  cancel: () => Promise<void>;
+  answer: (toolCallId: string, answer: unknown) => Promise<void>;
+  reload: () => void;
+  /** A problem reaching the stream or loading (not a run error). */
+  connection: 'connecting' | 'live' | 'retrying';
+}
+
+export function useConversation(id: string): ConversationHandle & { loadError: string | null } {
+  const [state, dispatch] = useReducer(conversationReducer, initialConversationState);
+  const lastSeq = useRef(0);
+  lastSeq.current = state.lastSeq;
+  const [connection, setConnection] = useReducerState<'connecting' | 'live' | 'retrying'>('connecting');
+  const [loadError, setLoadError] = useReducerState<string | null>(null);
+  const [generation, bump] = useReducer((n: number) => n + 1, 0);
+
+  const refreshPending = useCallback(async () => {
+    try {
+      const detail = await api.conversation(id);
+      dispatch({ type: 'pending', pending: detail.pending as PendingWithComponent[] });
+    } catch {
+      /* the stream will tell us again */
+    }
+  }, [id]);
+
+  useEffect(() => {
+    let closed = false;
+    let source: EventSource | null = null;
+    let retryTimer: ReturnType<typeof setTimeout> | undefined;
+    let attempts = 0;
+
+    const open = () => {
+      if (closed) return;
+      source = new EventSource(api.streamUrl(id, lastSeq.current));
+      source.addEventListener('open', () => {
+        attempts = 0;
+        setConnection('live');
+      });
+      source.addEventListener('event', (message) => {
+        const event = JSON.parse((message as MessageEvent<string>).data) as StoredEvent;
+        dispatch({ type: 'event', event });
+        const name = (event.data_json as { name?: string } | null)?.name;
+        if (event.kind === 'tool_call' && name && PAUSING_TOOLS.has(name)) void refreshPending();
+      });
+      source.addEventListener('delta', (message) => {
+        const { text } = JSON.parse((message as MessageEvent<string>).data) as { text: string };
+        dispatch({ type: 'delta', text });
+      });
+      source.addEventListener('status', (message) => {
+        const { status, error } = JSON.parse((message as MessageEvent<string>).data) as { status: string; error?: string | null };
+        dispatch({ type: 'status', status, error });
+        if (status === 'waiting') void refreshPending();
+      });
+      source.addEventListener('error', () => {
+        // Reconnect ourselves, so the URL carries the newest seq.
+        source?.close();
+        if (closed) return;
+        setConnection('retrying');
+        attempts += 1;
+        retryTimer = setTimeout(open, Math.min(10_000, 500 * 2 ** Math.min(attempts, 5)));
+      });
+    };
+
+    setConnection('connecting');
+    setLoadError(null);
+    api
+      .conversation(id)
+      .then((detail) => {
+        if (closed) return;
+        dispatch({ type: 'loaded', detail });
+        lastSeq.current = Math.max(lastSeq.current, ...detail.events.map((event) => event.seq));
+        open();
+      })
+      .catch((error: Error) => {
+        if (!closed) setLoadError(error.message);
+      });
+    return () => {
+      closed = true;
+      clearTimeout(retryTimer);
+      source?.close();
+    };
+  }, [id, generation, refreshPending, setConnection, setLoadError]);
+
+  const send = useCallback(
+    async (text: string) => {
+      await api.postMessage(id, text);
+      dispatch({ type: 'user-sent' });
+    },
+    [id],
+  );
+  const cancel = useCallback(async () => {
+    await api.cancel(id);
+  }, [id]);
+  const answer = useCallback(
+    async (toolCallId: string, value: unknown) => {
+      await api.answerPending(id, toolCallId, value);
+      dispatch({ type: 'answered', toolCallId });
+    },
+    [id],
+  );
+  return { state, send, cancel, answer, reload: bump, connection, loadError };
+}
+
+/** useState with a stable setter type, kept local to avoid re-render churn in effects. */
+function useReducerState<T>(initial: T): [T, (value: T) => void] {
+  const [value, set] = useReducer((_: T, next: T) => next, initial);
+  return [value, set];
+}

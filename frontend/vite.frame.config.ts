@@ -1,0 +1,20 @@
+import { defineConfig } from 'vite';
+
+// The component frame's runtime: React, the UI primitives and the bridge, as one classic
+// (IIFE) script. The app inlines it into the sandboxed iframe's srcdoc, so the frame loads
+// nothing over the network (its CSP forbids it) and needs no CORS from the server.
+export default defineConfig({
+  define: { 'process.env.NODE_ENV': JSON.stringify('production') },
+  build: {
+    outDir: 'build/frame',
+    emptyOutDir: true,
+    target: 'es2022',
+    minify: true,
+    lib: {
+      entry: 'src/frame/runtime/main.tsx',
+      formats: ['iife'],
+      name: 'WrightFrame',
+      fileName: () => 'frame-runtime.js',
+    },
+  },
+});
