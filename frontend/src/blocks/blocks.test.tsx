@@ -1,0 +1,152 @@
+import { fireEvent, render, screen, within } from '@testing-library/react';
+import { describe, expect, it, vi } from 'vitest';
+import { Blocks, BlockView } from './Blocks';
+import { normalizeChart } from './chartData';
+import { imageInResult, imageSource } from './image';
+import { renderMarkdown } from './markdown';
+import { sortRows } from './Table';
+import type { Block } from './types';
+
+describe('markdown', () => {
+  it('renders GitHub-flavoured tables, task lists and strikethrough', () => {
+    const html = renderMarkdown('| a | b |\n|---|---|\n| 1 | 2 |\n\n- [x] done\n- [ ] todo\n\n~~gone~~');
+    expect(html).toContain('<table>');
+    expect(html).toContain('<td>1</td>');
+    expect(html).toContain('type="checkbox"');
+    expect(html).toContain('<del>gone</del>');
+  });
+
+  it('highlights fenced code by language', () => {
+    const html = renderMarkdown('```js\nconst x = 1;\n```');
+    expect(html).toContain('class="hljs"');
+    expect(html).toContain('hljs-keyword');
+  });
+
+  it('removes scripts, event handlers and javascript: links', () => {
+    const html = renderMarkdown('<script>alert(1)</script><img src=x onerror="alert(1)"> [x](javascript:alert(1)) <iframe src="https://e.test"></iframe>');
+    expect(html).not.toContain('<script');
+    expect(html).not.toContain('onerror');
+    expect(html).not.toMatch(/href="javascript:/i);
+    expect(renderMarkdown('<a href="javascript:alert(1)">x</a>')).not.toContain('javascript:');
+    expect(html).not.toContain('<iframe');
+  });
+
+  it('opens links in a new tab without a referrer', () => {
+    expect(renderMarkdown('[site](https://example.com)')).toContain('rel="noopener noreferrer"');
+  });
+});
+
+describe('table', () => {
+  const columns = [
+    { key: 'name', label: 'Name' },
+    { key: 'n', label: 'Count' },
+  ];
+  const data = [
+    { name: 'b', n: 10 },
+    { name: 'a', n: 9 },
+    { name: 'c', n: null },
+    { name: 'd', n: 100 },
+  ];
+
+  it('sorts numbers as numbers, empty cells last in both directions', () => {
+    expect(sortRows(data, { key: 'n', direction: 'asc' }).map((row) => row.name)).toEqual(['a', 'b', 'd', 'c']);
+    expect(sortRows(data, { key: 'n', direction: 'desc' }).map((row) => row.name)).toEqual(['d', 'b', 'a', 'c']);
+  });
+
+  it('sorts when a header is clicked, then reverses, then restores', () => {
+    render(<BlockView block={{ type: 'table', columns, data }} />);
+    const names = () => screen.getAllByRole('row').slice(1).map((row) => within(row).getAllByRole('cell')[0].textContent);
+    expect(names()).toEqual(['b', 'a', 'c', 'd']);
+    fireEvent.click(screen.getByRole('button', { name: /Name/ }));
+    expect(names()).toEqual(['a', 'b', 'c', 'd']);
+    expect(screen.getAllByRole('columnheader')[0].getAttribute('aria-sort')).toBe('ascending');
+    fireEvent.click(screen.getByRole('button', { name: /Name/ }));
+    expect(names()).toEqual(['d', 'c', 'b', 'a']);
+    fireEvent.click(screen.getByRole('button', { name: /Name/ }));
+    expect(names()).toEqual(['b', 'a', 'c', 'd']);
+  });
+});
+
+describe('chart', () => {
+  it('accepts Chart.js-style data', () => {
+    expect(normalizeChart({ labels: ['a', 'b'], datasets: [{ label: 'x', data: [1, 2] }] })).toEqual({ labels: ['a', 'b'], series: [{ name: 'x', values: [1, 2] }] });
+  });
+  it('accepts labels + values, x + y and rows of objects', () => {
+    expect(normalizeChart({ labels: ['a'], values: [3] }).series[0].values).toEqual([3]);
+    expect(normalizeChart({ x: ['a', 'b'], y: [1, '2'] }).series[0].values).toEqual([1, 2]);
+    const rows = normalizeChart({ data: [{ month: 'Jan', sales: 3, cost: 1 }, { month: 'Feb', sales: 5, cost: 2 }] });
+    expect(rows.labels).toEqual(['Jan', 'Feb']);
+    expect(rows.series.map((series) => series.name)).toEqual(['sales', 'cost']);
+    expect(normalizeChart({ apples: 3, pears: 4 })).toEqual({ labels: ['apples', 'pears'], series: [{ name: 'Value', values: [3, 4] }] });
+  });
+
+  it.each(['line', 'bar', 'area', 'pie'] as const)('draws a %s chart as SVG', (chartType) => {
+    const { container } = render(<BlockView block={{ type: 'chart', chartType, data: { labels: ['a', 'b', 'c'], datasets: [{ label: 's', data: [1, 3, 2] }] } }} />);
+    const svg = container.querySelector('svg');
+    expect(svg).not.toBeNull();
+    const marks = chartType === 'bar' ? svg!.querySelectorAll('rect[rx]') : chartType === 'pie' ? svg!.querySelectorAll('path') : svg!.querySelectorAll('polyline');
+    expect(marks.length).toBe(chartType === 'bar' || chartType === 'pie' ? 3 : 1);
+    if (chartType === 'area') expect(svg!.querySelector('polygon')).not.toBeNull();
+  });
+
+  it('says so when there is no data', () => {
+    render(<BlockView block={{ type: 'chart', chartType: 'line', data: {} }} />);
+    expect(screen.getByText(/no data/)).toBeTruthy();
+  });
+});
+
+describe('other blocks', () => {
+  it('renders alerts of each variant with a role', () => {
+    const { container } = render(
+      <>
+        {(['info', 'warning', 'danger', 'success'] as const).map((variant) => (
+          <BlockView key={variant} block={{ type: 'alert', variant, content: `**${variant}**` }} />
+        ))}
+      </>,
+    );
+    expect(container.querySelectorAll('.alert').length).toBe(4);
+    expect(container.querySelector('.alert-danger')!.getAttribute('role')).toBe('alert');
+    expect(container.querySelector('.alert-success strong')!.textContent).toBe('success');
+  });
+
+  it('highlights a code block', () => {
+    const { container } = render(<BlockView block={{ type: 'code', language: 'python', content: 'def f():\n  return 1' }} />);
+    expect(container.querySelector('.hljs-keyword')).not.toBeNull();
+    expect(screen.getByText('python')).toBeTruthy();
+  });
+
+  it('folds and unfolds JSON', () => {
+    render(<BlockView block={{ type: 'json', data: { a: { b: [1, 2, 3] } } }} />);
+    // two levels open, the third folded
+    const folded = screen.getByText(/3 items/);
+    expect(folded).toBeTruthy();
+    fireEvent.click(folded.closest('button')!);
+    expect(screen.queryByText(/3 items/)).toBeNull();
+    expect(screen.getByText('2')).toBeTruthy();
+  });
+
+  it('shows images from http(s), data URLs and bare base64, and refuses others', () => {
+    expect(imageSource('https://e.test/a.png')).toBe('https://e.test/a.png');
+    expect(imageSource('javascript:alert(1)')).toBeNull();
+    expect(imageSource('data:text/html;base64,PHNjcmlwdD4=')).toBeNull();
+    const png = 'iVBORw0KGgo' + 'A'.repeat(80);
+    expect(imageSource(png)).toBe(`data:image/png;base64,${png}`);
+    expect(imageInResult({ image: png, width: 800, height: 600 })).toEqual({ src: `data:image/png;base64,${png}`, width: 800, height: 600 });
+    const { container } = render(<BlockView block={{ type: 'image', url: 'javascript:alert(1)' }} />);
+    expect(container.querySelector('img')).toBeNull();
+  });
+
+  it('offers Dismiss when there is no form, answering {action: "dismiss"}', () => {
+    const onAnswer = vi.fn();
+    render(<Blocks blocks={[{ type: 'markdown', content: 'hi' }]} onAnswer={onAnswer} />);
+    fireEvent.click(screen.getByRole('button', { name: 'Dismiss' }));
+    expect(onAnswer).toHaveBeenCalledWith({ action: 'dismiss' });
+  });
+
+  it('is read-only without onAnswer', () => {
+    const blocks: Block[] = [{ type: 'form', fields: [{ name: 'a', label: 'A', type: 'text' }], submitLabel: 'Go' }];
+    render(<Blocks blocks={blocks} />);
+    expect((screen.getByRole('button', { name: 'Go' }) as HTMLButtonElement).disabled).toBe(true);
+    expect(screen.queryByRole('button', { name: 'Dismiss' })).toBeNull();
+  });
+});

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { callToolAnswer, checkFrameMessage, RateLimit } from './bridge';
+import { MAX_MESSAGE_BYTES, PROTOCOL } from './protocol';
+import { frameCsp, frameDocument } from './srcdoc';
+
+const frameWindow = {} as MessageEventSource;
+const frame = { window: frameWindow, nonce: 'n-123' };
+const message = (data: Record<string, unknown>, overrides: Partial<{ origin: string; source: MessageEventSource | null }> = {}) => ({
+  origin: 'null',
+  source: frameWindow,
+  data: { protocol: PROTOCOL, nonce: 'n-123', ...data },
+  ...overrides,
+});
+
+describe('frame message checks', () => {
+  it('accepts a well-formed message from the frame', () => {
+    expect(checkFrameMessage(message({ type: 'callTool', id: 1, action: 'save', payload: { a: 1 } }), frame)).toEqual({
+      ok: true,
+      message: { type: 'callTool', id: 1, action: 'save', payload: { a: 1 } },
+    });
+    expect(checkFrameMessage(message({ type: 'ready' }), frame).ok).toBe(true);
+  });
+
+  it('rejects another window as the source', () => {
+    expect(checkFrameMessage(message({ type: 'ready' }, { source: {} as MessageEventSource }), frame)).toEqual({ ok: false, reason: 'wrong source' });
+    expect(checkFrameMessage(message({ type: 'ready' }, { source: null }), frame)).toEqual({ ok: false, reason: 'wrong source' });
+    expect(checkFrameMessage(message({ type: 'ready' }), { window: null, nonce: 'n-123' })).toEqual({ ok: false, reason: 'wrong source' });
+  });
+
+  it('rejects a real origin (a frame that gained one is not our sandbox)', () => {
+    expect(checkFrameMessage(message({ type: 'ready' }, { origin: 'http://127.0.0.1:8080' }), frame)).toEqual({ ok: false, reason: 'wrong origin' });
+  });
+
+  it('rejects a wrong or missing nonce', () => {
+    expect(checkFrameMessage(message({ type: 'ready', nonce: 'guess' }), frame)).toEqual({ ok: false, reason: 'wrong nonce' });
+    expect(checkFrameMessage({ origin: 'null', source: frameWindow, data: { protocol: PROTOCOL, type: 'ready' } }, frame)).toEqual({ ok: false, reason: 'wrong nonce' });
+  });
+
+  it('rejects unknown types and non-protocol data', () => {
+    expect(checkFrameMessage(message({ type: 'fetch', url: '/api/agents' }), frame)).toEqual({ ok: false, reason: 'unknown type' });
+    expect(checkFrameMessage(message({ type: 'toString' }), frame)).toEqual({ ok: false, reason: 'unknown type' });
+    expect(checkFrameMessage({ origin: 'null', source: frameWindow, data: 'ready' }, frame)).toEqual({ ok: false, reason: 'not a frame message' });
+  });
+
+  it('rejects oversized messages', () => {
+    const big = 'x'.repeat(MAX_MESSAGE_BYTES);
+    expect(checkFrameMessage(message({ type: 'callTool', id: 1, action: 'a', payload: { big } }), frame)).toEqual({ ok: false, reason: 'too large' });
+    expect(checkFrameMessage(message({ type: 'setState', id: 1, key: 'k', value: big }), frame).ok).toBe(true);
+    expect(checkFrameMessage(message({ type: 'setState', id: 1, key: 'k', value: 'x'.repeat(2 * 1024 * 1024) }), frame)).toEqual({ ok: false, reason: 'too large' });
+  });
+
+  it('rejects wrong field types', () => {
+    expect(checkFrameMessage(message({ type: 'callTool', id: 'one', action: 'a' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
+    expect(checkFrameMessage(message({ type: 'callTool', id: 1, action: '' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
+    expect(checkFrameMessage(message({ type: 'callTool', id: 1, action: 'a', payload: [1] }), frame)).toEqual({ ok: false, reason: 'bad fields' });
+    expect(checkFrameMessage(message({ type: 'sendMessage', id: 1, text: '   ' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
+    expect(checkFrameMessage(message({ type: 'importModule', id: 1, name: '../admin' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
+    expect(checkFrameMessage(message({ type: 'resize', height: 'tall' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
+  });
+});
+
+describe('callTool answer', () => {
+  it('is {action, ...payload}, the action argument winning', () => {
+    expect(callToolAnswer('save', { a: 1, action: 'other' })).toEqual({ action: 'save', a: 1 });
+  });
+});
+
+describe('rate limit', () => {
+  it('allows max per window', () => {
+    const limit = new RateLimit(2, 1000);
+    expect([limit.take(0), limit.take(1), limit.take(2), limit.take(1001)]).toEqual([true, true, false, true]);
+  });
+});
+
+describe('frame document', () => {
+  it('forbids network access and runs only its own scripts', () => {
+    const csp = frameCsp('abc');
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("connect-src 'none'");
+    expect(csp).toContain("script-src 'nonce-abc' blob:");
+    expect(csp).not.toMatch(/unsafe-eval|https?:|\*/);
+  });
+
+  it('cannot be broken out of by the runtime text', () => {
+    const html = frameDocument({ runtime: 'let s = "</script><script>alert(1)</script>";', cspNonce: 'c', bridgeNonce: 'b' });
+    expect(html.match(/<\/script>/g)).toHaveLength(2);
+  });
+});
