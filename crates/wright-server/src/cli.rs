@@ -50,8 +50,54 @@ enum Command {
         #[command(subcommand)]
         command: DocumentCommand,
     },
+    /// The marketplace: list, publish, install, export and import bundles.
+    Market {
+        #[command(subcommand)]
+        command: MarketCommand,
+    },
     /// Print the OpenAPI document of the HTTP API.
     Openapi,
+}
+
+#[derive(Subcommand)]
+enum MarketCommand {
+    /// Listings, optionally matching words in their name or description.
+    List { query: Option<String> },
+    /// Publish an agent's tool (or component) as the next version of its listing.
+    Publish {
+        name: String,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+        #[arg(long, default_value = "tool")]
+        kind: String,
+    },
+    /// Install a listing version into an agent; it starts disabled.
+    Install {
+        listing: String,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+        #[arg(long, default_value = "tool")]
+        kind: String,
+        /// Pin this version (default: the latest).
+        #[arg(long)]
+        version: Option<i64>,
+        /// Install under another name when the agent already has one of the listing's name.
+        #[arg(long)]
+        rename_to: Option<String>,
+    },
+    /// Write a listing version as a bundle file (JSON carrying its hash).
+    Export {
+        listing: String,
+        #[arg(long, default_value = "tool")]
+        kind: String,
+        #[arg(long)]
+        version: Option<i64>,
+        /// Where to write; stdout when absent.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Import a bundle file: verify its hash and content, show its code, add it as a listing.
+    Import { file: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -125,6 +171,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Prompt { command } => document_command(config, DocumentKind::SystemPrompt, command).await,
         Command::Notes { command } => document_command(config, DocumentKind::LearnedNotes, command).await,
+        Command::Market { command } => market_command(config, command).await,
         Command::Openapi => {
             println!("{}", serde_json::to_string_pretty(&crate::api::openapi())?);
             Ok(ExitCode::SUCCESS)
@@ -223,6 +270,55 @@ async fn call_tool(config: Config, name: &str, agent: &str, args: &str) -> anyho
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+async fn market_command(config: Config, command: MarketCommand) -> anyhow::Result<ExitCode> {
+    use wright_tools::market::{self, OnConflict};
+    let store = open_store(&config).await?;
+    let services = Services { store: store.clone() };
+    let outcome: anyhow::Result<()> = async {
+        match command {
+            MarketCommand::List { query } => {
+                for listing in store.list_listings(query.as_deref()).await? {
+                    println!(
+                        "{:<9} {:<24} v{:<3} by {:<12} {}",
+                        listing.kind, listing.name, listing.latest_version, listing.publisher_agent, listing.description
+                    );
+                }
+            }
+            MarketCommand::Publish { name, agent, kind } => {
+                let (listing, version, hash) = market::publish(&services, &AgentId::parse(&agent)?, &kind, &name, "admin").await?;
+                println!("published {kind} {listing} v{version} sha256:{hash}");
+            }
+            MarketCommand::Install { listing, agent, kind, version, rename_to } => {
+                let on_conflict = rename_to.map_or(OnConflict::Refuse, OnConflict::Rename);
+                let installed = market::install(&services, &AgentId::parse(&agent)?, &kind, &listing, version, &on_conflict).await?;
+                println!(
+                    "installed {} {} (listing {} v{}, sha256:{}) into {agent}, disabled: review its code, then enable it",
+                    installed.kind, installed.name, installed.listing, installed.version, installed.hash
+                );
+            }
+            MarketCommand::Export { listing, kind, version, output } => {
+                let exported = market::export(&services, &kind, &listing, version).await?;
+                let text = serde_json::to_string_pretty(&exported)?;
+                match output {
+                    Some(path) => std::fs::write(&path, text + "\n").with_context(|| format!("cannot write {}", path.display()))?,
+                    None => println!("{text}"),
+                }
+            }
+            MarketCommand::Import { file } => {
+                let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+                let value: Value = serde_json::from_str(&text).context("the bundle file is not JSON")?;
+                let (kind, listing, version, hash) = market::import(&services, &value).await?;
+                println!("imported {kind} {listing} v{version} sha256:{hash}; nothing was installed. Its code:\n");
+                println!("{}", value["bundle"]["code"].as_str().unwrap_or_default());
+            }
+        }
+        Ok(())
+    }
+    .await;
+    store.close().await;
+    outcome.map(|()| ExitCode::SUCCESS)
 }
 
 async fn document_command(config: Config, kind: DocumentKind, command: DocumentCommand) -> anyhow::Result<ExitCode> {

@@ -138,3 +138,57 @@ impl Store {
             .collect())
     }
 }
+
+/// Totals over a window, as seed 001's `/codestats` shows them, plus a line per tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExecutionStats {
+    pub days: i64,
+    pub total: i64,
+    pub successful: i64,
+    pub failed: i64,
+    pub avg_duration_ms: f64,
+    /// `(category, count)`, most frequent first.
+    pub top_error_categories: Vec<(String, i64)>,
+    /// `(tool, calls, failures, avg_duration_ms)`, most called first.
+    pub by_tool: Vec<(String, i64, i64, f64)>,
+}
+
+impl Store {
+    /// Statistics of the agent's tool calls over the last `days` days.
+    pub async fn execution_stats(&self, agent: &AgentId, days: i64) -> Result<ExecutionStats, StoreError> {
+        let since = format!("-{} days", days.clamp(1, 3650));
+        let window = "agent_id = ?1 AND created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?2)";
+        let (total, successful, avg_us): (i64, i64, f64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT COUNT(*), COALESCE(SUM(success), 0), COALESCE(AVG(duration_us), 0.0) FROM tool_executions WHERE {window}"
+        )))
+        .bind(agent.as_str())
+        .bind(&since)
+        .fetch_one(&self.reader)
+        .await?;
+        let top_error_categories: Vec<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT error_category, COUNT(*) AS count FROM tool_executions WHERE {window} AND success = 0 \
+             AND error_category IS NOT NULL GROUP BY error_category ORDER BY count DESC, error_category LIMIT 10"
+        )))
+        .bind(agent.as_str())
+        .bind(&since)
+        .fetch_all(&self.reader)
+        .await?;
+        let by_tool: Vec<(String, i64, i64, f64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT tool_name, COUNT(*) AS calls, COUNT(*) - SUM(success), AVG(duration_us) / 1000.0 FROM tool_executions \
+             WHERE {window} GROUP BY tool_name ORDER BY calls DESC, tool_name"
+        )))
+        .bind(agent.as_str())
+        .bind(&since)
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(ExecutionStats {
+            days: days.clamp(1, 3650),
+            total,
+            successful,
+            failed: total - successful,
+            avg_duration_ms: avg_us / 1000.0,
+            top_error_categories,
+            by_tool,
+        })
+    }
+}

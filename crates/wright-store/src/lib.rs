@@ -39,7 +39,7 @@ pub use agents::Agent;
 pub use components::{ComponentContent, ComponentPatch, ComponentVersion, UiComponent};
 pub use conversations::{Conversation, PendingCall, PendingResolution, StoredEvent};
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
-pub use executions::{ExecutionFilter, ExecutionRecord, StoredExecution};
+pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};
 pub use market::{Listing, ListingStats, ListingVersion};
 pub use state::StateLimits;
 

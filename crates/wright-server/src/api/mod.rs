@@ -1,11 +1,13 @@
 //! The HTTP API: routes, the one error shape, authentication, the OpenAPI document.
 
+mod admin;
 mod agents;
 mod auth;
 mod components;
 mod conversations;
 mod documents;
 mod error;
+mod market;
 mod state;
 mod tools;
 
@@ -74,7 +76,26 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(conversations::answer_pending))
         .routes(routes!(conversations::stream))
         .routes(routes!(components::list))
-        .routes(routes!(components::detail));
+        .routes(routes!(components::detail))
+        .routes(routes!(admin::list_agent_tools))
+        .routes(routes!(admin::agent_tool_versions))
+        .routes(routes!(admin::agent_tool_diff))
+        .routes(routes!(admin::agent_tool_rollback))
+        .routes(routes!(admin::agent_tool_enabled))
+        .routes(routes!(admin::component_history))
+        .routes(routes!(admin::component_diff))
+        .routes(routes!(admin::component_rollback))
+        .routes(routes!(admin::component_enabled))
+        .routes(routes!(admin::stats))
+        .routes(routes!(market::search))
+        .routes(routes!(market::listing))
+        .routes(routes!(market::publish))
+        .routes(routes!(market::install))
+        .routes(routes!(market::update_preview))
+        .routes(routes!(market::update))
+        .routes(routes!(market::uninstall))
+        .routes(routes!(market::export))
+        .routes(routes!(market::import));
     (public, protected)
 }
 

@@ -276,3 +276,63 @@ async fn tools_are_listed_with_schemas_and_invoked_with_their_json_result() {
     assert_eq!(log.as_array().unwrap().len(), 1);
     assert_eq!(log[0]["caller"], "api");
 }
+
+#[tokio::test]
+async fn publish_install_enable_and_roll_back_a_tool_over_http() {
+    let fixture = Fixture::new().await;
+    let invoke = |agent: &str, name: &str| format!("/api/agents/{agent}/tools/{name}/invoke");
+    let create = json!({"name": "greet", "description": "Greets someone.", "parameter_schema": {"type": "object"}, "code": "return 'hi';"});
+    assert_eq!(fixture.authed(Method::POST, &invoke("default", "create_tool"), Some(create)).await.0, StatusCode::OK);
+    fixture
+        .authed(
+            Method::POST,
+            &invoke("default", "update_tool"),
+            Some(json!({"name": "greet", "code": "return 'hello';"})),
+        )
+        .await;
+    let (status, published) = fixture
+        .authed(Method::POST, "/api/market/publish", Some(json!({"agent": "default", "kind": "tool", "name": "greet"})))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{published}");
+    let (_, listings) = fixture.authed(Method::GET, "/api/market/listings?q=greets", None).await;
+    assert_eq!(listings[0]["name"], "greet");
+    let (_, detail) = fixture.authed(Method::GET, "/api/market/listings/tool/greet", None).await;
+    assert_eq!(detail["versions"][0]["bundle"]["code"], "return 'hello';");
+    assert_eq!(detail["versions"][0]["hash"], published["hash"]);
+    fixture.authed(Method::POST, "/api/agents", Some(json!({"id": "second"}))).await;
+    let (status, installed) = fixture
+        .authed(
+            Method::POST,
+            "/api/market/install",
+            Some(json!({"agent": "second", "kind": "tool", "listing": "greet"})),
+        )
+        .await;
+    assert_eq!((status, installed["enabled"].clone()), (StatusCode::OK, json!(false)), "{installed}");
+    let (_, tools) = fixture.authed(Method::GET, "/api/agents/second/agent-tools", None).await;
+    assert_eq!(tools[0]["provenance"]["listing"], "greet");
+    let (status, _) = fixture
+        .authed(Method::PUT, "/api/agents/second/agent-tools/greet/enabled", Some(json!({"enabled": true})))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // The admin reads the publisher's tool history, diffs it and rolls it back.
+    let (_, history) = fixture.authed(Method::GET, "/api/agents/default/agent-tools/greet/versions", None).await;
+    assert_eq!(history.as_array().unwrap().len(), 2);
+    let (_, diff) = fixture.authed(Method::GET, "/api/agents/default/agent-tools/greet/diff?from=1&to=2", None).await;
+    assert!(diff["diff"].as_str().unwrap().contains("+return 'hello';"), "{diff}");
+    let (_, rolled) = fixture
+        .authed(Method::POST, "/api/agents/default/agent-tools/greet/rollback", Some(json!({"version": 1})))
+        .await;
+    assert_eq!((rolled["version"].clone(), rolled["code"].clone()), (json!(3), json!("return 'hi';")));
+    let (_, stats) = fixture.authed(Method::GET, "/api/agents/default/stats", None).await;
+    assert_eq!(stats["total"], 2, "{stats}");
+    assert_eq!(stats["days"], 7);
+    // Export, tamper, import: refused.
+    let (_, exported) = fixture.authed(Method::GET, "/api/market/listings/tool/greet/export", None).await;
+    let mut tampered = exported.clone();
+    tampered["bundle"]["code"] = json!("return 'pwned';");
+    let (status, body) = fixture.authed(Method::POST, "/api/market/import", Some(tampered)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body["error"]["message"].as_str().unwrap().contains("hash does not match"));
+    let (status, _) = fixture.authed(Method::DELETE, "/api/agents/second/agent-tools/greet/installed", None).await;
+    assert_eq!(status, StatusCode::OK);
+}

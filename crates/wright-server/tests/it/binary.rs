@@ -177,3 +177,31 @@ fn notes_commands_and_unknown_tools_and_bad_json() {
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("learned_notes version 9 does not exist"));
 }
+
+#[test]
+fn market_commands_publish_install_export_and_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let create = r#"{"name":"shout","description":"Upper-cases text.","parameter_schema":{"type":"object","properties":{"text":{"type":"string"}}},"code":"return args.text.toUpperCase();"}"#;
+    assert!(wright(dir.path(), &["tool", "call", "create_tool", "--args", create]).status.success());
+    let published = wright(dir.path(), &["market", "publish", "shout"]);
+    assert!(String::from_utf8_lossy(&published.stdout).contains("published tool shout v1 sha256:"), "{published:?}");
+    let listed = String::from_utf8_lossy(&wright(dir.path(), &["market", "list", "upper"]).stdout).into_owned();
+    assert!(listed.contains("shout"), "{listed}");
+    let conflict = wright(dir.path(), &["market", "install", "shout"]);
+    assert!(!conflict.status.success());
+    assert!(String::from_utf8_lossy(&conflict.stderr).contains("already has a tool named"));
+    let renamed = wright(dir.path(), &["market", "install", "shout", "--rename-to", "shout2"]);
+    assert!(String::from_utf8_lossy(&renamed.stdout).contains("disabled"), "{renamed:?}");
+    let file = dir.path().join("shout.json");
+    assert!(wright(dir.path(), &["market", "export", "shout", "--output", file.to_str().unwrap()]).status.success());
+    let other = tempfile::tempdir().unwrap();
+    let imported = wright(other.path(), &["market", "import", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&imported.stdout).into_owned();
+    assert!(text.contains("imported tool shout v1") && text.contains("toUpperCase"), "{text}");
+    let mut tampered: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    tampered["bundle"]["description"] = Value::String("changed".into());
+    std::fs::write(&file, tampered.to_string()).unwrap();
+    let refused = wright(other.path(), &["market", "import", file.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("hash does not match"));
+}

@@ -1,0 +1,300 @@
+//! The marketplace over HTTP: search listings, read one with its code, schema, versions and
+//! statistics, publish, install, update with a diff, uninstall, export and import bundles.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+use wright_tools::market::{self, OnConflict};
+
+use super::agents::existing_agent;
+use super::{ApiError, ApiJson};
+use crate::AppState;
+
+#[derive(Serialize, ToSchema)]
+pub struct ListingView {
+    /// tool or component.
+    pub kind: String,
+    pub name: String,
+    pub publisher_agent: String,
+    pub description: String,
+    pub latest_version: i64,
+    pub latest_hash: String,
+    pub created_at: String,
+}
+
+impl From<wright_store::Listing> for ListingView {
+    fn from(listing: wright_store::Listing) -> Self {
+        Self {
+            kind: listing.kind,
+            name: listing.name,
+            publisher_agent: listing.publisher_agent,
+            description: listing.description,
+            latest_version: listing.latest_version,
+            latest_hash: listing.latest_hash,
+            created_at: listing.created_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ListingVersionView {
+    pub version: i64,
+    pub description: String,
+    /// The bundle: {format, kind, name, description, code, parameter_schema | props_schema}.
+    pub bundle: Value,
+    pub hash: String,
+    pub publisher_agent: String,
+    pub source: String,
+    pub created_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ListingStatsView {
+    pub calls: i64,
+    pub success_rate: f64,
+    pub median_duration_us: Option<i64>,
+    pub recent_error_categories: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ListingDetail {
+    pub listing: ListingView,
+    pub versions: Vec<ListingVersionView>,
+    pub stats: ListingStatsView,
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct SearchQuery {
+    /// Words to find in names and descriptions.
+    pub q: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct PublishRequest {
+    pub agent: String,
+    /// tool or component.
+    pub kind: String,
+    pub name: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Published {
+    pub kind: String,
+    pub listing: String,
+    pub version: i64,
+    pub hash: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct InstallRequest {
+    pub agent: String,
+    pub kind: String,
+    pub listing: String,
+    /// The version to pin; the latest when absent.
+    pub version: Option<i64>,
+    /// Install under this name instead of the listing's (when the agent has one already).
+    pub rename_to: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InstalledView {
+    pub kind: String,
+    pub name: String,
+    pub listing: String,
+    pub version: i64,
+    pub hash: String,
+    pub enabled: bool,
+}
+
+impl From<market::Installed> for InstalledView {
+    fn from(installed: market::Installed) -> Self {
+        Self {
+            kind: installed.kind,
+            name: installed.name,
+            listing: installed.listing,
+            version: installed.version,
+            hash: installed.hash,
+            enabled: installed.enabled,
+        }
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct VersionQuery {
+    /// A listing version; the latest when absent.
+    pub version: Option<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct UpdatePreviewView {
+    pub name: String,
+    pub from_version: i64,
+    pub to_version: i64,
+    pub diff: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct UpdateRequest {
+    pub version: Option<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ExportedView {
+    pub bundle: Value,
+    pub hash: String,
+    pub listing_version: i64,
+    pub publisher_agent: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Uninstalled {
+    pub deleted: bool,
+}
+
+/// Listings whose name or description matches `q`.
+#[utoipa::path(get, path = "/api/market/listings", tag = "market", params(SearchQuery), responses((status = 200, body = Vec<ListingView>)))]
+pub async fn search(
+    State(state): State<AppState>,
+    Query(query): Query<SearchQuery>,
+) -> Result<Json<Vec<ListingView>>, ApiError> {
+    Ok(Json(state.store.list_listings(query.q.as_deref()).await?.into_iter().map(ListingView::from).collect()))
+}
+
+/// One listing: every version with its bundle (code and schema), and usage statistics.
+#[utoipa::path(
+    get, path = "/api/market/listings/{kind}/{name}", tag = "market",
+    params(("kind" = String, Path), ("name" = String, Path)), responses((status = 200, body = ListingDetail)),
+)]
+pub async fn listing(
+    State(state): State<AppState>,
+    Path((kind, name)): Path<(String, String)>,
+) -> Result<Json<ListingDetail>, ApiError> {
+    let found = state.store.listing(&kind, &name).await?.ok_or_else(|| {
+        ApiError::new(axum::http::StatusCode::NOT_FOUND, "not_found", format!("no {kind} listing named {name:?}"))
+    })?;
+    let versions = state.store.listing_versions(found.id).await?;
+    let stats = state.store.listing_stats(&found).await?;
+    Ok(Json(ListingDetail {
+        listing: found.into(),
+        versions: versions
+            .into_iter()
+            .map(|version| ListingVersionView {
+                version: version.version,
+                description: version.description,
+                bundle: version.bundle,
+                hash: version.hash,
+                publisher_agent: version.publisher_agent,
+                source: version.source,
+                created_at: version.created_at,
+            })
+            .collect(),
+        stats: ListingStatsView {
+            calls: stats.calls,
+            success_rate: stats.success_rate,
+            median_duration_us: stats.median_duration_us,
+            recent_error_categories: stats.recent_error_categories,
+        },
+    }))
+}
+
+/// Publishes an agent's tool or component (as the admin).
+#[utoipa::path(post, path = "/api/market/publish", tag = "market", request_body = PublishRequest, responses((status = 200, body = Published)))]
+pub async fn publish(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<PublishRequest>,
+) -> Result<Json<Published>, ApiError> {
+    let agent = existing_agent(&state, &request.agent).await?;
+    let (listing, version, hash) =
+        market::publish(state.tools.services(), &agent, &request.kind, &request.name, "admin").await?;
+    Ok(Json(Published { kind: request.kind, listing, version, hash }))
+}
+
+/// Installs a pinned listing version into an agent, disabled.
+#[utoipa::path(post, path = "/api/market/install", tag = "market", request_body = InstallRequest, responses((status = 200, body = InstalledView)))]
+pub async fn install(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<InstallRequest>,
+) -> Result<Json<InstalledView>, ApiError> {
+    let agent = existing_agent(&state, &request.agent).await?;
+    let on_conflict = request.rename_to.map_or(OnConflict::Refuse, OnConflict::Rename);
+    let installed =
+        market::install(state.tools.services(), &agent, &request.kind, &request.listing, request.version, &on_conflict)
+            .await?;
+    Ok(Json(installed.into()))
+}
+
+/// The diff that updating an installed tool would apply.
+#[utoipa::path(
+    get, path = "/api/agents/{agent}/agent-tools/{name}/update-preview", tag = "market",
+    params(("agent" = String, Path), ("name" = String, Path), VersionQuery), responses((status = 200, body = UpdatePreviewView)),
+)]
+pub async fn update_preview(
+    State(state): State<AppState>,
+    Path((agent, name)): Path<(String, String)>,
+    Query(query): Query<VersionQuery>,
+) -> Result<Json<UpdatePreviewView>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    let preview = market::update_preview(state.tools.services(), &agent, &name, query.version).await?;
+    Ok(Json(UpdatePreviewView {
+        name: preview.name,
+        from_version: preview.from_version,
+        to_version: preview.to_version,
+        diff: preview.diff,
+    }))
+}
+
+/// Updates an installed tool to a listing version, as a new version of the tool.
+#[utoipa::path(
+    post, path = "/api/agents/{agent}/agent-tools/{name}/update", tag = "market", request_body = UpdateRequest,
+    params(("agent" = String, Path), ("name" = String, Path)), responses((status = 200, body = InstalledView)),
+)]
+pub async fn update(
+    State(state): State<AppState>,
+    Path((agent, name)): Path<(String, String)>,
+    ApiJson(request): ApiJson<UpdateRequest>,
+) -> Result<Json<InstalledView>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    Ok(Json(market::update(state.tools.services(), &agent, &name, request.version).await?.into()))
+}
+
+/// Uninstalls a tool installed from the marketplace.
+#[utoipa::path(
+    delete, path = "/api/agents/{agent}/agent-tools/{name}/installed", tag = "market",
+    params(("agent" = String, Path), ("name" = String, Path)), responses((status = 200, body = Uninstalled)),
+)]
+pub async fn uninstall(
+    State(state): State<AppState>,
+    Path((agent, name)): Path<(String, String)>,
+) -> Result<Json<Uninstalled>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    Ok(Json(Uninstalled { deleted: market::uninstall(state.tools.services(), &agent, &name).await? }))
+}
+
+/// A listing version as a bundle file for another installation.
+#[utoipa::path(
+    get, path = "/api/market/listings/{kind}/{name}/export", tag = "market",
+    params(("kind" = String, Path), ("name" = String, Path), VersionQuery), responses((status = 200, body = ExportedView)),
+)]
+pub async fn export(
+    State(state): State<AppState>,
+    Path((kind, name)): Path<(String, String)>,
+    Query(query): Query<VersionQuery>,
+) -> Result<Json<ExportedView>, ApiError> {
+    let exported = market::export(state.tools.services(), &kind, &name, query.version).await?;
+    Ok(Json(ExportedView {
+        bundle: exported.bundle,
+        hash: exported.hash,
+        listing_version: exported.listing_version,
+        publisher_agent: exported.publisher_agent,
+    }))
+}
+
+/// Imports a bundle file as a listing version after checking its hash and content. Nothing
+/// is installed.
+#[utoipa::path(post, path = "/api/market/import", tag = "market", request_body = Value, responses((status = 200, body = Published)))]
+pub async fn import(State(state): State<AppState>, ApiJson(file): ApiJson<Value>) -> Result<Json<Published>, ApiError> {
+    let (kind, listing, version, hash) = market::import(state.tools.services(), &file).await?;
+    Ok(Json(Published { kind, listing, version, hash }))
+}
