@@ -27,14 +27,14 @@ export function canvasItems(state: ConversationState): CanvasItem[] {
       name: item.name,
       args: (item.args ?? {}) as Record<string, unknown>,
       pending: pending.get(item.id) ?? null,
-      answer: resultInfo(item.result)?.output,
+      answer: item.result ? resultInfo(item.result)?.output : state.answered[item.id],
       createdAt: item.call.created_at,
     });
   }
   // A pending call whose tool_call event we have not seen yet (it arrives on the stream).
   for (const call of state.pending) {
     if ((call.tool_name === 'render_blocks' || call.tool_name === 'render_and_wait') && !items.some((item) => item.id === call.tool_call_id)) {
-      items.push({ id: call.tool_call_id, name: call.tool_name, args: (call.args ?? {}) as Record<string, unknown>, pending: call, answer: undefined, createdAt: call.created_at });
+      items.push({ id: call.tool_call_id, name: call.tool_name, args: (call.args ?? {}) as Record<string, unknown>, pending: call, answer: state.answered[call.tool_call_id], createdAt: call.created_at });
     }
   }
   return items.reverse();
@@ -49,8 +49,13 @@ function answerLabel(answer: unknown): string {
 }
 
 /** Finds the compiled code of a render_and_wait call: given with the pending call, or the stored component's. */
+/** Compiled code seen with a pending call, kept for the page's life so an answered component stays as it was. */
+const seenCode = new Map<string, string>();
+
 function useComponentCode(agent: string, item: CanvasItem): { code: string | null; error: string | null } {
-  const given = item.pending?.component?.compiled_js ?? null;
+  const fromPending = item.pending?.component?.compiled_js ?? null;
+  if (fromPending) seenCode.set(item.id, fromPending);
+  const given = fromPending ?? seenCode.get(item.id) ?? null;
   const name = typeof item.args.component === 'string' ? item.args.component : null;
   const [fetched, setFetched] = useState<{ code: string | null; error: string | null }>({ code: null, error: null });
   useEffect(() => {

@@ -209,7 +209,8 @@ export function Chat({
           <textarea
             ref={composer}
             aria-label="Message"
-            placeholder={noProvider ? 'Configure a model to start chatting' : 'Message your agent — Enter to send, Shift+Enter for a new line'}
+            placeholder={noProvider ? 'Configure a model to start chatting' : 'Message your agent'}
+            title="Enter to send · Shift+Enter for a new line · Esc to stop a run"
             rows={Math.min(8, Math.max(1, draft.split('\n').length))}
             value={draft}
             onChange={(event) => setDraft(event.target.value)}

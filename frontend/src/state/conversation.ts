@@ -21,6 +21,8 @@ export interface ConversationState {
   error: string | null;
   /** Calls waiting for the person, oldest first. */
   pending: PendingWithComponent[];
+  /** Answers this page sent, by tool_call_id, until the stored tool_result arrives. */
+  answered: Record<string, unknown>;
   loaded: boolean;
 }
 
@@ -30,7 +32,7 @@ export type ConversationAction =
   | { type: 'delta'; text: string }
   | { type: 'status'; status: string; error?: string | null }
   | { type: 'pending'; pending: PendingWithComponent[] }
-  | { type: 'answered'; toolCallId: string }
+  | { type: 'answered'; toolCallId: string; answer: unknown }
   | { type: 'user-sent' };
 
 export const initialConversationState: ConversationState = {
@@ -41,6 +43,7 @@ export const initialConversationState: ConversationState = {
   status: 'idle',
   error: null,
   pending: [],
+  answered: {},
   loaded: false,
 };
 
@@ -107,7 +110,11 @@ export function conversationReducer(state: ConversationState, action: Conversati
     case 'pending':
       return { ...state, pending: action.pending };
     case 'answered':
-      return { ...state, pending: state.pending.filter((call) => call.tool_call_id !== action.toolCallId) };
+      return {
+        ...state,
+        pending: state.pending.filter((call) => call.tool_call_id !== action.toolCallId),
+        answered: { ...state.answered, [action.toolCallId]: action.answer },
+      };
     case 'user-sent':
       return { ...state, status: 'running', error: null };
   }

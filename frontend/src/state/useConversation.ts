@@ -44,10 +44,10 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
       if (closed) return;
       source = new EventSource(api.streamUrl(id, lastSeq.current));
       source.addEventListener('open', () => {
-        attempts = 0;
         setConnection('live');
       });
       source.addEventListener('event', (message) => {
+        attempts = 0;
         const event = JSON.parse((message as MessageEvent<string>).data) as StoredEvent;
         dispatch({ type: 'event', event });
         const name = (event.data_json as { name?: string } | null)?.name;
@@ -66,8 +66,9 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
         // Reconnect ourselves, so the URL carries the newest seq.
         source?.close();
         if (closed) return;
-        setConnection('retrying');
         attempts += 1;
+        // The server ends a stream that fell behind; only a repeated failure is worth showing.
+        if (attempts > 1) setConnection('retrying');
         retryTimer = setTimeout(open, Math.min(10_000, 500 * 2 ** Math.min(attempts, 5)));
       });
     };
@@ -105,7 +106,7 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
   const answer = useCallback(
     async (toolCallId: string, value: unknown) => {
       await api.answerPending(id, toolCallId, value);
-      dispatch({ type: 'answered', toolCallId });
+      dispatch({ type: 'answered', toolCallId, answer: value });
     },
     [id],
   );
