@@ -1,7 +1,7 @@
 // The chat panel: the transcript (messages, tool calls, notices, streaming text), the
 // pending ask_user question, and the composer.
 import { useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react';
-import type { Status } from '../api/client';
+import type { ApiError, Status } from '../api/client';
 import type { PendingWithComponent } from '../api/temporary';
 import { Markdown } from '../blocks/Markdown';
 import { transcript, type ConversationState, type TranscriptItem } from '../state/conversation';
@@ -131,7 +131,8 @@ export function Chat({
       setDraft('');
       stick.current = true;
     } catch (failure) {
-      setSendError((failure as Error).message);
+      const error = failure as ApiError;
+      setSendError(error.code === 'no_provider' ? 'No model is configured yet — see the note above.' : error.message);
     } finally {
       setSending(false);
     }
