@@ -26,7 +26,9 @@ function Item({ item, pendingIds, running, onShowCanvas }: { item: TranscriptIte
         </div>
       );
     }
-    if (item.name === 'ask_user' && !pendingIds.has(item.id)) {
+    // A pending question is asked by the AskUser box at the end of the transcript.
+    if (item.name === 'ask_user' && pendingIds.has(item.id)) return null;
+    if (item.name === 'ask_user') {
       const answer = resultInfo(item.result)?.output as { answer?: unknown; action?: unknown } | undefined;
       return (
         <div className="msg msg-assistant ask-done">
