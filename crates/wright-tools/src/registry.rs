@@ -102,6 +102,16 @@ impl ToolRegistry {
             .collect()
     }
 
+    /// Checks `args` against the schema of tool `name` without running it (the loop does this
+    /// for pausing tools, which it parks instead of running).
+    pub fn validate(&self, name: &str, args: &Value) -> Result<(), ToolError> {
+        let registered = self.builtins.get(name).ok_or_else(|| ToolError::UnknownTool {
+            name: name.to_owned(),
+            available: self.builtins.keys().cloned().collect(),
+        })?;
+        check_arguments(name, &registered.validator, args)
+    }
+
     /// Looks up, validates, runs and records one call.
     pub async fn invoke(&self, invocation: Invocation) -> Result<Value, ToolError> {
         let Some(registered) = self.builtins.get(&invocation.name) else {
@@ -136,18 +146,7 @@ impl ToolRegistry {
     }
 
     async fn run(&self, registered: &RegisteredTool, invocation: &Invocation) -> Result<Value, ToolError> {
-        let problems: Vec<String> = registered
-            .validator
-            .iter_errors(&invocation.args)
-            .map(|error| {
-                let path = error.instance_path().to_string();
-                let at = if path.is_empty() { "(root)".to_owned() } else { path };
-                format!("{at}: {error}")
-            })
-            .collect();
-        if !problems.is_empty() {
-            return Err(ToolError::InvalidArguments { tool: invocation.name.clone(), problems });
-        }
+        check_arguments(&invocation.name, &registered.validator, &invocation.args)?;
         let context = ToolContext {
             services: Arc::clone(&self.services),
             agent: invocation.agent.clone(),
@@ -156,4 +155,17 @@ impl ToolRegistry {
         };
         registered.tool.call(context, invocation.args.clone()).await
     }
+}
+
+/// Every way `args` fails `validator`, each with the path that failed and why.
+fn check_arguments(tool: &str, validator: &jsonschema::Validator, args: &Value) -> Result<(), ToolError> {
+    let problems: Vec<String> = validator
+        .iter_errors(args)
+        .map(|error| {
+            let path = error.instance_path().to_string();
+            let at = if path.is_empty() { "(root)".to_owned() } else { path };
+            format!("{at}: {error}")
+        })
+        .collect();
+    if problems.is_empty() { Ok(()) } else { Err(ToolError::InvalidArguments { tool: tool.to_owned(), problems }) }
 }

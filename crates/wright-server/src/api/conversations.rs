@@ -34,9 +34,10 @@ pub struct StatusView {
     pub setup_hint: String,
 }
 
-pub const SETUP_HINT: &str = "No model is configured. Start `wright serve` with one of: OPENAI_API_KEY, \
-    ANTHROPIC_API_KEY or GEMINI_API_KEY in the environment, or WRIGHT_OPENAI_BASE_URL pointing at an \
-    OpenAI-compatible server such as a local Ollama (http://127.0.0.1:11434/v1) with WRIGHT_MODEL naming the model.";
+pub const SETUP_HINT: &str = "No model is configured. Set one of these in the environment of `wright serve` (the \
+    variables each provider's own SDK reads): OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server), \
+    ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL), GEMINI_API_KEY, or OLLAMA_HOST for a local Ollama (found on \
+    http://127.0.0.1:11434 without it). WRIGHT_MODEL=provider/model picks one, e.g. WRIGHT_MODEL=ollama/qwen3:8b.";
 
 /// Whether a model is configured, and how to configure one.
 #[utoipa::path(get, path = "/api/status", tag = "meta", responses((status = 200, body = StatusView)))]

@@ -1,0 +1,37 @@
+//! The agent loop (DESIGN.md §4): assemble the system message, send the history and the tool
+//! schemas to the model, stream its text out, run the tool calls it makes, append the results,
+//! and repeat until it answers without tools, a pausing tool parks the run, `max_tool_turns`
+//! is reached, or the run is cancelled.
+//!
+//! The loop does no IO of its own. It reaches the model through the [`Model`] port, the tools
+//! through the [`ToolRegistry`](wright_tools::ToolRegistry), and the conversation through the
+//! [`Transcript`] port, which the server implements over the store and the live stream. Every
+//! event goes to the transcript as it happens, so a run killed mid-way reloads with everything
+//! that was stored.
+//!
+//! Invariants:
+//! - A model mistake never ends a run: invalid JSON arguments, an unknown tool, a schema
+//!   violation or a tool error become an error result the model reads on its next turn.
+//! - Tool calls of one response run in the order given; a result longer than
+//!   `max_output_size` is cut with a marker that says how much was cut.
+//! - Compaction never deletes events: it stores a summary notice, and later turns send the
+//!   summary plus the events after it.
+
+mod context;
+mod dispatch;
+mod run;
+
+pub use context::{SystemParts, system_message};
+pub use run::{
+    LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, RunContext, RunOutcome, Transcript, run,
+};
+
+/// The one error of a run that the loop cannot turn into a tool result: the model failed in a
+/// way retries did not cure, or the transcript could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("model error: {0}")]
+    Model(#[from] ModelError),
+    #[error("could not store the conversation: {0}")]
+    Transcript(String),
+}

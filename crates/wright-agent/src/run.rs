@@ -1,0 +1,334 @@
+//! One run of the loop, and the two ports it talks through: [`Model`] and [`Transcript`].
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use wright_core::{AgentId, Event, EventKind, ToolSpec};
+use wright_tools::ToolRegistry;
+
+use crate::AgentError;
+use crate::context::{SystemParts, system_message};
+use crate::dispatch::{CallSite, Dispatched, dispatch};
+
+/// Limits of the loop; each is a config knob (`[agent]` in config.toml).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoopConfig {
+    /// Model turns with tool calls before the final request goes out with tools disabled.
+    pub max_tool_turns: usize,
+    /// Largest tool result sent back to the model, in bytes of JSON.
+    pub max_output_size: usize,
+    /// When the history sent to the model grows past this many characters, older turns are
+    /// compacted into a summary. About a quarter of a 128k-token window by default.
+    pub compact_above_chars: usize,
+    /// How much recent history compaction keeps verbatim, in characters.
+    pub keep_recent_chars: usize,
+}
+
+impl Default for LoopConfig {
+    fn default() -> Self {
+        Self {
+            max_tool_turns: 50,
+            max_output_size: 1024 * 1024,
+            compact_above_chars: 400_000,
+            keep_recent_chars: 100_000,
+        }
+    }
+}
+
+/// What one model turn is asked.
+pub struct ModelRequest<'a> {
+    pub system: String,
+    /// Conversation events in order: user, assistant, tool_call and tool_result only.
+    pub history: &'a [Event],
+    /// Empty when tools are disabled for this turn.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// A tool call as the model made it. Arguments that were not valid JSON keep their raw text,
+/// so the model can be told what it sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Result<Value, String>,
+    /// Whatever the provider needs sent back with this call (e.g. a thought signature).
+    pub data: Value,
+}
+
+/// The whole of one model turn.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelReply {
+    pub text: String,
+    pub tool_calls: Vec<ModelToolCall>,
+    /// Whatever the provider needs sent back with the assistant message (e.g. thinking blocks).
+    pub data: Value,
+}
+
+/// Why a model turn failed after the provider's own retries.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("{kind}: {message}")]
+    Failed { kind: String, message: String },
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// The model, as the loop sees it: one turn, with text streamed to `on_text` as it arrives.
+pub trait Model: Send + Sync {
+    fn reply<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_text: &'a (dyn Fn(&str) + Send + Sync),
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>>;
+}
+
+/// The conversation, as the loop sees it; the server implements it over the store and the
+/// live stream. Errors are messages: the loop can only report them.
+pub trait Transcript: Send + Sync {
+    /// The prompt, notes, state keys and database summary, read fresh.
+    fn system_parts(&self) -> BoxFuture<'_, Result<SystemParts, String>>;
+    /// Every stored event, in order.
+    fn events(&self) -> BoxFuture<'_, Result<Vec<Event>, String>>;
+    /// Stores events in order and returns them numbered.
+    fn append(&self, events: Vec<(EventKind, String, Value)>) -> BoxFuture<'_, Result<Vec<Event>, String>>;
+    /// Records a call that waits for the person.
+    fn park<'a>(
+        &'a self,
+        tool_call_id: &'a str,
+        tool_name: &'a str,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Result<(), String>>;
+    /// Assistant text as it streams (not stored; the assistant event is).
+    fn text_delta(&self, text: &str);
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// The model answered without calling tools.
+    Completed,
+    /// A pausing tool waits for the person.
+    Parked,
+    /// `max_tool_turns` was reached; the model gave a final answer without tools.
+    TurnLimit,
+    Cancelled,
+}
+
+/// Everything a run needs besides the ports.
+pub struct RunContext<'a> {
+    pub agent: &'a AgentId,
+    pub conversation_id: &'a str,
+    pub tools: &'a ToolRegistry,
+    pub config: &'a LoopConfig,
+    pub cancel: &'a CancellationToken,
+}
+
+fn stored(error: String) -> AgentError {
+    AgentError::Transcript(error)
+}
+
+/// The latest compaction summary and the events after it that the model should see.
+fn model_view(events: &[Event]) -> (Option<String>, Vec<Event>) {
+    let compaction =
+        events.iter().rev().find(|event| event.kind == EventKind::Notice && event.data_json["type"] == "compaction");
+    let (summary, after) = match compaction {
+        Some(notice) => (
+            notice.data_json["summary"].as_str().map(str::to_owned),
+            notice.data_json["through_seq"].as_i64().unwrap_or(0),
+        ),
+        None => (None, 0),
+    };
+    let history = events
+        .iter()
+        .filter(|event| event.seq > after)
+        .filter(|event| {
+            matches!(event.kind, EventKind::User | EventKind::Assistant | EventKind::ToolCall | EventKind::ToolResult)
+        })
+        .cloned()
+        .collect();
+    (summary, history)
+}
+
+fn size(events: &[Event]) -> usize {
+    events.iter().map(|event| event.content.len() + event.data_json.to_string().len()).sum()
+}
+
+/// Short text for a tool call or result in the transcript.
+fn preview(value: &Value) -> String {
+    let text = match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let mut shown: String = text.chars().take(300).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    shown
+}
+
+/// Runs the loop until the model is done, a call parks, the turn limit is reached, or the run
+/// is cancelled.
+pub async fn run(
+    model: &dyn Model,
+    transcript: &dyn Transcript,
+    context: RunContext<'_>,
+) -> Result<RunOutcome, AgentError> {
+    let site = CallSite {
+        tools: context.tools,
+        agent: context.agent,
+        conversation_id: context.conversation_id,
+        max_output_size: context.config.max_output_size,
+    };
+    let on_text = |text: &str| transcript.text_delta(text);
+    let mut tool_turns = 0;
+    loop {
+        if context.cancel.is_cancelled() {
+            return cancelled(transcript).await;
+        }
+        let events = transcript.events().await.map_err(stored)?;
+        let (mut summary, mut history) = model_view(&events);
+        if size(&history) > context.config.compact_above_chars
+            && let Some(compacted) =
+                compact(model, transcript, &history, summary.as_deref(), context.config, context.cancel).await?
+        {
+            summary = Some(compacted.0);
+            history = compacted.1;
+        }
+        let mut parts = transcript.system_parts().await.map_err(stored)?;
+        parts.earlier_summary = summary;
+        let tools_enabled = tool_turns < context.config.max_tool_turns;
+        let request = ModelRequest {
+            system: system_message(&parts),
+            history: &history,
+            tools: if tools_enabled { context.tools.specs(context.agent) } else { Vec::new() },
+        };
+        let reply = match model.reply(request, &on_text, context.cancel).await {
+            Ok(reply) => reply,
+            Err(ModelError::Cancelled) => return cancelled(transcript).await,
+            Err(error) => return Err(error.into()),
+        };
+        let calls = if tools_enabled { reply.tool_calls } else { Vec::new() };
+        let mut new_events =
+            vec![(EventKind::Assistant, reply.text.clone(), json!({ "text": reply.text, "provider": reply.data }))];
+        for call in &calls {
+            let arguments = match &call.arguments {
+                Ok(arguments) => arguments.clone(),
+                Err(raw) => Value::String(raw.clone()),
+            };
+            let content = format!("{}({})", call.name, preview(&arguments));
+            new_events.push((
+                EventKind::ToolCall,
+                content,
+                json!({ "id": call.id, "name": call.name, "arguments": arguments, "provider": call.data }),
+            ));
+        }
+        transcript.append(new_events).await.map_err(stored)?;
+        if calls.is_empty() {
+            if !tools_enabled {
+                let notice = format!(
+                    "Stopped after {} tool turns (max_tool_turns); the answer above was given without tools.",
+                    context.config.max_tool_turns
+                );
+                transcript
+                    .append(vec![(EventKind::Notice, notice, json!({"type": "turn_limit"}))])
+                    .await
+                    .map_err(stored)?;
+                return Ok(RunOutcome::TurnLimit);
+            }
+            return Ok(RunOutcome::Completed);
+        }
+        let mut parked = false;
+        for call in &calls {
+            if context.cancel.is_cancelled() {
+                return cancelled(transcript).await;
+            }
+            match dispatch(&site, call).await {
+                Dispatched::Finished { output, success } => {
+                    let data =
+                        json!({ "tool_call_id": call.id, "name": call.name, "output": output, "success": success });
+                    transcript.append(vec![(EventKind::ToolResult, preview(&output), data)]).await.map_err(stored)?;
+                }
+                Dispatched::Park { arguments } => {
+                    transcript.park(&call.id, &call.name, &arguments).await.map_err(stored)?;
+                    parked = true;
+                }
+            }
+        }
+        tool_turns += 1;
+        if parked {
+            return Ok(RunOutcome::Parked);
+        }
+    }
+}
+
+async fn cancelled(transcript: &dyn Transcript) -> Result<RunOutcome, AgentError> {
+    transcript
+        .append(vec![(EventKind::Notice, "Cancelled.".to_owned(), json!({"type": "cancelled"}))])
+        .await
+        .map_err(stored)?;
+    Ok(RunOutcome::Cancelled)
+}
+
+/// Summarises the older part of `history` and stores the summary as a compaction notice.
+/// Returns the new summary and the history the model should see now, or None when there is
+/// no safe place to cut (a cut only ever falls just before a user message, so a tool call is
+/// never separated from its result).
+async fn compact(
+    model: &dyn Model,
+    transcript: &dyn Transcript,
+    history: &[Event],
+    previous_summary: Option<&str>,
+    config: &LoopConfig,
+    cancel: &CancellationToken,
+) -> Result<Option<(String, Vec<Event>)>, AgentError> {
+    let mut kept = 0;
+    let mut cut = None;
+    for (index, event) in history.iter().enumerate().rev() {
+        kept += event.content.len() + event.data_json.to_string().len();
+        if event.kind == EventKind::User && index > 0 {
+            cut = Some(index);
+            if kept >= config.keep_recent_chars {
+                break;
+            }
+        }
+    }
+    let Some(cut) = cut else { return Ok(None) };
+    let mut older = history[..cut].to_vec();
+    let instruction = match previous_summary {
+        Some(summary) => format!(
+            "Here is the summary of even earlier turns:\n{summary}\n\nWrite one summary of everything above, for yourself, \
+             to continue this conversation later: the user's goals, decisions, facts learned, open tasks and the state of the work. \
+             Be complete but brief."
+        ),
+        None => "Write a summary of the conversation above, for yourself, to continue it later: the user's goals, decisions, \
+                 facts learned, open tasks and the state of the work. Be complete but brief."
+            .to_owned(),
+    };
+    older.push(Event { seq: 0, kind: EventKind::User, content: instruction, data_json: json!({}) });
+    let request = ModelRequest {
+        system: "You summarise conversations between a person and their agent, faithfully and briefly.".to_owned(),
+        history: &older,
+        tools: Vec::new(),
+    };
+    let quiet = |_: &str| {};
+    let reply = match model.reply(request, &quiet, cancel).await {
+        Ok(reply) => reply,
+        Err(ModelError::Cancelled) => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    let through_seq = history[cut - 1].seq;
+    transcript
+        .append(vec![(
+            EventKind::Notice,
+            "Earlier turns were summarised to keep the conversation within the model's context.".to_owned(),
+            json!({"type": "compaction", "summary": reply.text, "through_seq": through_seq}),
+        )])
+        .await
+        .map_err(stored)?;
+    Ok(Some((reply.text, history[cut..].to_vec())))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,288 @@
+//! The loop against a scripted model, the real tool registry and a transcript over the real
+//! app store in a temporary directory.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use wright_store::{StateLimits, Store};
+use wright_tools::Services;
+
+use super::*;
+
+/// Replies from a script, one per turn, and remembers what each request carried.
+struct ScriptedModel {
+    replies: Mutex<Vec<ModelReply>>,
+    seen: Mutex<Vec<(String, usize, usize)>>,
+}
+
+impl ScriptedModel {
+    fn new(replies: Vec<ModelReply>) -> Self {
+        Self { replies: Mutex::new(replies.into_iter().rev().collect()), seen: Mutex::new(Vec::new()) }
+    }
+
+    /// `(system, history length, tool count)` of every request.
+    fn seen(&self) -> Vec<(String, usize, usize)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Model for ScriptedModel {
+    fn reply<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_text: &'a (dyn Fn(&str) + Send + Sync),
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        Box::pin(async move {
+            self.seen.lock().unwrap().push((request.system.clone(), request.history.len(), request.tools.len()));
+            let reply = self.replies.lock().unwrap().pop().unwrap_or_else(|| text("(script ended)"));
+            on_text(&reply.text);
+            Ok(reply)
+        })
+    }
+}
+
+fn text(text: &str) -> ModelReply {
+    ModelReply { text: text.into(), tool_calls: Vec::new(), data: Value::Null }
+}
+
+fn calls(calls: &[(&str, &str, Result<Value, String>)]) -> ModelReply {
+    ModelReply {
+        text: String::new(),
+        tool_calls: calls
+            .iter()
+            .map(|(id, name, arguments)| ModelToolCall {
+                id: (*id).into(),
+                name: (*name).into(),
+                arguments: arguments.clone(),
+                data: Value::Null,
+            })
+            .collect(),
+        data: Value::Null,
+    }
+}
+
+struct StoreTranscript {
+    store: Store,
+    conversation: String,
+    deltas: Mutex<String>,
+    parked: Mutex<Vec<String>>,
+}
+
+fn message(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+impl Transcript for StoreTranscript {
+    fn system_parts(&self) -> BoxFuture<'_, Result<SystemParts, String>> {
+        Box::pin(async move {
+            let prompt = self
+                .store
+                .document(&AgentId::default_agent(), wright_core::DocumentKind::SystemPrompt)
+                .await
+                .map_err(message)?;
+            Ok(SystemParts { prompt: prompt.content, ..Default::default() })
+        })
+    }
+    fn events(&self) -> BoxFuture<'_, Result<Vec<Event>, String>> {
+        Box::pin(async move {
+            let stored = self.store.events_after(&self.conversation, 0).await.map_err(message)?;
+            Ok(stored.into_iter().map(|stored| stored.event).collect())
+        })
+    }
+    fn append(&self, events: Vec<(EventKind, String, Value)>) -> BoxFuture<'_, Result<Vec<Event>, String>> {
+        Box::pin(async move {
+            let stored = self.store.append_events(&self.conversation, &events).await.map_err(message)?;
+            Ok(stored.into_iter().map(|stored| stored.event).collect())
+        })
+    }
+    fn park<'a>(
+        &'a self,
+        tool_call_id: &'a str,
+        tool_name: &'a str,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.parked.lock().unwrap().push(tool_name.to_owned());
+            self.store
+                .create_pending_call(&self.conversation, tool_call_id, tool_name, arguments)
+                .await
+                .map_err(message)
+        })
+    }
+    fn text_delta(&self, text: &str) {
+        self.deltas.lock().unwrap().push_str(text);
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    tools: ToolRegistry,
+    transcript: StoreTranscript,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("wright.db"), StateLimits::default()).await.unwrap();
+        store.create_conversation(&AgentId::default_agent(), "c1", "test").await.unwrap();
+        store.append_events("c1", &[(EventKind::User, "hello".into(), json!({}))]).await.unwrap();
+        let tools = ToolRegistry::new(Arc::new(Services { store: store.clone() }));
+        let transcript = StoreTranscript {
+            store,
+            conversation: "c1".into(),
+            deltas: Mutex::new(String::new()),
+            parked: Mutex::new(Vec::new()),
+        };
+        Self { _dir: dir, tools, transcript }
+    }
+
+    async fn run(&self, model: &ScriptedModel, config: &LoopConfig, cancel: &CancellationToken) -> RunOutcome {
+        let agent = AgentId::default_agent();
+        let context = RunContext { agent: &agent, conversation_id: "c1", tools: &self.tools, config, cancel };
+        run(model, &self.transcript, context).await.unwrap()
+    }
+
+    async fn events(&self) -> Vec<Event> {
+        self.transcript.events().await.unwrap()
+    }
+
+    async fn results(&self) -> Vec<Value> {
+        self.events()
+            .await
+            .into_iter()
+            .filter(|event| event.kind == EventKind::ToolResult)
+            .map(|event| event.data_json)
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn a_plain_answer_completes_and_streams() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![text("Hi there.")]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(*fixture.transcript.deltas.lock().unwrap(), "Hi there.");
+    let events = fixture.events().await;
+    assert_eq!((events[1].kind, events[1].content.as_str()), (EventKind::Assistant, "Hi there."));
+    let (system, history, tools) = &model.seen()[0];
+    assert!(system.contains("improve yourself"));
+    assert_eq!((*history, *tools > 20), (1, true));
+}
+
+#[tokio::test]
+async fn calls_run_in_order_and_every_model_mistake_becomes_a_result() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        calls(&[
+            ("a", "set_state", Ok(json!({"key": "k", "value": 1}))),
+            ("b", "get_state", Ok(json!({"key": "k"}))),
+            ("c", "get_state", Err("{\"key\": ".into())),
+            ("d", "no_such_tool", Ok(json!({}))),
+            ("e", "get_state", Ok(json!({"key": 5}))),
+            ("f", "edit_system_prompt", Ok(json!({"operation": "delete", "content": "absent"}))),
+        ]),
+        text("Done."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let results = fixture.results().await;
+    let ids: Vec<&str> = results.iter().map(|result| result["tool_call_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["a", "b", "c", "d", "e", "f"]);
+    assert_eq!(results[1]["output"], json!({"value": 1}));
+    assert_eq!(results[2]["output"]["category"], "invalid_arguments");
+    assert!(results[2]["output"]["error"].as_str().unwrap().contains("not valid JSON"));
+    assert_eq!(results[3]["output"]["category"], "unknown_tool");
+    assert_eq!(results[4]["output"]["category"], "invalid_arguments");
+    assert_eq!(results[5]["output"]["category"], "rejected");
+    assert!(results[2..].iter().all(|result| result["success"] == false));
+    assert_eq!(model.seen()[1].1, 1 + 1 + 6 + 6, "the second request carries the calls and their results");
+}
+
+#[tokio::test]
+async fn the_turn_limit_sends_a_last_request_without_tools_and_says_so() {
+    let fixture = Fixture::new().await;
+    let mut script: Vec<ModelReply> =
+        (0..3).map(|index| calls(&[(&format!("t{index}"), "list_state_keys", Ok(json!({})))])).collect();
+    script.push(calls(&[("late", "list_state_keys", Ok(json!({})))]));
+    let model = ScriptedModel::new(script);
+    let config = LoopConfig { max_tool_turns: 3, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::TurnLimit);
+    let seen = model.seen();
+    assert_eq!(seen.len(), 4);
+    assert!(seen[..3].iter().all(|(_, _, tools)| *tools > 0));
+    assert_eq!(seen[3].2, 0, "the final request has tools disabled");
+    let last = fixture.events().await.pop().unwrap();
+    assert_eq!(last.data_json["type"], "turn_limit");
+    assert!(last.content.contains("3 tool turns"));
+}
+
+#[tokio::test]
+async fn a_pausing_call_parks_after_the_other_calls_ran() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![calls(&[
+        ("q", "ask_user", Ok(json!({"question": "Which one?", "options": ["a", "b"]}))),
+        ("s", "set_state", Ok(json!({"key": "asked", "value": true}))),
+        ("bad", "render_and_wait", Ok(json!({}))),
+    ])]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Parked);
+    assert_eq!(*fixture.transcript.parked.lock().unwrap(), ["ask_user"]);
+    let pending = fixture.transcript.store.pending_calls("c1").await.unwrap();
+    assert_eq!(pending[0].args["question"], "Which one?");
+    let results = fixture.results().await;
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["tool_call_id"], "s");
+    assert!(results[1]["output"]["error"].as_str().unwrap().contains("exactly one of `component`"));
+}
+
+#[tokio::test]
+async fn a_cancelled_run_says_so() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![text("never")]);
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &cancel).await, RunOutcome::Cancelled);
+    assert!(model.seen().is_empty());
+    assert_eq!(fixture.events().await.pop().unwrap().data_json["type"], "cancelled");
+}
+
+#[tokio::test]
+async fn compaction_summarises_older_turns_without_losing_events() {
+    let fixture = Fixture::new().await;
+    let store = &fixture.transcript.store;
+    for index in 0..6 {
+        store
+            .append_events(
+                "c1",
+                &[
+                    (EventKind::Assistant, format!("answer {index} {}", "x".repeat(200)), json!({})),
+                    (EventKind::User, format!("question {index}"), json!({})),
+                ],
+            )
+            .await
+            .unwrap();
+    }
+    let before = fixture.events().await.len();
+    let model = ScriptedModel::new(vec![text("SUMMARY: six questions were asked."), text("Final.")]);
+    let config = LoopConfig { compact_above_chars: 1000, keep_recent_chars: 300, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    let events = fixture.events().await;
+    assert_eq!(events.len(), before + 2, "every old event is kept; a notice and the answer are added");
+    let notice = events.iter().find(|event| event.data_json["type"] == "compaction").unwrap();
+    assert_eq!(notice.data_json["summary"], "SUMMARY: six questions were asked.");
+    let seen = model.seen();
+    assert_eq!(seen[0].2, 0, "the summary request has no tools");
+    assert!(seen[1].0.contains("## Earlier in this conversation (summary)\nSUMMARY: six questions"));
+    assert!(seen[1].1 < before, "the answering request carries only the recent events: {}", seen[1].1);
+}
+
+#[tokio::test]
+async fn large_results_are_cut_with_a_marker() {
+    let fixture = Fixture::new().await;
+    fixture.transcript.store.set_state(&AgentId::default_agent(), "big", &json!("y".repeat(5000))).await.unwrap();
+    let model = ScriptedModel::new(vec![calls(&[("g", "get_state", Ok(json!({"key": "big"})))]), text("ok")]);
+    let config = LoopConfig { max_output_size: 1000, ..LoopConfig::default() };
+    fixture.run(&model, &config, &CancellationToken::new()).await;
+    let result = fixture.events().await.into_iter().find(|event| event.kind == EventKind::ToolResult).unwrap();
+    let output = result.data_json["output"].as_str().unwrap();
+    assert!(output.ends_with("[output truncated: 4012 of 5012 bytes cut]"), "{}", &output[output.len() - 60..]);
+}
