@@ -203,7 +203,7 @@ async fn serve(mut config: Config, bind: Option<SocketAddr>) -> anyhow::Result<E
         TokenSource::File => format!("access token: in {}", config.data_dir.join("token").display()),
         TokenSource::Environment => "access token: from WRIGHT_TOKEN".to_owned(),
     };
-    let state = AppState::open(config, auth).await?;
+    let state = AppState::open(config, auth, None).await?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{token_line}")?;
     writeln!(stdout, "Wright is listening on http://{address}")?;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use wright_agent::LoopConfig;
 use wright_store::StateLimits;
 
 /// The whole configuration of one installation.
@@ -16,6 +17,7 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub server: ServerConfig,
     pub state: StateLimits,
+    pub agent: LoopConfig,
 }
 
 /// `[server]` in config.toml.
@@ -50,6 +52,7 @@ impl ServerConfig {
 struct ConfigFile {
     server: ServerConfig,
     state: StateLimits,
+    agent: LoopConfig,
 }
 
 impl Config {
@@ -63,6 +66,6 @@ impl Config {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
             Err(error) => return Err(anyhow::anyhow!("{}: {error}", path.display())),
         };
-        Ok(Self { data_dir: data_dir.to_owned(), server: file.server, state: file.state })
+        Ok(Self { data_dir: data_dir.to_owned(), server: file.server, state: file.state, agent: file.agent })
     }
 }

@@ -41,12 +41,13 @@ pub struct AppState {
 
 impl AppState {
     /// Opens the data directory (creating it), the app database and the tool registry.
-    pub async fn open(config: Config, auth: token::Auth) -> anyhow::Result<Self> {
+    pub async fn open(config: Config, auth: token::Auth, model: Option<runs::ConfiguredModel>) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&config.data_dir)?;
         let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?;
         let tools = Arc::new(ToolRegistry::new(Arc::new(Services { store: store.clone() })));
         let hub = Arc::new(hub::Hub::default());
-        let runs = Arc::new(runs::Runs::new(store.clone(), Arc::clone(&hub)));
+        let runs =
+            Arc::new(runs::Runs::new(store.clone(), Arc::clone(&hub), Arc::clone(&tools), model, config.agent.clone()));
         runs.recover_interrupted().await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
         Ok(Self { store, tools, auth: Arc::new(auth), config: Arc::new(config), hub, runs })
     }

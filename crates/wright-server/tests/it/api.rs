@@ -18,7 +18,7 @@ impl Fixture {
     async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::load(dir.path()).unwrap();
-        let state = AppState::open(config, Auth::new(TOKEN.into())).await.unwrap();
+        let state = AppState::open(config, Auth::new(TOKEN.into()), None).await.unwrap();
         Self { _dir: dir, state }
     }
 
