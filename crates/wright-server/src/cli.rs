@@ -35,6 +35,11 @@ enum Command {
         #[arg(long)]
         bind: Option<SocketAddr>,
     },
+    /// Chat with an agent in the terminal, with every tool call shown.
+    Chat {
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
     /// Call tools without a model or a server.
     Tool {
         #[command(subcommand)]
@@ -166,6 +171,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = Config::load(&cli.data_dir)?;
     match cli.command {
         Command::Serve { bind } => serve(config, bind).await,
+        Command::Chat { agent } => {
+            let agent = AgentId::parse(&agent)?;
+            let (auth, _) = Auth::load_or_create(&config.data_dir, std::env::var("WRIGHT_TOKEN").ok())?;
+            let state = AppState::open(config, auth, None).await?;
+            crate::chat::chat(state, &agent).await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Tool { command: ToolCommand::Call { name, agent, args } } => {
             call_tool(config, &name, &agent, &args).await
         }

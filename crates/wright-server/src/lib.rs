@@ -13,6 +13,7 @@
 //! - Configuration is read once, here, and passed down; nothing below reads the environment.
 
 pub mod api;
+pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod hub;

@@ -1,0 +1,140 @@
+//! `wright chat`: the same loop as the canvas, in a terminal. It runs in process (no HTTP):
+//! the conversation lives in the app database like any other, so the canvas shows it too.
+//! Text streams as it arrives; every tool call and result is shown; a question the agent asks
+//! (`ask_user`, a form) is answered at the prompt.
+
+use std::io::{BufRead, Write};
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use wright_core::{AgentId, EventKind};
+
+use crate::AppState;
+use crate::hub::Update;
+
+/// Runs an interactive chat with `agent` until end of input.
+pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
+    if state.runs.provider_info().is_none() {
+        anyhow::bail!("{}", crate::api::SETUP_HINT);
+    }
+    let id = uuid::Uuid::now_v7().to_string();
+    let conversation = state.store.create_conversation(agent, &id, "Terminal chat").await?;
+    eprintln!("Chatting with {agent} (conversation {}). End with Ctrl-D.", conversation.id);
+    let mut lines = std::io::stdin().lock().lines();
+    loop {
+        eprint!("\n> ");
+        let Some(line) = lines.next().transpose()? else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut updates = state.hub.subscribe(&id);
+        state.runs.send_message(&id, &line).await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
+        loop {
+            match follow_run(&mut updates).await {
+                RunEnd::Idle | RunEnd::Error => break,
+                RunEnd::Waiting => {
+                    for call in state.store.pending_calls(&id).await? {
+                        let answer = ask(&call.tool_name, &call.args, &mut lines)?;
+                        state
+                            .runs
+                            .answer_pending(&id, &call.tool_call_id, answer)
+                            .await
+                            .map_err(|error| anyhow::anyhow!("{}", error.message))?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+enum RunEnd {
+    Idle,
+    Waiting,
+    Error,
+}
+
+/// Prints the run's updates until its status says it stopped.
+async fn follow_run(updates: &mut tokio::sync::broadcast::Receiver<Update>) -> RunEnd {
+    let mut stdout = std::io::stdout();
+    loop {
+        match updates.recv().await {
+            Ok(Update::Delta { text }) => {
+                print!("{text}");
+                stdout.flush().ok();
+            }
+            Ok(Update::Event(stored)) => match stored.event.kind {
+                EventKind::ToolCall => eprintln!("\n  ⚙ {}", stored.event.content),
+                EventKind::ToolResult => {
+                    let marker = if stored.event.data_json["success"] == false { "✗" } else { "→" };
+                    eprintln!("  {marker} {}", stored.event.content);
+                }
+                EventKind::Notice => eprintln!("\n  ℹ {}", stored.event.content),
+                _ => {}
+            },
+            Ok(Update::Status { status, error }) => match status.as_str() {
+                "idle" => {
+                    println!();
+                    return RunEnd::Idle;
+                }
+                "waiting" => return RunEnd::Waiting,
+                "error" => {
+                    eprintln!("\n  error: {}", error.unwrap_or_default());
+                    return RunEnd::Error;
+                }
+                _ => {}
+            },
+            Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Closed) => return RunEnd::Error,
+        }
+    }
+}
+
+/// Asks the person at the terminal what a pausing call asks, and shapes the answer as the
+/// canvas would.
+fn ask(tool: &str, args: &Value, lines: &mut impl Iterator<Item = std::io::Result<String>>) -> anyhow::Result<Value> {
+    let mut read = |prompt: &str| -> anyhow::Result<String> {
+        eprint!("{prompt}");
+        Ok(lines.next().transpose()?.unwrap_or_default())
+    };
+    match tool {
+        "ask_user" => {
+            eprintln!("\n? {}", args["question"].as_str().unwrap_or_default());
+            if let Some(options) = args["options"].as_array() {
+                for (index, option) in options.iter().enumerate() {
+                    eprintln!("  {}. {}", index + 1, option.as_str().unwrap_or_default());
+                }
+                let picked = read("choose a number: ")?;
+                let index: usize = picked.trim().parse().unwrap_or(1);
+                let answer = options.get(index.saturating_sub(1)).and_then(Value::as_str).unwrap_or_default();
+                return Ok(json!({ "answer": answer }));
+            }
+            Ok(json!({ "answer": read("answer: ")? }))
+        }
+        "render_blocks" => {
+            eprintln!("\n{}", serde_json::to_string_pretty(&args["blocks"])?);
+            let form = args["blocks"].as_array().and_then(|blocks| blocks.iter().find(|block| block["type"] == "form"));
+            let Some(form) = form else {
+                read("(press Enter to dismiss) ")?;
+                return Ok(json!({ "action": "dismiss" }));
+            };
+            let mut data = serde_json::Map::new();
+            for field in form["fields"].as_array().into_iter().flatten() {
+                let name = field["name"].as_str().unwrap_or_default();
+                let raw = read(&format!("{}: ", field["label"].as_str().unwrap_or(name)))?;
+                let value = match field["type"].as_str() {
+                    Some("number") => raw.trim().parse::<f64>().map(Value::from).unwrap_or(Value::Null),
+                    Some("checkbox") => Value::Bool(matches!(raw.trim(), "y" | "yes" | "true" | "1")),
+                    _ => Value::String(raw),
+                };
+                data.insert(name.to_owned(), value);
+            }
+            Ok(json!({ "action": "submit", "data": data }))
+        }
+        _ => {
+            eprintln!("\n{tool} wants an answer (shown in the canvas): {}", serde_json::to_string_pretty(args)?);
+            let raw = read("answer as JSON (empty to dismiss): ")?;
+            Ok(if raw.trim().is_empty() { json!({ "action": "dismiss" }) } else { serde_json::from_str(&raw)? })
+        }
+    }
+}
