@@ -14,6 +14,8 @@ export type Execution = Schemas['ExecutionView'];
 export type DocumentView = Schemas['DocumentView'];
 export type VersionSummary = Schemas['VersionSummaryView'];
 export type ErrorBody = Schemas['ErrorBody'];
+export type ComponentSummary = Schemas['ComponentSummary'];
+export type ComponentDetail = Schemas['ComponentDetail'];
 
 /** An error answered by the API (`{"error": {code, message}}`) or by the network. */
 export class ApiError extends Error {
@@ -96,6 +98,9 @@ export const api = {
     request<DocumentView>('GET', `/api/agents/${enc(agent)}/documents/${kind}`),
   versions: (agent: string, kind: 'system_prompt' | 'learned_notes') =>
     request<VersionSummary[]>('GET', `/api/agents/${enc(agent)}/documents/${kind}/versions`),
+
+  components: (agent: string) => request<ComponentSummary[]>('GET', `/api/agents/${enc(agent)}/components`),
+  component: (agent: string, name: string) => request<ComponentDetail>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}`),
 
   tools: (agent: string) => request<Tool[]>('GET', `/api/agents/${enc(agent)}/tools`),
   executions: (agent: string) => request<Execution[]>('GET', `/api/agents/${enc(agent)}/executions`),

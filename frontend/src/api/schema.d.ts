@@ -22,6 +22,244 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/agent-tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every tool the agent wrote or installed, enabled or not. */
+        get: operations["list_agent_tools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/agent-tools/{name}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A diff between two versions of an agent tool. */
+        get: operations["agent_tool_diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/agent-tools/{name}/enabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Enables or disables an agent tool (installed tools start disabled). */
+        put: operations["agent_tool_enabled"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/agent-tools/{name}/installed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Uninstalls a tool installed from the marketplace. */
+        delete: operations["uninstall"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/agent-tools/{name}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Makes an old version of an agent tool current again, as a new version. */
+        post: operations["agent_tool_rollback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/agent-tools/{name}/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Updates an installed tool to a listing version, as a new version of the tool. */
+        post: operations["update"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/agent-tools/{name}/update-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The diff that updating an installed tool would apply. */
+        get: operations["update_preview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/agent-tools/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The history of one agent tool, newest first, with each version's content. */
+        get: operations["agent_tool_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/components": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's components. */
+        get: operations["list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/components/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One component with its source and compiled code. */
+        get: operations["detail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/components/{name}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A diff between two versions of a component. */
+        get: operations["component_diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/components/{name}/enabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Enables or disables a component (installed components start disabled). */
+        put: operations["component_enabled"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/components/{name}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Makes an old version of a component current again, as a new version. */
+        post: operations["component_rollback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/components/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The history of one component, newest first. */
+        get: operations["component_history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/conversations": {
         parameters: {
             query?: never;
@@ -174,6 +412,23 @@ export interface paths {
         post?: never;
         /** Deletes `key`. */
         delete: operations["delete_value"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Tool-call statistics over the last `days` days (seed 001's stats). */
+        get: operations["stats"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -355,6 +610,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/market/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Imports a bundle file as a listing version after checking its hash and content. Nothing
+         *     is installed.
+         */
+        post: operations["import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/market/install": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Installs a pinned listing version into an agent, disabled. */
+        post: operations["install"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/market/listings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Listings whose name or description matches `q`. */
+        get: operations["search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/market/listings/{kind}/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One listing: every version with its bundle (code and schema), and usage statistics. */
+        get: operations["listing"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/market/listings/{kind}/{name}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A listing version as a bundle file for another installation. */
+        get: operations["export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/market/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Publishes an agent's tool or component (as the admin). */
+        post: operations["publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/openapi.json": {
         parameters: {
             query?: never;
@@ -396,10 +756,59 @@ export interface components {
         Accepted: {
             ok: boolean;
         };
+        AgentToolView: {
+            name: string;
+            description: string;
+            parameter_schema: unknown;
+            code: string;
+            enabled: boolean;
+            /** Format: int64 */
+            version: number;
+            /** @description Where an installed tool came from: {kind, listing, version, hash}; null if the agent wrote it. */
+            provenance?: unknown;
+            updated_at: string;
+        };
         AgentView: {
             id: string;
             name: string;
             created_at: string;
+        };
+        ArtifactVersionView: {
+            /** Format: int64 */
+            version: number;
+            author: string;
+            reason?: string | null;
+            conversation_id?: string | null;
+            tool_call_id?: string | null;
+            created_at: string;
+            /**
+             * @description The version's content: tools {description, parameter_schema, code}; components
+             *     {description, code, props_schema}.
+             */
+            content: unknown;
+        };
+        CategoryCount: {
+            category: string;
+            /** Format: int64 */
+            count: number;
+        };
+        ComponentDetail: {
+            name: string;
+            description: string;
+            /** Format: int64 */
+            version: number;
+            /** @description The JSX/TSX the agent wrote. */
+            code: string;
+            /** @description The compiled ES module the frame runs. */
+            compiled_js: string;
+            /** @description JSON Schema of the props, or null. */
+            props_schema: unknown;
+        };
+        ComponentSummary: {
+            name: string;
+            description: string;
+            /** Format: int64 */
+            version: number;
         };
         ConversationDetail: {
             conversation: components["schemas"]["ConversationView"];
@@ -426,6 +835,9 @@ export interface components {
         };
         DeletedView: {
             deleted: boolean;
+        };
+        DiffText: {
+            diff: string;
         };
         DiffView: {
             /** Format: int64 */
@@ -506,12 +918,76 @@ export interface components {
             duration_us: number;
             created_at: string;
         };
+        ExportedView: {
+            bundle: unknown;
+            hash: string;
+            /** Format: int64 */
+            listing_version: number;
+            publisher_agent: string;
+        };
         Health: {
             status: string;
             version: string;
         };
+        InstallRequest: {
+            agent: string;
+            kind: string;
+            listing: string;
+            /**
+             * Format: int64
+             * @description The version to pin; the latest when absent.
+             */
+            version?: number | null;
+            /** @description Install under this name instead of the listing's (when the agent has one already). */
+            rename_to?: string | null;
+        };
+        InstalledView: {
+            kind: string;
+            name: string;
+            listing: string;
+            /** Format: int64 */
+            version: number;
+            hash: string;
+            enabled: boolean;
+        };
         KeysView: {
             keys: string[];
+        };
+        ListingDetail: {
+            listing: components["schemas"]["ListingView"];
+            versions: components["schemas"]["ListingVersionView"][];
+            stats: components["schemas"]["ListingStatsView"];
+        };
+        ListingStatsView: {
+            /** Format: int64 */
+            calls: number;
+            /** Format: double */
+            success_rate: number;
+            /** Format: int64 */
+            median_duration_us?: number | null;
+            recent_error_categories: string[];
+        };
+        ListingVersionView: {
+            /** Format: int64 */
+            version: number;
+            description: string;
+            /** @description The bundle: {format, kind, name, description, code, parameter_schema | props_schema}. */
+            bundle: unknown;
+            hash: string;
+            publisher_agent: string;
+            source: string;
+            created_at: string;
+        };
+        ListingView: {
+            /** @description tool or component. */
+            kind: string;
+            name: string;
+            publisher_agent: string;
+            description: string;
+            /** Format: int64 */
+            latest_version: number;
+            latest_hash: string;
+            created_at: string;
         };
         LoginRequest: {
             token: string;
@@ -546,6 +1022,19 @@ export interface components {
             kind: string;
             model: string;
         };
+        PublishRequest: {
+            agent: string;
+            /** @description tool or component. */
+            kind: string;
+            name: string;
+        };
+        Published: {
+            kind: string;
+            listing: string;
+            /** Format: int64 */
+            version: number;
+            hash: string;
+        };
         RollbackRequest: {
             /**
              * Format: int64
@@ -554,10 +1043,41 @@ export interface components {
             version: number;
             reason?: string | null;
         };
+        RollbackTo: {
+            /** Format: int64 */
+            version: number;
+            reason?: string | null;
+        };
+        SetEnabled: {
+            enabled: boolean;
+        };
+        StatsView: {
+            /** Format: int64 */
+            days: number;
+            /** Format: int64 */
+            total: number;
+            /** Format: int64 */
+            successful: number;
+            /** Format: int64 */
+            failed: number;
+            /** Format: double */
+            avg_duration_ms: number;
+            top_error_categories: components["schemas"]["CategoryCount"][];
+            by_tool: components["schemas"]["ToolStat"][];
+        };
         StatusView: {
             provider?: null | components["schemas"]["ProviderView"];
             /** @description How to configure a model, for the canvas to show when none is. */
             setup_hint: string;
+        };
+        ToolStat: {
+            tool: string;
+            /** Format: int64 */
+            calls: number;
+            /** Format: int64 */
+            failures: number;
+            /** Format: double */
+            avg_duration_ms: number;
         };
         ToolView: {
             name: string;
@@ -566,6 +1086,21 @@ export interface components {
             parameters: unknown;
             /** @description builtin or agent. */
             kind: string;
+        };
+        Uninstalled: {
+            deleted: boolean;
+        };
+        UpdatePreviewView: {
+            name: string;
+            /** Format: int64 */
+            from_version: number;
+            /** Format: int64 */
+            to_version: number;
+            diff: string;
+        };
+        UpdateRequest: {
+            /** Format: int64 */
+            version?: number | null;
         };
         ValueView: {
             /** @description The stored JSON value; null when the key does not exist. */
@@ -651,6 +1186,346 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_agent_tools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentToolView"][];
+                };
+            };
+        };
+    };
+    agent_tool_diff: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+                from: number;
+                to: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffText"];
+                };
+            };
+        };
+    };
+    agent_tool_enabled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetEnabled"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentToolView"];
+                };
+            };
+        };
+    };
+    uninstall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Uninstalled"];
+                };
+            };
+        };
+    };
+    agent_tool_rollback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RollbackTo"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentToolView"];
+                };
+            };
+        };
+    };
+    update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstalledView"];
+                };
+            };
+        };
+    };
+    update_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+                /** @description A listing version; the latest when absent. */
+                version: number | null;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdatePreviewView"];
+                };
+            };
+        };
+    };
+    agent_tool_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersionView"][];
+                };
+            };
+        };
+    };
+    list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComponentSummary"][];
+                };
+            };
+        };
+    };
+    detail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComponentDetail"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    component_diff: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+                from: number;
+                to: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffText"];
+                };
+            };
+        };
+    };
+    component_enabled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetEnabled"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComponentSummary"];
+                };
+            };
+        };
+    };
+    component_rollback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RollbackTo"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComponentSummary"];
+                };
+            };
+        };
+    };
+    component_history: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersionView"][];
                 };
             };
         };
@@ -1012,6 +1887,29 @@ export interface operations {
             };
         };
     };
+    stats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                /** @description The window, in days (default 7). */
+                days: number | null;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatsView"];
+                };
+            };
+        };
+    };
     list_tools: {
         parameters: {
             query?: never;
@@ -1295,6 +2193,143 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    import: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Published"];
+                };
+            };
+        };
+    };
+    install: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstalledView"];
+                };
+            };
+        };
+    };
+    search: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Words to find in names and descriptions. */
+                q: string | null;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListingView"][];
+                };
+            };
+        };
+    };
+    listing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListingDetail"];
+                };
+            };
+        };
+    };
+    export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: string;
+                name: string;
+                /** @description A listing version; the latest when absent. */
+                version: number | null;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportedView"];
+                };
+            };
+        };
+    };
+    publish: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Published"];
                 };
             };
         };

@@ -1,7 +1,8 @@
 // The canvas: what the agent rendered (render_blocks, render_and_wait), newest first.
 // Calls that wait for the person are answerable; answered ones stay as a read-only record.
 import { useEffect, useState } from 'react';
-import { componentsApi, type PendingWithComponent } from '../api/temporary';
+import { api } from '../api/client';
+import type { PendingWithComponent } from '../api/temporary';
 import { Blocks } from '../blocks/Blocks';
 import type { Block } from '../blocks/types';
 import { ComponentFrame } from '../frame/ComponentFrame';
@@ -61,7 +62,7 @@ function useComponentCode(agent: string, item: CanvasItem): { code: string | nul
   useEffect(() => {
     if (given || !name) return;
     let live = true;
-    componentsApi.get(agent, name).then(
+    api.component(agent, name).then(
       (detail) => live && setFetched({ code: detail.compiled_js, error: null }),
       (failure: Error) => live && setFetched({ code: null, error: `Component “${name}” could not be loaded: ${failure.message}` }),
     );

@@ -3,7 +3,6 @@
 // requests a component may make, always for this frame's own agent and conversation.
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { api } from '../api/client';
-import { componentsApi } from '../api/temporary';
 import { useTheme } from '../theme';
 import { callToolAnswer, checkFrameMessage, newNonce, RateLimit } from './bridge';
 import { PROTOCOL, type FrameMessage, type ParentMessageBody } from './protocol';
@@ -104,7 +103,7 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
             return true;
           });
         case 'importModule':
-          return respond(message.id, async () => (await componentsApi.get(agent, message.name)).compiled_js);
+          return respond(message.id, async () => (await api.component(agent, message.name)).compiled_js);
       }
     };
     const onMessage = (event: MessageEvent) => {
