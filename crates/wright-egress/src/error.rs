@@ -64,7 +64,7 @@ pub enum EgressError {
 }
 
 fn humanize(duration: Duration) -> String {
-    if duration.as_millis() % 1000 == 0 {
+    if duration.as_millis().is_multiple_of(1000) {
         format!("{} s", duration.as_secs())
     } else {
         format!("{} ms", duration.as_millis())

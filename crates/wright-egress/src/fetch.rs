@@ -40,16 +40,11 @@ const DROPPED_REQUEST_HEADERS: &[&str] = &[
 ];
 
 /// Headers that carry credentials; never sent to another origin after a redirect.
-const CREDENTIAL_HEADERS: &[HeaderName] =
-    &[header::AUTHORIZATION, header::COOKIE, header::PROXY_AUTHORIZATION];
+const CREDENTIAL_HEADERS: &[HeaderName] = &[header::AUTHORIZATION, header::COOKIE, header::PROXY_AUTHORIZATION];
 
 /// Headers that describe a body; dropped with the body when a redirect turns a request into GET.
-const BODY_HEADERS: &[HeaderName] = &[
-    header::CONTENT_TYPE,
-    header::CONTENT_ENCODING,
-    header::CONTENT_LANGUAGE,
-    header::CONTENT_LOCATION,
-];
+const BODY_HEADERS: &[HeaderName] =
+    &[header::CONTENT_TYPE, header::CONTENT_ENCODING, header::CONTENT_LANGUAGE, header::CONTENT_LOCATION];
 
 /// Methods the agent may use. CONNECT and TRACE have no business here.
 const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
@@ -70,13 +65,7 @@ pub struct EgressRequest {
 impl EgressRequest {
     /// A plain GET.
     pub fn get(url: impl Into<String>) -> Self {
-        EgressRequest {
-            method: "GET".to_owned(),
-            url: url.into(),
-            headers: Vec::new(),
-            body: None,
-            timeout: None,
-        }
+        EgressRequest { method: "GET".to_owned(), url: url.into(), headers: Vec::new(), body: None, timeout: None }
     }
 }
 
@@ -142,15 +131,13 @@ fn parse_method(method: &str) -> Result<Method, EgressError> {
 fn build_headers(headers: &[(String, String)]) -> Result<HeaderMap, EgressError> {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
-        let header_name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
-            EgressError::InvalidRequest { reason: format!("bad header name {name:?}") }
-        })?;
+        let header_name = HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| EgressError::InvalidRequest { reason: format!("bad header name {name:?}") })?;
         if DROPPED_REQUEST_HEADERS.contains(&header_name.as_str()) {
             continue;
         }
-        let header_value = HeaderValue::from_str(value).map_err(|_| EgressError::InvalidRequest {
-            reason: format!("bad value for header {name:?}"),
-        })?;
+        let header_value = HeaderValue::from_str(value)
+            .map_err(|_| EgressError::InvalidRequest { reason: format!("bad value for header {name:?}") })?;
         map.append(header_name, header_value);
     }
     Ok(map)
@@ -159,14 +146,10 @@ fn build_headers(headers: &[(String, String)]) -> Result<HeaderMap, EgressError>
 /// Same scheme, host and port: the fetch standard's "same origin", which decides whether
 /// credentials may follow a redirect.
 fn same_origin(a: &Url, b: &Url) -> bool {
-    a.scheme() == b.scheme()
-        && a.host_str() == b.host_str()
-        && a.port_or_known_default() == b.port_or_known_default()
+    a.scheme() == b.scheme() && a.host_str() == b.host_str() && a.port_or_known_default() == b.port_or_known_default()
 }
 
-fn find_source<'a, T: std::error::Error + 'static>(
-    error: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a T> {
+fn find_source<'a, T: std::error::Error + 'static>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a T> {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(cause) = current {
         if let Some(found) = cause.downcast_ref::<T>() {
@@ -243,8 +226,7 @@ impl Egress {
         }
         Ok(match url.host() {
             Some(Host::Domain(name)) => {
-                let addresses: Vec<IpAddr> =
-                    verdict.addresses.iter().map(|address| address.address).collect();
+                let addresses: Vec<IpAddr> = verdict.addresses.iter().map(|address| address.address).collect();
                 Some(self.inner.pins.pin(name, &addresses))
             }
             _ => None,
@@ -272,19 +254,15 @@ impl Egress {
         let mut redirects = 0;
         loop {
             let pin = self.approve(&url).await?;
-            let mut builder =
-                self.inner.client.request(method.clone(), url.clone()).headers(headers.clone());
+            let mut builder = self.inner.client.request(method.clone(), url.clone()).headers(headers.clone());
             if let Some(body) = &body {
                 builder = builder.body(body.clone());
             }
             let response = builder.send().await.map_err(|error| self.send_error(error))?;
             drop(pin);
 
-            let header_bytes: usize = response
-                .headers()
-                .iter()
-                .map(|(name, value)| name.as_str().len() + value.len() + 4)
-                .sum();
+            let header_bytes: usize =
+                response.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum();
             if header_bytes > config.max_header_bytes {
                 return Err(EgressError::HeadersTooLarge { limit: config.max_header_bytes });
             }
@@ -323,8 +301,10 @@ impl Egress {
                     for name in CREDENTIAL_HEADERS {
                         headers.remove(name);
                     }
-                    // Infallible for http(s) URLs, which always have a host.
-                    if next.set_username("").is_err() || next.set_password(None).is_err() {
+                    // Only URLs with a host can carry userinfo, and for those clearing it
+                    // cannot fail.
+                    let has_userinfo = !next.username().is_empty() || next.password().is_some();
+                    if has_userinfo && (next.set_username("").is_err() || next.set_password(None).is_err()) {
                         return Err(EgressError::InvalidUrl {
                             url: next.to_string(),
                             reason: "cannot strip credentials".to_owned(),
@@ -354,9 +334,7 @@ impl Egress {
         let headers = response
             .headers()
             .iter()
-            .map(|(name, value)| {
-                (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned())
-            })
+            .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
             .collect();
         let mut body = BytesMut::new();
         let mut truncated = false;

@@ -49,9 +49,7 @@ pub use fetch::{EgressRequest, EgressResponse};
 pub use policy::{AddressVerdict, Classification, Verdict, classify};
 pub use render::{FetchUrlResult, is_textual_media_type};
 pub use resolver::{LookupFuture, NameResolver, StaticResolver, SystemResolver};
-pub use search::{
-    DEFAULT_MAX_RESULTS, MAX_RESULTS, SearchKind, SearchRequest, SearchResult, SearchResults,
-};
+pub use search::{DEFAULT_MAX_RESULTS, MAX_RESULTS, SearchKind, SearchRequest, SearchResult, SearchResults};
 
 use policy::Policy;
 use resolver::{PinTable, PinnedResolver};
@@ -98,16 +96,12 @@ impl Egress {
     }
 
     /// With any resolver, e.g. a [`StaticResolver`] holding the answers a test needs.
-    pub fn with_resolver(
-        config: EgressConfig,
-        resolver: Arc<dyn NameResolver>,
-    ) -> Result<Self, EgressError> {
+    pub fn with_resolver(config: EgressConfig, resolver: Arc<dyn NameResolver>) -> Result<Self, EgressError> {
         install_crypto_provider();
         let policy = Policy::new(&config.allow)?;
         let pins = Arc::new(PinTable::default());
-        let build_error = |error: reqwest::Error| EgressError::Config {
-            reason: format!("HTTP client: {}", error::chain(&error)),
-        };
+        let build_error =
+            |error: reqwest::Error| EgressError::Config { reason: format!("HTTP client: {}", error::chain(&error)) };
         let client = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
@@ -125,9 +119,7 @@ impl Egress {
             .user_agent(config.user_agent.clone())
             .build()
             .map_err(build_error)?;
-        Ok(Egress {
-            inner: Arc::new(Inner { config, policy, resolver, pins, client, provider_client }),
-        })
+        Ok(Egress { inner: Arc::new(Inner { config, policy, resolver, pins, client, provider_client }) })
     }
 
     pub fn config(&self) -> &EgressConfig {

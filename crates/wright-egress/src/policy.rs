@@ -101,8 +101,7 @@ const DENIED_V6: &[Range6] = &[
 ];
 
 /// The only IPv6 space IANA has allocated for global unicast.
-const GLOBAL_UNICAST_V6: Ipv6Net =
-    Ipv6Net::new_assert(Ipv6Addr::new(0x2000, 0, 0, 0, 0, 0, 0, 0), 3);
+const GLOBAL_UNICAST_V6: Ipv6Net = Ipv6Net::new_assert(Ipv6Addr::new(0x2000, 0, 0, 0, 0, 0, 0, 0), 3);
 
 /// Host names denied before any lookup: cloud metadata services reachable by name. (Their
 /// addresses are denied too; the names are here so the verdict is right even when the name
@@ -180,9 +179,7 @@ fn embedded(address: Ipv6Addr) -> Option<Embedded> {
         [0, 0, 0, 0, 0, 0, _, _] => Some(Embedded::Compatible(tail)),
         [0, 0, 0, 0, 0xffff, 0, _, _] => Some(Embedded::Translated(tail)),
         [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(Embedded::Nat64(tail)),
-        [0x2002, high, low, ..] => {
-            Some(Embedded::SixToFour(Ipv4Addr::from(((high as u32) << 16) | low as u32)))
-        }
+        [0x2002, high, low, ..] => Some(Embedded::SixToFour(Ipv4Addr::from(((high as u32) << 16) | low as u32))),
         [0x2001, 0, high, low, ..] => Some(Embedded::Teredo {
             server: Ipv4Addr::from(((high as u32) << 16) | low as u32),
             client: Ipv4Addr::from(!u32::from(tail)),
@@ -206,17 +203,12 @@ fn classify_v6(address: Ipv6Addr) -> Classification {
             Embedded::Translated(ip) => ("IPv4-translated", "::ffff:0:0:0/96", vec![ip], false),
             Embedded::Nat64(ip) => ("NAT64", "64:ff9b::/96", vec![ip], true),
             Embedded::SixToFour(ip) => ("6to4", "2002::/16", vec![ip], true),
-            Embedded::Teredo { server, client } => {
-                ("Teredo", "2001::/32", vec![server, client], true)
-            }
+            Embedded::Teredo { server, client } => ("Teredo", "2001::/32", vec![server, client], true),
         };
         for ip in carried {
             let inner = classify_v4(ip);
             if !inner.allowed {
-                return Classification::deny(format!(
-                    "{form_name} ({prefix}) form of {ip}, which is {}",
-                    inner.rule
-                ));
+                return Classification::deny(format!("{form_name} ({prefix}) form of {ip}, which is {}", inner.rule));
             }
         }
         return if routable {
@@ -309,9 +301,7 @@ impl FromStr for AllowEntry {
     type Err = EgressError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let invalid = |reason: &str| EgressError::Config {
-            reason: format!("allowlist entry {text:?}: {reason}"),
-        };
+        let invalid = |reason: &str| EgressError::Config { reason: format!("allowlist entry {text:?}: {reason}") };
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return Err(invalid("empty"));
@@ -344,8 +334,8 @@ impl FromStr for AllowEntry {
             AllowTarget::Suffix(suffix)
         } else {
             let host = normalize_host(target);
-            let valid = !host.is_empty()
-                && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_');
+            let valid =
+                !host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_');
             if !valid {
                 return Err(invalid("not a host name, IP address or CIDR (IDN hosts: use the xn-- form)"));
             }
@@ -432,8 +422,7 @@ impl Policy {
 
     /// Judges all addresses; the request is allowed only if every one is.
     pub fn judge_all(&self, addresses: &[IpAddr], port: u16) -> (bool, Vec<AddressVerdict>, String) {
-        let verdicts: Vec<AddressVerdict> =
-            addresses.iter().map(|&address| self.judge(address, port)).collect();
+        let verdicts: Vec<AddressVerdict> = addresses.iter().map(|&address| self.judge(address, port)).collect();
         let allowed = !verdicts.is_empty() && verdicts.iter().all(|verdict| verdict.allowed);
         let rule = if allowed {
             let mut rules: Vec<&str> = Vec::new();

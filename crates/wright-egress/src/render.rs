@@ -91,10 +91,8 @@ pub fn is_textual_media_type(content_type: &str) -> bool {
 
 /// The body as text, or `None` when it should go out as base64.
 fn text_body(response: &EgressResponse) -> Option<String> {
-    if let Some(content_type) = response.header("content-type") {
-        if !is_textual_media_type(content_type) {
-            return None;
-        }
+    if response.header("content-type").is_some_and(|content_type| !is_textual_media_type(content_type)) {
+        return None;
     }
     match std::str::from_utf8(&response.body) {
         Ok(text) => Some(text.to_owned()),

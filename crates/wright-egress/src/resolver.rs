@@ -22,8 +22,7 @@ use crate::EgressError;
 use crate::policy::normalize_host;
 
 /// The future a [`NameResolver`] returns.
-pub type LookupFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<Vec<IpAddr>, EgressError>> + Send + 'a>>;
+pub type LookupFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<IpAddr>, EgressError>> + Send + 'a>>;
 
 /// Turns a host name into addresses. Implementations return every address they found (the
 /// policy judges them all) and [`EgressError::Dns`] when there are none.
@@ -45,8 +44,7 @@ impl SystemResolver {
         let config_error = |error: &dyn std::error::Error| EgressError::Config {
             reason: format!("system DNS configuration: {}", crate::error::chain(error)),
         };
-        let builder = hickory_resolver::TokioResolver::builder_tokio()
-            .map_err(|error| config_error(&error))?;
+        let builder = hickory_resolver::TokioResolver::builder_tokio().map_err(|error| config_error(&error))?;
         let resolver = builder.build().map_err(|error| config_error(&error))?;
         Ok(SystemResolver { resolver })
     }
@@ -65,10 +63,7 @@ impl NameResolver for SystemResolver {
             })?;
             let addresses: Vec<IpAddr> = answer.iter().collect();
             if addresses.is_empty() {
-                return Err(EgressError::Dns {
-                    host: name.to_owned(),
-                    reason: "no addresses".to_owned(),
-                });
+                return Err(EgressError::Dns { host: name.to_owned(), reason: "no addresses".to_owned() });
             }
             Ok(addresses)
         })
@@ -118,21 +113,21 @@ impl NameResolver for StaticResolver {
         self.lookups.fetch_add(1, Ordering::SeqCst);
         let answer = {
             let mut answers = self.lock();
-            answers.get_mut(&normalize_host(name)).and_then(|queue| {
-                if queue.len() > 1 { queue.pop_front() } else { queue.front().cloned() }
-            })
+            answers
+                .get_mut(&normalize_host(name))
+                .and_then(|queue| if queue.len() > 1 { queue.pop_front() } else { queue.front().cloned() })
         };
         Box::pin(async move {
             match answer {
                 Some(addresses) if !addresses.is_empty() => Ok(addresses),
-                _ => Err(EgressError::Dns {
-                    host: name.to_owned(),
-                    reason: "no such name or no addresses".to_owned(),
-                }),
+                _ => Err(EgressError::Dns { host: name.to_owned(), reason: "no such name or no addresses".to_owned() }),
             }
         })
     }
 }
+
+/// Pinned address sets by host name, each tagged with the id of the guard that owns it.
+type Pins = HashMap<String, Vec<(u64, Arc<[IpAddr]>)>>;
 
 /// Addresses approved for in-flight requests, by host name exactly as the URL spells it (the
 /// same string reqwest hands its resolver).
@@ -141,7 +136,7 @@ pub(crate) struct PinTable {
     next_id: AtomicU64,
     // Owned by the `Egress`; entries are added by `pin` and removed when their `PinGuard`
     // drops. Locked only for map access, never across an await.
-    pins: Mutex<HashMap<String, Vec<(u64, Arc<[IpAddr]>)>>>,
+    pins: Mutex<Pins>,
 }
 
 impl PinTable {
@@ -166,7 +161,7 @@ impl PinTable {
         addresses
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<(u64, Arc<[IpAddr]>)>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pins> {
         self.pins.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
@@ -215,8 +210,7 @@ impl reqwest::dns::Resolve for PinnedResolver {
                 return Err(Box::new(NotPinned(host)) as Box<dyn std::error::Error + Send + Sync>);
             }
             // Port 0: reqwest substitutes the URL's port (or the scheme's default).
-            let addrs: reqwest::dns::Addrs =
-                Box::new(addresses.into_iter().map(|address| SocketAddr::new(address, 0)));
+            let addrs: reqwest::dns::Addrs = Box::new(addresses.into_iter().map(|address| SocketAddr::new(address, 0)));
             Ok(addrs)
         })
     }

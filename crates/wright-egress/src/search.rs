@@ -83,10 +83,7 @@ fn not_configured(config: &SearchConfig) -> EgressError {
                 SearchBackend::Brave => "brave_api_key",
                 SearchBackend::Tavily => "tavily_api_key",
             };
-            format!(
-                "[egress.search] backend is \"{}\" but {field} is not set; set it in the config",
-                backend.name()
-            )
+            format!("[egress.search] backend is \"{}\" but {field} is not set; set it in the config", backend.name())
         }
         None => "set one of these in the [egress.search] section of the config: \
                  searxng_url = \"http://localhost:8888\" (a self-hosted SearXNG with `json` in \
@@ -171,9 +168,7 @@ impl Egress {
             SearchKind::News => "news/search",
         };
         let mut url = endpoint(SearchBackend::Brave, &config.brave_url, path)?;
-        url.query_pairs_mut()
-            .append_pair("q", query)
-            .append_pair("count", &request.max_results.to_string());
+        url.query_pairs_mut().append_pair("q", query).append_pair("count", &request.max_results.to_string());
         let builder = self
             .inner
             .provider_client
@@ -247,10 +242,8 @@ impl Egress {
         })?;
         let status = response.status();
         let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|error| failed(format!("reading the response: {}", chain(&error))))?
+        while let Some(chunk) =
+            response.chunk().await.map_err(|error| failed(format!("reading the response: {}", chain(&error))))?
         {
             if body.len() + chunk.len() > MAX_SEARCH_RESPONSE_BYTES {
                 return Err(failed(format!("response larger than {MAX_SEARCH_RESPONSE_BYTES} bytes")));
@@ -271,8 +264,7 @@ impl Egress {
             };
             return Err(failed(format!("HTTP {status}{hint}: {}", excerpt.trim())));
         }
-        serde_json::from_slice(&body)
-            .map_err(|error| failed(format!("unexpected response format: {error}")))
+        serde_json::from_slice(&body).map_err(|error| failed(format!("unexpected response format: {error}")))
     }
 }
 
@@ -280,13 +272,10 @@ impl Egress {
 /// `http://host/searx/search`).
 fn endpoint(backend: SearchBackend, base: &str, path: &str) -> Result<Url, EgressError> {
     let joined = format!("{}/{path}", base.trim().trim_end_matches('/'));
-    let url = Url::parse(&joined).map_err(|error| EgressError::Config {
-        reason: format!("{} URL {base:?}: {error}", backend.name()),
-    })?;
+    let url = Url::parse(&joined)
+        .map_err(|error| EgressError::Config { reason: format!("{} URL {base:?}: {error}", backend.name()) })?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(EgressError::Config {
-            reason: format!("{} URL {base:?} is not http(s)", backend.name()),
-        });
+        return Err(EgressError::Config { reason: format!("{} URL {base:?} is not http(s)", backend.name()) });
     }
     Ok(url)
 }

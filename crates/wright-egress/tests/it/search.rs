@@ -11,8 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use wright_egress::{
-    EgressConfig, EgressError, SearchBackend, SearchConfig, SearchKind, SearchRequest,
-    StaticResolver,
+    EgressConfig, EgressError, SearchBackend, SearchConfig, SearchKind, SearchRequest, StaticResolver,
 };
 
 use crate::{egress_with, serve};
@@ -67,10 +66,8 @@ async fn searxng(Query(params): Query<HashMap<String, String>>) -> Response {
 #[tokio::test]
 async fn searxng_web_and_news() {
     let address = serve(Router::new().route("/searx/search", get(searxng))).await;
-    let egress = with_search(SearchConfig {
-        searxng_url: Some(format!("http://{address}/searx/")),
-        ..SearchConfig::default()
-    });
+    let egress =
+        with_search(SearchConfig { searxng_url: Some(format!("http://{address}/searx/")), ..SearchConfig::default() });
     let results = egress.web_search(&request("rust lang", SearchKind::Web, 5)).await.unwrap();
     assert_eq!(results.results.len(), 5);
     let first = &results.results[0];
@@ -88,17 +85,14 @@ async fn searxng_web_and_news() {
 
 #[tokio::test]
 async fn searxng_without_json_format_explains_the_fix() {
-    let address = serve(Router::new().route(
-        "/search",
-        get(|| async { (StatusCode::FORBIDDEN, "Forbidden") }),
-    ))
-    .await;
-    let egress = with_search(SearchConfig {
-        searxng_url: Some(format!("http://{address}")),
-        ..SearchConfig::default()
-    });
+    let address = serve(Router::new().route("/search", get(|| async { (StatusCode::FORBIDDEN, "Forbidden") }))).await;
+    let egress =
+        with_search(SearchConfig { searxng_url: Some(format!("http://{address}")), ..SearchConfig::default() });
     let error = egress.web_search(&SearchRequest::new("x")).await.unwrap_err();
-    assert!(matches!(&error, EgressError::Search { backend: "searxng", reason } if reason.contains("search.formats")), "{error}");
+    assert!(
+        matches!(&error, EgressError::Search { backend: "searxng", reason } if reason.contains("search.formats")),
+        "{error}"
+    );
 }
 
 async fn brave(path: &'static str, headers: HeaderMap, params: HashMap<String, String>) -> Response {
@@ -174,13 +168,19 @@ async fn brave_web_and_news() {
         ..SearchConfig::default()
     });
     let error = egress.web_search(&SearchRequest::new("x")).await.unwrap_err();
-    assert!(matches!(&error, EgressError::Search { backend: "brave", reason } if reason.contains("401") && reason.contains("API key")), "{error}");
+    assert!(
+        matches!(&error, EgressError::Search { backend: "brave", reason } if reason.contains("401") && reason.contains("API key")),
+        "{error}"
+    );
     assert!(!error.to_string().contains("wrong"), "the key never appears in errors");
 }
 
 async fn tavily(headers: HeaderMap, axum::Json(body): axum::Json<Value>) -> Response {
     if headers.get("authorization").and_then(|value| value.to_str().ok()) != Some("Bearer tvly-key") {
-        return (StatusCode::UNAUTHORIZED, axum::Json(json!({"detail": {"error": "Unauthorized: missing or invalid API key."}})))
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"detail": {"error": "Unauthorized: missing or invalid API key."}})),
+        )
             .into_response();
     }
     let news = body["topic"] == "news";
@@ -256,7 +256,10 @@ async fn backend_choice_and_configuration_errors() {
         ..SearchConfig::default()
     };
     assert_eq!(config.selected(), Some(SearchBackend::Searxng));
-    assert_eq!(SearchConfig { backend: Some(SearchBackend::Tavily), ..config.clone() }.selected(), Some(SearchBackend::Tavily));
+    assert_eq!(
+        SearchConfig { backend: Some(SearchBackend::Tavily), ..config.clone() }.selected(),
+        Some(SearchBackend::Tavily)
+    );
 
     let egress = with_search(config);
     for max_results in [0, 11] {
