@@ -1,6 +1,35 @@
 #!/usr/bin/env bash
-# Runs every test of the repository: the Rust workspace (unit, integration, end-to-end).
-# Needs only the Rust toolchain; tests read shared fixtures from ../shared when present.
+# Runs every test of the repository: the Rust workspace (unit, integration, end-to-end
+# against the real binary), the canvas app's unit tests and build, and the browser tests in
+# Debian's Chromium against a real `wright serve`. Needs the Rust toolchain, Node and npm;
+# installs Debian's chromium when it is missing (as root, with apt-get).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  echo "== installing Debian's chromium for the browser tests"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
+fi
+
+echo "== frontend: install, check generated API types, build, unit tests"
+(
+  cd frontend
+  npm ci --no-audit --no-fund
+  npm run gen:api
+  git diff --exit-code -- src/api/schema.d.ts || { echo "src/api/schema.d.ts is stale: run npm run gen:api"; exit 1; }
+  npm run build
+  npm test
+)
+
+echo "== Rust workspace"
 cargo test --workspace --locked
+
+echo "== browser tests against wright serve"
+data_dir=$(mktemp -d)
+token=e2e-$RANDOM$RANDOM
+WRIGHT_TOKEN=$token ./target/debug/wright --data-dir "$data_dir" serve --bind 127.0.0.1:0 >"$data_dir/serve.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
+for _ in $(seq 100); do grep -q "listening on" "$data_dir/serve.log" && break; sleep 0.1; done
+url=$(grep -o 'http://[0-9.:]*' "$data_dir/serve.log" | head -1)
+(cd frontend && WRIGHT_URL=$url WRIGHT_TOKEN=$token npm run test:e2e)

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use wright_core::AgentId;
-use wright_tools::{Invocation, PAUSING_TOOLS, ToolRegistry, check_pausing_call};
+use wright_tools::{Invocation, PAUSING_TOOLS, ToolRegistry};
 
 use crate::run::ModelToolCall;
 
@@ -12,7 +12,7 @@ pub(crate) enum Dispatched {
     /// The call ran (or was refused); its result goes back to the model.
     Finished { output: Value, success: bool },
     /// A valid pausing call: the run parks until the person answers.
-    Park { arguments: Value },
+    Park { arguments: Value, render: Value },
 }
 
 pub(crate) struct CallSite<'a> {
@@ -39,12 +39,8 @@ pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall) -> Dispa
         }
     };
     if PAUSING_TOOLS.contains(&call.name.as_str()) {
-        return match site
-            .tools
-            .validate(&call.name, &arguments)
-            .and_then(|()| check_pausing_call(&call.name, &arguments))
-        {
-            Ok(()) => Dispatched::Park { arguments },
+        return match site.tools.prepare_pause(site.agent, &call.name, &arguments).await {
+            Ok(render) => Dispatched::Park { arguments, render },
             Err(error) => failure(error.to_string(), error.category()),
         };
     }

@@ -23,7 +23,8 @@ mod run;
 
 pub use context::{SystemParts, system_message};
 pub use run::{
-    LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, RunContext, RunOutcome, Transcript, run,
+    LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, RunOutcome,
+    Transcript, run,
 };
 
 /// The one error of a run that the loop cannot turn into a tool result: the model failed in a

@@ -93,15 +93,20 @@ pub trait Transcript: Send + Sync {
     fn events(&self) -> BoxFuture<'_, Result<Vec<Event>, String>>;
     /// Stores events in order and returns them numbered.
     fn append(&self, events: Vec<(EventKind, String, Value)>) -> BoxFuture<'_, Result<Vec<Event>, String>>;
-    /// Records a call that waits for the person.
-    fn park<'a>(
-        &'a self,
-        tool_call_id: &'a str,
-        tool_name: &'a str,
-        arguments: &'a Value,
-    ) -> BoxFuture<'a, Result<(), String>>;
+    /// Records a call that waits for the person, with what the canvas will render for it.
+    fn park<'a>(&'a self, call: &'a ParkedCall) -> BoxFuture<'a, Result<(), String>>;
     /// Assistant text as it streams (not stored; the assistant event is).
     fn text_delta(&self, text: &str);
+}
+
+/// A call that waits for the person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParkedCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub arguments: Value,
+    /// render_and_wait's compiled component (name, version, compiled_js); null otherwise.
+    pub render: Value,
 }
 
 /// How a run ended.
@@ -250,8 +255,10 @@ pub async fn run(
                         json!({ "tool_call_id": call.id, "name": call.name, "output": output, "success": success });
                     transcript.append(vec![(EventKind::ToolResult, preview(&output), data)]).await.map_err(stored)?;
                 }
-                Dispatched::Park { arguments } => {
-                    transcript.park(&call.id, &call.name, &arguments).await.map_err(stored)?;
+                Dispatched::Park { arguments, render } => {
+                    let parked_call =
+                        ParkedCall { tool_call_id: call.id.clone(), tool_name: call.name.clone(), arguments, render };
+                    transcript.park(&parked_call).await.map_err(stored)?;
                     parked = true;
                 }
             }

@@ -222,6 +222,7 @@ impl Egress {
     async fn approve(&self, url: &Url) -> Result<Option<PinGuard>, EgressError> {
         let verdict = self.evaluate(url).await?;
         if !verdict.allowed {
+            tracing::info!(url = %verdict.url, rule = %verdict.rule, "egress denied");
             return Err(EgressError::Denied { reason: verdict.reason() });
         }
         Ok(match url.host() {

@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use wright_agent::{LoopConfig, Model, RunContext, RunOutcome, SystemParts, Transcript};
+use wright_agent::{LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript};
 use wright_core::{AgentId, DocumentKind, Event, EventKind};
 use wright_store::{PendingResolution, Store};
 use wright_tools::ToolRegistry;
@@ -282,15 +282,16 @@ impl Transcript for StoreTranscript {
         })
     }
 
-    fn park<'a>(
-        &'a self,
-        tool_call_id: &'a str,
-        tool_name: &'a str,
-        arguments: &'a Value,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    fn park<'a>(&'a self, call: &'a ParkedCall) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             self.store
-                .create_pending_call(&self.conversation_id, tool_call_id, tool_name, arguments)
+                .create_pending_call(
+                    &self.conversation_id,
+                    &call.tool_call_id,
+                    &call.tool_name,
+                    &call.arguments,
+                    &call.render,
+                )
                 .await
                 .map_err(message)
         })

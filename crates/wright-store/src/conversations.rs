@@ -37,6 +37,8 @@ pub struct PendingCall {
     pub tool_call_id: String,
     pub tool_name: String,
     pub args: Value,
+    /// What the canvas renders (render_and_wait's compiled component), or null.
+    pub render: Value,
     pub created_at: String,
 }
 
@@ -202,34 +204,39 @@ impl Store {
         tool_call_id: &str,
         tool_name: &str,
         args: &Value,
+        render: &Value,
     ) -> Result<(), StoreError> {
         let mut transaction = self.begin_write().await?;
-        sqlx::query("INSERT INTO pending_calls (conversation_id, tool_call_id, tool_name, args) VALUES (?, ?, ?, ?)")
-            .bind(conversation_id)
-            .bind(tool_call_id)
-            .bind(tool_name)
-            .bind(args.to_string())
-            .execute(&mut *transaction)
-            .await?;
+        sqlx::query(
+            "INSERT INTO pending_calls (conversation_id, tool_call_id, tool_name, args, render) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(conversation_id)
+        .bind(tool_call_id)
+        .bind(tool_name)
+        .bind(args.to_string())
+        .bind(render.to_string())
+        .execute(&mut *transaction)
+        .await?;
         transaction.commit().await?;
         Ok(())
     }
 
     /// Calls of the conversation still waiting, oldest first.
     pub async fn pending_calls(&self, conversation_id: &str) -> Result<Vec<PendingCall>, StoreError> {
-        let rows: Vec<(String, String, String, String)> = sqlx::query_as(
-            "SELECT tool_call_id, tool_name, args, created_at FROM pending_calls \
+        let rows: Vec<(String, String, String, String, String)> = sqlx::query_as(
+            "SELECT tool_call_id, tool_name, args, render, created_at FROM pending_calls \
              WHERE conversation_id = ? AND status = 'pending' ORDER BY created_at, tool_call_id",
         )
         .bind(conversation_id)
         .fetch_all(&self.reader)
         .await?;
         rows.into_iter()
-            .map(|(tool_call_id, tool_name, args, created_at)| {
+            .map(|(tool_call_id, tool_name, args, render, created_at)| {
                 Ok(PendingCall {
                     tool_call_id,
                     tool_name,
                     args: serde_json::from_str(&args).map_err(decode)?,
+                    render: serde_json::from_str(&render).map_err(decode)?,
                     created_at,
                 })
             })
@@ -250,9 +257,9 @@ impl Store {
             PendingResolution::Dismissed => "dismissed",
         };
         let mut transaction = self.begin_write().await?;
-        let row: Option<(String, String, String)> = sqlx::query_as(
+        let row: Option<(String, String, String, String)> = sqlx::query_as(
             "UPDATE pending_calls SET status = ?, answer = ?, answered_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
-             WHERE conversation_id = ? AND tool_call_id = ? AND status = 'pending' RETURNING tool_name, args, created_at",
+             WHERE conversation_id = ? AND tool_call_id = ? AND status = 'pending' RETURNING tool_name, args, render, created_at",
         )
         .bind(status)
         .bind(answer.to_string())
@@ -260,7 +267,7 @@ impl Store {
         .bind(tool_call_id)
         .fetch_optional(&mut *transaction)
         .await?;
-        let Some((tool_name, args, created_at)) = row else {
+        let Some((tool_name, args, render, created_at)) = row else {
             let exists: Option<(i64,)> =
                 sqlx::query_as("SELECT 1 FROM pending_calls WHERE conversation_id = ? AND tool_call_id = ?")
                     .bind(conversation_id)
@@ -278,6 +285,7 @@ impl Store {
             tool_call_id: tool_call_id.to_owned(),
             tool_name,
             args: serde_json::from_str(&args).map_err(decode)?,
+            render: serde_json::from_str(&render).map_err(decode)?,
             created_at,
         })
     }

@@ -186,7 +186,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         Builtin::<RenderBlocksArgs>::boxed(
             "render_blocks",
             "Show structured blocks in the canvas without writing a component: markdown, table {columns:[{key,label}], \
-             data}, chart {chartType: line|bar|pie|area, data}, form {fields, submitLabel}, code, image, alert \
+             data}, chart {chartType: line|bar|pie|area, data: {labels: [...], datasets: [{label, data: [numbers]}]}}, form {fields, submitLabel}, code, image, alert \
              {variant: info|warning|danger|success}, json. Pauses until the person answers: a form returns \
              {action: \"submit\", data: {field: value}}; without a form the person dismisses: {action: \"dismiss\"}.",
             |_, _| Box::pin(async { outside_conversation("render_blocks") }),

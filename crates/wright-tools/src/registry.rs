@@ -112,6 +112,33 @@ impl ToolRegistry {
         check_arguments(name, &registered.validator, args)
     }
 
+    /// Checks a pausing call before the loop parks it, and fixes what the canvas will render:
+    /// for `render_and_wait` the component's name, version and compiled code (a stored
+    /// component must exist and be enabled; inline code must compile). Null for the others.
+    pub async fn prepare_pause(&self, agent: &AgentId, name: &str, args: &Value) -> Result<Value, ToolError> {
+        self.validate(name, args)?;
+        crate::interaction::check_pausing_call(name, args)?;
+        if name != "render_and_wait" {
+            return Ok(Value::Null);
+        }
+        if let Some(code) = args.get("code").and_then(Value::as_str) {
+            let compiled_js = crate::components::compile(code)?;
+            return Ok(serde_json::json!({ "name": null, "version": null, "compiled_js": compiled_js }));
+        }
+        let component_name = args.get("component").and_then(Value::as_str).unwrap_or_default();
+        let component = self.services.store.ui_component(agent, component_name).await?.ok_or_else(|| {
+            ToolError::NotFound(format!("no UI component named {component_name:?}; list_ui_components shows yours"))
+        })?;
+        if !component.enabled {
+            return Err(ToolError::Rejected(format!(
+                "the component {component_name:?} is disabled: it was installed and waits for a person to review and enable it"
+            )));
+        }
+        Ok(
+            serde_json::json!({ "name": component.name, "version": component.version, "compiled_js": component.compiled_js }),
+        )
+    }
+
     /// Looks up, validates, runs and records one call.
     pub async fn invoke(&self, invocation: Invocation) -> Result<Value, ToolError> {
         let Some(registered) = self.builtins.get(&invocation.name) else {

@@ -1009,10 +1009,20 @@ export interface components {
              */
             answer: unknown;
         };
+        /** @description The compiled component a render_and_wait call shows. */
+        PendingComponent: {
+            /** @description The stored component's name; null for inline code. */
+            name?: string | null;
+            /** Format: int64 */
+            version?: number | null;
+            /** @description The compiled ES module the frame runs. */
+            compiled_js: string;
+        };
         PendingView: {
             tool_call_id: string;
             tool_name: string;
             args: unknown;
+            component?: null | components["schemas"]["PendingComponent"];
             created_at: string;
         };
         PostMessage: {
@@ -1213,13 +1223,14 @@ export interface operations {
     };
     agent_tool_diff: {
         parameters: {
-            query?: never;
+            query: {
+                from: number;
+                to: number;
+            };
             header?: never;
             path: {
                 agent: string;
                 name: string;
-                from: number;
-                to: number;
             };
             cookie?: never;
         };
@@ -1337,13 +1348,14 @@ export interface operations {
     };
     update_preview: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A listing version; the latest when absent. */
+                version?: number;
+            };
             header?: never;
             path: {
                 agent: string;
                 name: string;
-                /** @description A listing version; the latest when absent. */
-                version: number | null;
             };
             cookie?: never;
         };
@@ -1434,13 +1446,14 @@ export interface operations {
     };
     component_diff: {
         parameters: {
-            query?: never;
+            query: {
+                from: number;
+                to: number;
+            };
             header?: never;
             path: {
                 agent: string;
                 name: string;
-                from: number;
-                to: number;
             };
             cookie?: never;
         };
@@ -1643,13 +1656,14 @@ export interface operations {
     };
     diff: {
         parameters: {
-            query?: never;
+            query: {
+                from: number;
+                to: number;
+            };
             header?: never;
             path: {
                 agent: string;
                 kind: string;
-                from: number;
-                to: number;
             };
             cookie?: never;
         };
@@ -1762,15 +1776,16 @@ export interface operations {
     };
     list_executions: {
         parameters: {
-            query?: never;
+            query?: {
+                tool?: string;
+                success?: boolean;
+                error_category?: string;
+                /** @description At most this many, newest first (default 100, at most 1,000). */
+                limit?: number;
+            };
             header?: never;
             path: {
                 agent: string;
-                tool: string | null;
-                success: boolean | null;
-                error_category: string | null;
-                /** @description At most this many, newest first (default 100, at most 1,000). */
-                limit: number | null;
             };
             cookie?: never;
         };
@@ -1788,12 +1803,13 @@ export interface operations {
     };
     list_keys: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only keys starting with this prefix. */
+                prefix?: string;
+            };
             header?: never;
             path: {
                 agent: string;
-                /** @description Only keys starting with this prefix. */
-                prefix: string | null;
             };
             cookie?: never;
         };
@@ -1889,12 +1905,13 @@ export interface operations {
     };
     stats: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The window, in days (default 7). */
+                days?: number;
+            };
             header?: never;
             path: {
                 agent: string;
-                /** @description The window, in days (default 7). */
-                days: number | null;
             };
             cookie?: never;
         };
@@ -2158,12 +2175,13 @@ export interface operations {
     };
     stream: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Replay stored events with a larger seq before following live updates. */
+                after?: number;
+            };
             header?: never;
             path: {
                 id: string;
-                /** @description Replay stored events with a larger seq before following live updates. */
-                after: number | null;
             };
             cookie?: never;
         };
@@ -2245,12 +2263,12 @@ export interface operations {
     };
     search: {
         parameters: {
-            query?: never;
-            header?: never;
-            path: {
+            query?: {
                 /** @description Words to find in names and descriptions. */
-                q: string | null;
+                q?: string;
             };
+            header?: never;
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
@@ -2289,13 +2307,14 @@ export interface operations {
     };
     export: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A listing version; the latest when absent. */
+                version?: number;
+            };
             header?: never;
             path: {
                 kind: string;
                 name: string;
-                /** @description A listing version; the latest when absent. */
-                version: number | null;
             };
             cookie?: never;
         };

@@ -2,7 +2,7 @@
 // Calls that wait for the person are answerable; answered ones stay as a read-only record.
 import { useEffect, useState } from 'react';
 import { api } from '../api/client';
-import type { PendingWithComponent } from '../api/temporary';
+import type { Pending as PendingWithComponent } from '../api/client';
 import { Blocks } from '../blocks/Blocks';
 import type { Block } from '../blocks/types';
 import { ComponentFrame } from '../frame/ComponentFrame';

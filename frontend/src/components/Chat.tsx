@@ -2,7 +2,7 @@
 // pending ask_user question, and the composer.
 import { useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react';
 import type { ApiError, Status } from '../api/client';
-import type { PendingWithComponent } from '../api/temporary';
+import type { Pending as PendingWithComponent } from '../api/client';
 import { Markdown } from '../blocks/Markdown';
 import { transcript, type ConversationState, type TranscriptItem } from '../state/conversation';
 import { AskUser } from './AskUser';

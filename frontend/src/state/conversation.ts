@@ -4,7 +4,7 @@
 // The stream replays stored events after the last seq we have, so after a reconnect the
 // same event may arrive twice: events are keyed by seq and a known seq is ignored.
 import type { ConversationDetail, Conversation, StoredEvent } from '../api/client';
-import type { PendingWithComponent } from '../api/temporary';
+import type { Pending as PendingWithComponent } from '../api/client';
 
 export type RunStatus = 'idle' | 'running' | 'waiting' | 'error';
 

@@ -2,7 +2,7 @@
 // a dropped connection (or a server that ended a lagging stream) loses nothing.
 import { useCallback, useEffect, useReducer, useRef } from 'react';
 import { api, type StoredEvent } from '../api/client';
-import type { PendingWithComponent } from '../api/temporary';
+import type { Pending as PendingWithComponent } from '../api/client';
 import { conversationReducer, initialConversationState, type ConversationState } from './conversation';
 
 const PAUSING_TOOLS = new Set(['render_and_wait', 'render_blocks', 'ask_user']);

@@ -96,16 +96,17 @@ impl Transcript for StoreTranscript {
             Ok(stored.into_iter().map(|stored| stored.event).collect())
         })
     }
-    fn park<'a>(
-        &'a self,
-        tool_call_id: &'a str,
-        tool_name: &'a str,
-        arguments: &'a Value,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    fn park<'a>(&'a self, call: &'a ParkedCall) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            self.parked.lock().unwrap().push(tool_name.to_owned());
+            self.parked.lock().unwrap().push(call.tool_name.clone());
             self.store
-                .create_pending_call(&self.conversation, tool_call_id, tool_name, arguments)
+                .create_pending_call(
+                    &self.conversation,
+                    &call.tool_call_id,
+                    &call.tool_name,
+                    &call.arguments,
+                    &call.render,
+                )
                 .await
                 .map_err(message)
         })
@@ -285,4 +286,21 @@ async fn large_results_are_cut_with_a_marker() {
     let result = fixture.events().await.into_iter().find(|event| event.kind == EventKind::ToolResult).unwrap();
     let output = result.data_json["output"].as_str().unwrap();
     assert!(output.ends_with("[output truncated: 4012 of 5012 bytes cut]"), "{}", &output[output.len() - 60..]);
+}
+
+#[tokio::test]
+async fn render_and_wait_parks_with_its_compiled_component_or_comes_back_as_an_error() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![calls(&[
+        ("inline", "render_and_wait", Ok(json!({"code": "export default () => <b>hi</b>;", "props": {}}))),
+        ("missing", "render_and_wait", Ok(json!({"component": "Nope"}))),
+        ("broken", "render_and_wait", Ok(json!({"code": "export default () => <b>;"}))),
+    ])]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Parked);
+    let pending = fixture.transcript.store.pending_calls("c1").await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert!(pending[0].render["compiled_js"].as_str().unwrap().contains("React.createElement(\"b\""));
+    let results = fixture.results().await;
+    assert_eq!(results[0]["output"]["category"], "not_found");
+    assert!(results[1]["output"]["error"].as_str().unwrap().contains("does not compile"));
 }

@@ -51,6 +51,7 @@ pub struct SetEnabled {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DiffQuery {
     pub from: i64,
     pub to: i64,
@@ -62,6 +63,7 @@ pub struct DiffText {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StatsQuery {
     /// The window, in days (default 7).
     pub days: Option<i64>,

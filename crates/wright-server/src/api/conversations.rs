@@ -97,7 +97,19 @@ pub struct PendingView {
     pub tool_call_id: String,
     pub tool_name: String,
     pub args: Value,
+    /// For render_and_wait: the component fixed when the call was made.
+    pub component: Option<PendingComponent>,
     pub created_at: String,
+}
+
+/// The compiled component a render_and_wait call shows.
+#[derive(Serialize, ToSchema)]
+pub struct PendingComponent {
+    /// The stored component's name; null for inline code.
+    pub name: Option<String>,
+    pub version: Option<i64>,
+    /// The compiled ES module the frame runs.
+    pub compiled_js: String,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -130,6 +142,7 @@ pub struct Accepted {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StreamQuery {
     /// Replay stored events with a larger seq before following live updates.
     pub after: Option<i64>,
@@ -185,6 +198,11 @@ pub async fn detail(
             .map(|call| PendingView {
                 tool_call_id: call.tool_call_id,
                 tool_name: call.tool_name,
+                component: call.render.get("compiled_js").and_then(Value::as_str).map(|compiled_js| PendingComponent {
+                    name: call.render["name"].as_str().map(str::to_owned),
+                    version: call.render["version"].as_i64(),
+                    compiled_js: compiled_js.to_owned(),
+                }),
                 args: call.args,
                 created_at: call.created_at,
             })

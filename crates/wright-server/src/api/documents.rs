@@ -107,6 +107,7 @@ pub struct RollbackRequest {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DiffQuery {
     pub from: i64,
     pub to: i64,

@@ -66,6 +66,7 @@ pub struct ListingDetail {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SearchQuery {
     /// Words to find in names and descriptions.
     pub q: Option<String>,
@@ -122,6 +123,7 @@ impl From<market::Installed> for InstalledView {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct VersionQuery {
     /// A listing version; the latest when absent.
     pub version: Option<i64>,

@@ -11,6 +11,7 @@ use super::{ApiError, ApiJson};
 use crate::AppState;
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct KeysQuery {
     /// Only keys starting with this prefix.
     pub prefix: Option<String>,

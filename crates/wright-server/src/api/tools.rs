@@ -40,6 +40,7 @@ pub struct ExecutionView {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ExecutionQuery {
     pub tool: Option<String>,
     pub success: Option<bool>,

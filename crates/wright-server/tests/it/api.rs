@@ -336,3 +336,16 @@ async fn publish_install_enable_and_roll_back_a_tool_over_http() {
     let (status, _) = fixture.authed(Method::DELETE, "/api/agents/second/agent-tools/greet/installed", None).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+/// The canvas app's API types are generated from `frontend/openapi.json`; it must be what the
+/// server serves, or the types describe another API.
+#[test]
+fn the_frontend_openapi_snapshot_is_current() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../frontend/openapi.json");
+    let snapshot: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let current = serde_json::to_value(wright_server::api::openapi()).unwrap();
+    assert!(
+        snapshot == current,
+        "frontend/openapi.json is stale: run `cargo run --bin wright -- openapi > frontend/openapi.json && (cd frontend && npm run gen:api)`"
+    );
+}

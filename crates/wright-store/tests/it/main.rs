@@ -339,7 +339,7 @@ mod conversations {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(open(&dir).await);
         store.create_conversation(&default_agent(), "c1", "t").await.unwrap();
-        store.create_pending_call("c1", "call-1", "ask_user", &json!({"question": "?"})).await.unwrap();
+        store.create_pending_call("c1", "call-1", "ask_user", &json!({"question": "?"}), &json!(null)).await.unwrap();
         assert_eq!(store.pending_calls("c1").await.unwrap().len(), 1);
         let racers: Vec<_> = (0..10)
             .map(|index| {

@@ -1,0 +1,557 @@
+//! The QuickJS side: one [`Engine`] per worker thread runs calls one at a time, each in a fresh
+//! context with the prelude loaded, under the call's memory limit, stack limit and deadline.
+//!
+//! Guarantees:
+//! - Every call gets a new `Context`, so nothing a call does to globals or to the prelude's
+//!   objects is visible to the next one. The runtime (heap, atoms) is reused only after a call
+//!   that ended cleanly with an empty job queue; after an interrupt, an out-of-memory, pending
+//!   jobs or every [`CALLS_PER_RUNTIME`] calls it is thrown away, as QuickJS may be left in a bad
+//!   state by the first two and the third would run the old call's jobs during the next.
+//! - The deadline is checked by the interrupt handler (between bytecode ops) and by every host
+//!   function; a native builtin that never polls can overrun it, which is why calls run in
+//!   worker processes under the pool's watchdog.
+//! - The next call's context is prepared right after a call finishes ([`Engine::prepare`]), so
+//!   creating it is not on the caller's path.
+
+use crate::SandboxError;
+use crate::config::Limits;
+use crate::outcome::ErrorKind;
+use crate::protocol::{HostCall, WireOutcome};
+use rquickjs::context::EvalOptions;
+use rquickjs::function::Func;
+use rquickjs::{
+    CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Module, Object, Persistent,
+    Runtime, Value,
+};
+use serde_json::Value as JsonValue;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// The prelude, compiled into the binary so a worker needs no files.
+pub(crate) const PRELUDE: &str = include_str!("../../../sandbox-prelude/prelude.js");
+
+/// Agent code is compiled as the body of this function. The opening is on the body's first line
+/// so that line numbers in errors are the agent's own; columns on line 1 are shifted back.
+const CODE_OPEN: &str = "(async function () {";
+const CODE_CLOSE: &str = "\n})";
+/// The file name agent code is compiled under; stack frames outside it are the prelude's.
+pub(crate) const CODE_FILE: &str = "tool.js";
+
+/// A fresh runtime now and then bounds whatever a long-lived QuickJS heap accumulates.
+const CALLS_PER_RUNTIME: u32 = 1_000;
+/// Budget for evaluating the prelude into a new context.
+const PREPARE_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How host calls leave the engine: the worker sends them over its pipe; other embedders (the
+/// benchmark peer) may refuse them.
+pub(crate) trait Bridge {
+    fn call(&mut self, call: HostCall) -> Result<JsonValue, String>;
+}
+
+/// A bridge with no host behind it.
+pub(crate) struct NoHost;
+
+impl Bridge for NoHost {
+    fn call(&mut self, _call: HostCall) -> Result<JsonValue, String> {
+        Err("no host is attached: state and fetch are not available here".to_string())
+    }
+}
+
+/// Per-call state shared by the interrupt handler and the native functions. Single-threaded
+/// (`Rc`, `Cell`): an engine never leaves its thread.
+struct CallState {
+    deadline: Cell<Instant>,
+    /// Set when the deadline stopped the code, by the interrupt handler or a host function:
+    /// the outcome is `timeout` whatever the code did with the error.
+    timed_out: Cell<bool>,
+    limits: Cell<Limits>,
+    fetches: Cell<u32>,
+    logs: RefCell<LogBuffer>,
+    bridge: RefCell<Box<dyn Bridge>>,
+}
+
+impl CallState {
+    fn past_deadline(&self) -> bool {
+        if Instant::now() >= self.deadline.get() {
+            self.timed_out.set(true);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[derive(Default)]
+struct LogBuffer {
+    entries: Vec<String>,
+    bytes: usize,
+    truncated: bool,
+}
+
+impl LogBuffer {
+    fn push(&mut self, level: &str, text: &str, limits: &Limits) {
+        if self.truncated {
+            return;
+        }
+        let prefix = match level {
+            "warn" => "[warn] ",
+            "error" => "[error] ",
+            _ => "",
+        };
+        let size = prefix.len() + text.len();
+        if self.entries.len() >= limits.max_log_entries || self.bytes + size > limits.max_log_bytes {
+            // Keep what fits of this entry, then say that the rest was dropped.
+            let room = limits.max_log_bytes.saturating_sub(self.bytes + prefix.len());
+            if self.entries.len() < limits.max_log_entries && room > 0 {
+                let mut end = room.min(text.len());
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.entries.push(format!("{prefix}{}", &text[..end]));
+            }
+            self.entries.push(format!(
+                "[logs truncated: at most {} entries and {} bytes are kept]",
+                limits.max_log_entries, limits.max_log_bytes
+            ));
+            self.truncated = true;
+            return;
+        }
+        self.bytes += size;
+        self.entries.push(format!("{prefix}{text}"));
+    }
+}
+
+/// A context with the prelude installed, waiting for a call. Field order is drop order: the
+/// runner must go before its context.
+struct Prepared {
+    runner: Persistent<Object<'static>>,
+    context: Context,
+}
+
+pub(crate) struct Engine {
+    prepared: Option<Prepared>,
+    runtime: Option<Runtime>,
+    state: Rc<CallState>,
+    calls_on_runtime: u32,
+    /// The memory and stack limits the runtime is set to, to skip resetting them.
+    runtime_limits: Option<(usize, usize)>,
+}
+
+impl Engine {
+    pub(crate) fn new(bridge: Box<dyn Bridge>) -> Engine {
+        Engine {
+            prepared: None,
+            runtime: None,
+            state: Rc::new(CallState {
+                deadline: Cell::new(Instant::now()),
+                timed_out: Cell::new(false),
+                limits: Cell::new(Limits::default()),
+                fetches: Cell::new(0),
+                logs: RefCell::new(LogBuffer::default()),
+                bridge: RefCell::new(bridge),
+            }),
+            calls_on_runtime: 0,
+            runtime_limits: None,
+        }
+    }
+
+    fn runtime(&mut self) -> Result<Runtime, SandboxError> {
+        if let Some(runtime) = &self.runtime {
+            return Ok(runtime.clone());
+        }
+        let runtime = Runtime::new().map_err(engine_error)?;
+        let state = Rc::clone(&self.state);
+        runtime.set_interrupt_handler(Some(Box::new(move || state.past_deadline())));
+        self.runtime = Some(runtime.clone());
+        self.runtime_limits = None;
+        self.calls_on_runtime = 0;
+        Ok(runtime)
+    }
+
+    fn discard_runtime(&mut self) {
+        self.prepared = None;
+        self.runtime = None;
+    }
+
+    fn set_limits(&mut self, runtime: &Runtime, limits: &Limits) {
+        let wanted = (limits.memory_limit_bytes, limits.stack_limit_bytes);
+        if self.runtime_limits != Some(wanted) {
+            runtime.set_memory_limit(limits.memory_limit_bytes);
+            runtime.set_max_stack_size(limits.stack_limit_bytes);
+            self.runtime_limits = Some(wanted);
+        }
+    }
+
+    /// Makes sure a fresh context with the prelude is ready for the next call.
+    pub(crate) fn prepare(&mut self) -> Result<(), SandboxError> {
+        if self.prepared.is_some() {
+            return Ok(());
+        }
+        let runtime = self.runtime()?;
+        self.set_limits(&runtime, &Limits::default());
+        self.state.deadline.set(Instant::now() + PREPARE_DEADLINE);
+        self.state.timed_out.set(false);
+        let context = Context::full(&runtime).map_err(engine_error)?;
+        let runner = context.with(|ctx| install_prelude(&ctx, Rc::clone(&self.state)))?;
+        self.prepared = Some(Prepared { runner, context });
+        Ok(())
+    }
+
+    /// Runs one call to the end. Never panics on anything the code does; an engine failure
+    /// (QuickJS refusing to create a context) comes back as a `runtime` failure.
+    pub(crate) fn run(&mut self, code: &str, args: &JsonValue, input: Option<&str>, limits: &Limits) -> WireOutcome {
+        let outcome = match self.run_inner(code, args, input, limits) {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                self.discard_runtime();
+                WireOutcome::Err { kind: ErrorKind::Runtime, error: error.to_string(), stack: None, logs: self.take_logs() }
+            }
+        };
+        // Whatever happened, this call's context is gone; decide whether its runtime may serve
+        // the next one.
+        self.prepared = None;
+        let clean = matches!(outcome, WireOutcome::Ok { .. })
+            || matches!(outcome, WireOutcome::Err { kind: ErrorKind::Runtime | ErrorKind::Syntax | ErrorKind::OutputTooLarge, .. });
+        let jobs_left = self.runtime.as_ref().is_some_and(Runtime::is_job_pending);
+        if !clean || jobs_left || self.state.timed_out.get() || self.calls_on_runtime >= CALLS_PER_RUNTIME {
+            self.discard_runtime();
+        }
+        outcome
+    }
+
+    fn take_logs(&self) -> Vec<String> {
+        std::mem::take(&mut self.state.logs.borrow_mut().entries)
+    }
+
+    fn run_inner(&mut self, code: &str, args: &JsonValue, input: Option<&str>, limits: &Limits) -> Result<WireOutcome, SandboxError> {
+        self.prepare()?;
+        let runtime = self.runtime()?;
+        self.set_limits(&runtime, limits);
+        self.calls_on_runtime += 1;
+        let state = Rc::clone(&self.state);
+        state.limits.set(*limits);
+        state.fetches.set(0);
+        *state.logs.borrow_mut() = LogBuffer::default();
+        state.timed_out.set(false);
+        state.deadline.set(Instant::now() + limits.deadline());
+
+        let Some(prepared) = self.prepared.as_ref() else {
+            return Err(SandboxError::Engine("no prepared context".to_string()));
+        };
+        let args_json = serde_json::to_string(args).map_err(|error| SandboxError::Engine(error.to_string()))?;
+        let source = wrap_code(code);
+
+        // Compile and start: the body runs synchronously up to its first `await`.
+        let started = prepared.context.with(|ctx| -> Result<Option<Failure>, SandboxError> {
+            let runner = prepared.runner.clone().restore(&ctx).map_err(engine_error)?;
+            let mut options = EvalOptions::default();
+            options.strict = true;
+            options.backtrace_barrier = true;
+            options.filename = Some(CODE_FILE.to_string());
+            let function = match ctx.eval_with_options::<Function<'_>, _>(source, options).catch(&ctx) {
+                Ok(function) => function,
+                Err(caught) => return Ok(Some(Failure::from_caught(&caught, true))),
+            };
+            let start: Function<'_> = runner.get("start").map_err(engine_error)?;
+            let started = start.call::<_, Value<'_>>((function, args_json, input)).catch(&ctx);
+            Ok(started.err().map(|caught| Failure::from_caught(&caught, false)))
+        })?;
+        if let Some(failure) = started {
+            return Ok(self.failure_outcome(failure, limits));
+        }
+
+        // Drive promise jobs until the call settles or nothing is left to run. Jobs run outside
+        // `Context::with`: `Runtime::execute_pending_job` reports the exceptions that escape a
+        // job (an interrupt, an out-of-memory), which `Ctx::execute_pending_job` would swallow.
+        loop {
+            let status = prepared.context.with(|ctx| -> Result<i32, SandboxError> {
+                let runner = prepared.runner.clone().restore(&ctx).map_err(engine_error)?;
+                let status: Function<'_> = runner.get("status").map_err(engine_error)?;
+                status.call::<_, i32>(()).map_err(engine_error)
+            });
+            match status {
+                Ok(0) => {}
+                Ok(_) => break,
+                // The runner itself failed (out of memory in a tiny heap): classify below.
+                Err(_) => break,
+            }
+            match runtime.execute_pending_job() {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(job_exception) => {
+                    let failure = job_exception.0.with(|ctx| {
+                        let value = ctx.catch();
+                        Failure::from_value(&value)
+                    });
+                    return Ok(self.failure_outcome(failure, limits));
+                }
+            }
+        }
+
+        let finished = prepared.context.with(|ctx| -> Result<Result<String, Failure>, SandboxError> {
+            let runner = prepared.runner.clone().restore(&ctx).map_err(engine_error)?;
+            let finish: Function<'_> = runner.get("finish").map_err(engine_error)?;
+            let report = match finish.call::<_, Vec<Value<'_>>>(()).catch(&ctx) {
+                Ok(report) => report,
+                Err(caught) => return Ok(Err(Failure::from_caught(&caught, false))),
+            };
+            let text = |index: usize| report.get(index).and_then(|value| value.as_string()).and_then(|s| s.to_string().ok()).unwrap_or_default();
+            if report.first().and_then(Value::as_bool) == Some(true) {
+                Ok(Ok(text(1)))
+            } else {
+                Ok(Err(Failure { name: text(1), message: text(2), stack: text(3), thrown_null: text(1) == "null" }))
+            }
+        })?;
+        match finished {
+            Ok(result_json) => {
+                if state.timed_out.get() {
+                    // The code caught the deadline's error and went on: it still timed out.
+                    return Ok(self.failure_outcome(Failure::default(), limits));
+                }
+                if result_json.len() > limits.max_result_bytes {
+                    return Ok(WireOutcome::Err {
+                        kind: ErrorKind::OutputTooLarge,
+                        error: format!(
+                            "the result is {} bytes of JSON; the limit is {} bytes",
+                            result_json.len(),
+                            limits.max_result_bytes
+                        ),
+                        stack: None,
+                        logs: self.take_logs(),
+                    });
+                }
+                Ok(WireOutcome::Ok { result_json, logs: self.take_logs() })
+            }
+            Err(failure) => Ok(self.failure_outcome(failure, limits)),
+        }
+    }
+
+    fn failure_outcome(&self, failure: Failure, limits: &Limits) -> WireOutcome {
+        let logs = self.take_logs();
+        if self.state.timed_out.get() {
+            return WireOutcome::Err {
+                kind: ErrorKind::Timeout,
+                error: format!("the code ran past its deadline of {} ms", limits.deadline_ms),
+                stack: None,
+                logs,
+            };
+        }
+        if failure.is_out_of_memory() {
+            return WireOutcome::Err {
+                kind: ErrorKind::Memory,
+                error: format!("the code ran out of memory (limit {} bytes)", limits.memory_limit_bytes),
+                stack: None,
+                logs,
+            };
+        }
+        let kind = if failure.syntax { ErrorKind::Syntax } else { ErrorKind::Runtime };
+        let (line, column) = first_position(&failure.stack);
+        let error = match (failure.syntax, line) {
+            (true, Some(line)) => format!("{} (line {line}, column {})", failure.headline(), column.unwrap_or(0)),
+            _ => failure.headline(),
+        };
+        let stack = agent_frames(&failure.stack);
+        WireOutcome::Err { kind, error, stack: (!stack.is_empty() && !failure.syntax).then_some(stack), logs }
+    }
+}
+
+/// An error as the engine saw it.
+#[derive(Debug, Default)]
+struct Failure {
+    name: String,
+    message: String,
+    stack: String,
+    thrown_null: bool,
+    syntax: bool,
+}
+
+impl Failure {
+    fn from_caught(caught: &CaughtError<'_>, compiling: bool) -> Failure {
+        match caught {
+            CaughtError::Exception(exception) => {
+                let object = exception.as_object();
+                let name: String = object.get("name").unwrap_or_else(|_| "Error".to_string());
+                Failure {
+                    syntax: compiling && name == "SyntaxError",
+                    name,
+                    message: exception.message().unwrap_or_default(),
+                    stack: exception.stack().unwrap_or_default(),
+                    thrown_null: false,
+                }
+            }
+            CaughtError::Value(value) => Failure::from_value(value),
+            CaughtError::Error(error) => Failure { name: "Error".to_string(), message: error.to_string(), ..Failure::default() },
+        }
+    }
+
+    fn from_value(value: &Value<'_>) -> Failure {
+        if value.is_null() {
+            return Failure { name: "null".to_string(), message: "null".to_string(), thrown_null: true, ..Failure::default() };
+        }
+        if let Some(exception) = value.as_exception() {
+            return Failure::from_caught(&CaughtError::Exception(exception.clone()), false);
+        }
+        let message = value
+            .as_string()
+            .and_then(|s| s.to_string().ok())
+            .unwrap_or_else(|| format!("a thrown {}", value.type_name()));
+        Failure { name: "Thrown".to_string(), message, ..Failure::default() }
+    }
+
+    /// QuickJS reports out-of-memory from its allocator accounting as an `InternalError: out of
+    /// memory`, or — when it cannot even allocate that error — as a bare `null`.
+    fn is_out_of_memory(&self) -> bool {
+        self.thrown_null || (self.name == "InternalError" && self.message == "out of memory") || self.message == "out of memory"
+    }
+
+    fn headline(&self) -> String {
+        match self.name.as_str() {
+            "" | "Thrown" => self.message.clone(),
+            name => format!("{name}: {}", self.message),
+        }
+    }
+}
+
+fn engine_error(error: rquickjs::Error) -> SandboxError {
+    SandboxError::Engine(error.to_string())
+}
+
+pub(crate) fn wrap_code(code: &str) -> String {
+    let mut source = String::with_capacity(CODE_OPEN.len() + code.len() + CODE_CLOSE.len());
+    source.push_str(CODE_OPEN);
+    source.push_str(code);
+    source.push_str(CODE_CLOSE);
+    source
+}
+
+/// Parses `tool.js:LINE:COLUMN` and maps the column on line 1 back into the agent's text.
+fn parse_position(text: &str) -> Option<(u32, u32)> {
+    let rest = &text[text.find(CODE_FILE)? + CODE_FILE.len()..];
+    let rest = rest.strip_prefix(':')?;
+    let line_end = rest.find(':')?;
+    let line: u32 = rest[..line_end].parse().ok()?;
+    let column_text: String = rest[line_end + 1..].chars().take_while(char::is_ascii_digit).collect();
+    let mut column: u32 = column_text.parse().ok()?;
+    if line == 1 {
+        column = column.saturating_sub(CODE_OPEN.len() as u32).max(1);
+    }
+    Some((line, column))
+}
+
+fn first_position(stack: &str) -> (Option<u32>, Option<u32>) {
+    match stack.lines().find_map(parse_position) {
+        Some((line, column)) => (Some(line), Some(column)),
+        None => (None, None),
+    }
+}
+
+/// The frames of a stack that are in the agent's code, columns on line 1 corrected.
+fn agent_frames(stack: &str) -> String {
+    stack
+        .lines()
+        .filter(|line| line.contains(CODE_FILE))
+        .map(|line| match (parse_position(line), line.find(CODE_FILE)) {
+            (Some((row, column)), Some(at)) => {
+                let closing = if line.trim_end().ends_with(')') { ")" } else { "" };
+                format!("{}{CODE_FILE}:{row}:{column}{closing}", &line[..at])
+            }
+            _ => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Evaluates the prelude in `ctx` and installs it with this engine's native functions.
+fn install_prelude<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Persistent<Object<'static>>, SandboxError> {
+    let mut options = EvalOptions::default();
+    options.strict = true;
+    options.filename = Some("prelude.js".to_string());
+    let install: Function<'js> = ctx.eval_with_options(PRELUDE, options).map_err(engine_error)?;
+    let natives = Object::new(ctx.clone()).map_err(engine_error)?;
+    natives.set("host", host_function(ctx, Rc::clone(&state))?).map_err(engine_error)?;
+    natives.set("log", log_function(ctx, state)?).map_err(engine_error)?;
+    let runner: Object<'js> = install.call((natives,)).map_err(engine_error)?;
+    Ok(Persistent::save(ctx, runner))
+}
+
+/// `native.host(op, payloadJson) -> replyJson`: a blocking round trip to the host, after the
+/// deadline and the fetch count are checked.
+fn host_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Function<'js>, SandboxError> {
+    let function = move |ctx: Ctx<'js>, op: String, payload: String| -> rquickjs::Result<String> {
+        if state.past_deadline() {
+            return Err(Exception::throw_internal(&ctx, "the call's deadline has passed"));
+        }
+        let limits = state.limits.get();
+        if op == "fetch" {
+            let count = state.fetches.get() + 1;
+            if count > limits.max_fetches {
+                return Err(Exception::throw_message(
+                    &ctx,
+                    &format!("fetch limit reached: at most {} requests per call", limits.max_fetches),
+                ));
+            }
+            state.fetches.set(count);
+        }
+        let mut message: serde_json::Map<String, JsonValue> = match serde_json::from_str(&payload) {
+            Ok(JsonValue::Object(map)) => map,
+            _ => return Err(Exception::throw_type(&ctx, "bad host request")),
+        };
+        message.insert("op".to_string(), JsonValue::String(op));
+        let call: HostCall = match serde_json::from_value(JsonValue::Object(message)) {
+            Ok(call) => call,
+            Err(error) => return Err(Exception::throw_type(&ctx, &format!("bad host request: {error}"))),
+        };
+        let reply = state.bridge.borrow_mut().call(call);
+        match reply {
+            Ok(JsonValue::Null) => Ok(String::new()),
+            Ok(value) => Ok(serde_json::to_string(&value).unwrap_or_default()),
+            Err(message) => {
+                if state.past_deadline() {
+                    return Err(Exception::throw_internal(&ctx, "the call's deadline has passed"));
+                }
+                Err(Exception::throw_message(&ctx, &message))
+            }
+        }
+    };
+    Function::new(ctx.clone(), function).map_err(engine_error)
+}
+
+/// `native.log(level, text)`: captured under the call's caps; past the deadline it throws so a
+/// logging loop cannot outlive the call.
+fn log_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Function<'js>, SandboxError> {
+    let function = move |ctx: Ctx<'js>, level: String, text: String| -> rquickjs::Result<()> {
+        if state.past_deadline() {
+            return Err(Exception::throw_internal(&ctx, "the call's deadline has passed"));
+        }
+        let limits = state.limits.get();
+        state.logs.borrow_mut().push(&level, &text, &limits);
+        Ok(())
+    };
+    Function::new(ctx.clone(), Func::from(function)).map_err(engine_error)
+}
+
+/// Compiles `code` as a tool body without running any of it. A syntax error comes back with the
+/// line and column in the agent's text.
+pub(crate) fn check_syntax(code: &str) -> Result<(), SandboxError> {
+    let runtime = Runtime::new().map_err(engine_error)?;
+    runtime.set_memory_limit(Limits::default().memory_limit_bytes);
+    runtime.set_max_stack_size(Limits::default().stack_limit_bytes);
+    let context = Context::base(&runtime).map_err(engine_error)?;
+    context.with(|ctx| {
+        // A module is compiled without being evaluated, unlike a script: code that escapes the
+        // wrapper (`}); ...; (function () {`) cannot run here. Modules are strict, as calls are.
+        match Module::declare(ctx.clone(), CODE_FILE, wrap_code(code)).catch(&ctx) {
+            Ok(_) => Ok(()),
+            Err(caught) => {
+                let failure = Failure::from_caught(&caught, true);
+                let (line, column) = first_position(&failure.stack);
+                Err(SandboxError::Syntax {
+                    message: failure.headline(),
+                    line: line.unwrap_or(0),
+                    column: column.unwrap_or(0),
+                })
+            }
+        }
+    })
+}
