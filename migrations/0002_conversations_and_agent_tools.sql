@@ -36,6 +36,9 @@ CREATE TABLE pending_calls (
     tool_call_id    TEXT NOT NULL,
     tool_name       TEXT NOT NULL,
     args            TEXT NOT NULL,
+    -- What the canvas renders, fixed when the call was parked: for render_and_wait the
+    -- component's name, version and compiled code; JSON null otherwise.
+    render          TEXT NOT NULL DEFAULT 'null',
     status          TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'answered', 'dismissed')),
     answer          TEXT,
     created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
