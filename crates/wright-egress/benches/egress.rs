@@ -67,8 +67,9 @@ async fn run() {
     let egress = Egress::with_resolver(config, Arc::new(resolver)).unwrap();
 
     // Policy checks.
+    let public_v6: std::net::IpAddr = "2606:4700:4700::1111".parse().unwrap();
     let address_only = time_sync(31, 100_000, || {
-        std::hint::black_box(classify(std::hint::black_box("2606:4700:4700::1111".parse().unwrap())));
+        std::hint::black_box(classify(std::hint::black_box(public_v6)));
     });
     let mut check_literal = Vec::new();
     let mut check_name = Vec::new();

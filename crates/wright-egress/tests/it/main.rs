@@ -168,8 +168,21 @@ fn api_keys_never_reach_debug_output() {
     assert!(!debug.contains("secret"), "{debug}");
 }
 
+/// The binary may build its `Egress` before the runtime starts (config loading).
+#[test]
+fn system_resolver_builds_outside_a_runtime() {
+    let egress = Egress::new(EgressConfig::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    assert!(!runtime.block_on(egress.check("http://[::1]/")).allowed);
+}
+
 #[tokio::test]
 async fn system_resolver_builds_and_literals_need_no_dns() {
+    // hickory answers `localhost` from /etc/hosts; the allowlist lets the lookup happen.
+    let egress = Egress::new(allowing(&["localhost".to_owned()])).unwrap();
+    let verdict = egress.check("http://localhost/").await;
+    assert!(verdict.allowed, "{verdict}");
+    assert!(verdict.addresses.iter().all(|address| address.address.is_loopback()), "{verdict}");
     let egress = Egress::new(EgressConfig::default()).unwrap();
     let verdict = egress.check("http://127.0.0.1/").await;
     assert!(!verdict.allowed);
