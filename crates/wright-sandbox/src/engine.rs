@@ -18,7 +18,6 @@ use crate::config::Limits;
 use crate::outcome::ErrorKind;
 use crate::protocol::{HostCall, WireOutcome};
 use rquickjs::context::EvalOptions;
-use rquickjs::function::Func;
 use rquickjs::{
     CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Module, Object, Persistent,
     Runtime, Value,
@@ -46,15 +45,24 @@ const PREPARE_DEADLINE: Duration = Duration::from_secs(5);
 /// How host calls leave the engine: the worker sends them over its pipe; other embedders (the
 /// benchmark peer) may refuse them.
 pub(crate) trait Bridge {
-    fn call(&mut self, call: HostCall) -> Result<JsonValue, String>;
+    fn call(&mut self, call: HostCall) -> Result<JsonValue, HostError>;
+}
+
+/// Why a host call failed.
+pub(crate) enum HostError {
+    /// The host refused; the message is thrown in the agent's code.
+    Message(String),
+    /// The call's deadline passed while the host was answering (the host's clock decides, as
+    /// the host is what waited).
+    DeadlinePassed,
 }
 
 /// A bridge with no host behind it.
 pub(crate) struct NoHost;
 
 impl Bridge for NoHost {
-    fn call(&mut self, _call: HostCall) -> Result<JsonValue, String> {
-        Err("no host is attached: state and fetch are not available here".to_string())
+    fn call(&mut self, _call: HostCall) -> Result<JsonValue, HostError> {
+        Err(HostError::Message("no host is attached: state and fetch are not available here".to_string()))
     }
 }
 
@@ -300,7 +308,7 @@ impl Engine {
             if report.first().and_then(Value::as_bool) == Some(true) {
                 Ok(Ok(text(1)))
             } else {
-                Ok(Err(Failure { name: text(1), message: text(2), stack: text(3), thrown_null: text(1) == "null" }))
+                Ok(Err(Failure { name: text(1), message: text(2), stack: text(3), thrown_null: text(1) == "null", syntax: false }))
             }
         })?;
         match finished {
@@ -506,7 +514,11 @@ fn host_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Function<'
         match reply {
             Ok(JsonValue::Null) => Ok(String::new()),
             Ok(value) => Ok(serde_json::to_string(&value).unwrap_or_default()),
-            Err(message) => {
+            Err(HostError::DeadlinePassed) => {
+                state.timed_out.set(true);
+                Err(Exception::throw_internal(&ctx, "the call's deadline has passed"))
+            }
+            Err(HostError::Message(message)) => {
                 if state.past_deadline() {
                     return Err(Exception::throw_internal(&ctx, "the call's deadline has passed"));
                 }
@@ -528,7 +540,7 @@ fn log_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Function<'j
         state.logs.borrow_mut().push(&level, &text, &limits);
         Ok(())
     };
-    Function::new(ctx.clone(), Func::from(function)).map_err(engine_error)
+    Function::new(ctx.clone(), function).map_err(engine_error)
 }
 
 /// Compiles `code` as a tool body without running any of it. A syntax error comes back with the
@@ -537,7 +549,7 @@ pub(crate) fn check_syntax(code: &str) -> Result<(), SandboxError> {
     let runtime = Runtime::new().map_err(engine_error)?;
     runtime.set_memory_limit(Limits::default().memory_limit_bytes);
     runtime.set_max_stack_size(Limits::default().stack_limit_bytes);
-    let context = Context::base(&runtime).map_err(engine_error)?;
+    let context = Context::full(&runtime).map_err(engine_error)?;
     context.with(|ctx| {
         // A module is compiled without being evaluated, unlike a script: code that escapes the
         // wrapper (`}); ...; (function () {`) cannot run here. Modules are strict, as calls are.

@@ -14,7 +14,12 @@ use serde_json::Value;
 #[serde(tag = "t", rename_all = "snake_case")]
 pub(crate) enum ToWorker {
     Run { code: String, args: Value, input: Option<String>, limits: Limits },
-    Reply { reply: Result<Value, String> },
+    /// `deadline_passed`: the host gave up waiting for its own answer at the call's deadline.
+    Reply {
+        reply: Result<Value, String>,
+        #[serde(default)]
+        deadline_passed: bool,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -1,0 +1,114 @@
+//! Running one piece of code many times and timing it: what `wright sandbox run FILE
+//! [--args JSON] [--input FILE] [--repeat N] [--json]` prints, and what the benchmark against
+//! the peer sandboxes (`../shared/bench/peers`) uses. The binary only parses arguments.
+
+use crate::host::SandboxHost;
+use crate::outcome::RunOutcome;
+use crate::pool::{RunRequest, Sandbox};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Timings of `runs` calls of the same request, and the last call's outcome.
+#[derive(Debug, Clone)]
+pub struct RepeatReport {
+    pub outcome: RunOutcome,
+    pub runs: usize,
+    pub median_ms: f64,
+    pub p95_ms: f64,
+    /// Sequential runs per second: runs / the sum of their latencies.
+    pub runs_per_s: f64,
+    /// Peak resident memory of this process plus the largest worker, MiB (Linux; 0 elsewhere).
+    pub peak_rss_mb: f64,
+}
+
+impl RepeatReport {
+    /// `{"result", "runs", "median_ms", "p95_ms", "runs_per_s", "peak_rss_mb"}`; on failure
+    /// `result` is null and `error` and `kind` say why.
+    pub fn to_json(&self) -> Value {
+        let mut object = json!({
+            "result": Value::Null,
+            "runs": self.runs,
+            "median_ms": self.median_ms,
+            "p95_ms": self.p95_ms,
+            "runs_per_s": self.runs_per_s,
+            "peak_rss_mb": self.peak_rss_mb,
+        });
+        match &self.outcome {
+            RunOutcome::Success { result, .. } => object["result"] = result.clone(),
+            RunOutcome::Failure { error, kind, .. } => {
+                object["error"] = json!(error);
+                object["kind"] = json!(kind);
+            }
+        }
+        object
+    }
+
+    /// The human form: the outcome as JSON, then one line of timings.
+    pub fn to_text(&self) -> String {
+        let outcome = serde_json::to_string_pretty(&self.outcome.to_json()).unwrap_or_default();
+        format!(
+            "{outcome}\nruns {}  median {:.3} ms  p95 {:.3} ms  {:.0} runs/s  peak RSS {:.1} MiB",
+            self.runs, self.median_ms, self.p95_ms, self.runs_per_s, self.peak_rss_mb
+        )
+    }
+}
+
+/// Runs `request` `warmup` times untimed, then `repeat` times (at least once) timed, one after
+/// the other, each in a fresh context as always. Latency is the caller's wall time for
+/// `Sandbox::run`: IPC, compiling, running and returning the result.
+pub async fn run_repeated(sandbox: &Sandbox, request: &RunRequest, host: Arc<dyn SandboxHost>, repeat: usize, warmup: usize) -> RepeatReport {
+    for _ in 0..warmup {
+        sandbox.run(request.clone(), Arc::clone(&host)).await;
+    }
+    let runs = repeat.max(1);
+    let mut samples = Vec::with_capacity(runs);
+    let mut outcome = None;
+    for _ in 0..runs {
+        let request = request.clone();
+        let started = Instant::now();
+        let this = sandbox.run(request, Arc::clone(&host)).await;
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        outcome = Some(this);
+    }
+    let total: f64 = samples.iter().sum();
+    samples.sort_by(f64::total_cmp);
+    let worker_peak = sandbox.worker_pids().into_iter().map(|pid| peak_rss_mb(&format!("/proc/{pid}/status"))).fold(0.0, f64::max);
+    RepeatReport {
+        outcome: outcome.unwrap_or_else(|| RunOutcome::failure(crate::ErrorKind::Runtime, "no run", Vec::new())),
+        runs,
+        median_ms: median(&samples),
+        p95_ms: nearest_rank(&samples, 0.95),
+        runs_per_s: if total > 0.0 { runs as f64 / (total / 1000.0) } else { 0.0 },
+        peak_rss_mb: peak_rss_mb("/proc/self/status") + worker_peak,
+    }
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// The nearest-rank percentile, as the peers' harness computes it.
+fn nearest_rank(sorted: &[f64], quantile: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (quantile * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn peak_rss_mb(status_path: &str) -> f64 {
+    std::fs::read_to_string(status_path)
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}

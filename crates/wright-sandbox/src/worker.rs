@@ -1,0 +1,98 @@
+//! The worker process: [`worker_main`] serves calls from the pool over stdin/stdout, one at a
+//! time, until stdin closes. It is meant to be killed: the pool's watchdog does so whenever a
+//! call overruns its deadline plus grace, and nothing here needs cleaning up.
+
+use crate::engine::{Bridge, Engine, HostError};
+use crate::protocol::{FromWorker, HostCall, ToWorker};
+use serde_json::Value;
+use std::io::{BufRead, Write};
+
+/// The worker thread's stack: above the largest JS stack limit a call may ask for
+/// ([`crate::config::MAX_STACK_LIMIT_BYTES`]), so deep recursion ends in a `RangeError` long
+/// before the thread's guard page. Only touched pages cost memory.
+const WORKER_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// Runs a sandbox worker on this process's stdin and stdout; returns when stdin closes. The
+/// `wright` binary calls it from a hidden subcommand; `wright-sandbox-worker` is the same for
+/// tests. Nothing else may write to stdout in this process.
+pub fn worker_main() {
+    let thread = std::thread::Builder::new()
+        .name("sandbox-worker".to_string())
+        .stack_size(WORKER_STACK_BYTES)
+        .spawn(serve);
+    match thread {
+        Ok(handle) => {
+            if handle.join().is_err() {
+                std::process::exit(101);
+            }
+        }
+        Err(error) => {
+            eprintln!("wright-sandbox worker: cannot start its thread: {error}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn serve() {
+    let mut engine = Engine::new(Box::new(PipeBridge));
+    // Warm up before the first call arrives; a failure here shows again on the call.
+    if let Err(error) = engine.prepare() {
+        eprintln!("wright-sandbox worker: {error}");
+    }
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let message: ToWorker = match serde_json::from_str(&line) {
+            Ok(message) => message,
+            Err(error) => {
+                eprintln!("wright-sandbox worker: bad message: {error}");
+                return;
+            }
+        };
+        let ToWorker::Run { code, args, input, limits } = message else {
+            eprintln!("wright-sandbox worker: a reply arrived while no call was running");
+            return;
+        };
+        let outcome = engine.run(&code, &args, input.as_deref(), &limits);
+        if send(&FromWorker::Done { outcome }).is_err() {
+            return;
+        }
+        // The next call's context is made now, while the host reads the reply.
+        if let Err(error) = engine.prepare() {
+            eprintln!("wright-sandbox worker: {error}");
+        }
+    }
+}
+
+fn send(message: &FromWorker) -> std::io::Result<()> {
+    let mut text = serde_json::to_string(message).map_err(std::io::Error::other)?;
+    text.push('\n');
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()
+}
+
+/// Host calls go up the pipe; the worker blocks until the pool replies (or kills it).
+struct PipeBridge;
+
+impl Bridge for PipeBridge {
+    fn call(&mut self, call: HostCall) -> Result<Value, HostError> {
+        let lost = |_| HostError::Message("the sandbox lost its host".to_string());
+        send(&FromWorker::Call { call }).map_err(lost)?;
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => std::process::exit(0),
+            Ok(_) => {}
+        }
+        match serde_json::from_str::<ToWorker>(&line) {
+            Ok(ToWorker::Reply { deadline_passed: true, .. }) => Err(HostError::DeadlinePassed),
+            Ok(ToWorker::Reply { reply, .. }) => reply.map_err(HostError::Message),
+            _ => Err(HostError::Message("the sandbox's host sent a bad reply".to_string())),
+        }
+    }
+}
