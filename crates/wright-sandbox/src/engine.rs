@@ -2,6 +2,8 @@
 //! context with the prelude loaded, under the call's memory limit, stack limit and deadline.
 //!
 //! Guarantees:
+//! - Out of memory is what the runtime's allocator says it is: [`crate::allocator`] enforces the
+//!   limit and records every refusal, so a bare `null` thrown by QuickJS is classified right.
 //! - Every call gets a new `Context`, so nothing a call does to globals or to the prelude's
 //!   objects is visible to the next one. The runtime (heap, atoms) is reused only after a call
 //!   that ended cleanly with an empty job queue; after an interrupt, an out-of-memory, pending
@@ -14,6 +16,7 @@
 //!   creating it is not on the caller's path.
 
 use crate::SandboxError;
+use crate::allocator::{Accounting, CountingAllocator};
 use crate::config::Limits;
 use crate::outcome::ErrorKind;
 use crate::protocol::{HostCall, WireOutcome};
@@ -141,6 +144,8 @@ pub(crate) struct Engine {
     prepared: Option<Prepared>,
     runtime: Option<Runtime>,
     state: Rc<CallState>,
+    /// The current runtime's heap accounting; replaced with the runtime.
+    accounting: Rc<Accounting>,
     calls_on_runtime: u32,
     /// The memory and stack limits the runtime is set to, to skip resetting them.
     runtime_limits: Option<(usize, usize)>,
@@ -159,6 +164,7 @@ impl Engine {
                 logs: RefCell::new(LogBuffer::default()),
                 bridge: RefCell::new(bridge),
             }),
+            accounting: Rc::new(Accounting::default()),
             calls_on_runtime: 0,
             runtime_limits: None,
         }
@@ -168,7 +174,11 @@ impl Engine {
         if let Some(runtime) = &self.runtime {
             return Ok(runtime.clone());
         }
-        let runtime = Runtime::new().map_err(engine_error)?;
+        let accounting = Rc::new(Accounting::default());
+        accounting.limit.set(Limits::default().memory_limit_bytes);
+        let allocator = CountingAllocator { accounting: Rc::clone(&accounting) };
+        let runtime = Runtime::new_with_alloc(allocator).map_err(engine_error)?;
+        self.accounting = accounting;
         let state = Rc::clone(&self.state);
         runtime.set_interrupt_handler(Some(Box::new(move || state.past_deadline())));
         self.runtime = Some(runtime.clone());
@@ -184,8 +194,8 @@ impl Engine {
 
     fn set_limits(&mut self, runtime: &Runtime, limits: &Limits) {
         let wanted = (limits.memory_limit_bytes, limits.stack_limit_bytes);
+        self.accounting.limit.set(limits.memory_limit_bytes);
         if self.runtime_limits != Some(wanted) {
-            runtime.set_memory_limit(limits.memory_limit_bytes);
             runtime.set_max_stack_size(limits.stack_limit_bytes);
             self.runtime_limits = Some(wanted);
         }
@@ -219,7 +229,7 @@ impl Engine {
         // Whatever happened, this call's context is gone; decide whether its runtime may serve
         // the next one.
         self.prepared = None;
-        let clean = matches!(outcome, WireOutcome::Ok { .. })
+        let clean = (matches!(outcome, WireOutcome::Ok { .. }) && !self.accounting.refused.get())
             || matches!(outcome, WireOutcome::Err { kind: ErrorKind::Runtime | ErrorKind::Syntax | ErrorKind::OutputTooLarge, .. });
         let jobs_left = self.runtime.as_ref().is_some_and(Runtime::is_job_pending);
         if !clean || jobs_left || self.state.timed_out.get() || self.calls_on_runtime >= CALLS_PER_RUNTIME {
@@ -242,6 +252,7 @@ impl Engine {
         state.fetches.set(0);
         *state.logs.borrow_mut() = LogBuffer::default();
         state.timed_out.set(false);
+        self.accounting.refused.set(false);
         state.deadline.set(Instant::now() + limits.deadline());
 
         let Some(prepared) = self.prepared.as_ref() else {
@@ -345,13 +356,16 @@ impl Engine {
                 logs,
             };
         }
-        if failure.is_out_of_memory() {
+        if self.accounting.refused.get() {
             return WireOutcome::Err {
                 kind: ErrorKind::Memory,
                 error: format!("the code ran out of memory (limit {} bytes)", limits.memory_limit_bytes),
                 stack: None,
                 logs,
             };
+        }
+        if failure.thrown_null {
+            return WireOutcome::Err { kind: ErrorKind::Runtime, error: "uncaught null".to_string(), stack: None, logs };
         }
         let kind = if failure.syntax { ErrorKind::Syntax } else { ErrorKind::Runtime };
         let (line, column) = first_position(&failure.stack);
@@ -405,12 +419,6 @@ impl Failure {
             .and_then(|s| s.to_string().ok())
             .unwrap_or_else(|| format!("a thrown {}", value.type_name()));
         Failure { name: "Thrown".to_string(), message, ..Failure::default() }
-    }
-
-    /// QuickJS reports out-of-memory from its allocator accounting as an `InternalError: out of
-    /// memory`, or — when it cannot even allocate that error — as a bare `null`.
-    fn is_out_of_memory(&self) -> bool {
-        self.thrown_null || (self.name == "InternalError" && self.message == "out of memory") || self.message == "out of memory"
     }
 
     fn headline(&self) -> String {

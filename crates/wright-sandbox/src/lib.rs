@@ -25,6 +25,7 @@
 //! - This crate knows nothing of tools, models, the app database or HTTP: `state` and `fetch`
 //!   reach the world only through the caller's [`SandboxHost`].
 
+mod allocator;
 mod bench;
 mod config;
 mod engine;
