@@ -1,6 +1,7 @@
 // Wright sandbox prelude: evaluated in every fresh QuickJS context before agent code.
 //
-// The script's completion value is an `install(native)` function. The engine calls it once per
+// A module whose default export is an `install(native)` function (a module, so that the engine
+// can compile it once to bytecode and load that into every context instead of parsing it again). The engine calls it once per
 // context with the host's native functions; it installs the agent-visible globals (`args`,
 // `input`, `state`, `fetch`, `console`, `resolve`) and returns the private runner the engine
 // drives. `native` never becomes a global, so agent code can reach the host only through the
@@ -10,7 +11,7 @@
 // Everything the runner relies on is captured here, before agent code runs, so that an agent
 // that replaces `JSON.stringify` or `Array.prototype.map` breaks only its own call (and the next
 // call gets a fresh context anyway).
-(function install(native) {
+export default function install(native) {
   "use strict";
   const G = globalThis;
   const hostCall = native.host;
@@ -300,4 +301,4 @@
       }
     },
   };
-});
+}

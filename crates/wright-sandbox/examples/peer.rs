@@ -11,7 +11,8 @@ use wright_sandbox::{RunLimits, RunOutcome, RunRequest, SandboxConfig, run_in_th
 
 fn main() {
     let mut arguments = std::env::args().skip(1);
-    let mut limits = RunLimits { deadline_ms: Some(10_000), memory_limit_bytes: Some(32 * 1024 * 1024), ..RunLimits::default() };
+    let mut limits =
+        RunLimits { deadline_ms: Some(10_000), memory_limit_bytes: Some(32 * 1024 * 1024), ..RunLimits::default() };
     while let Some(argument) = arguments.next() {
         let value = arguments.next().and_then(|value| value.parse::<u64>().ok());
         match (argument.as_str(), value) {

@@ -21,10 +21,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             _ => file = Some(argument),
         }
     }
-    request.code = std::fs::read_to_string(file.ok_or("usage: sandbox_run FILE [--args JSON] [--input FILE] [--repeat N] [--json]")?)?;
+    request.code = std::fs::read_to_string(
+        file.ok_or("usage: sandbox_run FILE [--args JSON] [--input FILE] [--repeat N] [--json]")?,
+    )?;
     // target/<profile>/examples/sandbox_run -> target/<profile>/wright-sandbox-worker
-    let worker = std::env::current_exe()?.parent().and_then(|dir| dir.parent()).ok_or("no exe dir")?.join("wright-sandbox-worker");
-    let config = SandboxConfig { worker_command: vec![worker.to_string_lossy().into_owned()], ..SandboxConfig::default() };
+    let worker = std::env::current_exe()?
+        .parent()
+        .and_then(|dir| dir.parent())
+        .ok_or("no exe dir")?
+        .join("wright-sandbox-worker");
+    let config =
+        SandboxConfig { worker_command: vec![worker.to_string_lossy().into_owned()], ..SandboxConfig::default() };
     let sandbox = Sandbox::new(config)?;
     let report = run_repeated(&sandbox, &request, Arc::new(MemoryHost::new()), repeat, warmup).await;
     if as_json {

@@ -57,7 +57,13 @@ impl RepeatReport {
 /// Runs `request` `warmup` times untimed, then `repeat` times (at least once) timed, one after
 /// the other, each in a fresh context as always. Latency is the caller's wall time for
 /// `Sandbox::run`: IPC, compiling, running and returning the result.
-pub async fn run_repeated(sandbox: &Sandbox, request: &RunRequest, host: Arc<dyn SandboxHost>, repeat: usize, warmup: usize) -> RepeatReport {
+pub async fn run_repeated(
+    sandbox: &Sandbox,
+    request: &RunRequest,
+    host: Arc<dyn SandboxHost>,
+    repeat: usize,
+    warmup: usize,
+) -> RepeatReport {
     for _ in 0..warmup {
         sandbox.run(request.clone(), Arc::clone(&host)).await;
     }
@@ -73,7 +79,8 @@ pub async fn run_repeated(sandbox: &Sandbox, request: &RunRequest, host: Arc<dyn
     }
     let total: f64 = samples.iter().sum();
     samples.sort_by(f64::total_cmp);
-    let worker_peak = sandbox.worker_pids().into_iter().map(|pid| peak_rss_mb(&format!("/proc/{pid}/status"))).fold(0.0, f64::max);
+    let worker_peak =
+        sandbox.worker_pids().into_iter().map(|pid| peak_rss_mb(&format!("/proc/{pid}/status"))).fold(0.0, f64::max);
     RepeatReport {
         outcome: outcome.unwrap_or_else(|| RunOutcome::failure(crate::ErrorKind::Runtime, "no run", Vec::new())),
         runs,

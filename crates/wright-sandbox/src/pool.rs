@@ -7,11 +7,11 @@
 //! the call fails with kind `timeout`. The host process never runs agent code, so nothing the
 //! code does can crash or hold it.
 
+use crate::SandboxError;
 use crate::config::{Limits, RunLimits, SandboxConfig};
 use crate::host::SandboxHost;
 use crate::outcome::{ErrorKind, RunOutcome};
 use crate::protocol::{FromWorker, HostCall, ToWorker, WireOutcome};
-use crate::SandboxError;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -33,7 +33,12 @@ pub struct RunRequest {
 
 impl RunRequest {
     pub fn new(code: impl Into<String>) -> Self {
-        RunRequest { code: code.into(), args: Value::Object(Default::default()), input: None, limits: RunLimits::default() }
+        RunRequest {
+            code: code.into(),
+            args: Value::Object(Default::default()),
+            input: None,
+            limits: RunLimits::default(),
+        }
     }
 
     pub fn with_args(mut self, args: Value) -> Self {
@@ -110,7 +115,11 @@ impl Sandbox {
 
     /// Process ids of the idle workers (for measuring their memory).
     pub fn worker_pids(&self) -> Vec<u32> {
-        self.inner.idle.lock().map(|idle| idle.iter().filter_map(|worker| worker.child.id()).collect()).unwrap_or_default()
+        self.inner
+            .idle
+            .lock()
+            .map(|idle| idle.iter().filter_map(|worker| worker.child.id()).collect())
+            .unwrap_or_default()
     }
 
     /// Runs one call. Every failure of the code — syntax, exception, deadline, memory, result
@@ -121,7 +130,13 @@ impl Sandbox {
         let limits = Limits::resolve(&self.inner.config, &request.limits);
         let mut worker = match self.take_worker() {
             Ok(worker) => worker,
-            Err(error) => return RunOutcome::failure(ErrorKind::Runtime, format!("the sandbox could not start: {error}"), Vec::new()),
+            Err(error) => {
+                return RunOutcome::failure(
+                    ErrorKind::Runtime,
+                    format!("the sandbox could not start: {error}"),
+                    Vec::new(),
+                );
+            }
         };
         let deadline = Instant::now() + limits.deadline();
         let kill_at = deadline + Duration::from_millis(self.inner.config.grace_ms);
@@ -233,7 +248,8 @@ impl Sandbox {
             .env_clear()
             .current_dir("/")
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|source| SandboxError::Spawn { command: command_line.join(" "), source })?;
+        let mut child =
+            command.spawn().map_err(|source| SandboxError::Spawn { command: command_line.join(" "), source })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(SandboxError::Protocol("worker started without pipes".to_string()));
         };
@@ -249,11 +265,17 @@ async fn send(worker: &mut Worker, message: &ToWorker) -> Result<(), ExchangeErr
 }
 
 /// One call's conversation with its worker: the request, the host calls, the outcome.
-async fn exchange(worker: &mut Worker, message: &ToWorker, host: &dyn SandboxHost, deadline: Instant) -> Result<WireOutcome, ExchangeError> {
+async fn exchange(
+    worker: &mut Worker,
+    message: &ToWorker,
+    host: &dyn SandboxHost,
+    deadline: Instant,
+) -> Result<WireOutcome, ExchangeError> {
     send(worker, message).await?;
     loop {
         worker.line.clear();
-        let read = worker.stdout.read_line(&mut worker.line).await.map_err(|error| ExchangeError::Died(error.to_string()))?;
+        let read =
+            worker.stdout.read_line(&mut worker.line).await.map_err(|error| ExchangeError::Died(error.to_string()))?;
         if read == 0 {
             return Err(ExchangeError::Died("the worker exited".to_string()));
         }
@@ -297,7 +319,11 @@ pub(crate) fn into_outcome(wire: WireOutcome) -> RunOutcome {
         WireOutcome::Ok { result_json, logs } => match serde_json::from_str(&result_json) {
             Ok(result) => RunOutcome::Success { result, logs },
             // JSON.stringify keeps lone surrogates as `\udXXX` escapes, which are not Unicode.
-            Err(error) => RunOutcome::failure(ErrorKind::Runtime, format!("the result is not valid JSON text ({error}); it may hold a lone surrogate"), logs),
+            Err(error) => RunOutcome::failure(
+                ErrorKind::Runtime,
+                format!("the result is not valid JSON text ({error}); it may hold a lone surrogate"),
+                logs,
+            ),
         },
         WireOutcome::Err { kind, error, stack, logs } => RunOutcome::Failure { error, kind, stack, logs },
     }

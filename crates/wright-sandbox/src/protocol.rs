@@ -13,7 +13,12 @@ use serde_json::Value;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub(crate) enum ToWorker {
-    Run { code: String, args: Value, input: Option<String>, limits: Limits },
+    Run {
+        code: String,
+        args: Value,
+        input: Option<String>,
+        limits: Limits,
+    },
     /// `deadline_passed`: the host gave up waiting for its own answer at the call's deadline.
     Reply {
         reply: Result<Value, String>,

@@ -16,10 +16,8 @@ const WORKER_STACK_BYTES: usize = 64 * 1024 * 1024;
 /// `wright` binary calls it from a hidden subcommand; `wright-sandbox-worker` is the same for
 /// tests. Nothing else may write to stdout in this process.
 pub fn worker_main() {
-    let thread = std::thread::Builder::new()
-        .name("sandbox-worker".to_string())
-        .stack_size(WORKER_STACK_BYTES)
-        .spawn(serve);
+    let thread =
+        std::thread::Builder::new().name("sandbox-worker".to_string()).stack_size(WORKER_STACK_BYTES).spawn(serve);
     match thread {
         Ok(handle) => {
             if handle.join().is_err() {

@@ -102,7 +102,11 @@ impl SandboxHost for FakeHost {
                 status_text: "OK".to_string(),
                 url: request.url,
                 redirected: false,
-                headers: vec![("Content-Type".to_string(), "application/json".to_string()), ("X-Many".to_string(), "a".to_string()), ("x-many".to_string(), "b".to_string())],
+                headers: vec![
+                    ("Content-Type".to_string(), "application/json".to_string()),
+                    ("X-Many".to_string(), "a".to_string()),
+                    ("x-many".to_string(), "b".to_string()),
+                ],
                 body: echo.to_string(),
             })
         })
@@ -114,7 +118,11 @@ impl SandboxHost for FakeHost {
 #[tokio::test]
 async fn return_value_and_logs_in_seed_shape() {
     let sandbox = sandbox();
-    let outcome = run(&sandbox, "console.log('hi', {a: 1}, [2]); console.warn('careful'); console.error(new Error('bad'));\nreturn 1 + 1;").await;
+    let outcome = run(
+        &sandbox,
+        "console.log('hi', {a: 1}, [2]); console.warn('careful'); console.error(new Error('bad'));\nreturn 1 + 1;",
+    )
+    .await;
     assert_eq!(result(&outcome), &json!(2));
     let shown = outcome.to_json();
     assert_eq!(shown["logs"][0], json!("hi {\"a\":1} [2]"));
@@ -148,7 +156,10 @@ async fn undefined_becomes_null() {
     assert_eq!(result(&run(&sandbox, "return undefined;").await), &Value::Null);
     assert_eq!(result(&run(&sandbox, "let x = 1;").await), &Value::Null);
     assert_eq!(result(&run(&sandbox, "return [undefined, 1];").await), &json!([null, 1]));
-    assert_eq!(result(&run(&sandbox, "return {a: undefined, b: new Date(0)};").await), &json!({"b": "1970-01-01T00:00:00.000Z"}));
+    assert_eq!(
+        result(&run(&sandbox, "return {a: undefined, b: new Date(0)};").await),
+        &json!({"b": "1970-01-01T00:00:00.000Z"})
+    );
     let shared = run(&sandbox, "const o = {k: 1}; return [o, o];").await;
     assert_eq!(result(&shared), &json!([{"k": 1}, {"k": 1}]));
 }
@@ -218,7 +229,9 @@ async fn check_syntax_never_runs_the_code() {
 #[tokio::test]
 async fn args_and_input_are_globals() {
     let sandbox = sandbox();
-    let request = RunRequest::new("return {n: args.n * 2, input, kind: typeof input};").with_args(json!({"n": 21})).with_input("text");
+    let request = RunRequest::new("return {n: args.n * 2, input, kind: typeof input};")
+        .with_args(json!({"n": 21}))
+        .with_input("text");
     assert_eq!(result(&run_with(&sandbox, request).await), &json!({"n": 42, "input": "text", "kind": "string"}));
     assert_eq!(result(&run(&sandbox, "return [typeof input, args];").await), &json!(["undefined", {}]));
 }
@@ -246,9 +259,11 @@ async fn state_get_set_delete_list() {
         &json!({"a": {"n": 1}, "missing": null, "deleted": true, "again": false, "all": ["a", "other"], "some": ["other"]})
     );
     assert_eq!(host.state.snapshot().get("a"), Some(&json!({"n": 1})));
-    let error = failure(&sandbox.run(RunRequest::new("await state.set('', 1);"), host.clone()).await, ErrorKind::Runtime);
+    let error =
+        failure(&sandbox.run(RunRequest::new("await state.set('', 1);"), host.clone()).await, ErrorKind::Runtime);
     assert!(error.contains("non-empty strings"), "{error}");
-    let error = failure(&sandbox.run(RunRequest::new("await state.set('f', () => 1);"), host).await, ErrorKind::Runtime);
+    let error =
+        failure(&sandbox.run(RunRequest::new("await state.set('f', () => 1);"), host).await, ErrorKind::Runtime);
     assert!(error.contains("must be JSON"), "{error}");
 }
 
@@ -272,7 +287,8 @@ async fn fetch_returns_a_response() {
     assert_eq!(requests[0].method, "POST");
     assert!(requests[0].headers.contains(&("X-Token".to_string(), "t".to_string())));
     assert!(requests[0].headers.contains(&("content-type".to_string(), "application/json".to_string())));
-    let error = failure(&sandbox.run(RunRequest::new("await fetch('http://refused/');"), host).await, ErrorKind::Runtime);
+    let error =
+        failure(&sandbox.run(RunRequest::new("await fetch('http://refused/');"), host).await, ErrorKind::Runtime);
     assert!(error.contains("egress denied"), "{error}");
 }
 
@@ -293,7 +309,8 @@ async fn fetch_time_counts_against_the_deadline() {
     let sandbox = sandbox();
     let host = Arc::new(FakeHost { fetch_delay: Some(Duration::from_secs(5)), ..FakeHost::default() });
     let started = Instant::now();
-    let request = RunRequest::new("try { await fetch('https://slow.example/'); } catch (e) {}\nreturn 'went on';").with_limits(deadline(300));
+    let request = RunRequest::new("try { await fetch('https://slow.example/'); } catch (e) {}\nreturn 'went on';")
+        .with_limits(deadline(300));
     let outcome = sandbox.run(request, host).await;
     failure(&outcome, ErrorKind::Timeout);
     assert!(started.elapsed() < Duration::from_millis(300 + 300 + 400), "{:?}", started.elapsed());
@@ -319,7 +336,8 @@ async fn large_results_are_refused() {
     let sandbox = sandbox();
     let error = failure(&run(&sandbox, "return 'x'.repeat(2 * 1024 * 1024);").await, ErrorKind::OutputTooLarge);
     assert!(error.contains("limit is 1048576 bytes"), "{error}");
-    let request = RunRequest::new("return 'x'.repeat(100);").with_limits(RunLimits { max_result_bytes: Some(50), ..RunLimits::default() });
+    let request = RunRequest::new("return 'x'.repeat(100);")
+        .with_limits(RunLimits { max_result_bytes: Some(50), ..RunLimits::default() });
     failure(&run_with(&sandbox, request).await, ErrorKind::OutputTooLarge);
 }
 
@@ -342,11 +360,19 @@ async fn infinite_loop_times_out_on_time() {
 #[tokio::test]
 async fn native_builtins_that_ignore_the_interrupt_are_killed_by_the_watchdog() {
     let sandbox = sandbox();
-    for code in ["return new Array(1e9).join('');", "return new Array(2e8).fill(0).length;", "const a = new Array(1e9); return a.indexOf(1);"] {
+    for code in [
+        "return new Array(1e9).join('');",
+        "return new Array(2e8).fill(0).length;",
+        "const a = new Array(1e9); return a.indexOf(1);",
+    ] {
         let started = Instant::now();
         let outcome = run_with(&sandbox, RunRequest::new(code).with_limits(deadline(300))).await;
         let elapsed = started.elapsed();
-        assert!(matches!(outcome.kind(), Some(ErrorKind::Timeout | ErrorKind::Memory)), "{code}: {}", outcome.to_json());
+        assert!(
+            matches!(outcome.kind(), Some(ErrorKind::Timeout | ErrorKind::Memory)),
+            "{code}: {}",
+            outcome.to_json()
+        );
         // deadline + grace (300 ms) + reaping and scheduling slack
         assert!(elapsed < Duration::from_millis(300 + 300 + 300), "{code}: {elapsed:?}");
         assert_eq!(result(&run(&sandbox, "return 1;").await), &json!(1), "the pool recovers after {code}");
@@ -356,9 +382,13 @@ async fn native_builtins_that_ignore_the_interrupt_are_killed_by_the_watchdog() 
 #[tokio::test]
 async fn deep_recursion_is_a_runtime_error() {
     let sandbox = sandbox();
-    let error = failure(&run(&sandbox, "function f(n) { return f(n + 1) + 1; }\nreturn f(0);").await, ErrorKind::Runtime);
+    let error =
+        failure(&run(&sandbox, "function f(n) { return f(n + 1) + 1; }\nreturn f(0);").await, ErrorKind::Runtime);
     assert!(error.contains("stack"), "{error}");
-    let error = failure(&run(&sandbox, "const f = async (n) => (await f(n + 1)) + 1;\nreturn await f(0);").await, ErrorKind::Runtime);
+    let error = failure(
+        &run(&sandbox, "const f = async (n) => (await f(n + 1)) + 1;\nreturn await f(0);").await,
+        ErrorKind::Runtime,
+    );
     assert!(error.contains("stack"), "{error}");
     // A nested result too deep for JSON.stringify.
     let code = "let o = {}; const root = o; for (let i = 0; i < 1e6; i++) { o.c = {}; o = o.c; }\nreturn root;";
@@ -384,8 +414,16 @@ async fn memory_bombs_are_memory_errors() {
     }
     // A bomb the code catches: it goes on with a working (if strained) heap, then the next call
     // has a fresh one.
-    let outcome = run(&sandbox, "try { const a = []; for (;;) a.push(new Array(65536).fill(1)); } catch (e) { return 'caught ' + e; }").await;
-    assert!(matches!(&outcome, RunOutcome::Success { .. } | RunOutcome::Failure { kind: ErrorKind::Memory, .. }), "{}", outcome.to_json());
+    let outcome = run(
+        &sandbox,
+        "try { const a = []; for (;;) a.push(new Array(65536).fill(1)); } catch (e) { return 'caught ' + e; }",
+    )
+    .await;
+    assert!(
+        matches!(&outcome, RunOutcome::Success { .. } | RunOutcome::Failure { kind: ErrorKind::Memory, .. }),
+        "{}",
+        outcome.to_json()
+    );
     assert_eq!(result(&run(&sandbox, "return new Array(1000).fill(1).length;").await), &json!(1000));
 }
 
@@ -403,7 +441,8 @@ async fn memory_limit_is_per_call() {
     let sandbox = sandbox();
     let code = "const a = new Array(2 * 1024 * 1024).fill(1.5); return a.length;"; // 32 MiB of values
     assert_eq!(result(&run(&sandbox, code).await), &json!(2 * 1024 * 1024));
-    let small = RunRequest::new(code).with_limits(RunLimits { memory_limit_bytes: Some(8 * 1024 * 1024), ..RunLimits::default() });
+    let small = RunRequest::new(code)
+        .with_limits(RunLimits { memory_limit_bytes: Some(8 * 1024 * 1024), ..RunLimits::default() });
     failure(&run_with(&sandbox, small).await, ErrorKind::Memory);
 }
 
@@ -411,7 +450,9 @@ async fn memory_limit_is_per_call() {
 async fn catastrophic_regex_is_stopped() {
     let sandbox = sandbox();
     let started = Instant::now();
-    let outcome = run_with(&sandbox, RunRequest::new("return /(a+)+$/.test('a'.repeat(40) + 'b');").with_limits(deadline(300))).await;
+    let outcome =
+        run_with(&sandbox, RunRequest::new("return /(a+)+$/.test('a'.repeat(40) + 'b');").with_limits(deadline(300)))
+            .await;
     failure(&outcome, ErrorKind::Timeout);
     assert!(started.elapsed() < Duration::from_millis(900), "{:?}", started.elapsed());
 }
@@ -518,7 +559,9 @@ async fn concurrent_calls_beyond_the_pool_size() {
     let sandbox = Sandbox::new(SandboxConfig { pool_size: 2, ..config() }).unwrap();
     let calls = (0..8).map(|i| {
         let sandbox = sandbox.clone();
-        tokio::spawn(async move { run_with(&sandbox, RunRequest::new("return args.i * args.i;").with_args(json!({"i": i}))).await })
+        tokio::spawn(async move {
+            run_with(&sandbox, RunRequest::new("return args.i * args.i;").with_args(json!({"i": i}))).await
+        })
     });
     for (i, call) in calls.enumerate() {
         assert_eq!(result(&call.await.unwrap()), &json!(i * i));
@@ -561,7 +604,10 @@ fn config_defaults_and_deserialisation() {
 async fn bad_worker_commands_are_refused() {
     let empty = Sandbox::new(SandboxConfig::default());
     assert!(matches!(empty, Err(SandboxError::Config(_))));
-    let missing = Sandbox::new(SandboxConfig { worker_command: vec!["/nonexistent/worker".to_string()], ..SandboxConfig::default() });
+    let missing = Sandbox::new(SandboxConfig {
+        worker_command: vec!["/nonexistent/worker".to_string()],
+        ..SandboxConfig::default()
+    });
     assert!(matches!(missing, Err(SandboxError::Spawn { .. })));
 }
 
@@ -591,13 +637,20 @@ async fn a_thousand_hostile_runs_leave_host_memory_flat() {
         ("while (true) {}", ErrorKind::Timeout),
         ("const a = []; for (;;) a.push(new Array(65536).fill(1));", ErrorKind::Memory),
         ("function f() { return f() + 1; } return f();", ErrorKind::Runtime),
-        ("Object.prototype.x = 1; Array.prototype.push = null; globalThis.y = new Array(1e5).fill('x'); throw new Error('boom');", ErrorKind::Runtime),
-        ("for (let i = 0; i < 2000; i++) console.log('x'.repeat(100)); return 'x'.repeat(2e6);", ErrorKind::OutputTooLarge),
+        (
+            "Object.prototype.x = 1; Array.prototype.push = null; globalThis.y = new Array(1e5).fill('x'); throw new Error('boom');",
+            ErrorKind::Runtime,
+        ),
+        (
+            "for (let i = 0; i < 2000; i++) console.log('x'.repeat(100)); return 'x'.repeat(2e6);",
+            ErrorKind::OutputTooLarge,
+        ),
         ("const parts = []; for (let i = 0; ; i++) parts.push('x'.repeat(1 << 16) + i);", ErrorKind::Memory),
         ("const a = {}; a.a = a; return a;", ErrorKind::Runtime),
         ("for (;;) Promise.resolve().then(() => {});", ErrorKind::Timeout),
     ];
-    let limits = RunLimits { deadline_ms: Some(40), memory_limit_bytes: Some(16 * 1024 * 1024), ..RunLimits::default() };
+    let limits =
+        RunLimits { deadline_ms: Some(40), memory_limit_bytes: Some(16 * 1024 * 1024), ..RunLimits::default() };
     let host = memory_host();
     let mut baseline = 0;
     for i in 0..1000 {
