@@ -1,0 +1,257 @@
+//! The one error of this crate, [`LlmError`], and what a caller can do about each variant.
+//!
+//! Variants are classes a caller acts on, not vendor codes: the loop retries `RateLimited`,
+//! `Overloaded` and `ServerError` (the provider already did, with backoff), compacts on
+//! `ContextLengthExceeded`, tells the operator about `Authentication` and `NotFound`. The
+//! vendor's own type, code and status stay in [`ErrorInfo`] for logs and tests.
+
+use std::fmt;
+use std::time::Duration;
+
+/// What the provider said about an error, as it said it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorInfo {
+    /// The HTTP status, when the error came as a non-2xx response; None inside a 200 stream.
+    pub http_status: Option<u16>,
+    /// The vendor's error type (`invalid_request_error`, `overloaded_error`, …).
+    pub error_type: Option<String>,
+    /// The vendor's error code (`context_length_exceeded`, `400`, …), numbers as text.
+    pub code: Option<String>,
+    /// Google's status (`INVALID_ARGUMENT`, `RESOURCE_EXHAUSTED`, …).
+    pub status: Option<String>,
+    /// The request parameter OpenAI blames (`stop`, `model`, `messages`).
+    pub param: Option<String>,
+    pub message: String,
+}
+
+impl ErrorInfo {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into(), ..Self::default() }
+    }
+}
+
+impl fmt::Display for ErrorInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        let mut marks = Vec::new();
+        if let Some(status) = self.http_status {
+            marks.push(format!("HTTP {status}"));
+        }
+        for mark in [&self.error_type, &self.code, &self.status].into_iter().flatten() {
+            marks.push(mark.clone());
+        }
+        if !marks.is_empty() {
+            write!(f, " ({})", marks.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a model request failed. The classes follow the wire fixtures' `class` column.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// Bad, missing or revoked key, or no permission. Not retried.
+    #[error("authentication failed: {0}")]
+    Authentication(ErrorInfo),
+    /// Unknown model or endpoint. Not retried.
+    #[error("not found: {0}")]
+    NotFound(ErrorInfo),
+    /// The request was refused as malformed. Not retried.
+    #[error("invalid request: {0}")]
+    InvalidRequest(ErrorInfo),
+    /// Too many requests for now; `retry_after` is the provider's hint. Retried.
+    #[error("rate limited: {info}")]
+    RateLimited { info: ErrorInfo, retry_after: Option<Duration> },
+    /// Out of credit or quota: waiting does not help. Not retried.
+    #[error("quota exceeded: {0}")]
+    QuotaExceeded(ErrorInfo),
+    /// The conversation does not fit the model's context window: compact it. Not retried.
+    #[error("context length exceeded: {0}")]
+    ContextLengthExceeded(ErrorInfo),
+    /// The provider is overloaded (Anthropic 529, Gemini 503). Retried.
+    #[error("provider overloaded: {info}")]
+    Overloaded { info: ErrorInfo, retry_after: Option<Duration> },
+    /// The provider failed (5xx). Retried.
+    #[error("provider server error: {info}")]
+    ServerError { info: ErrorInfo, retry_after: Option<Duration> },
+    /// An error the provider reported that fits no other class (e.g. an error object inside
+    /// an OpenRouter chunk). Not retried.
+    #[error("provider error: {0}")]
+    Provider(ErrorInfo),
+    /// The stream ended before the provider said it was finished: the reply is cut short and
+    /// must not be taken as a clean completion. Not retried (text may already have streamed).
+    #[error("incomplete response: {0}")]
+    Incomplete(String),
+    /// The connection failed or timed out before or during the response. Retried when
+    /// nothing has been delivered yet.
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// The provider answered 2xx with something we could not read.
+    #[error("unreadable response: {0}")]
+    InvalidResponse(String),
+    /// The configuration cannot make a provider (no key, unknown kind, bad URL).
+    #[error("provider configuration: {0}")]
+    Config(String),
+    /// The caller's cancellation token fired.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl LlmError {
+    /// The class name used in the wire fixtures and in stored error categories.
+    pub fn class(&self) -> &'static str {
+        match self {
+            LlmError::Authentication(_) => "authentication",
+            LlmError::NotFound(_) => "not_found",
+            LlmError::InvalidRequest(_) => "invalid_request",
+            LlmError::RateLimited { .. } => "rate_limit",
+            LlmError::QuotaExceeded(_) => "quota_exceeded",
+            LlmError::ContextLengthExceeded(_) => "context_length_exceeded",
+            LlmError::Overloaded { .. } => "overloaded",
+            LlmError::ServerError { .. } => "server_error",
+            LlmError::Provider(_) => "provider_error",
+            LlmError::Incomplete(_) => "incomplete",
+            LlmError::Transport(_) => "transport",
+            LlmError::InvalidResponse(_) => "invalid_response",
+            LlmError::Config(_) => "config",
+            LlmError::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether trying the same request again later can succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            LlmError::RateLimited { .. }
+                | LlmError::Overloaded { .. }
+                | LlmError::ServerError { .. }
+                | LlmError::Transport(_)
+        )
+    }
+
+    /// The provider's own hint of when to try again.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::RateLimited { retry_after, .. }
+            | LlmError::Overloaded { retry_after, .. }
+            | LlmError::ServerError { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// The provider's description, when the error came from the provider.
+    pub fn info(&self) -> Option<&ErrorInfo> {
+        match self {
+            LlmError::Authentication(info)
+            | LlmError::NotFound(info)
+            | LlmError::InvalidRequest(info)
+            | LlmError::QuotaExceeded(info)
+            | LlmError::ContextLengthExceeded(info)
+            | LlmError::Provider(info)
+            | LlmError::RateLimited { info, .. }
+            | LlmError::Overloaded { info, .. }
+            | LlmError::ServerError { info, .. } => Some(info),
+            _ => None,
+        }
+    }
+}
+
+/// The classes, as a vendor module decides them, before the error is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    Authentication,
+    NotFound,
+    InvalidRequest,
+    RateLimit,
+    Quota,
+    Context,
+    Overloaded,
+    Server,
+    Provider,
+}
+
+impl Class {
+    pub(crate) fn into_error(self, info: ErrorInfo, retry_after: Option<Duration>) -> LlmError {
+        match self {
+            Class::Authentication => LlmError::Authentication(info),
+            Class::NotFound => LlmError::NotFound(info),
+            Class::InvalidRequest => LlmError::InvalidRequest(info),
+            Class::RateLimit => LlmError::RateLimited { info, retry_after },
+            Class::Quota => LlmError::QuotaExceeded(info),
+            Class::Context => LlmError::ContextLengthExceeded(info),
+            Class::Overloaded => LlmError::Overloaded { info, retry_after },
+            Class::Server => LlmError::ServerError { info, retry_after },
+            Class::Provider => LlmError::Provider(info),
+        }
+    }
+
+    /// The class an HTTP status alone suggests, when the body says nothing more precise.
+    pub(crate) fn from_status(status: u16) -> Class {
+        match status {
+            401 | 403 => Class::Authentication,
+            404 => Class::NotFound,
+            408 => Class::Server,
+            413 => Class::Context,
+            429 => Class::RateLimit,
+            529 => Class::Overloaded,
+            503 => Class::Overloaded,
+            500..=599 => Class::Server,
+            400..=499 => Class::InvalidRequest,
+            _ => Class::Provider,
+        }
+    }
+}
+
+/// Phrases by which servers without a dedicated code (Anthropic, llama.cpp, vLLM, Ollama)
+/// say the prompt does not fit.
+pub(crate) fn mentions_context_overflow(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    [
+        "prompt is too long",
+        "maximum context length",
+        "context length exceeded",
+        "context_length_exceeded",
+        "exceeds the context size",
+        "exceed context window",
+        "context window",
+        "input token count",
+        "too many tokens",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
+}
+
+/// Reads a duration such as Google's `"34.4s"` or the `2.284s` / `20ms` in OpenAI's
+/// "Please try again in 2.284s" message.
+pub(crate) fn parse_duration_text(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let (number, scale) = if let Some(number) = text.strip_suffix("ms") {
+        (number, 0.001)
+    } else if let Some(number) = text.strip_suffix('s') {
+        (number, 1.0)
+    } else {
+        (text, 1.0)
+    };
+    let value: f64 = number.trim().parse().ok()?;
+    (value.is_finite() && value >= 0.0).then(|| Duration::from_secs_f64(value * scale))
+}
+
+/// Finds "try again in X" in a message, the only place OpenAI puts a retry hint in the body.
+pub(crate) fn retry_hint_in_message(message: &str) -> Option<Duration> {
+    let lower = message.to_ascii_lowercase();
+    let start = lower.find("try again in ")? + "try again in ".len();
+    let rest = &lower[start..];
+    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'm' || c == 's')).unwrap_or(rest.len());
+    parse_duration_text(rest[..end].trim_end_matches('.'))
+}
+
+/// Reads `retry-after-ms` or `retry-after` (seconds) from response headers.
+pub(crate) fn retry_after_header(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let read = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
+    if let Some(millis) = read("retry-after-ms").and_then(|value| value.parse::<f64>().ok()) {
+        return (millis.is_finite() && millis >= 0.0).then(|| Duration::from_secs_f64(millis / 1000.0));
+    }
+    read("retry-after")
+        .and_then(|value| value.parse::<f64>().ok())
+        .and_then(|seconds| (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds)))
+}

@@ -1,0 +1,70 @@
+//! Wright's models: canonical requests and stream events, the [`Provider`] trait, and the
+//! wire adapters that translate at the boundary (DESIGN.md §3).
+//!
+//! - [`Request`] holds the system text, the history as `wright_core::Event`s and the tool
+//!   specs; [`Provider::stream`] answers with an [`EventStream`] of [`StreamEvent`]s;
+//!   [`collect`] drains one into a [`Reply`].
+//! - Adapters, each a `<vendor>/wire.rs` of typed serde structs plus pure conversion: OpenAI
+//!   Chat Completions (and OpenAI-compatible servers: Ollama, llama.cpp, vLLM, LM Studio,
+//!   Groq, OpenRouter, Azure), the OpenAI Responses API, Anthropic Messages, Gemini — and
+//!   the [text protocol](text_protocol) for models without native tool calls.
+//! - [`ProviderConfig`] builds a provider; [`config_from_env`] picks one from the
+//!   environment values the binary passes in.
+//! - [`sse`] is the incremental SSE parser; `testing` (feature `testing`) is a scripted fake
+//!   provider server that speaks the real streaming formats.
+//!
+//! Invariants:
+//! - A stream yields tool calls only whole (arguments accumulated across chunks, parallel
+//!   calls by index, ids made up where the API sends none) and ends with exactly one
+//!   `Finish` or one error. A stream cut short — EOF without the provider's finish, an error
+//!   event inside an HTTP-200 stream — is an error, never a clean completion.
+//! - Errors are classified into [`LlmError`]'s variants; the retryable ones are retried with
+//!   backoff inside the provider, and only while nothing has been delivered.
+//! - Vendor JSON never leaves its vendor module; nothing here reads the environment or
+//!   talks to anything but the configured endpoint.
+
+mod anthropic;
+mod canonical;
+mod config;
+mod error;
+mod gemini;
+mod json_array;
+mod openai;
+mod provider;
+mod responses;
+pub mod sse;
+pub mod text_protocol;
+mod transport;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use canonical::{
+    EventStream, Finish, FinishReason, Reply, Request, StreamEvent, ThinkingBlock, ToolCallEvent, Usage, collect,
+};
+pub use config::{
+    DEFAULT_ANTHROPIC_MODEL, DEFAULT_GEMINI_MODEL, DEFAULT_OLLAMA_HOST, DEFAULT_OPENAI_MODEL, HOW_TO_CONFIGURE,
+    ProviderConfig, ProviderEnv, ProviderKind, ToolCallMode, config_from_env, ollama_base_url, ollama_config,
+    ollama_models,
+};
+pub use error::{ErrorInfo, LlmError};
+pub use provider::{HttpProvider, Provider};
+pub use text_protocol::{TextProtocol, TextProtocolProvider};
+pub use transport::RetryPolicy;
+
+/// Decodes a recorded response body without a network, as the HTTP path would: `status`
+/// and `content_type` decide between error classification, SSE, a streamed JSON array and
+/// a whole JSON document; `chunks` are fed as they would arrive. For replay tests and
+/// benchmarks.
+pub fn decode_recorded(
+    kind: ProviderKind,
+    streaming: bool,
+    status: u16,
+    content_type: &str,
+    chunks: &[&[u8]],
+) -> Vec<Result<StreamEvent, LlmError>> {
+    let mut config = ProviderConfig::new(kind, "recorded");
+    config.streaming = streaming;
+    let wire = config::wire_for(&config);
+    transport::decode_offline(wire.as_ref(), streaming, status, content_type, chunks)
+}

@@ -1,0 +1,187 @@
+//! OpenAI Chat Completions JSON (`/v1/chat/completions`), as typed serde structs. Also what
+//! OpenAI-compatible servers (Ollama, llama.cpp, vLLM, LM Studio, Groq, OpenRouter, Azure)
+//! send: every response field is optional, and unknown fields are ignored, never refused.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ChatTool>,
+    pub stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+    /// OpenAI's own models take `max_completion_tokens`; compatible servers `max_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct StreamOptions {
+    pub include_usage: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub(crate) enum ChatMessage {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        /// Null next to tool calls when there is no text, as OpenAI itself sends it.
+        content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ChatToolCall>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct ChatToolCall {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub function: ChatFunctionCall,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct ChatFunctionCall {
+    pub name: String,
+    /// A JSON text, not an object.
+    pub arguments: String,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ChatTool {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub function: ChatFunction,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ChatFunction {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// One `chat.completion.chunk`. Azure's first chunk has `choices: []`; the usage chunk too.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatChunk {
+    #[serde(default)]
+    pub choices: Vec<ChunkChoice>,
+    pub usage: Option<ChatUsage>,
+    /// OpenRouter puts an error object inside an otherwise normal chunk.
+    pub error: Option<ErrorField>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChunkChoice {
+    #[serde(default)]
+    pub index: u32,
+    pub delta: Option<ChunkDelta>,
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ChunkDelta {
+    pub content: Option<String>,
+    /// Groq and OpenRouter.
+    pub reasoning: Option<String>,
+    /// DeepSeek, vLLM, llama.cpp.
+    pub reasoning_content: Option<String>,
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ToolCallDelta {
+    /// Missing in older Ollama.
+    pub index: Option<u32>,
+    pub id: Option<String>,
+    pub function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct FunctionDelta {
+    pub name: Option<String>,
+    /// Missing altogether in vLLM's header delta; an object in some servers' whole calls.
+    pub arguments: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatUsage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub total_tokens: Option<u64>,
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompletionTokensDetails {
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// A whole `chat.completion`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatCompletion {
+    #[serde(default)]
+    pub choices: Vec<CompletionChoice>,
+    pub usage: Option<ChatUsage>,
+    pub error: Option<ErrorField>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompletionChoice {
+    pub message: CompletionMessage,
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompletionMessage {
+    pub content: Option<String>,
+    pub reasoning: Option<String>,
+    pub reasoning_content: Option<String>,
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+/// An error body: `{"error": {...}}` (OpenAI, Groq, llama.cpp), `{"error": "text"}` (Ollama),
+/// or the fields at top level (vLLM).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ErrorEnvelope {
+    pub error: Option<ErrorField>,
+    pub message: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub code: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ErrorField {
+    Object(ErrorObject),
+    Text(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ErrorObject {
+    #[serde(default)]
+    pub message: String,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// A string on OpenAI, a number on OpenRouter and llama.cpp, null on 500s.
+    pub code: Option<Value>,
+    pub param: Option<Value>,
+}

@@ -1,0 +1,68 @@
+//! The [`Provider`] trait — one required streaming method — and [`HttpProvider`], the one
+//! implementation every HTTP wire shares.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::LlmError;
+use crate::canonical::{EventStream, Reply, Request, collect};
+use crate::transport::{self, RetryPolicy, Wire};
+
+/// A model behind some API. Object-safe: the loop holds an `Arc<dyn Provider>`.
+///
+/// Contract of [`Provider::stream`]: text and reasoning deltas in order; tool calls only
+/// whole; then usage and exactly one `Finish`, or an error instead of the finish (an
+/// incomplete stream is an error, never a clean completion). Retries happen inside, before
+/// anything is delivered. The token cancels at any point; dropping the stream also stops it.
+pub trait Provider: Send + Sync {
+    fn stream(&self, request: Request, cancel: CancellationToken) -> EventStream;
+
+    /// `kind/model`, for logs and the UI.
+    fn label(&self) -> String {
+        "provider".to_owned()
+    }
+
+    /// One turn, collected; `on_event` sees every event as it arrives.
+    fn complete<'a>(
+        &'a self,
+        request: Request,
+        cancel: CancellationToken,
+        on_event: &'a (dyn Fn(&crate::StreamEvent) + Send + Sync),
+    ) -> BoxFuture<'a, Result<Reply, LlmError>> {
+        let stream = self.stream(request, cancel);
+        Box::pin(collect(stream, on_event))
+    }
+}
+
+/// A provider reached over HTTP through one of the wires.
+pub struct HttpProvider {
+    label: String,
+    client: reqwest::Client,
+    wire: Arc<dyn Wire>,
+    retry: RetryPolicy,
+}
+
+impl HttpProvider {
+    pub(crate) fn new(label: String, client: reqwest::Client, wire: Arc<dyn Wire>, retry: RetryPolicy) -> Self {
+        Self { label, client, wire, retry }
+    }
+
+    /// The JSON body this provider would send for `request`, for inspection and tests.
+    pub fn request_body(&self, request: &Request) -> Result<Value, LlmError> {
+        let call = self.wire.build(request)?;
+        serde_json::from_slice(&call.body).map_err(|error| LlmError::InvalidResponse(error.to_string()))
+    }
+}
+
+impl Provider for HttpProvider {
+    fn stream(&self, request: Request, cancel: CancellationToken) -> EventStream {
+        transport::run(self.client.clone(), Arc::clone(&self.wire), self.retry.clone(), request, cancel)
+    }
+
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+}

@@ -1,0 +1,571 @@
+//! A scripted fake provider: a local HTTP server that answers each request with the next
+//! [`Turn`] of a script, in the real wire format the request asked for — OpenAI Chat
+//! Completions (`…/chat/completions`), Anthropic Messages (`…/v1/messages`) or Gemini
+//! (`…:streamGenerateContent?alt=sse`, `…:generateContent`) — streaming or not, as the
+//! request's `stream` field says. Text is streamed in small pieces, tool-call arguments split
+//! mid-token, parallel calls interleaved by index; errors come with the vendor's real status,
+//! body and retry hints. Every request is recorded for assertions.
+//!
+//! ```ignore
+//! let fake = FakeProvider::start(vec![
+//!     Turn::tool_calls(vec![("get_time", json!({})), ("get_weather", json!({"city": "Oslo"}))]),
+//!     Turn::Error(FakeError::RateLimit { retry_after: Duration::from_millis(5) }),
+//!     Turn::text("Done."),
+//! ]).await;
+//! let provider = fake.config(ProviderKind::Anthropic).build()?;
+//! // … or point the binary at it: OPENAI_BASE_URL=fake.base_url(ProviderKind::Openai)
+//! ```
+//!
+//! The server runs on a task owned by the [`FakeProvider`]; dropping it stops the server.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::{ProviderConfig, ProviderKind, RetryPolicy};
+
+/// One scripted model turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Turn {
+    /// Text, then a normal finish.
+    Text(String),
+    /// Optional text, then tool calls made in parallel, then a tool-calls finish.
+    ToolCalls { text: String, calls: Vec<FakeCall> },
+    /// An HTTP error before any body.
+    Error(FakeError),
+    /// Text, then an error event inside the HTTP-200 stream.
+    StreamError { text: String, message: String },
+    /// Text, then the body ends without a finish (an incomplete response).
+    Truncated { text: String },
+    /// Text, then nothing more until the client goes away (for cancellation tests).
+    Hang { text: String },
+}
+
+impl Turn {
+    pub fn text(text: impl Into<String>) -> Self {
+        Turn::Text(text.into())
+    }
+
+    pub fn tool_call(name: &str, arguments: Value) -> Self {
+        Turn::tool_calls(vec![(name, arguments)])
+    }
+
+    pub fn tool_calls(calls: Vec<(&str, Value)>) -> Self {
+        Turn::ToolCalls {
+            text: String::new(),
+            calls: calls.into_iter().map(|(name, arguments)| FakeCall::new(name, arguments)).collect(),
+        }
+    }
+}
+
+/// A tool call the fake model makes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeCall {
+    pub name: String,
+    /// Usually an object; a `Value::String` is sent as raw argument text (to script invalid
+    /// JSON on OpenAI-style wires).
+    pub arguments: Value,
+}
+
+impl FakeCall {
+    pub fn new(name: &str, arguments: Value) -> Self {
+        Self { name: name.to_owned(), arguments }
+    }
+
+    fn arguments_text(&self) -> String {
+        match &self.arguments {
+            Value::String(raw) => raw.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// An HTTP error, rendered with each vendor's status, body and retry hint.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FakeError {
+    RateLimit { retry_after: Duration },
+    ContextLength,
+    Overloaded,
+    ServerError,
+    Authentication,
+}
+
+/// A request the fake received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    pub path_and_query: String,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    script: Mutex<std::collections::VecDeque<Turn>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    /// Bodies the client dropped before their end (see [`FakeProvider::disconnects`]).
+    disconnects: AtomicUsize,
+}
+
+/// The running fake server. Dropping it stops the server task.
+pub struct FakeProvider {
+    url: String,
+    shared: Arc<Shared>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeProvider {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// What the fake answers once its script is used up.
+pub const SCRIPT_EXHAUSTED: &str = "(the fake provider's script is exhausted)";
+
+impl FakeProvider {
+    /// Starts a server on 127.0.0.1 at a free port.
+    pub async fn start(script: Vec<Turn>) -> Self {
+        let shared = Arc::new(Shared { script: Mutex::new(script.into()), ..Shared::default() });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let url = format!("http://{}", listener.local_addr().expect("local address"));
+        let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
+        let server = tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, app).await {
+                tracing::warn!(%error, "fake provider server stopped");
+            }
+        });
+        Self { url, shared, server }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The base URL a provider of `kind` is configured with to reach this server.
+    pub fn base_url(&self, kind: ProviderKind) -> String {
+        match kind {
+            ProviderKind::Openai | ProviderKind::OpenaiResponses | ProviderKind::OpenaiCompatible => {
+                format!("{}/v1", self.url)
+            }
+            ProviderKind::Anthropic | ProviderKind::Gemini => self.url.clone(),
+        }
+    }
+
+    /// A config for `kind` pointed at this server, with a test key and millisecond retries.
+    pub fn config(&self, kind: ProviderKind) -> ProviderConfig {
+        let mut config =
+            ProviderConfig::new(kind, "fake-model").with_base_url(self.base_url(kind)).with_api_key("test-key");
+        config.retry = RetryPolicy { max_retries: 3, initial_delay_ms: 1, max_delay_ms: 1_000 };
+        config
+    }
+
+    /// Appends turns to the script.
+    pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
+        self.shared.script.lock().expect("script lock").extend(turns);
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.requests.lock().expect("requests lock").clone()
+    }
+
+    /// How many streamed bodies were dropped by the client before they ended — a
+    /// cancelled `Hang` turn counts one.
+    pub fn disconnects(&self) -> usize {
+        self.shared.disconnects.load(Ordering::SeqCst)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    OpenAi,
+    Anthropic,
+    Gemini,
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let path_and_query = uri.path_and_query().map(ToString::to_string).unwrap_or_default();
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    shared.requests.lock().expect("requests lock").push(RecordedRequest {
+        path_and_query: path_and_query.clone(),
+        headers,
+        body: request.clone(),
+    });
+    let path = uri.path();
+    let (format, streaming) = if path.ends_with("/chat/completions") {
+        (Format::OpenAi, request["stream"].as_bool().unwrap_or(false))
+    } else if path.ends_with("/v1/messages") {
+        (Format::Anthropic, request["stream"].as_bool().unwrap_or(false))
+    } else if path.contains(":streamGenerateContent") {
+        (Format::Gemini, true)
+    } else if path.contains(":generateContent") {
+        (Format::Gemini, false)
+    } else {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "application/json",
+            json!({"error": {"message": "unknown path"}}).to_string(),
+        );
+    };
+    let include_usage = request["stream_options"]["include_usage"].as_bool().unwrap_or(false);
+    let turn = shared.script.lock().expect("script lock").pop_front().unwrap_or_else(|| Turn::text(SCRIPT_EXHAUSTED));
+    let (text, calls, ending) = match turn {
+        Turn::Error(error) => return error_response(format, &error),
+        Turn::Text(text) => (text, Vec::new(), Ending::Finish),
+        Turn::ToolCalls { text, calls } => (text, calls, Ending::Finish),
+        Turn::StreamError { text, message } => (text, Vec::new(), Ending::Error(message)),
+        Turn::Truncated { text } => (text, Vec::new(), Ending::Eof),
+        Turn::Hang { text } => (text, Vec::new(), Ending::Hang),
+    };
+    if !streaming {
+        let body = match format {
+            Format::OpenAi => openai_whole(&text, &calls),
+            Format::Anthropic => anthropic_whole(&text, &calls),
+            Format::Gemini => gemini_whole(&text, &calls),
+        };
+        return plain(StatusCode::OK, "application/json", body.to_string());
+    }
+    let events = match format {
+        Format::OpenAi => openai_events(&text, &calls, &ending, include_usage),
+        Format::Anthropic => anthropic_events(&text, &calls, &ending),
+        Format::Gemini => gemini_events(&text, &calls, &ending),
+    };
+    let frames = futures::stream::iter(events.into_iter().map(|event| Ok::<_, Infallible>(Bytes::from(event))));
+    let body = if ending == Ending::Hang {
+        // The guard lives in the closure: it drops, and counts, when the client goes away.
+        let guard = DisconnectGuard(Arc::clone(&shared));
+        Body::from_stream(frames.chain(futures::stream::pending()).map(move |frame| {
+            guard.keep();
+            frame
+        }))
+    } else {
+        Body::from_stream(frames)
+    };
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .body(body)
+        .expect("valid response")
+}
+
+struct DisconnectGuard(Arc<Shared>);
+
+impl DisconnectGuard {
+    fn keep(&self) {}
+}
+
+impl Drop for DisconnectGuard {
+    fn drop(&mut self) {
+        self.0.disconnects.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ending {
+    Finish,
+    Error(String),
+    Eof,
+    Hang,
+}
+
+fn plain(status: StatusCode, content_type: &str, body: String) -> Response {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(Body::from(body))
+        .expect("valid response")
+}
+
+/// Text in pieces of a few characters, so deltas are many and split words.
+fn pieces(text: &str) -> Vec<String> {
+    let characters: Vec<char> = text.chars().collect();
+    characters.chunks(5).map(|chunk| chunk.iter().collect()).collect()
+}
+
+/// Argument text split into fragments of three bytes' worth of characters, mid-token.
+fn fragments(text: &str) -> Vec<String> {
+    let characters: Vec<char> = text.chars().collect();
+    characters.chunks(3).map(|chunk| chunk.iter().collect()).collect()
+}
+
+fn sse(data: &Value) -> String {
+    format!("data: {data}\n\n")
+}
+
+fn named_sse(data: &Value) -> String {
+    format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap_or("message"))
+}
+
+fn call_id(index: usize) -> String {
+    format!("call_fake_{index}")
+}
+
+fn openai_events(text: &str, calls: &[FakeCall], ending: &Ending, include_usage: bool) -> Vec<String> {
+    let chunk = |delta: Value, finish: Value| {
+        sse(&json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}))
+    };
+    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    events.extend(pieces(text).iter().map(|piece| chunk(json!({"content": piece}), Value::Null)));
+    for (index, call) in calls.iter().enumerate() {
+        events.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": call_id(index), "type": "function",
+                "function": {"name": call.name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        for fragment in fragments(&call.arguments_text()) {
+            events.push(chunk(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    match ending {
+        Ending::Finish => {
+            events.push(chunk(json!({}), json!(if calls.is_empty() { "stop" } else { "tool_calls" })));
+            if include_usage {
+                events.push(sse(&json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})));
+            }
+            events.push("data: [DONE]\n\n".to_owned());
+        }
+        Ending::Error(message) => events.push(format!(
+            "event: error\ndata: {}\n\n",
+            json!({"error": {"message": message, "type": "server_error", "code": null}})
+        )),
+        Ending::Eof | Ending::Hang => {}
+    }
+    events
+}
+
+fn anthropic_events(text: &str, calls: &[FakeCall], ending: &Ending) -> Vec<String> {
+    let mut events = vec![named_sse(&json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message",
+        "role": "assistant", "model": "fake-model", "content": [], "stop_reason": null,
+        "usage": {"input_tokens": 10, "output_tokens": 1}}}))];
+    let mut index = 0;
+    if !text.is_empty() {
+        events.push(named_sse(
+            &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ));
+        events.push(named_sse(&json!({"type": "ping"})));
+        for piece in pieces(text) {
+            events.push(named_sse(&json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": piece}})));
+        }
+        if *ending != Ending::Finish && calls.is_empty() {
+            return with_anthropic_ending(events, ending);
+        }
+        events.push(named_sse(&json!({"type": "content_block_stop", "index": 0})));
+        index = 1;
+    }
+    for (offset, call) in calls.iter().enumerate() {
+        let block = index + offset;
+        events.push(named_sse(&json!({"type": "content_block_start", "index": block,
+            "content_block": {"type": "tool_use", "id": call_id(offset), "name": call.name, "input": {}}})));
+        events.push(named_sse(&json!({"type": "content_block_delta", "index": block,
+            "delta": {"type": "input_json_delta", "partial_json": ""}})));
+        for fragment in fragments(&call.arguments_text()) {
+            events.push(named_sse(&json!({"type": "content_block_delta", "index": block,
+                "delta": {"type": "input_json_delta", "partial_json": fragment}})));
+        }
+        events.push(named_sse(&json!({"type": "content_block_stop", "index": block})));
+    }
+    if *ending != Ending::Finish {
+        return with_anthropic_ending(events, ending);
+    }
+    events.push(named_sse(&json!({"type": "message_delta",
+        "delta": {"stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" }, "stop_sequence": null},
+        "usage": {"output_tokens": 5}})));
+    events.push(named_sse(&json!({"type": "message_stop"})));
+    events
+}
+
+fn with_anthropic_ending(mut events: Vec<String>, ending: &Ending) -> Vec<String> {
+    if let Ending::Error(message) = ending {
+        events.push(named_sse(&json!({"type": "error", "error": {"type": "overloaded_error", "message": message}})));
+    }
+    events
+}
+
+fn gemini_events(text: &str, calls: &[FakeCall], ending: &Ending) -> Vec<String> {
+    // Gemini ends events with CRLF CRLF.
+    let event = |value: Value| format!("data: {value}\r\n\r\n");
+    let usage = json!({"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15});
+    let mut events: Vec<String> = pieces(text)
+        .iter()
+        .map(|piece| {
+            event(json!({"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}],
+            "usageMetadata": usage}))
+        })
+        .collect();
+    match ending {
+        Ending::Finish => {
+            let parts: Vec<Value> = calls
+                .iter()
+                .map(|call| json!({"functionCall": {"name": call.name, "args": object_arguments(call)}}))
+                .collect();
+            let parts = if parts.is_empty() { vec![json!({"text": ""})] } else { parts };
+            events.push(event(json!({"candidates": [{"content": {"role": "model", "parts": parts},
+                "finishReason": "STOP", "index": 0}], "usageMetadata": usage})));
+        }
+        Ending::Error(message) => {
+            events.push(event(json!({"error": {"code": 503, "message": message, "status": "UNAVAILABLE"}})));
+        }
+        Ending::Eof | Ending::Hang => {}
+    }
+    events
+}
+
+/// Gemini (and Anthropic whole responses) carry arguments as objects; raw text goes in as a
+/// string field so the call still arrives.
+fn object_arguments(call: &FakeCall) -> Value {
+    match &call.arguments {
+        Value::Object(_) => call.arguments.clone(),
+        other => json!({ "raw": other }),
+    }
+}
+
+fn openai_whole(text: &str, calls: &[FakeCall]) -> Value {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(index, call)| {
+            json!({"id": call_id(index), "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments_text()}})
+        })
+        .collect();
+    json!({"id": "chatcmpl-fake", "object": "chat.completion", "model": "fake-model",
+        "choices": [{"index": 0, "message": {"role": "assistant",
+            "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) },
+            "tool_calls": if tool_calls.is_empty() { Value::Null } else { json!(tool_calls) }},
+            "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+}
+
+fn anthropic_whole(text: &str, calls: &[FakeCall]) -> Value {
+    let mut content = Vec::new();
+    if !text.is_empty() {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for (index, call) in calls.iter().enumerate() {
+        content.push(
+            json!({"type": "tool_use", "id": call_id(index), "name": call.name, "input": object_arguments(call)}),
+        );
+    }
+    json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model", "content": content,
+        "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
+        "usage": {"input_tokens": 10, "output_tokens": 5}})
+}
+
+fn gemini_whole(text: &str, calls: &[FakeCall]) -> Value {
+    let mut parts = Vec::new();
+    if !text.is_empty() {
+        parts.push(json!({"text": text}));
+    }
+    for call in calls {
+        parts.push(json!({"functionCall": {"name": call.name, "args": object_arguments(call)}}));
+    }
+    json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}})
+}
+
+fn error_response(format: Format, error: &FakeError) -> Response {
+    let (status, body, headers): (u16, Value, Vec<(&str, String)>) = match (format, error) {
+        (Format::OpenAi, FakeError::RateLimit { retry_after }) => (
+            429,
+            json!({"error": {"message": "Rate limit reached for fake-model. Please try again in 1ms.", "type": "requests",
+                "param": null, "code": "rate_limit_exceeded"}}),
+            vec![("retry-after-ms", retry_after.as_millis().to_string())],
+        ),
+        (Format::OpenAi, FakeError::ContextLength) => (
+            400,
+            json!({"error": {"message": "This model's maximum context length is 128000 tokens.", "type": "invalid_request_error",
+                "param": "messages", "code": "context_length_exceeded"}}),
+            Vec::new(),
+        ),
+        (Format::OpenAi, FakeError::Overloaded) => (
+            503,
+            json!({"error": {"message": "The engine is currently overloaded.", "type": "server_error", "code": null}}),
+            Vec::new(),
+        ),
+        (Format::OpenAi, FakeError::ServerError) => (
+            500,
+            json!({"error": {"message": "The server had an error while processing your request.", "type": "server_error", "code": null}}),
+            Vec::new(),
+        ),
+        (Format::OpenAi, FakeError::Authentication) => (
+            401,
+            json!({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}}),
+            Vec::new(),
+        ),
+        (Format::Anthropic, error) => {
+            let (status, kind, message) = match error {
+                FakeError::RateLimit { .. } => (429, "rate_limit_error", "This request would exceed the rate limit."),
+                FakeError::ContextLength => {
+                    (400, "invalid_request_error", "prompt is too long: 208751 tokens > 200000 maximum")
+                }
+                FakeError::Overloaded => (529, "overloaded_error", "Overloaded"),
+                FakeError::ServerError => (500, "api_error", "Internal server error"),
+                FakeError::Authentication => (401, "authentication_error", "invalid x-api-key"),
+            };
+            let headers = match error {
+                FakeError::RateLimit { retry_after } => vec![("retry-after", format!("{}", retry_after.as_secs_f64()))],
+                _ => Vec::new(),
+            };
+            (
+                status,
+                json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_fake"}),
+                headers,
+            )
+        }
+        (Format::Gemini, error) => {
+            let (status, google_status, message, details) = match error {
+                FakeError::RateLimit { retry_after } => (
+                    429,
+                    "RESOURCE_EXHAUSTED",
+                    "Resource exhausted. Please try again later.",
+                    json!([{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                        "retryDelay": format!("{}s", retry_after.as_secs_f64())}]),
+                ),
+                FakeError::ContextLength => (
+                    400,
+                    "INVALID_ARGUMENT",
+                    "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+                    json!([]),
+                ),
+                FakeError::Overloaded => {
+                    (503, "UNAVAILABLE", "The model is overloaded. Please try again later.", json!([]))
+                }
+                FakeError::ServerError => (500, "INTERNAL", "An internal error has occurred.", json!([])),
+                FakeError::Authentication => (
+                    400,
+                    "INVALID_ARGUMENT",
+                    "API key not valid. Please pass a valid API key.",
+                    json!([{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]),
+                ),
+            };
+            (
+                status,
+                json!({"error": {"code": status, "message": message, "status": google_status, "details": details}}),
+                Vec::new(),
+            )
+        }
+    };
+    let mut builder = Response::builder()
+        .status(StatusCode::from_u16(status).expect("valid status"))
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        builder = builder.header(name, value);
+    }
+    builder.body(Body::from(body.to_string())).expect("valid response")
+}

@@ -1,0 +1,423 @@
+//! The text protocol for models without native tool calls (seed 003, generalised to every
+//! tool): the system message teaches a delimited call format, the reply is scanned for it,
+//! and the call is turned into an ordinary [`StreamEvent::ToolCall`], so the loop cannot
+//! tell it from a native one.
+//!
+//! ```text
+//! <||TOOL.CALL>{"name": "fetch_url", "arguments": {"url": "https://example.com"}}<TOOL.CALL||>
+//! <||TOOL.OUTPUT>{"status": 200, …}<TOOL.OUTPUT||>
+//! ```
+//!
+//! Guarantees of the [`Scanner`]:
+//! - delimiters are found wherever the chunks split them (text that could still become a
+//!   delimiter is held back, never shown half);
+//! - generation stops at the first closing delimiter: the request is dropped, so the server
+//!   stops generating, and the block runs once — later text, even another block, is never
+//!   scanned, and history is never rescanned;
+//! - configured stop strings end generation outside a block but are ignored inside one (a
+//!   JSON argument may contain `<|im_end|>`);
+//! - a block longer than `max_block_bytes` is abandoned and reported as a call with invalid
+//!   arguments, which the loop turns into an error result the model can recover from.
+//!
+//! After the tool runs, its output goes back as a user message holding an output block, and
+//! the model continues from there on the next request.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use wright_core::{Event, EventKind, ToolSpec};
+
+use crate::LlmError;
+use crate::canonical::{
+    EventStream, Finish, FinishReason, HistoryItem, Request, StreamEvent, ToolCallEvent, made_up_call_id, output_text,
+};
+use crate::provider::Provider;
+
+/// The protocol's delimiters and limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TextProtocol {
+    pub call_open: String,
+    pub call_close: String,
+    pub output_open: String,
+    pub output_close: String,
+    /// A call block longer than this is abandoned.
+    pub max_block_bytes: usize,
+    /// End-of-turn markers some local servers leak into text; generation ends at one
+    /// outside a block.
+    pub stop_strings: Vec<String>,
+}
+
+impl Default for TextProtocol {
+    fn default() -> Self {
+        Self {
+            call_open: "<||TOOL.CALL>".to_owned(),
+            call_close: "<TOOL.CALL||>".to_owned(),
+            output_open: "<||TOOL.OUTPUT>".to_owned(),
+            output_close: "<TOOL.OUTPUT||>".to_owned(),
+            max_block_bytes: 64 * 1024,
+            stop_strings: vec!["<|im_end|>".to_owned(), "<|eot_id|>".to_owned(), "<|endoftext|>".to_owned()],
+        }
+    }
+}
+
+impl TextProtocol {
+    /// The part of the system message that teaches the protocol and lists the tools.
+    pub fn instructions(&self, tools: &[ToolSpec]) -> String {
+        let mut text = format!(
+            "## Tools\n\nYou can call tools. To call one, write a single block like this and then stop writing:\n\n\
+             {open}{{\"name\": \"TOOL_NAME\", \"arguments\": {{ ... }}}}{close}\n\n\
+             The arguments are a JSON object that matches the tool's parameters. Write one call per block and nothing \
+             after the closing tag. The system runs the tool and replies with its result as\n\n\
+             {out_open}RESULT{out_close}\n\nThen continue. Never write a {out_open} block yourself.\n\nAvailable tools:\n",
+            open = self.call_open,
+            close = self.call_close,
+            out_open = self.output_open,
+            out_close = self.output_close,
+        );
+        for tool in tools {
+            text.push_str(&format!("\n- {}: {}\n  parameters: {}\n", tool.name, tool.description, tool.parameters));
+        }
+        text
+    }
+
+    fn call_block(&self, name: &str, arguments: &Value) -> String {
+        format!("{}{}{}", self.call_open, json!({ "name": name, "arguments": arguments }), self.call_close)
+    }
+
+    /// Rewrites a request for a model without tools: the protocol joins the system message,
+    /// calls become blocks in the assistant's text, results become user messages holding
+    /// output blocks.
+    pub fn rewrite(&self, request: &Request) -> Request {
+        let mut history: Vec<Event> = Vec::new();
+        let mut push = |kind: EventKind, text: String| match history.last_mut() {
+            Some(last) if last.kind == kind => {
+                last.content.push_str(if kind == EventKind::User { "\n" } else { "" });
+                last.content.push_str(&text);
+                last.data_json = json!({ "text": last.content });
+            }
+            _ => history.push(Event { seq: 0, kind, content: text.clone(), data_json: json!({ "text": text }) }),
+        };
+        for item in HistoryItem::all(&request.history) {
+            match item {
+                HistoryItem::User(text) => push(EventKind::User, text),
+                HistoryItem::Assistant { text, .. } => push(EventKind::Assistant, text),
+                HistoryItem::ToolCall { name, arguments, .. } => {
+                    push(EventKind::Assistant, self.call_block(&name, &arguments))
+                }
+                HistoryItem::ToolResult { output, success, .. } => {
+                    let body = if success { output_text(&output) } else { json!({ "error": output }).to_string() };
+                    push(EventKind::User, format!("{}{}{}", self.output_open, body, self.output_close));
+                }
+            }
+        }
+        let mut system = request.system.clone();
+        if !request.tools.is_empty() {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(&self.instructions(&request.tools));
+        }
+        Request { system, history, tools: Vec::new(), ..request.clone() }
+    }
+}
+
+/// What the scanner finds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scanned {
+    /// Text outside any block, safe to show.
+    Text(String),
+    /// A closed block's body. Generation should stop.
+    Call(String),
+    /// A block that outgrew the cap: its first bytes. Generation should stop.
+    Oversized(String),
+    /// A stop string outside a block. Generation should stop.
+    Stop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Outside,
+    Inside,
+    Done,
+}
+
+/// Finds call blocks in streamed text (guarantees in the module header).
+#[derive(Debug)]
+pub struct Scanner {
+    protocol: TextProtocol,
+    state: State,
+    /// Outside: text not yet released (it may begin a delimiter). Inside: the block so far.
+    pending: String,
+}
+
+impl Scanner {
+    pub fn new(protocol: TextProtocol) -> Self {
+        Self { protocol, state: State::Outside, pending: String::new() }
+    }
+
+    /// Whether a block or stop string ended generation.
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    pub fn feed(&mut self, delta: &str) -> Vec<Scanned> {
+        let mut out = Vec::new();
+        if self.state == State::Done {
+            return out;
+        }
+        self.pending.push_str(delta);
+        loop {
+            match self.state {
+                State::Done => return out,
+                State::Outside => {
+                    let open = self.pending.find(&self.protocol.call_open).map(|at| (at, None));
+                    let stop = self
+                        .protocol
+                        .stop_strings
+                        .iter()
+                        .filter(|stop| !stop.is_empty())
+                        .filter_map(|stop| self.pending.find(stop.as_str()).map(|at| (at, Some(()))))
+                        .min_by_key(|(at, _)| *at);
+                    let first = match (open, stop) {
+                        (Some(open), Some(stop)) => Some(if stop.0 < open.0 { stop } else { open }),
+                        (found, None) | (None, found) => found,
+                    };
+                    match first {
+                        Some((at, None)) => {
+                            push_text(&mut out, &self.pending[..at]);
+                            self.pending.drain(..at + self.protocol.call_open.len());
+                            self.state = State::Inside;
+                        }
+                        Some((at, Some(()))) => {
+                            push_text(&mut out, &self.pending[..at]);
+                            out.push(Scanned::Stop);
+                            self.finish_scan();
+                        }
+                        None => {
+                            let keep = self.held_back();
+                            let release = self.pending.len() - keep;
+                            push_text(&mut out, &self.pending[..release]);
+                            self.pending.drain(..release);
+                            return out;
+                        }
+                    }
+                }
+                State::Inside => {
+                    if let Some(at) = self.pending.find(&self.protocol.call_close) {
+                        out.push(Scanned::Call(self.pending[..at].to_owned()));
+                        self.finish_scan();
+                    } else if self.pending.len() > self.protocol.max_block_bytes {
+                        let mut end = 200.min(self.pending.len());
+                        while !self.pending.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        out.push(Scanned::Oversized(self.pending[..end].to_owned()));
+                        self.finish_scan();
+                    } else {
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The input ended. Held-back text is released; a block still open is given back as the
+    /// text it was, unless its body is already a whole call (the model ended its turn where
+    /// the closing delimiter belonged: an end-of-turn inside a block does not lose the call).
+    pub fn finish(&mut self) -> Vec<Scanned> {
+        let mut out = Vec::new();
+        match self.state {
+            State::Outside => push_text(&mut out, &self.pending),
+            State::Inside => {
+                if parse_call(&self.pending).is_some() {
+                    out.push(Scanned::Call(self.pending.clone()));
+                } else {
+                    push_text(&mut out, &format!("{}{}", self.protocol.call_open, self.pending));
+                }
+            }
+            State::Done => {}
+        }
+        self.finish_scan();
+        out
+    }
+
+    fn finish_scan(&mut self) {
+        self.state = State::Done;
+        self.pending.clear();
+    }
+
+    /// How many bytes at the end of `pending` could be the start of the open delimiter or a
+    /// stop string, and so must wait for more text.
+    fn held_back(&self) -> usize {
+        let candidates = std::iter::once(&self.protocol.call_open).chain(self.protocol.stop_strings.iter());
+        let mut keep = 0;
+        for marker in candidates {
+            for length in (1..marker.len()).rev() {
+                if length <= keep {
+                    break;
+                }
+                let start = self.pending.len().saturating_sub(length);
+                if self.pending.len() >= length
+                    && self.pending.is_char_boundary(start)
+                    && marker.is_char_boundary(length)
+                    && marker.as_bytes()[..length] == self.pending.as_bytes()[start..]
+                {
+                    keep = length;
+                    break;
+                }
+            }
+        }
+        keep
+    }
+}
+
+fn push_text(out: &mut Vec<Scanned>, text: &str) {
+    if !text.is_empty() {
+        out.push(Scanned::Text(text.to_owned()));
+    }
+}
+
+/// `{"name": …, "arguments": {…}}` → (name, arguments).
+fn parse_call(body: &str) -> Option<(String, Value)> {
+    let value: Value = serde_json::from_str(body.trim()).ok()?;
+    let name = value.get("name")?.as_str()?.to_owned();
+    let arguments = value.get("arguments").or_else(|| value.get("parameters")).cloned().unwrap_or_else(|| json!({}));
+    Some((name, arguments))
+}
+
+/// The name in a block that is not valid JSON, so the error the model gets names its tool.
+fn name_in_broken_block(body: &str) -> Option<String> {
+    let after = &body[body.find("\"name\"")? + 6..];
+    let after = after.trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    Some(after[..after.find('"')?].to_owned())
+}
+
+/// A scanned block → the call event the loop sees.
+pub fn call_event(scanned: &Scanned, protocol: &TextProtocol) -> Option<ToolCallEvent> {
+    let (name, arguments_json) = match scanned {
+        Scanned::Call(body) => match parse_call(body) {
+            Some((name, arguments)) => {
+                let arguments_json = match arguments {
+                    Value::String(text) => text,
+                    other => other.to_string(),
+                };
+                (name, arguments_json)
+            }
+            // Invalid JSON keeps its text: the loop answers with an invalid-arguments error.
+            None => (name_in_broken_block(body).unwrap_or_else(|| "invalid_tool_call".to_owned()), body.clone()),
+        },
+        Scanned::Oversized(head) => (
+            name_in_broken_block(head).unwrap_or_else(|| "invalid_tool_call".to_owned()),
+            format!("tool call block longer than {} bytes was cut off: {head}…", protocol.max_block_bytes),
+        ),
+        Scanned::Text(_) | Scanned::Stop => return None,
+    };
+    Some(ToolCallEvent {
+        id: made_up_call_id(),
+        name,
+        arguments_json,
+        provider_data: json!({ "provider": "text_protocol" }),
+    })
+}
+
+/// Wraps a provider whose model has no native tool calls.
+pub struct TextProtocolProvider {
+    inner: Arc<dyn Provider>,
+    protocol: TextProtocol,
+}
+
+impl TextProtocolProvider {
+    pub fn new(inner: Arc<dyn Provider>, protocol: TextProtocol) -> Self {
+        Self { inner, protocol }
+    }
+}
+
+struct Scan {
+    /// None once generation was stopped: dropping the inner stream ends the request.
+    inner: Option<EventStream>,
+    scanner: Scanner,
+    protocol: TextProtocol,
+    queue: VecDeque<Result<StreamEvent, LlmError>>,
+}
+
+impl Scan {
+    fn take(&mut self, scanned: Vec<Scanned>) -> bool {
+        let mut stopped = false;
+        for item in scanned {
+            match &item {
+                Scanned::Text(text) => self.queue.push_back(Ok(StreamEvent::TextDelta(text.clone()))),
+                Scanned::Stop => {
+                    stopped = true;
+                    self.queue.push_back(Ok(StreamEvent::Finish(Finish {
+                        reason: FinishReason::Stop,
+                        raw: "stop_string".to_owned(),
+                    })));
+                }
+                Scanned::Call(_) | Scanned::Oversized(_) => {
+                    stopped = true;
+                    if let Some(call) = call_event(&item, &self.protocol) {
+                        self.queue.push_back(Ok(StreamEvent::ToolCall(call)));
+                    }
+                    self.queue.push_back(Ok(StreamEvent::Finish(Finish {
+                        reason: FinishReason::ToolCalls,
+                        raw: "tool_call_block".to_owned(),
+                    })));
+                }
+            }
+        }
+        stopped
+    }
+}
+
+impl Provider for TextProtocolProvider {
+    fn stream(&self, request: Request, cancel: CancellationToken) -> EventStream {
+        let rewritten = self.protocol.rewrite(&request);
+        let scan = Scan {
+            inner: Some(self.inner.stream(rewritten, cancel)),
+            scanner: Scanner::new(self.protocol.clone()),
+            protocol: self.protocol.clone(),
+            queue: VecDeque::new(),
+        };
+        Box::pin(futures::stream::unfold(scan, |mut scan| async move {
+            loop {
+                if let Some(item) = scan.queue.pop_front() {
+                    return Some((item, scan));
+                }
+                let inner = scan.inner.as_mut()?;
+                match inner.next().await {
+                    Some(Ok(StreamEvent::TextDelta(delta))) => {
+                        let scanned = scan.scanner.feed(&delta);
+                        if scan.take(scanned) {
+                            scan.inner = None;
+                        }
+                    }
+                    Some(Ok(StreamEvent::Finish(finish))) => {
+                        let scanned = scan.scanner.finish();
+                        if !scan.take(scanned) {
+                            scan.queue.push_back(Ok(StreamEvent::Finish(finish)));
+                        }
+                        scan.inner = None;
+                    }
+                    Some(Ok(other)) => scan.queue.push_back(Ok(other)),
+                    Some(Err(error)) => {
+                        scan.queue.push_back(Err(error));
+                        scan.inner = None;
+                    }
+                    None => scan.inner = None,
+                }
+            }
+        }))
+    }
+
+    fn label(&self) -> String {
+        format!("{} (text protocol)", self.inner.label())
+    }
+}
+
+#[cfg(test)]
+mod tests;
