@@ -36,6 +36,9 @@ pub mod sse;
 pub mod text_protocol;
 mod transport;
 
+#[cfg(test)]
+mod test_support;
+
 #[cfg(feature = "testing")]
 pub mod testing;
 

@@ -86,7 +86,8 @@ impl TextProtocol {
     }
 
     fn call_block(&self, name: &str, arguments: &Value) -> String {
-        format!("{}{}{}", self.call_open, json!({ "name": name, "arguments": arguments }), self.call_close)
+        // Written by hand so `name` comes first whatever serde_json's key order is.
+        format!("{}{{\"name\":{},\"arguments\":{}}}{}", self.call_open, json!(name), arguments, self.call_close)
     }
 
     /// Rewrites a request for a model without tools: the protocol joins the system message,

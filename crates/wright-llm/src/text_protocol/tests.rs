@@ -1,1 +1,92 @@
 use super::*;
+
+fn scan_in_pieces(text: &str, piece: usize, protocol: &TextProtocol) -> (String, Vec<Scanned>) {
+    let mut scanner = Scanner::new(protocol.clone());
+    let mut shown = String::new();
+    let mut found = Vec::new();
+    let characters: Vec<char> = text.chars().collect();
+    for chunk in characters.chunks(piece) {
+        let chunk: String = chunk.iter().collect();
+        for item in scanner.feed(&chunk) {
+            match item {
+                Scanned::Text(text) => shown.push_str(&text),
+                other => found.push(other),
+            }
+        }
+    }
+    for item in scanner.finish() {
+        match item {
+            Scanned::Text(text) => shown.push_str(&text),
+            other => found.push(other),
+        }
+    }
+    (shown, found)
+}
+
+#[test]
+fn delimiters_split_anywhere_are_found_and_the_first_block_ends_generation() {
+    let protocol = TextProtocol::default();
+    let text = "Sure — «quoted» <||not a call. <||TOOL.CALL>{\"name\": \"f\", \"arguments\": {\"q\": \"<||TOOL.CALL> <|im_end|>\"}}<TOOL.CALL||> \
+                after <||TOOL.CALL>{\"name\": \"g\"}<TOOL.CALL||>";
+    for piece in 1..=text.chars().count() {
+        let (shown, found) = scan_in_pieces(text, piece, &protocol);
+        assert_eq!(shown, "Sure — «quoted» <||not a call. ", "piece {piece}");
+        assert_eq!(
+            found,
+            vec![Scanned::Call("{\"name\": \"f\", \"arguments\": {\"q\": \"<||TOOL.CALL> <|im_end|>\"}}".to_owned())],
+            "piece {piece}"
+        );
+    }
+}
+
+#[test]
+fn a_stop_string_outside_a_block_ends_generation() {
+    let (shown, found) = scan_in_pieces("Done.<|im_end|>junk", 2, &TextProtocol::default());
+    assert_eq!((shown.as_str(), found), ("Done.", vec![Scanned::Stop]));
+}
+
+#[test]
+fn an_oversized_block_is_abandoned_and_reported_as_a_broken_call() {
+    let protocol = TextProtocol { max_block_bytes: 64, ..TextProtocol::default() };
+    let text = format!(
+        "<||TOOL.CALL>{{\"name\": \"write\", \"arguments\": {{\"text\": \"{}\"}}}}<TOOL.CALL||>",
+        "x".repeat(500)
+    );
+    let (shown, found) = scan_in_pieces(&text, 7, &protocol);
+    assert_eq!(shown, "");
+    assert!(matches!(&found[..], [Scanned::Oversized(_)]), "{found:?}");
+    let call = call_event(&found[0], &protocol).unwrap();
+    assert_eq!(call.name, "write");
+    assert!(call.arguments().is_err(), "the loop answers with an invalid-arguments error");
+}
+
+#[test]
+fn an_unclosed_block_is_a_call_only_when_it_is_whole() {
+    let protocol = TextProtocol::default();
+    let (_, found) = scan_in_pieces("<||TOOL.CALL>{\"name\": \"f\", \"arguments\": {}}", 3, &protocol);
+    assert_eq!(found, vec![Scanned::Call("{\"name\": \"f\", \"arguments\": {}}".to_owned())]);
+    let (shown, found) = scan_in_pieces("Hm <||TOOL.CALL>{\"name\": \"f\", \"argu", 3, &protocol);
+    assert_eq!((shown.as_str(), found.len()), ("Hm <||TOOL.CALL>{\"name\": \"f\", \"argu", 0));
+}
+
+#[test]
+fn broken_json_keeps_its_text_and_names_its_tool() {
+    let protocol = TextProtocol::default();
+    let call = call_event(&Scanned::Call("{\"name\": \"f\", \"arguments\": {oops}}".to_owned()), &protocol).unwrap();
+    assert_eq!(call.name, "f");
+    assert_eq!(call.arguments(), Err("{\"name\": \"f\", \"arguments\": {oops}}".to_owned()));
+}
+
+#[test]
+fn the_rewrite_teaches_the_format_and_drops_native_tools() {
+    let protocol = TextProtocol::default();
+    let request = Request {
+        system: "Be brief.".to_owned(),
+        tools: vec![ToolSpec { name: "f".into(), description: "does f".into(), parameters: json!({"type": "object"}) }],
+        ..Request::default()
+    };
+    let rewritten = protocol.rewrite(&request);
+    assert!(rewritten.tools.is_empty());
+    assert!(rewritten.system.starts_with("Be brief.\n\n## Tools"));
+    assert!(rewritten.system.contains("- f: does f"));
+}

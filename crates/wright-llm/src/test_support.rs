@@ -1,0 +1,64 @@
+//! Helpers shared by the unit tests of the wire modules.
+
+use serde_json::{Value, json};
+use wright_core::{Event, EventKind, ToolSpec};
+
+use crate::canonical::Request;
+use crate::config::Settings;
+
+pub(crate) fn settings() -> Settings {
+    Settings {
+        base_url: "http://127.0.0.1:1".to_owned(),
+        api_key: Some("key".to_owned()),
+        model: "model-x".to_owned(),
+        streaming: true,
+        max_output_tokens: None,
+        thinking_budget: None,
+    }
+}
+
+pub(crate) fn event(kind: EventKind, content: &str, data_json: Value) -> Event {
+    Event { seq: 0, kind, content: content.to_owned(), data_json }
+}
+
+/// A user question, an assistant turn with text and two calls (one with arguments that were
+/// not JSON), their results (one failed), and a notice no wire may send.
+pub(crate) fn tool_turn(assistant_provider: Value, call_provider: Value) -> Request {
+    Request {
+        system: "Be brief.".to_owned(),
+        history: vec![
+            event(EventKind::User, "Weather?", json!({})),
+            event(EventKind::Assistant, "Looking.", json!({"text": "Looking.", "provider": assistant_provider})),
+            event(
+                EventKind::ToolCall,
+                "weather(..)",
+                json!({"id": "call_1", "name": "weather", "arguments": {"city": "Oslo"}, "provider": call_provider}),
+            ),
+            event(
+                EventKind::ToolCall,
+                "weather(..)",
+                json!({"id": "call_2", "name": "weather", "arguments": "{\"city\": Lima", "provider": null}),
+            ),
+            event(
+                EventKind::ToolResult,
+                "ok",
+                json!({"tool_call_id": "call_1", "name": "weather", "output": {"sky": "clear"}, "success": true}),
+            ),
+            event(
+                EventKind::ToolResult,
+                "bad",
+                json!({"tool_call_id": "call_2", "name": "weather", "output": "invalid JSON arguments", "success": false}),
+            ),
+            event(EventKind::Notice, "Cancelled.", json!({"type": "cancelled"})),
+            event(EventKind::User, "Thanks", json!({})),
+        ],
+        tools: vec![ToolSpec {
+            name: "weather".to_owned(),
+            description: "Weather in a city".to_owned(),
+            parameters: json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}),
+        }],
+        model: None,
+        max_output_tokens: Some(100),
+        temperature: None,
+    }
+}

@@ -1,0 +1,310 @@
+//! Each adapter against the scripted fake provider: the real client, the real formats.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use wright_core::{Event, EventKind, ToolSpec};
+use wright_llm::testing::{FakeError, FakeProvider, Turn};
+use wright_llm::{FinishReason, LlmError, ProviderConfig, ProviderKind, Reply, Request, StreamEvent, collect};
+
+const KINDS: [ProviderKind; 4] =
+    [ProviderKind::Openai, ProviderKind::OpenaiCompatible, ProviderKind::Anthropic, ProviderKind::Gemini];
+
+fn event(kind: EventKind, content: &str, data_json: Value) -> Event {
+    Event { seq: 0, kind, content: content.to_owned(), data_json }
+}
+
+fn request() -> Request {
+    Request {
+        system: "You are a test.".to_owned(),
+        history: vec![event(EventKind::User, "What time is it in Oslo?", json!({}))],
+        tools: vec![ToolSpec {
+            name: "get_time".to_owned(),
+            description: "The time in a city".to_owned(),
+            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        }],
+        ..Request::default()
+    }
+}
+
+async fn run(config: &ProviderConfig, request: Request) -> (Result<Reply, LlmError>, String) {
+    let provider = config.build().expect("provider");
+    let mut streamed = String::new();
+    let reply = collect(provider.stream(request, CancellationToken::new()), |event| {
+        if let StreamEvent::TextDelta(delta) = event {
+            streamed.push_str(delta);
+        }
+    })
+    .await;
+    (reply, streamed)
+}
+
+fn configs(fake: &FakeProvider, kind: ProviderKind) -> Vec<ProviderConfig> {
+    let streaming = fake.config(kind);
+    let mut whole = fake.config(kind);
+    whole.streaming = false;
+    vec![streaming, whole]
+}
+
+#[tokio::test]
+async fn parallel_calls_with_split_arguments_arrive_whole_on_every_adapter() {
+    for kind in KINDS {
+        for config in configs(&FakeProvider::start(Vec::new()).await, kind) {
+            let fake = FakeProvider::start(vec![Turn::ToolCalls {
+                text: "Let me look — «both» cities.".to_owned(),
+                calls: vec![
+                    wright_llm::testing::FakeCall::new("get_time", json!({"city": "Oslo", "note": "naïve ✓"})),
+                    wright_llm::testing::FakeCall::new("get_time", json!({"city": "Lima"})),
+                ],
+            }])
+            .await;
+            let config = ProviderConfig { base_url: Some(fake.base_url(kind)), ..config };
+            let (reply, streamed) = run(&config, request()).await;
+            let reply = reply.unwrap_or_else(|error| panic!("{kind:?} streaming={}: {error}", config.streaming));
+            assert_eq!(reply.text, "Let me look — «both» cities.", "{kind:?}");
+            assert_eq!(streamed, reply.text);
+            let calls: Vec<(String, Value)> = reply
+                .tool_calls
+                .iter()
+                .map(|call| (call.name.clone(), call.arguments().expect("valid JSON")))
+                .collect();
+            assert_eq!(
+                calls,
+                vec![
+                    ("get_time".to_owned(), json!({"city": "Oslo", "note": "naïve ✓"})),
+                    ("get_time".to_owned(), json!({"city": "Lima"}))
+                ],
+                "{kind:?} streaming={}",
+                config.streaming
+            );
+            assert_ne!(reply.tool_calls[0].id, reply.tool_calls[1].id);
+            assert_eq!(reply.finish.reason, FinishReason::ToolCalls, "{kind:?}");
+            // Compatible servers are not asked for the usage chunk (see the openai module).
+            let usage_asked = !(kind == ProviderKind::OpenaiCompatible && config.streaming);
+            assert_eq!(reply.usage.is_some(), usage_asked, "{kind:?} streaming={}", config.streaming);
+        }
+    }
+}
+
+#[tokio::test]
+async fn rate_limits_and_overloads_are_retried_with_the_hinted_delay() {
+    for kind in KINDS {
+        let fake = FakeProvider::start(vec![
+            Turn::Error(FakeError::RateLimit { retry_after: Duration::from_millis(5) }),
+            Turn::Error(FakeError::Overloaded),
+            Turn::text("Finally."),
+        ])
+        .await;
+        let (reply, _) = run(&fake.config(kind), request()).await;
+        assert_eq!(reply.expect("retried to success").text, "Finally.", "{kind:?}");
+        assert_eq!(fake.requests().len(), 3, "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn retries_stop_at_the_limit_and_the_last_error_is_returned() {
+    let fake = FakeProvider::start(vec![Turn::Error(FakeError::ServerError); 5]).await;
+    let mut config = fake.config(ProviderKind::Anthropic);
+    config.retry.max_retries = 2;
+    let (reply, _) = run(&config, request()).await;
+    assert!(matches!(reply, Err(LlmError::ServerError { .. })), "{reply:?}");
+    assert_eq!(fake.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn a_hint_longer_than_the_longest_delay_is_not_waited_for() {
+    let fake =
+        FakeProvider::start(vec![Turn::Error(FakeError::RateLimit { retry_after: Duration::from_secs(120) })]).await;
+    let (reply, _) = run(&fake.config(ProviderKind::Openai), request()).await;
+    match reply {
+        Err(error @ LlmError::RateLimited { .. }) => assert_eq!(error.retry_after(), Some(Duration::from_secs(120))),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn context_length_and_authentication_errors_surface_at_once() {
+    for kind in KINDS {
+        let fake =
+            FakeProvider::start(vec![Turn::Error(FakeError::ContextLength), Turn::Error(FakeError::Authentication)])
+                .await;
+        let (first, _) = run(&fake.config(kind), request()).await;
+        assert!(matches!(first, Err(LlmError::ContextLengthExceeded(_))), "{kind:?}: {first:?}");
+        let (second, _) = run(&fake.config(kind), request()).await;
+        assert!(matches!(second, Err(LlmError::Authentication(_))), "{kind:?}: {second:?}");
+        assert_eq!(fake.requests().len(), 2, "{kind:?}: not retried");
+    }
+}
+
+#[tokio::test]
+async fn an_error_inside_the_stream_after_text_is_an_error_and_not_retried() {
+    for kind in KINDS {
+        let fake = FakeProvider::start(vec![
+            Turn::StreamError { text: "Partial answer".to_owned(), message: "Overloaded".to_owned() },
+            Turn::text("never asked for"),
+        ])
+        .await;
+        let (reply, streamed) = run(&fake.config(kind), request()).await;
+        assert!(reply.is_err(), "{kind:?}: {reply:?}");
+        assert_eq!(streamed, "Partial answer", "{kind:?}: what streamed stays shown");
+        assert_eq!(fake.requests().len(), 1, "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_without_a_finish_is_incomplete() {
+    for kind in KINDS {
+        let fake = FakeProvider::start(vec![Turn::Truncated { text: "Half a thou".to_owned() }]).await;
+        let (reply, streamed) = run(&fake.config(kind), request()).await;
+        assert!(matches!(reply, Err(LlmError::Incomplete(_))), "{kind:?}: {reply:?}");
+        assert_eq!(streamed, "Half a thou");
+    }
+}
+
+#[tokio::test]
+async fn cancelling_mid_stream_ends_the_stream_and_the_connection() {
+    for kind in KINDS {
+        let fake = FakeProvider::start(vec![Turn::Hang { text: "Thinking about it".to_owned() }]).await;
+        let provider = fake.config(kind).build().expect("provider");
+        let cancel = CancellationToken::new();
+        let mut stream = provider.stream(request(), cancel.clone());
+        let mut text = String::new();
+        while text != "Thinking about it" {
+            match stream.next().await {
+                Some(Ok(StreamEvent::TextDelta(delta))) => text.push_str(&delta),
+                Some(Ok(_)) => {}
+                other => panic!("{kind:?}: {other:?} before the text"),
+            }
+        }
+        cancel.cancel();
+        let ended = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("ends promptly");
+        assert!(matches!(ended, Some(Err(LlmError::Cancelled))), "{kind:?}: {ended:?}");
+        assert!(stream.next().await.is_none());
+        for _ in 0..100 {
+            if fake.disconnects() == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(fake.disconnects(), 1, "{kind:?}: the connection was closed");
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_stream_closes_the_connection() {
+    let fake = FakeProvider::start(vec![Turn::Hang { text: "…".to_owned() }]).await;
+    let provider = fake.config(ProviderKind::Openai).build().expect("provider");
+    let mut stream = provider.stream(request(), CancellationToken::new());
+    assert!(matches!(stream.next().await, Some(Ok(StreamEvent::TextDelta(_)))));
+    drop(stream);
+    for _ in 0..100 {
+        if fake.disconnects() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(fake.disconnects(), 1);
+}
+
+/// A whole tool turn as the loop stores it, sent back on the next request.
+fn history_with_a_tool_turn() -> Vec<Event> {
+    vec![
+        event(EventKind::User, "Time in Oslo and Lima?", json!({})),
+        event(EventKind::Assistant, "Checking.", json!({"text": "Checking.", "provider": null})),
+        event(
+            EventKind::ToolCall,
+            "get_time(..)",
+            json!({"id": "call_a", "name": "get_time", "arguments": {"city": "Oslo"}, "provider": null}),
+        ),
+        event(
+            EventKind::ToolCall,
+            "get_time(..)",
+            json!({"id": "call_b", "name": "get_time", "arguments": {"city": "Lima"}, "provider": null}),
+        ),
+        event(
+            EventKind::ToolResult,
+            "12:00",
+            json!({"tool_call_id": "call_a", "name": "get_time", "output": {"time": "12:00"}, "success": true}),
+        ),
+        event(
+            EventKind::ToolResult,
+            "failed",
+            json!({"tool_call_id": "call_b", "name": "get_time", "output": "no such city", "success": false}),
+        ),
+        event(EventKind::Notice, "ignored", json!({})),
+    ]
+}
+
+#[tokio::test]
+async fn the_request_each_adapter_sends_has_the_vendors_shape() {
+    for kind in KINDS {
+        let fake = FakeProvider::start(vec![Turn::text("ok")]).await;
+        let request = Request { history: history_with_a_tool_turn(), ..request() };
+        run(&fake.config(kind), request).await.0.expect("reply");
+        let sent = fake.requests().remove(0);
+        let body = &sent.body;
+        match kind {
+            ProviderKind::Openai | ProviderKind::OpenaiCompatible => {
+                assert_eq!(sent.path_and_query, "/v1/chat/completions");
+                assert_eq!(sent.headers["authorization"], "Bearer test-key");
+                let roles: Vec<&str> =
+                    body["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+                assert_eq!(roles, ["system", "user", "assistant", "tool", "tool"]);
+                assert_eq!(body["messages"][2]["tool_calls"][1]["function"]["arguments"], "{\"city\":\"Lima\"}");
+                assert_eq!(
+                    body["messages"][3],
+                    json!({"role": "tool", "tool_call_id": "call_a", "content": "{\"time\":\"12:00\"}"})
+                );
+                assert_eq!(body["tools"][0]["function"]["name"], "get_time");
+                assert_eq!(body["stream"], true);
+                assert_eq!(body["stream_options"].is_object(), kind == ProviderKind::Openai);
+            }
+            ProviderKind::Anthropic => {
+                assert_eq!(sent.path_and_query, "/v1/messages");
+                assert_eq!(sent.headers["x-api-key"], "test-key");
+                assert_eq!(sent.headers["anthropic-version"], "2023-06-01");
+                assert_eq!(body["system"], "You are a test.");
+                let roles: Vec<&str> =
+                    body["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+                assert_eq!(roles, ["user", "assistant", "user"]);
+                assert_eq!(
+                    body["messages"][1]["content"][2],
+                    json!({"type": "tool_use", "id": "call_b", "name": "get_time", "input": {"city": "Lima"}})
+                );
+                assert_eq!(
+                    body["messages"][2]["content"][1],
+                    json!({"type": "tool_result", "tool_use_id": "call_b", "content": "no such city", "is_error": true})
+                );
+                assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+            }
+            ProviderKind::Gemini => {
+                assert_eq!(sent.path_and_query, "/v1beta/models/fake-model:streamGenerateContent?alt=sse");
+                assert_eq!(sent.headers["x-goog-api-key"], "test-key");
+                assert_eq!(body["systemInstruction"]["parts"][0]["text"], "You are a test.");
+                let roles: Vec<&str> =
+                    body["contents"].as_array().unwrap().iter().map(|c| c["role"].as_str().unwrap()).collect();
+                assert_eq!(roles, ["user", "model", "user"]);
+                assert_eq!(
+                    body["contents"][1]["parts"][1],
+                    json!({"functionCall": {"name": "get_time", "args": {"city": "Oslo"}}})
+                );
+                assert_eq!(
+                    body["contents"][2]["parts"][1],
+                    json!({"functionResponse": {"name": "get_time", "response": {"error": "no such city"}}})
+                );
+                assert_eq!(body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"]["type"], "object");
+            }
+            ProviderKind::OpenaiResponses => unreachable!(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_exhausted_script_answers_with_a_marker_text() {
+    let fake = FakeProvider::start(Vec::new()).await;
+    let (reply, _) = run(&fake.config(ProviderKind::Gemini), request()).await;
+    assert_eq!(reply.expect("reply").text, wright_llm::testing::SCRIPT_EXHAUSTED);
+}
