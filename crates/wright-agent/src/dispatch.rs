@@ -26,6 +26,10 @@ fn failure(message: String, category: &str) -> Dispatched {
     Dispatched::Finished { output: json!({ "error": message, "category": category }), success: false }
 }
 
+fn tool_failure(error: &wright_tools::ToolError) -> Dispatched {
+    Dispatched::Finished { output: error.to_model_output(), success: false }
+}
+
 pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall) -> Dispatched {
     let arguments = match &call.arguments {
         Ok(Value::Null) => json!({}),
@@ -41,7 +45,7 @@ pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall) -> Dispa
     if PAUSING_TOOLS.contains(&call.name.as_str()) {
         return match site.tools.prepare_pause(site.agent, &call.name, &arguments).await {
             Ok(render) => Dispatched::Park { arguments, render },
-            Err(error) => failure(error.to_string(), error.category()),
+            Err(error) => tool_failure(&error),
         };
     }
     let invocation = Invocation {
@@ -54,7 +58,7 @@ pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall) -> Dispa
     };
     match site.tools.invoke(invocation).await {
         Ok(output) => Dispatched::Finished { output: cap_output(output, site.max_output_size), success: true },
-        Err(error) => failure(error.to_string(), error.category()),
+        Err(error) => tool_failure(&error),
     }
 }
 

@@ -204,11 +204,12 @@ pub async fn run(
         let mut parts = transcript.system_parts().await.map_err(stored)?;
         parts.earlier_summary = summary;
         let tools_enabled = tool_turns < context.config.max_tool_turns;
-        let request = ModelRequest {
-            system: system_message(&parts),
-            history: &history,
-            tools: if tools_enabled { context.tools.specs(context.agent) } else { Vec::new() },
+        let tools = if tools_enabled {
+            context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?
+        } else {
+            Vec::new()
         };
+        let request = ModelRequest { system: system_message(&parts), history: &history, tools };
         let reply = match model.reply(request, &on_text, context.cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled) => return cancelled(transcript).await,

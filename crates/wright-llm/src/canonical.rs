@@ -89,9 +89,10 @@ pub struct Usage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
-    /// The model finished its answer (possibly with tool calls: look at the calls, not at
-    /// this, because Gemini and older Ollama say `STOP`/`stop` after calling tools).
+    /// The model finished its answer without calling tools.
     Stop,
+    /// The reply holds tool calls — decided by the calls themselves, because Gemini and older
+    /// Ollama say `STOP`/`stop` after calling tools.
     ToolCalls,
     /// The output limit cut the answer.
     Length,

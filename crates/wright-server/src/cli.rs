@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 use wright_core::{AgentId, DocumentKind};
 use wright_store::Store;
-use wright_tools::{Invocation, Services, ToolRegistry};
+use wright_tools::{Invocation, ToolRegistry};
 
 use crate::token::{Auth, TokenSource};
 use crate::{AppState, Config};
@@ -150,6 +150,12 @@ enum DocumentCommand {
 
 /// Parses the command line and runs it; what `main` calls.
 pub fn main() -> ExitCode {
+    // A sandbox worker talks to its pool over stdin/stdout and must start with nothing else
+    // in the way: no argument parsing, no runtime, no logging.
+    if std::env::args().nth(1).as_deref() == Some(SANDBOX_WORKER) {
+        wright_sandbox::worker_main();
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -255,11 +261,15 @@ async fn open_store(config: &Config) -> anyhow::Result<Store> {
     Ok(Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?)
 }
 
+/// The hidden first argument that makes this binary a sandbox worker (see wright-sandbox).
+pub const SANDBOX_WORKER: &str = "__sandbox-worker";
+
 async fn call_tool(config: Config, name: &str, agent: &str, args: &str) -> anyhow::Result<ExitCode> {
     let agent = AgentId::parse(agent)?;
     let args: Value = serde_json::from_str(args).context("--args is not valid JSON")?;
-    let store = open_store(&config).await?;
-    let registry = ToolRegistry::new(Arc::new(Services { store: store.clone() }));
+    let services = crate::open_services(&config).await?;
+    let store = services.store.clone();
+    let registry = ToolRegistry::new(Arc::new(services));
     let invocation = Invocation {
         agent,
         name: name.to_owned(),
@@ -286,8 +296,8 @@ async fn call_tool(config: Config, name: &str, agent: &str, args: &str) -> anyho
 
 async fn market_command(config: Config, command: MarketCommand) -> anyhow::Result<ExitCode> {
     use wright_tools::market::{self, OnConflict};
-    let store = open_store(&config).await?;
-    let services = Services { store: store.clone() };
+    let services = crate::open_services(&config).await?;
+    let store = services.store.clone();
     let outcome: anyhow::Result<()> = async {
         match command {
             MarketCommand::List { query } => {

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use wright_agent::LoopConfig;
+use wright_egress::EgressConfig;
+use wright_sandbox::SandboxConfig;
 use wright_store::StateLimits;
 
 /// The whole configuration of one installation.
@@ -18,6 +20,8 @@ pub struct Config {
     pub server: ServerConfig,
     pub state: StateLimits,
     pub agent: LoopConfig,
+    pub sandbox: SandboxConfig,
+    pub egress: EgressConfig,
 }
 
 /// `[server]` in config.toml.
@@ -53,6 +57,8 @@ struct ConfigFile {
     server: ServerConfig,
     state: StateLimits,
     agent: LoopConfig,
+    sandbox: SandboxConfig,
+    egress: EgressConfig,
 }
 
 impl Config {
@@ -66,6 +72,12 @@ impl Config {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
             Err(error) => return Err(anyhow::anyhow!("{}: {error}", path.display())),
         };
-        Ok(Self { data_dir: data_dir.to_owned(), server: file.server, state: file.state, agent: file.agent })
+        let mut sandbox = file.sandbox;
+        if sandbox.worker_command.is_empty() {
+            // The binary serves as its own sandbox worker (see `cli::SANDBOX_WORKER`).
+            let program = std::env::current_exe().map_err(|error| anyhow::anyhow!("cannot find the wright binary: {error}"))?;
+            sandbox.worker_command = vec![program.display().to_string(), crate::cli::SANDBOX_WORKER.to_owned()];
+        }
+        Ok(Self { data_dir: data_dir.to_owned(), server: file.server, state: file.state, agent: file.agent, sandbox, egress: file.egress })
     }
 }

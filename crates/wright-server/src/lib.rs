@@ -43,15 +43,25 @@ pub struct AppState {
 impl AppState {
     /// Opens the data directory (creating it), the app database and the tool registry.
     pub async fn open(config: Config, auth: token::Auth, model: Option<runs::ConfiguredModel>) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&config.data_dir)?;
-        let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?;
-        let tools = Arc::new(ToolRegistry::new(Arc::new(Services { store: store.clone() })));
+        let services = open_services(&config).await?;
+        let store = services.store.clone();
+        let tools = Arc::new(ToolRegistry::new(Arc::new(services)));
         let hub = Arc::new(hub::Hub::default());
         let runs =
             Arc::new(runs::Runs::new(store.clone(), Arc::clone(&hub), Arc::clone(&tools), model, config.agent.clone()));
         runs.recover_interrupted().await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
         Ok(Self { store, tools, auth: Arc::new(auth), config: Arc::new(config), hub, runs })
     }
+}
+
+/// Opens the data directory (creating it) and everything tools reach the world through: the
+/// app database, the sandbox's worker pool, the egress client.
+pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
+    std::fs::create_dir_all(&config.data_dir)?;
+    let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?;
+    let sandbox = wright_sandbox::Sandbox::new(config.sandbox.clone())?;
+    let egress = wright_egress::Egress::new(config.egress.clone())?;
+    Ok(Services { store, sandbox, egress })
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then lets in-flight requests finish.

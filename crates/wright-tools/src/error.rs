@@ -20,6 +20,20 @@ pub enum ToolError {
     /// The tool ran and refused: e.g. the text to replace was not found. Nothing changed.
     #[error("{0}")]
     Rejected(String),
+    /// The agent's JavaScript failed; `outcome` is the seed's `{error, kind, logs}` shape.
+    #[error("{kind} error: {message}")]
+    Code { kind: &'static str, message: String, outcome: serde_json::Value },
+    /// The egress policy refused the request.
+    #[error("{0}")]
+    Denied(String),
+    #[error("{0}")]
+    Timeout(String),
+    /// The network failed: DNS, connect, TLS, HTTP.
+    #[error("{0}")]
+    Network(String),
+    /// A feature the operator has not configured (e.g. a web search backend).
+    #[error("{0}")]
+    NotConfigured(String),
     /// Something broke that the caller cannot fix (a database error); logged in full.
     #[error("internal error: {0}")]
     Internal(String),
@@ -34,7 +48,21 @@ impl ToolError {
             ToolError::NotFound(_) => "not_found",
             ToolError::LimitExceeded(_) => "limit",
             ToolError::Rejected(_) => "rejected",
+            ToolError::Code { kind, .. } => kind,
+            ToolError::Denied(_) => "denied",
+            ToolError::Timeout(_) => "timeout",
+            ToolError::Network(_) => "network",
+            ToolError::NotConfigured(_) => "not_configured",
             ToolError::Internal(_) => "internal",
+        }
+    }
+
+    /// What the model reads for this failure: the sandbox's own shape for code failures,
+    /// `{error, category}` for the rest.
+    pub fn to_model_output(&self) -> serde_json::Value {
+        match self {
+            ToolError::Code { outcome, .. } => outcome.clone(),
+            other => serde_json::json!({ "error": other.to_string(), "category": other.category() }),
         }
     }
 

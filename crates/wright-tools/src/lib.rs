@@ -13,8 +13,10 @@
 //! - This crate knows nothing of models or HTTP; the loop and the server call into it.
 
 mod builtin;
+mod code;
 mod components;
 mod error;
+mod host;
 mod interaction;
 pub mod market;
 mod registry;
@@ -22,6 +24,7 @@ mod schema;
 mod self_modification;
 mod state;
 mod tool_management;
+mod web;
 
 pub use error::ToolError;
 pub use interaction::{PAUSING_TOOLS, check_pausing_call};
@@ -30,11 +33,17 @@ pub use registry::{Invocation, ToolInfo, ToolRegistry};
 use std::sync::Arc;
 
 use wright_core::AgentId;
+use wright_egress::Egress;
+use wright_sandbox::Sandbox;
 use wright_store::Store;
 
 /// What tools reach the world through. Built once by the binary, shared by every call.
 pub struct Services {
     pub store: Store,
+    /// Runs agent-written JavaScript (run_sandbox_code and agent-made tools).
+    pub sandbox: Sandbox,
+    /// Every request the agent causes (fetch_url, web_search, the sandbox's fetch).
+    pub egress: Egress,
 }
 
 /// Who is calling and on whose behalf; handed to every handler.

@@ -1,13 +1,13 @@
 //! The tool registry: the one place a tool call is looked up, validated, run and recorded.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, OnceLock};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
 use wright_core::{AgentId, ToolKind, ToolSpec};
-use wright_store::ExecutionRecord;
+use wright_store::{AgentTool, ExecutionRecord};
 
 use crate::builtin::Tool;
 use crate::{Services, ToolContext, ToolError};
@@ -42,6 +42,8 @@ fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
         .chain(crate::interaction::tools())
         .chain(crate::components::tools())
         .chain(crate::market::tools())
+        .chain(crate::code::tools())
+        .chain(crate::web::tools())
 }
 
 /// The names of the built-in tools; an agent's tool may not take one of them.
@@ -60,6 +62,9 @@ struct RegisteredTool {
 pub struct ToolRegistry {
     services: Arc<Services>,
     builtins: BTreeMap<String, RegisteredTool>,
+    /// Validators of agent tools by (tool id, version). A std Mutex: held only to look up or
+    /// insert, never across an await.
+    agent_validators: Mutex<HashMap<(i64, i64), Arc<jsonschema::Validator>>>,
 }
 
 impl ToolRegistry {
@@ -76,30 +81,42 @@ impl ToolRegistry {
             let previous = builtins.insert(spec.name.clone(), RegisteredTool { tool, validator });
             assert!(previous.is_none(), "two built-in tools share a name");
         }
-        Self { services, builtins }
+        Self { services, builtins, agent_validators: Mutex::new(HashMap::new()) }
     }
 
     pub fn services(&self) -> &Arc<Services> {
         &self.services
     }
 
-    /// Every tool available to `agent`, built-ins first, by name.
-    pub fn list(&self, _agent: &AgentId) -> Vec<ToolInfo> {
-        self.builtins
+    /// Every tool available to `agent`: the built-ins, then its enabled agent-made tools.
+    pub async fn list(&self, agent: &AgentId) -> Result<Vec<ToolInfo>, ToolError> {
+        let mut tools: Vec<ToolInfo> = self
+            .builtins
             .values()
             .map(|registered| {
                 let ToolSpec { name, description, parameters } = registered.tool.spec().clone();
                 ToolInfo { name, description, parameters, kind: ToolKind::Builtin }
             })
-            .collect()
+            .collect();
+        for tool in self.services.store.list_agent_tools(agent, false).await? {
+            tools.push(ToolInfo {
+                name: tool.name,
+                description: tool.description,
+                parameters: tool.parameter_schema,
+                kind: ToolKind::Agent,
+            });
+        }
+        Ok(tools)
     }
 
     /// The specs to send to a model.
-    pub fn specs(&self, agent: &AgentId) -> Vec<ToolSpec> {
-        self.list(agent)
+    pub async fn specs(&self, agent: &AgentId) -> Result<Vec<ToolSpec>, ToolError> {
+        Ok(self
+            .list(agent)
+            .await?
             .into_iter()
             .map(|info| ToolSpec { name: info.name, description: info.description, parameters: info.parameters })
-            .collect()
+            .collect())
     }
 
     /// Checks `args` against the schema of tool `name` without running it (the loop does this
@@ -141,20 +158,26 @@ impl ToolRegistry {
 
     /// Looks up, validates, runs and records one call.
     pub async fn invoke(&self, invocation: Invocation) -> Result<Value, ToolError> {
-        let Some(registered) = self.builtins.get(&invocation.name) else {
-            return Err(ToolError::UnknownTool {
-                name: invocation.name,
-                available: self.builtins.keys().cloned().collect(),
-            });
-        };
         self.services.store.require_agent(&invocation.agent).await?;
         let started = Instant::now();
-        let outcome = self.run(registered, &invocation).await;
+        let (kind, outcome) = match self.builtins.get(&invocation.name) {
+            Some(registered) => (ToolKind::Builtin, self.run(registered, &invocation).await),
+            None => match self.services.store.agent_tool(&invocation.agent, &invocation.name).await? {
+                Some(tool) if tool.enabled => (ToolKind::Agent, self.run_agent_tool(tool, &invocation).await),
+                Some(_) => {
+                    return Err(ToolError::Rejected(format!(
+                        "the tool `{}` is disabled; enable_tool turns it on (an installed tool waits for a person to review it)",
+                        invocation.name
+                    )));
+                }
+                None => return Err(self.unknown(&invocation.agent, invocation.name).await),
+            },
+        };
         let duration_us = i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX);
         let record = ExecutionRecord {
             agent: invocation.agent,
             tool_name: invocation.name,
-            tool_kind: ToolKind::Builtin.as_str(),
+            tool_kind: kind.as_str(),
             caller: invocation.caller,
             conversation_id: invocation.conversation_id,
             tool_call_id: invocation.tool_call_id,
@@ -170,6 +193,48 @@ impl ToolRegistry {
             tracing::warn!(%error, tool = %record.tool_name, "could not record a tool execution");
         }
         outcome
+    }
+
+    /// An unknown-tool error that names what the agent can call instead.
+    async fn unknown(&self, agent: &AgentId, name: String) -> ToolError {
+        let mut available: Vec<String> = self.builtins.keys().cloned().collect();
+        if let Ok(tools) = self.services.store.list_agent_tools(agent, false).await {
+            available.extend(tools.into_iter().map(|tool| tool.name));
+        }
+        ToolError::UnknownTool { name, available }
+    }
+
+    /// Validates the arguments against the agent tool's own schema and runs its code.
+    async fn run_agent_tool(&self, tool: AgentTool, invocation: &Invocation) -> Result<Value, ToolError> {
+        let validator = self.agent_tool_validator(&tool)?;
+        check_arguments(&invocation.name, &validator, &invocation.args)?;
+        let outcome = crate::code::run_code(
+            &self.services,
+            &invocation.agent,
+            tool.code,
+            invocation.args.clone(),
+            Default::default(),
+        )
+        .await?;
+        // A tool's result is what its code returned; its logs stay in the execution record.
+        Ok(outcome.get("result").cloned().unwrap_or(Value::Null))
+    }
+
+    /// The compiled validator of a tool version, compiled once per (tool, version).
+    fn agent_tool_validator(&self, tool: &AgentTool) -> Result<Arc<jsonschema::Validator>, ToolError> {
+        let key = (tool.id, tool.version);
+        let mut cache = self.agent_validators.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(validator) = cache.get(&key) {
+            return Ok(Arc::clone(validator));
+        }
+        let validator = jsonschema::validator_for(&tool.parameter_schema)
+            .map_err(|error| ToolError::Rejected(format!("the tool's parameter_schema cannot be used: {error}")))?;
+        let validator = Arc::new(validator);
+        if cache.len() > 1024 {
+            cache.clear();
+        }
+        cache.insert(key, Arc::clone(&validator));
+        Ok(validator)
     }
 
     async fn run(&self, registered: &RegisteredTool, invocation: &Invocation) -> Result<Value, ToolError> {

@@ -1,7 +1,7 @@
 //! The tool-management tools of seed 002: the agent writes, versions, enables and reads its
 //! own tools. A tool is checked before anything is stored: its name is snake_case and does
-//! not shadow a built-in, its parameter schema is a JSON Schema of an object, and its code is
-//! within the size limit.
+//! not shadow a built-in, its parameter schema is a JSON Schema of an object, and its code
+//! compiles in the sandbox.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -117,11 +117,12 @@ fn check_description(description: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// Refuses code that is too large or does not compile, with the line and column.
 pub(crate) fn check_code(_services: &Services, code: &str) -> Result<(), ToolError> {
     if code.len() > MAX_CODE_BYTES {
         return Err(reject(format!("code is larger than {MAX_CODE_BYTES} bytes")));
     }
-    Ok(())
+    wright_sandbox::check_syntax(code).map_err(|error| reject(format!("the code does not compile: {error}")))
 }
 
 fn agent_meta(context: &ToolContext, reason: Option<String>) -> VersionMeta {

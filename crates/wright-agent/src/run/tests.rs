@@ -128,7 +128,16 @@ impl Fixture {
         let store = Store::open(&dir.path().join("wright.db"), StateLimits::default()).await.unwrap();
         store.create_conversation(&AgentId::default_agent(), "c1", "test").await.unwrap();
         store.append_events("c1", &[(EventKind::User, "hello".into(), json!({}))]).await.unwrap();
-        let tools = ToolRegistry::new(Arc::new(Services { store: store.clone() }));
+        // These tests never run code: no worker is started (pool of 0), and the egress client
+        // is never used.
+        let sandbox_config = wright_sandbox::SandboxConfig {
+            pool_size: 0,
+            worker_command: vec!["wright-sandbox-worker".into()],
+            ..Default::default()
+        };
+        let sandbox = wright_sandbox::Sandbox::new(sandbox_config).unwrap();
+        let egress = wright_egress::Egress::new(wright_egress::EgressConfig::default()).unwrap();
+        let tools = ToolRegistry::new(Arc::new(Services { store: store.clone(), sandbox, egress }));
         let transcript = StoreTranscript {
             store,
             conversation: "c1".into(),

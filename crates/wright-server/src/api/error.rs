@@ -77,9 +77,14 @@ impl From<ToolError> for ApiError {
     fn from(error: ToolError) -> Self {
         let status = match &error {
             ToolError::UnknownTool { .. } | ToolError::NotFound(_) => StatusCode::NOT_FOUND,
-            ToolError::InvalidArguments { .. } | ToolError::Rejected(_) | ToolError::LimitExceeded(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            ToolError::InvalidArguments { .. }
+            | ToolError::Rejected(_)
+            | ToolError::LimitExceeded(_)
+            | ToolError::Code { .. }
+            | ToolError::Denied(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ToolError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            ToolError::Network(_) => StatusCode::BAD_GATEWAY,
+            ToolError::NotConfigured(_) => StatusCode::SERVICE_UNAVAILABLE,
             ToolError::Internal(_) => return Self::internal(&error),
         };
         Self::new(status, error.category(), error.to_string())

@@ -63,6 +63,7 @@ pub async fn list_tools(
         state
             .tools
             .list(&agent)
+            .await?
             .into_iter()
             .map(|tool| ToolView {
                 name: tool.name,

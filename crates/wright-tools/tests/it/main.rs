@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use wright_core::AgentId;
+use wright_egress::{Egress, EgressConfig};
+use wright_sandbox::{Sandbox, SandboxConfig};
 use wright_store::{ExecutionFilter, StateLimits, Store};
 use wright_tools::{Invocation, Services, ToolError, ToolRegistry};
 
@@ -12,11 +14,31 @@ struct Fixture {
     registry: ToolRegistry,
 }
 
+/// The sandbox worker binary `cargo test --workspace` builds next to this test's directory.
+fn worker_command() -> Vec<String> {
+    let debug = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_owned();
+    let worker = debug.join("wright-sandbox-worker");
+    assert!(worker.exists(), "{} is missing: run the tests with `cargo test --workspace`", worker.display());
+    vec![worker.display().to_string()]
+}
+
 impl Fixture {
     async fn new() -> Self {
+        Self::with_egress(EgressConfig::default()).await
+    }
+
+    async fn with_egress(egress: EgressConfig) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("wright.db"), StateLimits::default()).await.unwrap();
-        Self { _dir: dir, registry: ToolRegistry::new(Arc::new(Services { store })) }
+        let sandbox_config = SandboxConfig {
+            pool_size: 1,
+            deadline_ms: 5_000,
+            worker_command: worker_command(),
+            ..SandboxConfig::default()
+        };
+        let sandbox = Sandbox::new(sandbox_config).unwrap();
+        let egress = Egress::new(egress).unwrap();
+        Self { _dir: dir, registry: ToolRegistry::new(Arc::new(Services { store, sandbox, egress })) }
     }
 
     async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
@@ -40,7 +62,7 @@ impl Fixture {
 #[tokio::test]
 async fn schemas_match_the_seed_contracts() {
     let fixture = Fixture::new().await;
-    let tools = fixture.registry.list(&AgentId::default_agent());
+    let tools = fixture.registry.list(&AgentId::default_agent()).await.unwrap();
     let edit = tools.iter().find(|tool| tool.name == "edit_system_prompt").unwrap();
     let schema = &edit.parameters;
     assert_eq!(schema["type"], "object");
@@ -302,7 +324,7 @@ mod interaction {
     #[tokio::test]
     async fn render_blocks_offers_the_eight_block_kinds_of_the_seed() {
         let fixture = Fixture::new().await;
-        let tools = fixture.registry.list(&AgentId::default_agent());
+        let tools = fixture.registry.list(&AgentId::default_agent()).await.unwrap();
         let render = tools.iter().find(|tool| tool.name == "render_blocks").unwrap();
         let kinds: Vec<&str> = render.parameters["properties"]["blocks"]["items"]["oneOf"]
             .as_array()
@@ -538,5 +560,130 @@ mod market {
             market::bundle_hash(&json!({"a": [{"c": 3, "d": 2}], "b": 1}))
         );
         assert_eq!(market::canonical_json(&json!({"b": 1, "a": 2})), r#"{"a":2,"b":1}"#);
+    }
+}
+
+mod code_and_web {
+    use super::*;
+
+    /// A local server: `/hello` answers text, `/json` answers JSON.
+    async fn local_server() -> std::net::SocketAddr {
+        let app = axum::Router::new()
+            .route("/hello", axum::routing::get(|| async { "hello from the test server" }))
+            .route("/json", axum::routing::get(|| async { axum::Json(json!({"answer": 42})) }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.ok() });
+        address
+    }
+
+    fn allowing(address: std::net::SocketAddr) -> EgressConfig {
+        EgressConfig { allow: vec![format!("127.0.0.1:{}", address.port())], ..EgressConfig::default() }
+    }
+
+    #[tokio::test]
+    async fn run_sandbox_code_returns_result_and_logs_or_error_and_kind() {
+        let fixture = Fixture::new().await;
+        let ok =
+            fixture.call("run_sandbox_code", json!({"code": "console.log('adding'); return 1 + 2;"})).await.unwrap();
+        assert_eq!(ok, json!({"result": 3, "logs": ["adding"]}));
+        let error = fixture.call("run_sandbox_code", json!({"code": "throw new Error('boom')"})).await.unwrap_err();
+        assert_eq!(error.category(), "runtime");
+        assert_eq!(error.to_model_output()["error"].as_str().map(|text| text.contains("boom")), Some(true));
+        let error =
+            fixture.call("run_sandbox_code", json!({"code": "while (true) {}", "timeout_ms": 200})).await.unwrap_err();
+        assert_eq!(error.category(), "timeout");
+        let error = fixture.call("run_sandbox_code", json!({"code": "return (;"})).await.unwrap_err();
+        assert_eq!(error.category(), "syntax");
+    }
+
+    #[tokio::test]
+    async fn agent_tools_run_with_validated_args_and_the_agents_state() {
+        let fixture = Fixture::new().await;
+        let create = json!({
+            "name": "counter",
+            "description": "Counts calls and adds a step.",
+            "parameter_schema": {"type": "object", "properties": {"step": {"type": "integer"}}, "required": ["step"]},
+            "code": "const n = (await state.get('n')) ?? 0; await state.set('n', n + args.step); return n + args.step;",
+        });
+        fixture.call("create_tool", create).await.unwrap();
+        assert_eq!(fixture.call("counter", json!({"step": 2})).await.unwrap(), json!(2));
+        assert_eq!(fixture.call("counter", json!({"step": 3})).await.unwrap(), json!(5));
+        assert_eq!(fixture.call("get_state", json!({"key": "n"})).await.unwrap(), json!({"value": 5}));
+        let error = fixture.call("counter", json!({"step": "x"})).await.unwrap_err();
+        assert!(error.to_string().contains("/step"), "{error}");
+        let tools = fixture.registry.list(&AgentId::default_agent()).await.unwrap();
+        assert!(tools.iter().any(|tool| tool.name == "counter" && tool.kind == wright_core::ToolKind::Agent));
+        fixture.call("disable_tool", json!({"name": "counter"})).await.unwrap();
+        assert!(fixture.call("counter", json!({"step": 1})).await.unwrap_err().to_string().contains("disabled"));
+        let executions = fixture
+            .store()
+            .list_executions(
+                &AgentId::default_agent(),
+                &ExecutionFilter { tool_name: Some("counter".into()), ..Default::default() },
+            )
+            .await
+            .unwrap();
+        assert_eq!(executions.len(), 3);
+        assert!(executions.iter().all(|execution| execution.tool_kind == "agent"));
+    }
+
+    #[tokio::test]
+    async fn code_that_does_not_compile_is_refused_with_its_position() {
+        let fixture = Fixture::new().await;
+        let error = fixture
+            .call("create_tool", json!({"name": "broken", "description": "Broken.", "parameter_schema": {"type": "object"}, "code": "return {;"}))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("does not compile") && error.to_string().contains("line 1"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn fetch_url_reaches_an_allowlisted_server_and_is_refused_a_private_one() {
+        let address = local_server().await;
+        let fixture = Fixture::with_egress(allowing(address)).await;
+        let result = fixture
+            .call("fetch_url", json!({"url": format!("http://127.0.0.1:{}/hello", address.port())}))
+            .await
+            .unwrap();
+        assert_eq!((result["status"].clone(), result["ok"].clone()), (json!(200), json!(true)));
+        assert_eq!(result["body"], "hello from the test server");
+        assert_eq!(result["truncated"], false);
+        for url in ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "file:///etc/passwd"] {
+            let error = fixture.call("fetch_url", json!({"url": url})).await.unwrap_err();
+            assert!(matches!(error.category(), "denied" | "rejected"), "{url}: {error}");
+        }
+        let other_port = fixture
+            .call("fetch_url", json!({"url": format!("http://127.0.0.1:{}/hello", address.port() + 1)}))
+            .await
+            .unwrap_err();
+        assert_eq!(other_port.category(), "denied");
+    }
+
+    #[tokio::test]
+    async fn sandbox_fetch_goes_through_the_same_guard() {
+        let address = local_server().await;
+        let fixture = Fixture::with_egress(allowing(address)).await;
+        let code = format!(
+            "const response = await fetch('http://127.0.0.1:{}/json'); const body = await response.json(); \
+             return {{status: response.status, ok: response.ok, type: response.headers.get('content-type'), answer: body.answer}};",
+            address.port()
+        );
+        let result = fixture.call("run_sandbox_code", json!({"code": code})).await.unwrap();
+        assert_eq!(result["result"]["answer"], 42);
+        assert_eq!(result["result"]["type"], "application/json");
+        let denied = fixture
+            .call("run_sandbox_code", json!({"code": "try { await fetch('http://169.254.169.254/'); return 'reached'; } catch (error) { return String(error.message); }"}))
+            .await
+            .unwrap();
+        assert!(denied["result"].as_str().unwrap().contains("denied"), "{denied}");
+    }
+
+    #[tokio::test]
+    async fn web_search_without_a_backend_says_how_to_configure_one() {
+        let fixture = Fixture::new().await;
+        let error = fixture.call("web_search", json!({"query": "rust"})).await.unwrap_err();
+        assert_eq!(error.category(), "not_configured");
+        assert!(error.to_string().to_lowercase().contains("searxng"), "{error}");
     }
 }

@@ -1,0 +1,64 @@
+//! `run_sandbox_code` (seed 002 "Code Execution") and the running of agent-made tools: both
+//! run JavaScript in the QuickJS sandbox with the agent's state and the guarded `fetch`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use wright_core::AgentId;
+use wright_sandbox::{RunLimits, RunOutcome, RunRequest};
+
+use crate::builtin::{Builtin, Tool};
+use crate::host::AgentHost;
+use crate::{Services, ToolError};
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct RunArgs {
+    /// JavaScript: the body of an async function. Must `return` a JSON value or call `resolve(value)`.
+    /// `state.get/set/delete/list`, `fetch(url, {method, headers, body})` and `console.log` are available.
+    code: String,
+    /// Deadline for this run in milliseconds (default 30000).
+    timeout_ms: Option<u64>,
+}
+
+/// Runs `code` for `agent` with `args`, under `limits`; a failing run is a
+/// [`ToolError::Code`] carrying the seed's `{error, kind, logs}` shape.
+pub(crate) async fn run_code(
+    services: &Services,
+    agent: &AgentId,
+    code: String,
+    args: Value,
+    limits: RunLimits,
+) -> Result<Value, ToolError> {
+    let deadline = Instant::now() + services.sandbox.limits_for(&limits).deadline();
+    let host = Arc::new(AgentHost {
+        store: services.store.clone(),
+        egress: services.egress.clone(),
+        agent: agent.clone(),
+        deadline,
+    });
+    let outcome = services.sandbox.run(RunRequest::new(code).with_args(args).with_limits(limits), host).await;
+    match &outcome {
+        RunOutcome::Success { .. } => Ok(outcome.to_json()),
+        RunOutcome::Failure { error, kind, .. } => {
+            Err(ToolError::Code { kind: kind.as_str(), message: error.clone(), outcome: outcome.to_json() })
+        }
+    }
+}
+
+pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
+    vec![Builtin::<RunArgs>::boxed(
+        "run_sandbox_code",
+        "Run JavaScript in the sandbox: for quick calculations, data transformation, or testing logic before you \
+         save it as a tool. Same runtime as your tools (state, fetch through the egress guard, console). \
+         Returns {result, logs}; a failure returns {error, kind: syntax|runtime|timeout|memory|output_too_large, logs}.",
+        |context, args| {
+            Box::pin(async move {
+                let limits = RunLimits { deadline_ms: args.timeout_ms, ..RunLimits::default() };
+                run_code(&context.services, &context.agent, args.code, Value::Object(Default::default()), limits).await
+            })
+        },
+    )]
+}
