@@ -262,10 +262,6 @@ impl GuardedConnection {
         Ok(lines.join("\n"))
     }
 
-    pub(crate) fn watch(&self) -> &Arc<Watch> {
-        &self.watch
-    }
-
     /// Runs the host's own SQL (schema queries) under the same deadline as agent SQL.
     fn guarded<T>(&mut self, work: impl FnOnce(&Self) -> rusqlite::Result<T>) -> Result<T, AgentDbError> {
         self.watch.arm(self.config.statement_timeout());
