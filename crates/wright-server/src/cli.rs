@@ -55,6 +55,16 @@ enum Command {
         #[command(subcommand)]
         command: DocumentCommand,
     },
+    /// Run a JavaScript file in the sandbox, with timings.
+    Sandbox {
+        #[command(subcommand)]
+        command: SandboxCommand,
+    },
+    /// Ask the egress policy about a URL.
+    Egress {
+        #[command(subcommand)]
+        command: EgressCommand,
+    },
     /// The marketplace: list, publish, install, export and import bundles.
     Market {
         #[command(subcommand)]
@@ -62,6 +72,38 @@ enum Command {
     },
     /// Print the OpenAPI document of the HTTP API.
     Openapi,
+}
+
+#[derive(Subcommand)]
+enum SandboxCommand {
+    /// Run FILE as the body of an async function (as a tool's code) and print the result.
+    Run {
+        file: PathBuf,
+        /// `args` for the code, as JSON.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// A file whose text the code reads as `input`.
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// Run it this many times and report the median, p95 and runs per second.
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
+        /// Untimed runs before the timed ones.
+        #[arg(long, default_value_t = 0)]
+        warmup: usize,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The agent whose state the code reads and writes.
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum EgressCommand {
+    /// Print allow or deny for URL, with each address and the rule that decided.
+    Check { url: String },
 }
 
 #[derive(Subcommand)]
@@ -190,6 +232,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prompt { command } => document_command(config, DocumentKind::SystemPrompt, command).await,
         Command::Notes { command } => document_command(config, DocumentKind::LearnedNotes, command).await,
         Command::Market { command } => market_command(config, command).await,
+        Command::Sandbox { command: SandboxCommand::Run { file, args, input, repeat, warmup, json, agent } } => {
+            let code = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let args: Value = serde_json::from_str(&args).context("--args is not valid JSON")?;
+            let input = input
+                .map(|path| std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display())))
+                .transpose()?;
+            let services = crate::open_services(&config).await?;
+            let report =
+                wright_tools::run_file(&services, &AgentId::parse(&agent)?, code, args, input, repeat, warmup).await;
+            services.store.close().await;
+            println!("{}", if json { report.to_json().to_string() } else { report.to_text() });
+            Ok(if report.outcome.is_success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Egress { command: EgressCommand::Check { url } } => {
+            let egress = wright_egress::Egress::new(config.egress.clone())?;
+            let verdict = egress.check(&url).await;
+            println!("{verdict}");
+            Ok(if verdict.allowed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
         Command::Openapi => {
             println!("{}", serde_json::to_string_pretty(&crate::api::openapi())?);
             Ok(ExitCode::SUCCESS)

@@ -75,9 +75,17 @@ impl Config {
         let mut sandbox = file.sandbox;
         if sandbox.worker_command.is_empty() {
             // The binary serves as its own sandbox worker (see `cli::SANDBOX_WORKER`).
-            let program = std::env::current_exe().map_err(|error| anyhow::anyhow!("cannot find the wright binary: {error}"))?;
+            let program =
+                std::env::current_exe().map_err(|error| anyhow::anyhow!("cannot find the wright binary: {error}"))?;
             sandbox.worker_command = vec![program.display().to_string(), crate::cli::SANDBOX_WORKER.to_owned()];
         }
-        Ok(Self { data_dir: data_dir.to_owned(), server: file.server, state: file.state, agent: file.agent, sandbox, egress: file.egress })
+        Ok(Self {
+            data_dir: data_dir.to_owned(),
+            server: file.server,
+            state: file.state,
+            agent: file.agent,
+            sandbox,
+            egress: file.egress,
+        })
     }
 }

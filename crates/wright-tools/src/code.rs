@@ -62,3 +62,27 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         },
     )]
 }
+
+/// `wright sandbox run FILE`: runs `code` as `agent` (its state, the guarded fetch) `repeat`
+/// times after `warmup` untimed runs, and reports the outcome with timings.
+pub async fn run_file(
+    services: &Services,
+    agent: &AgentId,
+    code: String,
+    args: Value,
+    input: Option<String>,
+    repeat: usize,
+    warmup: usize,
+) -> wright_sandbox::RepeatReport {
+    let deadline = Instant::now()
+        + services.sandbox.limits_for(&RunLimits::default()).deadline() * (repeat + warmup).max(1) as u32;
+    let host = Arc::new(AgentHost {
+        store: services.store.clone(),
+        egress: services.egress.clone(),
+        agent: agent.clone(),
+        deadline,
+    });
+    let mut request = RunRequest::new(code).with_args(args);
+    request.input = input;
+    wright_sandbox::run_repeated(&services.sandbox, &request, host, repeat, warmup).await
+}

@@ -26,6 +26,7 @@ mod state;
 mod tool_management;
 mod web;
 
+pub use code::run_file;
 pub use error::ToolError;
 pub use interaction::{PAUSING_TOOLS, check_pausing_call};
 pub use registry::{Invocation, ToolInfo, ToolRegistry};

@@ -205,3 +205,38 @@ fn market_commands_publish_install_export_and_import() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("hash does not match"));
 }
+
+#[test]
+fn sandbox_run_uses_the_binary_as_its_own_worker_and_reports_timings() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("double.js");
+    std::fs::write(&file, "await state.set('seen', true); return args.n * 2;").unwrap();
+    let output = wright(
+        dir.path(),
+        &["sandbox", "run", file.to_str().unwrap(), "--args", r#"{"n":21}"#, "--repeat", "5", "--json"],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report = json_of(&output);
+    assert_eq!(report["result"], 42);
+    assert_eq!(report["runs"], 5);
+    assert!(report["median_ms"].as_f64().unwrap() > 0.0);
+    let state = json_of(&wright(dir.path(), &["tool", "call", "get_state", "--args", r#"{"key":"seen"}"#]));
+    assert_eq!(state["value"], true);
+    std::fs::write(&file, "throw new TypeError('nope')").unwrap();
+    let failed = wright(dir.path(), &["sandbox", "run", file.to_str().unwrap()]);
+    assert!(!failed.status.success());
+    assert!(String::from_utf8_lossy(&failed.stdout).contains("nope"));
+}
+
+#[test]
+fn egress_check_prints_the_verdict_and_the_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let denied = wright(dir.path(), &["egress", "check", "http://[::ffff:169.254.169.254]/latest"]);
+    assert!(!denied.status.success());
+    let text = String::from_utf8_lossy(&denied.stdout).into_owned();
+    assert!(text.starts_with("deny ") && text.contains("metadata"), "{text}");
+    std::fs::write(dir.path().join("config.toml"), "[egress]\nallow = [\"127.0.0.1:9\"]\n").unwrap();
+    let allowed = wright(dir.path(), &["egress", "check", "http://127.0.0.1:9/"]);
+    assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stdout));
+    assert!(String::from_utf8_lossy(&allowed.stdout).starts_with("allow "));
+}
