@@ -21,8 +21,9 @@ pub struct AgentDbConfig {
     /// Size of the database file (`PRAGMA max_page_count`, set by the host on every open and
     /// refused to the agent). The temporary database gets the same cap.
     pub max_database_bytes: u64,
-    /// Longest string or blob (`SQLITE_LIMIT_LENGTH`): bounds `zeroblob`, `randomblob`,
-    /// `printf` widths, `replace`, `group_concat` and every other value a statement builds.
+    /// Longest string or blob, and largest stored row (`SQLITE_LIMIT_LENGTH`): bounds
+    /// `zeroblob`, `randomblob`, `printf` widths, `replace`, `group_concat` and every other
+    /// value a statement builds.
     pub max_value_bytes: u32,
     /// Longest SQL text (`SQLITE_LIMIT_SQL_LENGTH`).
     pub max_sql_bytes: u32,

@@ -282,11 +282,8 @@ impl GuardedConnection {
             Ok(statement) => statement,
             Err(rusqlite::Error::MultipleStatement) => return Err(AgentDbError::MultipleStatements),
             Err(error) => {
-                return Err(if self.first_statement_compiles(sql) {
-                    AgentDbError::MultipleStatements
-                } else {
-                    self.classify(error, sql)
-                });
+                let error = self.classify(error, sql);
+                return Err(if self.first_statement_compiles(sql) { AgentDbError::MultipleStatements } else { error });
             }
         };
         let expected = statement.parameter_count();
@@ -409,13 +406,16 @@ impl GuardedConnection {
             }
             other => return AgentDbError::Sql { message: other.to_string() },
         };
+        // A refusal of the authorizer surfaces as SQLITE_AUTH, or as a plain error for a
+        // function ("not authorized to use function"); the note says which it was either way.
+        if let Some(what) = self.auth.take_denial() {
+            return AgentDbError::Denied { what };
+        }
         match code {
             ErrorCode::OperationInterrupted if self.watch.cancelled() => AgentDbError::Cancelled,
             ErrorCode::OperationInterrupted => AgentDbError::Timeout { limit: self.config.statement_timeout() },
             ErrorCode::DiskFull => AgentDbError::SizeLimit { limit: self.config.max_database_bytes },
-            ErrorCode::AuthorizationForStatementDenied => AgentDbError::Denied {
-                what: self.auth.take_denial().unwrap_or_else(|| "this statement".to_owned()),
-            },
+            ErrorCode::AuthorizationForStatementDenied => AgentDbError::Denied { what: "this statement".to_owned() },
             ErrorCode::TooBig if sql.len() > self.config.max_sql_bytes as usize => {
                 AgentDbError::SqlTooLong { length: sql.len(), limit: self.config.max_sql_bytes as usize }
             }

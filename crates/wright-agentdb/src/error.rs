@@ -22,10 +22,10 @@ pub enum AgentDbError {
         limit / 1_000_000
     )]
     SizeLimit { limit: u64 },
-    /// A string or blob the statement built or stored would exceed the per-value limit.
+    /// A string, blob or stored row the statement built would exceed the per-value limit.
     #[error(
-        "a string or blob would be longer than {limit} bytes, the limit for one value; \
-         store large content in smaller pieces"
+        "a string, blob or row would be longer than {limit} bytes, the limit for one value \
+         (and for one stored row); store large content in smaller pieces"
     )]
     ValueTooLarge { limit: u64 },
     /// The SQL text is longer than the limit.

@@ -81,16 +81,13 @@ const MODULES: &[&str] = &["fts3", "fts4", "fts5", "fts5vocab", "rtree", "rtree_
 /// `Ok` to allow; `Err(what)` names what was refused, for [`crate::AgentDbError::Denied`].
 pub(crate) fn authorize(context: &AuthContext<'_>, phase: Phase) -> Result<(), String> {
     match context.action {
-        AuthAction::Attach { filename } => {
-            if phase == Phase::Running && filename.is_empty() {
-                Ok(())
-            } else if phase == Phase::Running {
-                Err("VACUUM INTO".to_owned())
-            } else {
-                Err("ATTACH".to_owned())
-            }
+        AuthAction::Attach { filename } => attach(Some(filename), phase),
+        // rusqlite reports an ATTACH whose file name is an expression (`'a' || '.db'`) as
+        // unknown, for want of a name.
+        AuthAction::Unknown { code: rusqlite::ffi::SQLITE_ATTACH, arg1, .. } => attach(arg1, phase),
+        AuthAction::Detach { .. } | AuthAction::Unknown { code: rusqlite::ffi::SQLITE_DETACH, .. } => {
+            Err("DETACH".to_owned())
         }
-        AuthAction::Detach { .. } => Err("DETACH".to_owned()),
         AuthAction::Function { function_name } => {
             if function_name.eq_ignore_ascii_case("load_extension") {
                 Err("load_extension() (extension loading)".to_owned())
@@ -103,10 +100,7 @@ pub(crate) fn authorize(context: &AuthContext<'_>, phase: Phase) -> Result<(), S
             if MODULES.iter().any(|allowed| module_name.eq_ignore_ascii_case(allowed)) {
                 Ok(())
             } else {
-                Err(format!(
-                    "a virtual table of module `{module_name}` (allowed: {})",
-                    MODULES.join(", ")
-                ))
+                Err(format!("a virtual table of module `{module_name}` (allowed: {})", MODULES.join(", ")))
             }
         }
         AuthAction::Unknown { code, .. } => Err(format!("SQLite operation {code}")),
@@ -140,6 +134,14 @@ pub(crate) fn authorize(context: &AuthContext<'_>, phase: Phase) -> Result<(), S
         // `AuthAction` is non-exhaustive: a variant added by a newer rusqlite is refused
         // until someone decides about it here.
         _ => Err("this kind of statement".to_owned()),
+    }
+}
+
+fn attach(filename: Option<&str>, phase: Phase) -> Result<(), String> {
+    match (phase, filename) {
+        (Phase::Running, Some("")) => Ok(()),
+        (Phase::Running, _) => Err("VACUUM INTO".to_owned()),
+        (Phase::Preparing, _) => Err("ATTACH".to_owned()),
     }
 }
 

@@ -60,7 +60,9 @@ impl Worker {
         std::thread::Builder::new()
             .name(format!("agentdb-{name}"))
             .spawn(move || serve(path, config, thread_watch, receiver))
-            .map_err(|error| AgentDbError::Unavailable { message: format!("cannot start a database thread: {error}") })?;
+            .map_err(|error| AgentDbError::Unavailable {
+                message: format!("cannot start a database thread: {error}"),
+            })?;
         Ok(Worker { sender, watch })
     }
 }
