@@ -89,7 +89,9 @@ fn main() {
             parse(&openai, chunk)
         });
     }
-    measure("sse parser, anthropic CRLF stream, 1500 B reads", anthropic.len(), deltas + 5, runs, || parse(&anthropic, 1500));
+    measure("sse parser, anthropic CRLF stream, 1500 B reads", anthropic.len(), deltas + 5, runs, || {
+        parse(&anthropic, 1500)
+    });
     for (name, kind, body, events) in [
         ("parser + openai decoder, 1500 B reads", ProviderKind::Openai, &openai, deltas + 1),
         ("parser + anthropic decoder, 1500 B reads", ProviderKind::Anthropic, &anthropic, deltas + 2),

@@ -52,32 +52,32 @@ impl fmt::Display for ErrorInfo {
 pub enum LlmError {
     /// Bad, missing or revoked key, or no permission. Not retried.
     #[error("authentication failed: {0}")]
-    Authentication(ErrorInfo),
+    Authentication(Box<ErrorInfo>),
     /// Unknown model or endpoint. Not retried.
     #[error("not found: {0}")]
-    NotFound(ErrorInfo),
+    NotFound(Box<ErrorInfo>),
     /// The request was refused as malformed. Not retried.
     #[error("invalid request: {0}")]
-    InvalidRequest(ErrorInfo),
+    InvalidRequest(Box<ErrorInfo>),
     /// Too many requests for now; `retry_after` is the provider's hint. Retried.
     #[error("rate limited: {info}")]
-    RateLimited { info: ErrorInfo, retry_after: Option<Duration> },
+    RateLimited { info: Box<ErrorInfo>, retry_after: Option<Duration> },
     /// Out of credit or quota: waiting does not help. Not retried.
     #[error("quota exceeded: {0}")]
-    QuotaExceeded(ErrorInfo),
+    QuotaExceeded(Box<ErrorInfo>),
     /// The conversation does not fit the model's context window: compact it. Not retried.
     #[error("context length exceeded: {0}")]
-    ContextLengthExceeded(ErrorInfo),
+    ContextLengthExceeded(Box<ErrorInfo>),
     /// The provider is overloaded (Anthropic 529, Gemini 503). Retried.
     #[error("provider overloaded: {info}")]
-    Overloaded { info: ErrorInfo, retry_after: Option<Duration> },
+    Overloaded { info: Box<ErrorInfo>, retry_after: Option<Duration> },
     /// The provider failed (5xx). Retried.
     #[error("provider server error: {info}")]
-    ServerError { info: ErrorInfo, retry_after: Option<Duration> },
+    ServerError { info: Box<ErrorInfo>, retry_after: Option<Duration> },
     /// An error the provider reported that fits no other class (e.g. an error object inside
     /// an OpenRouter chunk). Not retried.
     #[error("provider error: {0}")]
-    Provider(ErrorInfo),
+    Provider(Box<ErrorInfo>),
     /// The stream ended before the provider said it was finished: the reply is cut short and
     /// must not be taken as a clean completion. Not retried (text may already have streamed).
     #[error("incomplete response: {0}")]
@@ -150,7 +150,7 @@ impl LlmError {
             | LlmError::Provider(info)
             | LlmError::RateLimited { info, .. }
             | LlmError::Overloaded { info, .. }
-            | LlmError::ServerError { info, .. } => Some(info),
+            | LlmError::ServerError { info, .. } => Some(&**info),
             _ => None,
         }
     }
@@ -172,6 +172,8 @@ pub(crate) enum Class {
 
 impl Class {
     pub(crate) fn into_error(self, info: ErrorInfo, retry_after: Option<Duration>) -> LlmError {
+        // Boxed: the error travels through every Result of a stream; keep that small.
+        let info = Box::new(info);
         match self {
             Class::Authentication => LlmError::Authentication(info),
             Class::NotFound => LlmError::NotFound(info),

@@ -136,10 +136,10 @@ pub(crate) fn run(
             Ok(call) => attempts(&client, wire.as_ref(), &retry, &call, &sender, &cancel).await,
             Err(error) => Err(error),
         };
-        if let Err(error) = outcome {
-            if sender.send(Err(error)).await.is_err() {
-                // The stream was dropped: nobody is left to tell.
-            }
+        if let Err(error) = outcome
+            && sender.send(Err(error)).await.is_err()
+        {
+            // The stream was dropped: nobody is left to tell.
         }
     });
     Box::pin(futures::stream::poll_fn(move |context| receiver.poll_recv(context)))
