@@ -12,7 +12,7 @@
 //! lazily, and only for a call that needs the file: `schema` and `summary` of an agent that
 //! has never written report an empty database without creating one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
 
@@ -93,7 +93,7 @@ fn serve(path: PathBuf, config: AgentDbConfig, watch: Arc<Watch>, receiver: mpsc
 }
 
 fn answer(
-    path: &PathBuf,
+    path: &Path,
     config: &AgentDbConfig,
     watch: &Arc<Watch>,
     connection: &mut Option<GuardedConnection>,

@@ -158,7 +158,7 @@ async fn binds_of_every_json_type_round_trip() {
             "text"
         ])
     );
-    let extracted = fixture.ok(&alice, "SELECT json_extract(?, '$.a.b[1]')", &[object.clone()]).await;
+    let extracted = fixture.ok(&alice, "SELECT json_extract(?, '$.a.b[1]')", std::slice::from_ref(&object)).await;
     assert_eq!(extracted["rows"], json!([[2.5]]));
 
     // Through a table too, the usual path.
@@ -387,7 +387,7 @@ async fn attach_is_refused_in_every_spelling() {
         format!("\n\t  ATTACH\n'{other}'\nAS\n[other]\n"),
         format!("ATTACH 'file:{other}?mode=rwc' AS other"),
         format!("ATTACH '{app}' AS app"),
-        format!("ATTACH DATABASE '../wright.db' AS app"),
+        "ATTACH DATABASE '../wright.db' AS app".to_owned(),
         "ATTACH ':memory:' AS scratch".to_owned(),
         "ATTACH '' AS scratch".to_owned(),
         "ATTACH 'other' || '.db' AS other".to_owned(),
