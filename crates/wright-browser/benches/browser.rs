@@ -29,15 +29,16 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-/// Resident memory of a process and all its descendants, in KiB (Linux `/proc`).
+/// Proportional set size (shared pages split between their users, so a process tree's sum
+/// is not inflated by shared libraries) of a process and all its descendants, in KiB.
 fn tree_rss_kib(root: u32) -> u64 {
     let mut total = 0;
     let mut stack = vec![root];
     while let Some(pid) = stack.pop() {
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-            total += status
+        if let Ok(rollup) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
+            total += rollup
                 .lines()
-                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .find_map(|line| line.strip_prefix("Pss:"))
                 .and_then(|value| value.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
                 .unwrap_or(0);
         }
@@ -73,11 +74,22 @@ async fn main() {
         browsers.shut_down().await;
     }
 
-    let browsers = Browsers::new(BrowserConfig { max_contexts: RUNS + 1, ..BrowserConfig::default() }, Arc::clone(&policy));
+    let browsers =
+        Browsers::new(BrowserConfig { max_contexts: RUNS + 1, ..BrowserConfig::default() }, Arc::clone(&policy));
     browsers.warm_up().await.unwrap();
     let pid = browsers.browser_pid().await.unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let base_rss = tree_rss_kib(pid);
+    if base_rss == 0 {
+        eprintln!(
+            "note: no /proc/{pid}/status readable; memory figures will be 0: {:?}",
+            std::fs::read_to_string(format!("/proc/{pid}/status")).map(|s| s
+                .lines()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" | "))
+        );
+    }
 
     // New context: the first call of a conversation (context + page), with a trivial op.
     let navigate = NavigateArgs { url: url.clone(), wait_until: WaitUntil::Load };

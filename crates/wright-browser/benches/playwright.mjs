@@ -23,7 +23,7 @@ function treeRssKib(root) {
   while (stack.length) {
     const pid = stack.pop();
     try {
-      const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/);
+      const m = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/\nPss:\s+(\d+)/);
       if (m) total += Number(m[1]);
       stack.push(...fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number));
     } catch { /* process gone */ }

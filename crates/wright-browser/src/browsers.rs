@@ -274,6 +274,9 @@ impl Inner {
         }
         let instance = Arc::new(Instance::start(&self.config, Arc::clone(&self.policy)).await?);
         state.instance = Some(Arc::clone(&instance));
+        // A fresh browser counts as activity, or the reaper would close one started by
+        // `warm_up` (no session yet) on its next tick.
+        state.last_activity = Some(Instant::now());
         if !state.reaper_started {
             state.reaper_started = true;
             tokio::spawn(reap_idle(Arc::downgrade(self)));
@@ -310,7 +313,7 @@ async fn reap_idle(inner: Weak<Inner>) {
         Some(inner) => (inner.config.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(30)),
         None => return,
     };
-    let mut ticker = tokio::time::interval(period);
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     loop {
         ticker.tick().await;
         let Some(inner) = inner.upgrade() else { return };

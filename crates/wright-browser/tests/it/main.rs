@@ -474,3 +474,17 @@ async fn a_killed_browser_is_started_again() {
     assert!(again.get("session_lost").is_none(), "{again}");
     fixture.browsers.shut_down().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warmed_up_browser_stays_until_idle_then_closes() {
+    let config = BrowserConfig { idle_timeout: Duration::from_millis(1500), ..test_config() };
+    let Some(fixture) = fixture(config).await else { return };
+    fixture.browsers.warm_up().await.unwrap();
+    let pid = fixture.browsers.browser_pid().await.expect("running after warm_up");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(fixture.browsers.browser_pid().await, Some(pid), "not closed before idle_timeout");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(fixture.browsers.browser_pid().await, None, "closed once idle with no contexts");
+    // And started again on demand.
+    assert_eq!(fixture.navigate("c1", "/").await.unwrap()["title"], "Home page");
+}
