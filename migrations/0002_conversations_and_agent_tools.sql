@@ -32,6 +32,7 @@ END;
 -- A tool call that waits for the person (render_and_wait, render_blocks, ask_user). It is
 -- answered once: `status` moves from 'pending' to 'answered' or 'dismissed' and never back.
 CREATE TABLE pending_calls (
+    id              INTEGER PRIMARY KEY,
     conversation_id TEXT NOT NULL REFERENCES conversations(id),
     tool_call_id    TEXT NOT NULL,
     tool_name       TEXT NOT NULL,
@@ -42,9 +43,11 @@ CREATE TABLE pending_calls (
     status          TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'answered', 'dismissed')),
     answer          TEXT,
     created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-    answered_at     TEXT,
-    PRIMARY KEY (conversation_id, tool_call_id)
+    answered_at     TEXT
 ) STRICT;
+
+-- Providers may reuse a call id in a later turn; only one call per id may be waiting.
+CREATE UNIQUE INDEX pending_calls_waiting ON pending_calls (conversation_id, tool_call_id) WHERE status = 'pending';
 
 -- Tools an agent wrote. A deleted tool keeps its row and history (deleted_at set); its name
 -- can be used again by a new tool, which starts at version 1 with a new id.

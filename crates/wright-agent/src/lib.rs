@@ -19,8 +19,10 @@
 
 mod context;
 mod dispatch;
+mod provider_model;
 mod run;
 
+pub use provider_model::ProviderModel;
 pub use context::{SystemParts, system_message};
 pub use run::{
     LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, RunOutcome,

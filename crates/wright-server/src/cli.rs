@@ -222,7 +222,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat { agent } => {
             let agent = AgentId::parse(&agent)?;
             let (auth, _) = Auth::load_or_create(&config.data_dir, std::env::var("WRIGHT_TOKEN").ok())?;
-            let state = AppState::open(config, auth, None).await?;
+            let models =
+                crate::models::Models::from_environment(&crate::models::provider_env_from_process(), &config.models)
+                    .await;
+            let state = AppState::open(config, auth, models).await?;
             crate::chat::chat(state, &agent).await?;
             Ok(ExitCode::SUCCESS)
         }
@@ -282,7 +285,9 @@ async fn serve(mut config: Config, bind: Option<SocketAddr>) -> anyhow::Result<E
         TokenSource::File => format!("access token: in {}", config.data_dir.join("token").display()),
         TokenSource::Environment => "access token: from WRIGHT_TOKEN".to_owned(),
     };
-    let state = AppState::open(config, auth, None).await?;
+    let models =
+        crate::models::Models::from_environment(&crate::models::provider_env_from_process(), &config.models).await;
+    let state = AppState::open(config, auth, models).await?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{token_line}")?;
     writeln!(stdout, "Wright is listening on http://{address}")?;

@@ -3,6 +3,7 @@
 //! Unknown keys in the file are errors, so a typo in a limit's name is reported instead of
 //! silently leaving the default in place.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +23,8 @@ pub struct Config {
     pub agent: LoopConfig,
     pub sandbox: SandboxConfig,
     pub egress: EgressConfig,
+    /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
+    pub models: BTreeMap<String, String>,
 }
 
 /// `[server]` in config.toml.
@@ -59,6 +62,7 @@ struct ConfigFile {
     agent: LoopConfig,
     sandbox: SandboxConfig,
     egress: EgressConfig,
+    models: BTreeMap<String, String>,
 }
 
 impl Config {
@@ -86,6 +90,7 @@ impl Config {
             agent: file.agent,
             sandbox,
             egress: file.egress,
+            models: file.models,
         })
     }
 }

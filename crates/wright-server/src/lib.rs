@@ -17,6 +17,7 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod hub;
+pub mod models;
 pub mod runs;
 pub mod token;
 
@@ -42,13 +43,18 @@ pub struct AppState {
 
 impl AppState {
     /// Opens the data directory (creating it), the app database and the tool registry.
-    pub async fn open(config: Config, auth: token::Auth, model: Option<runs::ConfiguredModel>) -> anyhow::Result<Self> {
+    pub async fn open(config: Config, auth: token::Auth, models: models::Models) -> anyhow::Result<Self> {
         let services = open_services(&config).await?;
         let store = services.store.clone();
         let tools = Arc::new(ToolRegistry::new(Arc::new(services)));
         let hub = Arc::new(hub::Hub::default());
-        let runs =
-            Arc::new(runs::Runs::new(store.clone(), Arc::clone(&hub), Arc::clone(&tools), model, config.agent.clone()));
+        let runs = Arc::new(runs::Runs::new(
+            store.clone(),
+            Arc::clone(&hub),
+            Arc::clone(&tools),
+            models,
+            config.agent.clone(),
+        ));
         runs.recover_interrupted().await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
         Ok(Self { store, tools, auth: Arc::new(auth), config: Arc::new(config), hub, runs })
     }

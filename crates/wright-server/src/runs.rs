@@ -21,6 +21,7 @@ use wright_tools::ToolRegistry;
 
 use crate::api::ApiError;
 use crate::hub::{Hub, Update};
+use crate::models::Models;
 
 /// The configured model and how to name it.
 #[derive(Clone)]
@@ -34,26 +35,30 @@ pub struct Runs {
     store: Store,
     hub: Arc<Hub>,
     tools: Arc<ToolRegistry>,
-    model: Option<ConfiguredModel>,
+    models: Models,
     config: LoopConfig,
     /// Active runs. Held only to insert, remove or look up, never across an await.
     active: Mutex<HashMap<String, CancellationToken>>,
 }
 
 impl Runs {
-    pub fn new(
-        store: Store,
-        hub: Arc<Hub>,
-        tools: Arc<ToolRegistry>,
-        model: Option<ConfiguredModel>,
-        config: LoopConfig,
-    ) -> Self {
-        Self { store, hub, tools, model, config, active: Mutex::new(HashMap::new()) }
+    pub fn new(store: Store, hub: Arc<Hub>, tools: Arc<ToolRegistry>, models: Models, config: LoopConfig) -> Self {
+        Self { store, hub, tools, models, config, active: Mutex::new(HashMap::new()) }
     }
 
-    /// `(kind, model)` of the configured provider, if any.
+    /// `(kind, model)` of the default provider, if any.
     pub fn provider_info(&self) -> Option<(String, String)> {
-        self.model.as_ref().map(|configured| (configured.kind.clone(), configured.name.clone()))
+        self.models.default_model().map(|configured| (configured.kind.clone(), configured.name.clone()))
+    }
+
+    /// How to configure a model, with the reason none is configured when there is one.
+    pub fn setup_hint(&self) -> String {
+        match self.models.problem() {
+            Some(problem) if problem != wright_llm::HOW_TO_CONFIGURE => {
+                format!("{problem}\n\n{}", crate::api::SETUP_HINT)
+            }
+            _ => crate::api::SETUP_HINT.to_owned(),
+        }
     }
 
     /// Marks runs that a stopped server left `running` as interrupted. Called once at start.
@@ -71,8 +76,8 @@ impl Runs {
         Ok(())
     }
 
-    fn no_model() -> ApiError {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no_provider", crate::api::SETUP_HINT)
+    fn no_model(&self) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no_provider", self.setup_hint())
     }
 
     /// Takes the conversation's run slot, or says a run is going.
@@ -97,7 +102,8 @@ impl Runs {
     /// Stores the person's message and starts a run. Calls still waiting are dismissed first.
     pub async fn send_message(self: &Arc<Self>, conversation_id: &str, text: &str) -> Result<(), ApiError> {
         let conversation = self.store.conversation(conversation_id).await?;
-        let model = self.model.clone().ok_or_else(Self::no_model)?;
+        let agent = AgentId::parse(&conversation.agent_id)?;
+        let model = self.models.for_agent(&agent).ok_or_else(|| self.no_model())?;
         let cancel = self.claim(conversation_id)?;
         let prepared = async {
             for call in self.store.pending_calls(conversation_id).await? {
@@ -126,7 +132,6 @@ impl Runs {
             self.release(conversation_id);
             return Err(error);
         }
-        let agent = AgentId::parse(&conversation.agent_id)?;
         self.spawn_run(agent, conversation_id.to_owned(), model, cancel);
         Ok(())
     }
@@ -155,12 +160,12 @@ impl Runs {
         if !self.store.pending_calls(conversation_id).await?.is_empty() {
             return Ok(());
         }
-        let Some(model) = self.model.clone() else {
-            self.set_status(conversation_id, "idle", Some(crate::api::SETUP_HINT.to_owned())).await;
+        let agent = AgentId::parse(&conversation.agent_id)?;
+        let Some(model) = self.models.for_agent(&agent) else {
+            self.set_status(conversation_id, "idle", Some(self.setup_hint())).await;
             return Ok(());
         };
         let cancel = self.claim(conversation_id)?;
-        let agent = AgentId::parse(&conversation.agent_id)?;
         self.spawn_run(agent, conversation_id.to_owned(), model, cancel);
         Ok(())
     }

@@ -225,7 +225,7 @@ impl Store {
     pub async fn pending_calls(&self, conversation_id: &str) -> Result<Vec<PendingCall>, StoreError> {
         let rows: Vec<(String, String, String, String, String)> = sqlx::query_as(
             "SELECT tool_call_id, tool_name, args, render, created_at FROM pending_calls \
-             WHERE conversation_id = ? AND status = 'pending' ORDER BY created_at, tool_call_id",
+             WHERE conversation_id = ? AND status = 'pending' ORDER BY id",
         )
         .bind(conversation_id)
         .fetch_all(&self.reader)

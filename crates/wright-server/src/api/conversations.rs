@@ -43,7 +43,7 @@ pub const SETUP_HINT: &str = "No model is configured. Set one of these in the en
 #[utoipa::path(get, path = "/api/status", tag = "meta", responses((status = 200, body = StatusView)))]
 pub async fn status(State(state): State<AppState>) -> Json<StatusView> {
     let provider = state.runs.provider_info().map(|(kind, model)| ProviderView { kind, model });
-    Json(StatusView { provider, setup_hint: SETUP_HINT.to_owned() })
+    Json(StatusView { provider, setup_hint: state.runs.setup_hint() })
 }
 
 #[derive(Serialize, ToSchema)]

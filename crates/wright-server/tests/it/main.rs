@@ -3,3 +3,4 @@
 
 mod api;
 mod binary;
+mod model_loop;

@@ -1,0 +1,57 @@
+//! The loop's [`Model`] port over a [`wright_llm::Provider`]: one streamed turn, text deltas
+//! passed on as they arrive, tool calls handed over whole with their raw argument text when it
+//! is not JSON, and what the provider needs sent back kept in `data`.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use wright_llm::{LlmError, Provider, StreamEvent};
+
+use crate::run::{Model, ModelError, ModelReply, ModelRequest, ModelToolCall};
+
+/// A provider as the loop's model.
+pub struct ProviderModel(pub Arc<dyn Provider>);
+
+impl Model for ProviderModel {
+    fn reply<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_text: &'a (dyn Fn(&str) + Send + Sync),
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        Box::pin(async move {
+            let llm_request = wright_llm::Request {
+                system: request.system,
+                history: request.history.to_vec(),
+                tools: request.tools,
+                ..wright_llm::Request::default()
+            };
+            let on_event = |event: &StreamEvent| {
+                if let StreamEvent::TextDelta(text) = event {
+                    on_text(text);
+                }
+            };
+            let reply = match self.0.complete(llm_request, cancel.clone(), &on_event).await {
+                Ok(reply) => reply,
+                Err(LlmError::Cancelled) => return Err(ModelError::Cancelled),
+                Err(error) => return Err(ModelError::Failed { kind: error.class().to_owned(), message: error.to_string() }),
+            };
+            let data = reply.provider_data();
+            let tool_calls = reply
+                .tool_calls
+                .into_iter()
+                .map(|call| {
+                    let arguments = if call.arguments_json.trim().is_empty() {
+                        Ok(json!({}))
+                    } else {
+                        serde_json::from_str::<Value>(&call.arguments_json).map_err(|_| call.arguments_json.clone())
+                    };
+                    ModelToolCall { id: call.id, name: call.name, arguments, data: call.provider_data }
+                })
+                .collect();
+            Ok(ModelReply { text: reply.text, tool_calls, data })
+        })
+    }
+}
