@@ -22,8 +22,8 @@ mod dispatch;
 mod provider_model;
 mod run;
 
-pub use provider_model::ProviderModel;
 pub use context::{SystemParts, system_message};
+pub use provider_model::ProviderModel;
 pub use run::{
     LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, RunOutcome,
     Transcript, run,

@@ -36,7 +36,9 @@ impl Model for ProviderModel {
             let reply = match self.0.complete(llm_request, cancel.clone(), &on_event).await {
                 Ok(reply) => reply,
                 Err(LlmError::Cancelled) => return Err(ModelError::Cancelled),
-                Err(error) => return Err(ModelError::Failed { kind: error.class().to_owned(), message: error.to_string() }),
+                Err(error) => {
+                    return Err(ModelError::Failed { kind: error.class().to_owned(), message: error.to_string() });
+                }
             };
             let data = reply.provider_data();
             let tool_calls = reply

@@ -40,26 +40,45 @@ fn main() {
     let mut guarded = GuardedConnection::open(&path, &config).unwrap();
 
     println!("wright-agentdb guard benchmark ({ROUNDS} interleaved rounds, medians)\n");
-    let point = "SELECT id, name, value, note FROM items WHERE id = ?";
-    let scan = "SELECT id, name, value, note FROM items WHERE id > ? LIMIT 1000";
-    for (label, sql, calls_per_round) in [("point query", point, 2_000usize), ("1,000-row scan", scan, 20)] {
+    type Workload = (&'static str, fn(i64) -> (String, Vec<Value>), usize);
+    let workloads: [Workload; 3] = [
+        (
+            "point query, same text each call (statement cache hit)",
+            |key| ("SELECT id, name, value, note FROM items WHERE id = ?".to_owned(), vec![json!(key)]),
+            2_000,
+        ),
+        (
+            "point query, new text each call (compiled and authorized every time)",
+            |key| (format!("SELECT id, name, value, note FROM items WHERE id = {key}"), vec![]),
+            2_000,
+        ),
+        (
+            "1,000-row scan",
+            |key| ("SELECT id, name, value, note FROM items WHERE id > ? LIMIT 1000".to_owned(), vec![json!(key)]),
+            20,
+        ),
+    ];
+    for (label, statement, calls_per_round) in workloads {
         let mut per_variant: [Vec<f64>; 4] = Default::default();
-        let mut key = 0i64;
+        // Keys visit every row once per 9,000 calls (7,919 is prime to 9,000), so the
+        // "new text" workload never hits the statement cache.
+        let mut counter = 0i64;
         for _ in 0..ROUNDS {
-            let mut next_param = || {
-                key = (key * 7_919 + 13) % (ROWS - 1_000) + 1;
-                json!(key)
-            };
-            let params: Vec<Value> = (0..calls_per_round).map(|_| next_param()).collect();
-            per_variant[0].push(time_per_call(&params, |param| raw_sql(&raw, sql, param)));
-            per_variant[1]
-                .push(time_per_call(&params, |param| unguarded.sql(sql, std::slice::from_ref(param)).unwrap()));
-            per_variant[2].push(time_per_call(&params, |param| guarded.sql(sql, std::slice::from_ref(param)).unwrap()));
-            per_variant[3].push(time_per_call(&params, |param| {
-                runtime.block_on(databases.sql(&agent, sql, std::slice::from_ref(param))).unwrap()
+            let calls: Vec<(String, Vec<Value>)> = (0..calls_per_round)
+                .map(|_| {
+                    counter += 1;
+                    statement((counter * 7_919) % (ROWS - 1_000) + 1)
+                })
+                .collect();
+            per_variant[0].push(time_per_call(&calls, |sql, params| raw_sql(&raw, sql, params)));
+            per_variant[1].push(time_per_call(&calls, |sql, params| unguarded.sql(sql, params).unwrap()));
+            per_variant[2].push(time_per_call(&calls, |sql, params| guarded.sql(sql, params).unwrap()));
+            per_variant[3].push(time_per_call(&calls, |sql, params| {
+                runtime.block_on(databases.sql(&agent, sql, params)).unwrap()
             }));
         }
-        let rows = guarded.sql(sql, &[json!(1)]).unwrap()["row_count"].clone();
+        let (sql, params) = statement(1);
+        let rows = guarded.sql(&sql, &params).unwrap()["row_count"].clone();
         println!("{label} ({rows} rows per call, {calls_per_round} calls per round):");
         for (index, name) in ["raw rusqlite", "unguarded", "guarded", "async API"].iter().enumerate() {
             let ratios: Vec<f64> =
@@ -131,10 +150,12 @@ fn populate(path: &Path) {
 }
 
 /// The floor: the same statement and the same JSON shape, with nothing of this crate.
-fn raw_sql(connection: &rusqlite::Connection, sql: &str, param: &Value) -> Value {
+fn raw_sql(connection: &rusqlite::Connection, sql: &str, params: &[Value]) -> Value {
     let mut statement = connection.prepare_cached(sql).unwrap();
-    statement.raw_bind_parameter(1, param.as_i64().unwrap()).unwrap();
-    let columns: Vec<Value> = statement.column_names().into_iter().map(|name| json!(name)).collect();
+    for (index, param) in params.iter().enumerate() {
+        statement.raw_bind_parameter(index + 1, param.as_i64().unwrap()).unwrap();
+    }
+    let columns: Vec<Value> = statement.column_names().into_iter().map(|name| Value::String(name.to_owned())).collect();
     let count = columns.len();
     let mut rows_out = Vec::new();
     let mut rows = statement.raw_query();
@@ -142,23 +163,28 @@ fn raw_sql(connection: &rusqlite::Connection, sql: &str, param: &Value) -> Value
         let cells: Vec<Value> = (0..count)
             .map(|index| match row.get_ref(index).unwrap() {
                 ValueRef::Null => Value::Null,
-                ValueRef::Integer(integer) => json!(integer),
-                ValueRef::Real(real) => json!(real),
+                ValueRef::Integer(integer) => Value::Number(integer.into()),
+                ValueRef::Real(real) => serde_json::Number::from_f64(real).map_or(Value::Null, Value::Number),
                 ValueRef::Text(text) => Value::String(String::from_utf8_lossy(text).into_owned()),
-                ValueRef::Blob(blob) => json!(blob.len()),
+                ValueRef::Blob(blob) => Value::Number(blob.len().into()),
             })
             .collect();
         rows_out.push(Value::Array(cells));
     }
-    json!({ "columns": columns, "row_count": rows_out.len(), "rows": rows_out, "truncated": false })
+    let mut result = serde_json::Map::with_capacity(4);
+    result.insert("columns".to_owned(), Value::Array(columns));
+    result.insert("row_count".to_owned(), rows_out.len().into());
+    result.insert("rows".to_owned(), Value::Array(rows_out));
+    result.insert("truncated".to_owned(), Value::Bool(false));
+    Value::Object(result)
 }
 
-fn time_per_call(params: &[Value], mut call: impl FnMut(&Value) -> Value) -> f64 {
+fn time_per_call(calls: &[(String, Vec<Value>)], mut call: impl FnMut(&str, &[Value]) -> Value) -> f64 {
     let started = Instant::now();
-    for param in params {
-        std::hint::black_box(call(param));
+    for (sql, params) in calls {
+        std::hint::black_box(call(sql, params));
     }
-    started.elapsed().as_secs_f64() / params.len() as f64
+    started.elapsed().as_secs_f64() / calls.len() as f64
 }
 
 fn median(values: &[f64]) -> f64 {

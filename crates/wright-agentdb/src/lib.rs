@@ -14,8 +14,9 @@
 //! Result shapes (seed 002): a statement that returns rows (SELECT, WITH, VALUES, EXPLAIN,
 //! PRAGMA table_info, … RETURNING) gives `{columns, rows, row_count, truncated}` with rows as
 //! arrays; any other gives `{changes, last_insert_rowid}`. SQLite decides which (a compiled
-//! statement with result columns), not a look at the text. Value mapping: [`value`](crate)'s
-//! header (blobs come back as `{"blob_hex": "…"}`).
+//! statement with result columns), not a look at the text. Params and values (`value.rs`):
+//! `true`/`false` bind as 1/0, arrays and objects as their JSON text; blobs come back as
+//! `{"blob_hex": "…"}` (write them with `unhex(?)`).
 //!
 //! Guarantees (details in `connection.rs` and `policy.rs`):
 //! - One statement per call; a text with a second one is refused before anything runs.

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use wright_agent::LoopConfig;
+use wright_agentdb::AgentDbConfig;
 use wright_egress::EgressConfig;
 use wright_sandbox::SandboxConfig;
 use wright_store::StateLimits;
@@ -23,6 +24,7 @@ pub struct Config {
     pub agent: LoopConfig,
     pub sandbox: SandboxConfig,
     pub egress: EgressConfig,
+    pub agentdb: AgentDbConfig,
     /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
     pub models: BTreeMap<String, String>,
 }
@@ -62,6 +64,7 @@ struct ConfigFile {
     agent: LoopConfig,
     sandbox: SandboxConfig,
     egress: EgressConfig,
+    agentdb: AgentDbConfig,
     models: BTreeMap<String, String>,
 }
 
@@ -90,6 +93,7 @@ impl Config {
             agent: file.agent,
             sandbox,
             egress: file.egress,
+            agentdb: file.agentdb,
             models: file.models,
         })
     }

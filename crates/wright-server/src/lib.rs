@@ -67,7 +67,8 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?;
     let sandbox = wright_sandbox::Sandbox::new(config.sandbox.clone())?;
     let egress = wright_egress::Egress::new(config.egress.clone())?;
-    Ok(Services { store, sandbox, egress })
+    let databases = wright_agentdb::AgentDatabases::new(config.data_dir.join("agents"), config.agentdb.clone());
+    Ok(Services { store, sandbox, egress, databases })
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then lets in-flight requests finish.

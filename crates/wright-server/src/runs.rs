@@ -184,6 +184,7 @@ impl Runs {
             runs.set_status(&conversation_id, "running", None).await;
             let transcript = StoreTranscript {
                 store: runs.store.clone(),
+                databases: Arc::clone(runs.tools.services()),
                 hub: Arc::clone(&runs.hub),
                 agent: agent.clone(),
                 conversation_id: conversation_id.clone(),
@@ -250,6 +251,8 @@ impl Runs {
 /// The loop's view of one conversation: the store for what lasts, the hub for what streams.
 pub struct StoreTranscript {
     store: Store,
+    /// The tools' services, for the agent database's summary in the system message.
+    databases: Arc<wright_tools::Services>,
     hub: Arc<Hub>,
     agent: AgentId,
     conversation_id: String,
@@ -265,7 +268,17 @@ impl Transcript for StoreTranscript {
             let prompt = self.store.document(&self.agent, DocumentKind::SystemPrompt).await.map_err(message)?;
             let notes = self.store.document(&self.agent, DocumentKind::LearnedNotes).await.map_err(message)?;
             let state_keys = self.store.list_state_keys(&self.agent, None).await.map_err(message)?;
-            Ok(SystemParts { prompt: prompt.content, notes: notes.content, state_keys, ..SystemParts::default() })
+            let database_summary = self.databases.databases.summary(&self.agent).await.unwrap_or_else(|error| {
+                tracing::warn!(%error, "could not summarise the agent database");
+                String::new()
+            });
+            Ok(SystemParts {
+                prompt: prompt.content,
+                notes: notes.content,
+                state_keys,
+                database_summary,
+                earlier_summary: None,
+            })
         })
     }
 

@@ -15,6 +15,7 @@
 mod builtin;
 mod code;
 mod components;
+mod database;
 mod error;
 mod host;
 mod interaction;
@@ -33,6 +34,7 @@ pub use registry::{Invocation, ToolInfo, ToolRegistry};
 
 use std::sync::Arc;
 
+use wright_agentdb::AgentDatabases;
 use wright_core::AgentId;
 use wright_egress::Egress;
 use wright_sandbox::Sandbox;
@@ -45,6 +47,8 @@ pub struct Services {
     pub sandbox: Sandbox,
     /// Every request the agent causes (fetch_url, web_search, the sandbox's fetch).
     pub egress: Egress,
+    /// The agents' own databases (db_sql, db_schema).
+    pub databases: AgentDatabases,
 }
 
 /// Who is calling and on whose behalf; handed to every handler.

@@ -137,7 +137,8 @@ impl Fixture {
         };
         let sandbox = wright_sandbox::Sandbox::new(sandbox_config).unwrap();
         let egress = wright_egress::Egress::new(wright_egress::EgressConfig::default()).unwrap();
-        let tools = ToolRegistry::new(Arc::new(Services { store: store.clone(), sandbox, egress }));
+        let databases = wright_agentdb::AgentDatabases::new(dir.path().join("agents"), Default::default());
+        let tools = ToolRegistry::new(Arc::new(Services { store: store.clone(), sandbox, egress, databases }));
         let transcript = StoreTranscript {
             store,
             conversation: "c1".into(),

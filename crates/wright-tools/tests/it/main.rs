@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use wright_agentdb::{AgentDatabases, AgentDbConfig};
 use wright_core::AgentId;
 use wright_egress::{Egress, EgressConfig};
 use wright_sandbox::{Sandbox, SandboxConfig};
@@ -38,7 +39,8 @@ impl Fixture {
         };
         let sandbox = Sandbox::new(sandbox_config).unwrap();
         let egress = Egress::new(egress).unwrap();
-        Self { _dir: dir, registry: ToolRegistry::new(Arc::new(Services { store, sandbox, egress })) }
+        let databases = AgentDatabases::new(dir.path().join("agents"), AgentDbConfig::default());
+        Self { _dir: dir, registry: ToolRegistry::new(Arc::new(Services { store, sandbox, egress, databases })) }
     }
 
     async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
@@ -685,5 +687,41 @@ mod code_and_web {
         let error = fixture.call("web_search", json!({"query": "rust"})).await.unwrap_err();
         assert_eq!(error.category(), "not_configured");
         assert!(error.to_string().to_lowercase().contains("searxng"), "{error}");
+    }
+}
+
+mod database {
+    use super::*;
+
+    #[tokio::test]
+    async fn db_sql_and_db_schema_have_the_seed_shapes_and_the_guards_speak_to_the_model() {
+        let fixture = Fixture::new().await;
+        let created = fixture
+            .call(
+                "db_sql",
+                json!({"sql": "CREATE TABLE expenses (id INTEGER PRIMARY KEY, item TEXT NOT NULL, cents INTEGER)"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(created["changes"], 0);
+        let inserted = fixture
+            .call("db_sql", json!({"sql": "INSERT INTO expenses (item, cents) VALUES (?, ?)", "params": ["tea", 350]}))
+            .await
+            .unwrap();
+        assert_eq!(inserted, json!({"changes": 1, "last_insert_rowid": 1}));
+        let rows = fixture.call("db_sql", json!({"sql": "SELECT item, cents FROM expenses"})).await.unwrap();
+        assert_eq!(
+            rows,
+            json!({"columns": ["item", "cents"], "rows": [["tea", 350]], "row_count": 1, "truncated": false})
+        );
+        let schema = fixture.call("db_schema", json!({})).await.unwrap();
+        assert_eq!(schema["tables"][0]["name"], "expenses");
+        assert_eq!(schema["tables"][0]["row_count"], 1);
+        let error = fixture.call("db_sql", json!({"sql": "ATTACH DATABASE 'x.db' AS x"})).await.unwrap_err();
+        assert_eq!(error.category(), "denied", "{error}");
+        let error = fixture.call("db_sql", json!({"sql": "SELECT 1; SELECT 2"})).await.unwrap_err();
+        assert!(error.to_string().contains("only one SQL statement"), "{error}");
+        let error = fixture.call("db_sql", json!({"sql": "SELECT * FROM agents"})).await.unwrap_err();
+        assert!(error.to_string().contains("no such table"), "the app database is not reachable: {error}");
     }
 }
