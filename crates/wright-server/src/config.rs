@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use wright_agent::LoopConfig;
 use wright_agentdb::AgentDbConfig;
+use wright_browser::BrowserConfig;
 use wright_egress::EgressConfig;
 use wright_sandbox::SandboxConfig;
 use wright_store::StateLimits;
@@ -25,6 +26,7 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     pub egress: EgressConfig,
     pub agentdb: AgentDbConfig,
+    pub browser: BrowserConfig,
     /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
     pub models: BTreeMap<String, String>,
 }
@@ -65,6 +67,7 @@ struct ConfigFile {
     sandbox: SandboxConfig,
     egress: EgressConfig,
     agentdb: AgentDbConfig,
+    browser: BrowserConfig,
     models: BTreeMap<String, String>,
 }
 
@@ -94,6 +97,7 @@ impl Config {
             sandbox,
             egress: file.egress,
             agentdb: file.agentdb,
+            browser: file.browser,
             models: file.models,
         })
     }

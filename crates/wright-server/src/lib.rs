@@ -68,7 +68,9 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     let sandbox = wright_sandbox::Sandbox::new(config.sandbox.clone())?;
     let egress = wright_egress::Egress::new(config.egress.clone())?;
     let databases = wright_agentdb::AgentDatabases::new(config.data_dir.join("agents"), config.agentdb.clone());
-    Ok(Services { store, sandbox, egress, databases })
+    let browsers =
+        wright_browser::Browsers::new(config.browser.clone(), wright_tools::browser::request_policy(&egress));
+    Ok(Services { store, sandbox, egress, databases, browsers })
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then lets in-flight requests finish.

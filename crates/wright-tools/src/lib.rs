@@ -12,6 +12,7 @@
 //! - Every call that reaches a tool of an existing agent is recorded, success or failure.
 //! - This crate knows nothing of models or HTTP; the loop and the server call into it.
 
+pub mod browser;
 mod builtin;
 mod code;
 mod components;
@@ -35,6 +36,7 @@ pub use registry::{Invocation, ToolInfo, ToolRegistry};
 use std::sync::Arc;
 
 use wright_agentdb::AgentDatabases;
+use wright_browser::Browsers;
 use wright_core::AgentId;
 use wright_egress::Egress;
 use wright_sandbox::Sandbox;
@@ -49,6 +51,8 @@ pub struct Services {
     pub egress: Egress,
     /// The agents' own databases (db_sql, db_schema).
     pub databases: AgentDatabases,
+    /// Headless Chromium, one context per conversation, its requests judged by `egress`.
+    pub browsers: Browsers,
 }
 
 /// Who is calling and on whose behalf; handed to every handler.

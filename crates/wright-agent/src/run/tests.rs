@@ -138,7 +138,10 @@ impl Fixture {
         let sandbox = wright_sandbox::Sandbox::new(sandbox_config).unwrap();
         let egress = wright_egress::Egress::new(wright_egress::EgressConfig::default()).unwrap();
         let databases = wright_agentdb::AgentDatabases::new(dir.path().join("agents"), Default::default());
-        let tools = ToolRegistry::new(Arc::new(Services { store: store.clone(), sandbox, egress, databases }));
+        let browsers =
+            wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
+        let tools =
+            ToolRegistry::new(Arc::new(Services { store: store.clone(), sandbox, egress, databases, browsers }));
         let transcript = StoreTranscript {
             store,
             conversation: "c1".into(),

@@ -40,7 +40,12 @@ impl Fixture {
         let sandbox = Sandbox::new(sandbox_config).unwrap();
         let egress = Egress::new(egress).unwrap();
         let databases = AgentDatabases::new(dir.path().join("agents"), AgentDbConfig::default());
-        Self { _dir: dir, registry: ToolRegistry::new(Arc::new(Services { store, sandbox, egress, databases })) }
+        let browsers =
+            wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
+        Self {
+            _dir: dir,
+            registry: ToolRegistry::new(Arc::new(Services { store, sandbox, egress, databases, browsers })),
+        }
     }
 
     async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
@@ -679,6 +684,25 @@ mod code_and_web {
             .await
             .unwrap();
         assert!(denied["result"].as_str().unwrap().contains("denied"), "{denied}");
+    }
+
+    #[tokio::test]
+    async fn the_browser_reads_an_allowlisted_page_and_is_refused_a_private_one() {
+        let address = local_server().await;
+        let fixture = Fixture::with_egress(allowing(address)).await;
+        let page = fixture
+            .call("browser_navigate", json!({"url": format!("http://127.0.0.1:{}/hello", address.port())}))
+            .await
+            .unwrap();
+        assert_eq!(page["status"], 200, "{page}");
+        let text = fixture.call("browser_extract_text", json!({})).await.unwrap();
+        assert!(text["text"].as_str().unwrap().contains("hello from the test server"), "{text}");
+        let error = fixture
+            .call("browser_navigate", json!({"url": "http://169.254.169.254/latest/meta-data/"}))
+            .await
+            .unwrap_err();
+        assert_eq!(error.category(), "denied", "{error}");
+        assert_eq!(fixture.call("browser_close", json!({})).await.unwrap(), json!({"ok": true}));
     }
 
     #[tokio::test]
