@@ -350,3 +350,19 @@ fn the_frontend_openapi_snapshot_is_current() {
         "frontend/openapi.json is stale: run `cargo run --bin wright -- openapi > frontend/openapi.json && (cd frontend && npm run gen:api)`"
     );
 }
+
+/// The configuration the README documents is a configuration this build accepts.
+#[test]
+fn the_readme_config_example_loads() {
+    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let start = readme.find("```toml\n").expect("README has a toml block") + "```toml\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), &readme[start..end]).unwrap();
+    let config = wright_server::Config::load(dir.path()).unwrap_or_else(|error| panic!("{error:#}"));
+    assert_eq!(config.agent.max_tool_turns, 50);
+    assert_eq!(config.sandbox.deadline_ms, 30_000);
+    std::fs::write(dir.path().join("config.toml"), "[sandbox]\ndeadlne_ms = 5\n").unwrap();
+    let error = wright_server::Config::load(dir.path()).err().unwrap().to_string();
+    assert!(error.contains("deadlne_ms"), "{error}");
+}
