@@ -123,13 +123,33 @@ pub fn app(state: AppState) -> Router {
     );
     let frontend_dir = state.config.server.frontend_dir.clone();
     let router = api.with_state(state);
-    if frontend_dir.is_dir() {
+    let router = if frontend_dir.is_dir() {
         // A single-page app: unknown paths outside /api get index.html and the app routes them.
         let index = ServeFile::new(frontend_dir.join("index.html"));
         router.fallback_service(ServeDir::new(frontend_dir).not_found_service(index))
     } else {
         router
-    }
+    };
+    router.layer(middleware::from_fn(security_headers))
+}
+
+/// The page's own policy, inherited by the component frames it creates from `srcdoc`: no
+/// frame may load or navigate to any URL (`frame-src 'none'` still lets a srcdoc frame run,
+/// but stops a component from navigating its frame elsewhere to carry data out), no plugins,
+/// no form posts off the app, and no one may frame the app.
+pub const CONTENT_SECURITY_POLICY: &str =
+    "frame-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+async fn security_headers(request: axum::extract::Request, next: middleware::Next) -> axum::response::Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        axum::http::header::CONTENT_SECURITY_POLICY,
+        axum::http::HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, axum::http::HeaderValue::from_static("nosniff"));
+    headers.insert(axum::http::header::REFERRER_POLICY, axum::http::HeaderValue::from_static("no-referrer"));
+    response
 }
 
 async fn unknown_route(uri: axum::http::Uri) -> ApiError {

@@ -140,6 +140,17 @@ async fn every_route_but_health_and_login_refuses_a_request_without_the_token() 
 }
 
 #[tokio::test]
+async fn every_response_carries_the_frame_limiting_policy() {
+    let fixture = Fixture::new().await;
+    for path in ["/api/health", "/api/agents", "/nothing"] {
+        let (_, _, headers) = fixture.send(Method::GET, path, None, None).await;
+        let policy = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(policy.contains("frame-src 'none'") && policy.contains("frame-ancestors 'none'"), "{path}: {policy}");
+        assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    }
+}
+
+#[tokio::test]
 async fn login_sets_a_strict_http_only_session_cookie_that_authorizes() {
     let fixture = Fixture::new().await;
     let (status, body, _) = fixture.send(Method::POST, "/api/auth/login", Some(json!({"token": "nope"})), None).await;
@@ -354,7 +365,8 @@ fn the_frontend_openapi_snapshot_is_current() {
 /// The configuration the README documents is a configuration this build accepts.
 #[test]
 fn the_readme_config_example_loads() {
-    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
     let start = readme.find("```toml\n").expect("README has a toml block") + "```toml\n".len();
     let end = start + readme[start..].find("```").unwrap();
     let dir = tempfile::tempdir().unwrap();
