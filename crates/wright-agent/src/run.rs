@@ -188,11 +188,13 @@ pub async fn run(
     };
     let on_text = |text: &str| transcript.text_delta(text);
     let mut tool_turns = 0;
+    // Read once; the run keeps it current with what it appends (one run per conversation, so
+    // nothing else writes meanwhile). Re-reading every turn made a turn cost O(history).
+    let mut events = transcript.events().await.map_err(stored)?;
     loop {
         if context.cancel.is_cancelled() {
             return cancelled(transcript).await;
         }
-        let events = transcript.events().await.map_err(stored)?;
         let (mut summary, mut history) = model_view(&events);
         if size(&history) > context.config.compact_above_chars
             && let Some(compacted) =
@@ -200,6 +202,7 @@ pub async fn run(
         {
             summary = Some(compacted.0);
             history = compacted.1;
+            events = transcript.events().await.map_err(stored)?;
         }
         let mut parts = transcript.system_parts().await.map_err(stored)?;
         parts.earlier_summary = summary;
@@ -230,7 +233,7 @@ pub async fn run(
                 json!({ "id": call.id, "name": call.name, "arguments": arguments, "provider": call.data }),
             ));
         }
-        transcript.append(new_events).await.map_err(stored)?;
+        events.extend(transcript.append(new_events).await.map_err(stored)?);
         if calls.is_empty() {
             if !tools_enabled {
                 let notice = format!(
@@ -254,7 +257,8 @@ pub async fn run(
                 Dispatched::Finished { output, success } => {
                     let data =
                         json!({ "tool_call_id": call.id, "name": call.name, "output": output, "success": success });
-                    transcript.append(vec![(EventKind::ToolResult, preview(&output), data)]).await.map_err(stored)?;
+                    let appended = transcript.append(vec![(EventKind::ToolResult, preview(&output), data)]).await;
+                    events.extend(appended.map_err(stored)?);
                 }
                 Dispatched::Park { arguments, render } => {
                     let parked_call =
