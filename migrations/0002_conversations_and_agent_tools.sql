@@ -58,6 +58,8 @@ CREATE TABLE agent_tools (
     description      TEXT NOT NULL,
     parameter_schema TEXT NOT NULL,
     code             TEXT NOT NULL,
+    -- The tool's own run limits as JSON, e.g. {"deadline_ms": 5000}; 'null' for the defaults.
+    limits           TEXT NOT NULL DEFAULT 'null',
     enabled          INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
     version          INTEGER NOT NULL CHECK (version >= 1),
     provenance       TEXT,
@@ -74,6 +76,7 @@ CREATE TABLE agent_tool_versions (
     description      TEXT NOT NULL,
     parameter_schema TEXT NOT NULL,
     code             TEXT NOT NULL,
+    limits           TEXT NOT NULL DEFAULT 'null',
     author           TEXT NOT NULL CHECK (author IN ('agent', 'admin', 'rollback', 'install')),
     reason           TEXT,
     conversation_id  TEXT,

@@ -14,7 +14,7 @@ use crate::{Store, StoreError};
 const TOOLS: Catalog = Catalog {
     table: "agent_tools",
     versions: "agent_tool_versions",
-    content: &["description", "parameter_schema", "code"],
+    content: &["description", "parameter_schema", "code", "limits"],
     label: "tool",
 };
 
@@ -26,6 +26,8 @@ pub struct AgentTool {
     pub description: String,
     pub parameter_schema: Value,
     pub code: String,
+    /// The tool's own run limits (e.g. `{"deadline_ms": 5000}`), or null for the defaults.
+    pub limits: Value,
     pub enabled: bool,
     pub version: i64,
     /// Where an installed tool came from (listing, version, hash); None if written here.
@@ -40,6 +42,8 @@ pub struct ToolContent {
     pub description: String,
     pub parameter_schema: Value,
     pub code: String,
+    /// Run limits of this tool (`{"deadline_ms": …}`), or null for the defaults.
+    pub limits: Value,
 }
 
 /// A partial update: `None` keeps the current value.
@@ -48,6 +52,7 @@ pub struct ToolPatch {
     pub description: Option<String>,
     pub parameter_schema: Option<Value>,
     pub code: Option<String>,
+    pub limits: Option<Value>,
 }
 
 /// One version of a tool.
@@ -57,6 +62,7 @@ pub struct ToolVersion {
     pub description: String,
     pub parameter_schema: Value,
     pub code: String,
+    pub limits: Value,
     pub author: Author,
     pub reason: Option<String>,
     pub conversation_id: Option<String>,
@@ -65,13 +71,14 @@ pub struct ToolVersion {
 }
 
 fn tool(item: Item) -> Result<AgentTool, StoreError> {
-    let [description, schema, code]: [String; 3] = item.content.try_into().map_err(|_| content_shape())?;
+    let [description, schema, code, limits]: [String; 4] = item.content.try_into().map_err(|_| content_shape())?;
     Ok(AgentTool {
         id: item.id,
         name: item.name,
         description,
         parameter_schema: parse_json(&schema)?,
         code,
+        limits: parse_json(&limits)?,
         enabled: item.enabled,
         version: item.version,
         provenance: item.provenance.as_deref().map(parse_json).transpose()?,
@@ -81,12 +88,13 @@ fn tool(item: Item) -> Result<AgentTool, StoreError> {
 }
 
 fn tool_version(version: ItemVersion) -> Result<ToolVersion, StoreError> {
-    let [description, schema, code]: [String; 3] = version.content.try_into().map_err(|_| content_shape())?;
+    let [description, schema, code, limits]: [String; 4] = version.content.try_into().map_err(|_| content_shape())?;
     Ok(ToolVersion {
         version: version.version,
         description,
         parameter_schema: parse_json(&schema)?,
         code,
+        limits: parse_json(&limits)?,
         author: version.author,
         reason: version.reason,
         conversation_id: version.conversation_id,
@@ -124,7 +132,12 @@ impl Store {
         provenance: Option<&Value>,
         meta: &VersionMeta,
     ) -> Result<AgentTool, StoreError> {
-        let columns = [content.description.clone(), content.parameter_schema.to_string(), content.code.clone()];
+        let columns = [
+            content.description.clone(),
+            content.parameter_schema.to_string(),
+            content.code.clone(),
+            content.limits.to_string(),
+        ];
         tool(TOOLS.create(self, agent, name, &columns, enabled, provenance, meta).await?)
     }
 
@@ -138,8 +151,12 @@ impl Store {
         provenance: Option<&Value>,
         meta: &VersionMeta,
     ) -> Result<AgentTool, StoreError> {
-        let columns =
-            [patch.description.clone(), patch.parameter_schema.as_ref().map(Value::to_string), patch.code.clone()];
+        let columns = [
+            patch.description.clone(),
+            patch.parameter_schema.as_ref().map(Value::to_string),
+            patch.code.clone(),
+            patch.limits.as_ref().map(Value::to_string),
+        ];
         tool(TOOLS.update(self, agent, name, &columns, provenance, meta).await?)
     }
 

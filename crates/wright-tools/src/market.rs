@@ -225,6 +225,7 @@ pub async fn install(
             description: text_field(bundle, "description")?.to_owned(),
             parameter_schema: bundle["parameter_schema"].clone(),
             code: text_field(bundle, "code")?.to_owned(),
+            limits: Value::Null,
         };
         services.store.create_agent_tool(agent, &name, &content, false, Some(&origin), &meta).await?;
     } else {
@@ -307,6 +308,7 @@ pub async fn update(
         description: Some(text_field(bundle, "description")?.to_owned()),
         parameter_schema: Some(bundle["parameter_schema"].clone()),
         code: Some(text_field(bundle, "code")?.to_owned()),
+        limits: None,
     };
     let meta = VersionMeta::new(Author::Install).with_reason(Some(format!("updated to {listing} v{}", target.version)));
     let tool = services

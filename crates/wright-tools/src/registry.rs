@@ -210,14 +210,12 @@ impl ToolRegistry {
     async fn run_agent_tool(&self, tool: AgentTool, invocation: &Invocation) -> Result<Value, ToolError> {
         let validator = self.agent_tool_validator(&tool)?;
         check_arguments(&invocation.name, &validator, &invocation.args)?;
-        let outcome = crate::code::run_code(
-            &self.services,
-            &invocation.agent,
-            tool.code,
-            invocation.args.clone(),
-            Default::default(),
-        )
-        .await?;
+        // The tool's own deadline when it set one, the sandbox's default otherwise.
+        let deadline_ms = tool.limits.get("deadline_ms").and_then(Value::as_u64);
+        let limits = wright_sandbox::RunLimits { deadline_ms, ..Default::default() };
+        let outcome =
+            crate::code::run_code(&self.services, &invocation.agent, tool.code, invocation.args.clone(), limits)
+                .await?;
         // A tool's result is what its code returned; its logs stay in the execution record.
         Ok(outcome.get("result").cloned().unwrap_or(Value::Null))
     }

@@ -30,6 +30,9 @@ pub(crate) struct CreateArgs {
     /// validated arguments; `state.get/set/delete/list`, `fetch` and `console.log` are available.
     /// Must `return` a JSON value or call `resolve(value)`.
     code: String,
+    /// Deadline of one call of this tool in milliseconds (default: the sandbox's, 30000).
+    #[schemars(range(min = 1, max = 300000))]
+    timeout_ms: Option<u64>,
     /// Why you are making this tool; kept with the version.
     reason: Option<String>,
 }
@@ -44,6 +47,9 @@ pub(crate) struct UpdateArgs {
     parameter_schema: Option<Value>,
     /// New code (omit to keep).
     code: Option<String>,
+    /// New deadline of one call in milliseconds (omit to keep).
+    #[schemars(range(min = 1, max = 300000))]
+    timeout_ms: Option<u64>,
     /// Why you are changing it; kept with the version.
     reason: Option<String>,
 }
@@ -125,6 +131,11 @@ pub(crate) fn check_code(_services: &Services, code: &str) -> Result<(), ToolErr
     wright_sandbox::check_syntax(code).map_err(|error| reject(format!("the code does not compile: {error}")))
 }
 
+/// A tool's stored run limits: its own deadline, or null for the sandbox's default.
+fn limits(timeout_ms: Option<u64>) -> Value {
+    timeout_ms.map_or(Value::Null, |deadline_ms| json!({ "deadline_ms": deadline_ms }))
+}
+
 fn agent_meta(context: &ToolContext, reason: Option<String>) -> VersionMeta {
     VersionMeta {
         author: Author::Agent,
@@ -140,6 +151,7 @@ fn full_view(tool: &AgentTool) -> Value {
         "description": tool.description,
         "parameter_schema": tool.parameter_schema,
         "code": tool.code,
+        "timeout_ms": tool.limits.get("deadline_ms"),
         "enabled": tool.enabled,
         "version": tool.version,
     })
@@ -167,6 +179,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                         description: args.description,
                         parameter_schema: args.parameter_schema,
                         code: args.code,
+                        limits: limits(args.timeout_ms),
                     };
                     let meta = agent_meta(&context, args.reason);
                     let tool = context
@@ -200,6 +213,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                         description: args.description,
                         parameter_schema: args.parameter_schema,
                         code: args.code,
+                        limits: args.timeout_ms.map(|timeout| limits(Some(timeout))),
                     };
                     let meta = agent_meta(&context, args.reason);
                     let tool = context

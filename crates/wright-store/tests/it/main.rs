@@ -375,7 +375,12 @@ mod agent_tools {
     use wright_store::{ToolContent, ToolPatch};
 
     fn content(code: &str) -> ToolContent {
-        ToolContent { description: "adds".into(), parameter_schema: json!({"type": "object"}), code: code.into() }
+        ToolContent {
+            description: "adds".into(),
+            parameter_schema: json!({"type": "object"}),
+            code: code.into(),
+            limits: json!(null),
+        }
     }
 
     #[tokio::test]

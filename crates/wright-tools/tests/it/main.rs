@@ -636,6 +636,21 @@ mod code_and_web {
     }
 
     #[tokio::test]
+    async fn a_tool_runs_under_its_own_deadline() {
+        let fixture = Fixture::new().await;
+        let create = json!({"name": "spin", "description": "Spins.", "parameter_schema": {"type": "object"},
+                            "code": "while (true) {}", "timeout_ms": 150});
+        fixture.call("create_tool", create).await.unwrap();
+        assert_eq!(fixture.call("read_tool", json!({"name": "spin"})).await.unwrap()["timeout_ms"], 150);
+        let started = std::time::Instant::now();
+        let error = fixture.call("spin", json!({})).await.unwrap_err();
+        assert_eq!(error.category(), "timeout");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "the tool's 150 ms, not the default 5 s");
+        fixture.call("update_tool", json!({"name": "spin", "timeout_ms": 300})).await.unwrap();
+        assert_eq!(fixture.call("read_tool", json!({"name": "spin"})).await.unwrap()["timeout_ms"], 300);
+    }
+
+    #[tokio::test]
     async fn code_that_does_not_compile_is_refused_with_its_position() {
         let fixture = Fixture::new().await;
         let error = fixture
