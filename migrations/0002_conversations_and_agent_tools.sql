@@ -29,6 +29,13 @@ BEGIN
     SELECT RAISE(ABORT, 'conversation events are append-only');
 END;
 
+-- A conversation's activity time follows its events, inside SQLite: no extra round trip.
+CREATE TRIGGER events_touch_conversation
+AFTER INSERT ON events
+BEGIN
+    UPDATE conversations SET updated_at = NEW.created_at WHERE id = NEW.conversation_id;
+END;
+
 -- A tool call that waits for the person (render_and_wait, render_blocks, ask_user). It is
 -- answered once: `status` moves from 'pending' to 'answered' or 'dismissed' and never back.
 CREATE TABLE pending_calls (

@@ -191,6 +191,10 @@ pub async fn run(
     // Read once; the run keeps it current with what it appends (one run per conversation, so
     // nothing else writes meanwhile). Re-reading every turn made a turn cost O(history).
     let mut events = transcript.events().await.map_err(stored)?;
+    // The system message is read at the start of a run and again when the conversation is
+    // compacted (seed 002: a mid-conversation edit of the prompt reaches the context then);
+    // the agent reads the stored version with read_system_prompt.
+    let mut parts = transcript.system_parts().await.map_err(stored)?;
     loop {
         if context.cancel.is_cancelled() {
             return cancelled(transcript).await;
@@ -203,8 +207,8 @@ pub async fn run(
             summary = Some(compacted.0);
             history = compacted.1;
             events = transcript.events().await.map_err(stored)?;
+            parts = transcript.system_parts().await.map_err(stored)?;
         }
-        let mut parts = transcript.system_parts().await.map_err(stored)?;
         parts.earlier_summary = summary;
         let tools_enabled = tool_turns < context.config.max_tool_turns;
         let tools = if tools_enabled {

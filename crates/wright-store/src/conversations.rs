@@ -135,41 +135,46 @@ impl Store {
         conversation_id: &str,
         events: &[(EventKind, String, Value)],
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let mut transaction = self.begin_write().await?;
-        let (last,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(seq), 0) FROM events WHERE conversation_id = ?")
-            .bind(conversation_id)
-            .fetch_one(&mut *transaction)
-            .await?;
+        // One statement per event numbers it (the MAX is read under the statement's own write
+        // lock) and the conversation's `updated_at` follows by trigger, so a single event is one
+        // round trip to SQLite: the loop stores a few per tool turn and this is its main cost.
+        const INSERT: &str = "INSERT INTO events (conversation_id, seq, kind, content, data_json) \
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE conversation_id = ?1), ?2, ?3, ?4) \
+             RETURNING seq, created_at";
+        let not_found = |error: sqlx::Error| match &error {
+            sqlx::Error::Database(database) if database.is_foreign_key_violation() => {
+                StoreError::ConversationNotFound(conversation_id.to_owned())
+            }
+            _ => StoreError::Database(error),
+        };
         let mut stored = Vec::with_capacity(events.len());
-        for (offset, (kind, content, data_json)) in events.iter().enumerate() {
-            let seq = last + 1 + offset as i64;
-            let (created_at,): (String,) = sqlx::query_as(
-                "INSERT INTO events (conversation_id, seq, kind, content, data_json) VALUES (?, ?, ?, ?, ?) \
-                 RETURNING created_at",
-            )
-            .bind(conversation_id)
-            .bind(seq)
-            .bind(kind.as_str())
-            .bind(content)
-            .bind(data_json.to_string())
-            .fetch_one(&mut *transaction)
-            .await
-            .map_err(|error| match &error {
-                sqlx::Error::Database(database) if database.is_foreign_key_violation() => {
-                    StoreError::ConversationNotFound(conversation_id.to_owned())
-                }
-                _ => StoreError::Database(error),
-            })?;
+        let mut insert = async |connection: &mut sqlx::SqliteConnection,
+                                (kind, content, data_json): &(EventKind, String, Value)| {
+            let (seq, created_at): (i64, String) = sqlx::query_as(INSERT)
+                .bind(conversation_id)
+                .bind(kind.as_str())
+                .bind(content)
+                .bind(data_json.to_string())
+                .fetch_one(connection)
+                .await
+                .map_err(not_found)?;
             stored.push(StoredEvent {
                 event: Event { seq, kind: *kind, content: content.clone(), data_json: data_json.clone() },
                 created_at,
             });
+            Ok::<(), StoreError>(())
+        };
+        if let [event] = events {
+            let mut connection = self.writer.acquire().await?;
+            insert(&mut connection, event).await?;
+        } else {
+            // Several events (a reply and its tool calls) land together or not at all.
+            let mut transaction = self.begin_write().await?;
+            for event in events {
+                insert(&mut transaction, event).await?;
+            }
+            transaction.commit().await?;
         }
-        sqlx::query("UPDATE conversations SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?")
-            .bind(conversation_id)
-            .execute(&mut *transaction)
-            .await?;
-        transaction.commit().await?;
         Ok(stored)
     }
 

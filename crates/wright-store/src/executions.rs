@@ -72,7 +72,7 @@ impl Store {
             Ok(value) => (Some(value.to_string()), None, None),
             Err((message, category)) => (None, Some(message.as_str()), Some(category.as_str())),
         };
-        let mut transaction = self.begin_write().await?;
+        // One INSERT is atomic on its own: no explicit transaction, one round trip.
         let inserted = sqlx::query(
             "INSERT INTO tool_executions (agent_id, tool_name, tool_kind, caller, conversation_id, tool_call_id, \
              args, result, error, error_category, success, duration_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -89,9 +89,8 @@ impl Store {
         .bind(category)
         .bind(record.outcome.is_ok())
         .bind(record.duration_us)
-        .execute(&mut *transaction)
+        .execute(&self.writer)
         .await?;
-        transaction.commit().await?;
         Ok(inserted.last_insert_rowid())
     }
 
