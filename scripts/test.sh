@@ -27,7 +27,7 @@ cargo test --workspace --locked
 echo "== browser tests against wright serve"
 data_dir=$(mktemp -d)
 token=e2e-$RANDOM$RANDOM
-WRIGHT_TOKEN=$token ./target/debug/wright --data-dir "$data_dir" serve --bind 127.0.0.1:0 >"$data_dir/serve.log" 2>&1 &
+WRIGHT_TOKEN=$token "${CARGO_TARGET_DIR:-target}/debug/wright" --data-dir "$data_dir" serve --bind 127.0.0.1:0 >"$data_dir/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$data_dir"' EXIT
 for _ in $(seq 100); do grep -q "listening on" "$data_dir/serve.log" && break; sleep 0.1; done
