@@ -99,9 +99,19 @@ impl Store {
             // Another process (the CLI beside a running server) may hold the write lock for a
             // moment; wait for it rather than fail.
             .busy_timeout(Duration::from_secs(10));
-        let writer = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
+        // No ping before each use: the connections are local files owned by these pools, and a
+        // ping is one more round trip on every statement.
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .test_before_acquire(false)
+            .connect_with(options.clone())
+            .await?;
         migrations::run(&writer).await?;
-        let reader = SqlitePoolOptions::new().max_connections(4).connect_with(options.read_only(true)).await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(4)
+            .test_before_acquire(false)
+            .connect_with(options.read_only(true))
+            .await?;
         let store = Self { reader, writer, state_limits };
         store.ensure_default_agent().await?;
         Ok(store)

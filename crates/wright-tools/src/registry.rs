@@ -1,6 +1,6 @@
 //! The tool registry: the one place a tool call is looked up, validated, run and recorded.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -67,6 +67,8 @@ pub struct ToolRegistry {
     /// Validators of agent tools by (tool id, version). A std Mutex: held only to look up or
     /// insert, never across an await.
     agent_validators: Mutex<HashMap<(i64, i64), Arc<jsonschema::Validator>>>,
+    /// Agents known to exist (agents are never deleted). Held only to look up or insert.
+    known_agents: Mutex<HashSet<AgentId>>,
 }
 
 impl ToolRegistry {
@@ -83,7 +85,12 @@ impl ToolRegistry {
             let previous = builtins.insert(spec.name.clone(), RegisteredTool { tool, validator });
             assert!(previous.is_none(), "two built-in tools share a name");
         }
-        Self { services, builtins, agent_validators: Mutex::new(HashMap::new()) }
+        Self {
+            services,
+            builtins,
+            agent_validators: Mutex::new(HashMap::new()),
+            known_agents: Mutex::new(HashSet::new()),
+        }
     }
 
     pub fn services(&self) -> &Arc<Services> {
@@ -160,7 +167,7 @@ impl ToolRegistry {
 
     /// Looks up, validates, runs and records one call.
     pub async fn invoke(&self, invocation: Invocation) -> Result<Value, ToolError> {
-        self.services.store.require_agent(&invocation.agent).await?;
+        self.require_agent(&invocation.agent).await?;
         let started = Instant::now();
         let (kind, outcome) = match self.builtins.get(&invocation.name) {
             Some(registered) => (ToolKind::Builtin, self.run(registered, &invocation).await),
@@ -195,6 +202,18 @@ impl ToolRegistry {
             tracing::warn!(%error, tool = %record.tool_name, "could not record a tool execution");
         }
         outcome
+    }
+
+    /// Fails unless the agent exists. Agents are never deleted, so one that was seen is
+    /// remembered and not looked up again on every call.
+    async fn require_agent(&self, agent: &AgentId) -> Result<(), ToolError> {
+        let known = |agents: &HashSet<AgentId>| agents.contains(agent);
+        if known(&self.known_agents.lock().unwrap_or_else(|poisoned| poisoned.into_inner())) {
+            return Ok(());
+        }
+        self.services.store.require_agent(agent).await?;
+        self.known_agents.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(agent.clone());
+        Ok(())
     }
 
     /// An unknown-tool error that names what the agent can call instead.
