@@ -3,7 +3,10 @@
 // cannot read the app's cookies, storage or DOM, and its requests would carry no session.
 // Its CSP forbids every network fetch (connect-src 'none' and no http(s) sources at all);
 // scripts run only with this document's nonce or from blob: URLs the frame made itself
-// (that is how the component's compiled module is loaded).
+// (that is how the component's compiled module is loaded). Trusted Types with no policy
+// forbid every HTML-to-DOM sink (innerHTML, srcdoc, document.write): the runtime and React
+// build the DOM node by node, so nothing legitimate needs them, and without them a component
+// cannot write a script into a child frame of its own. WebRTC: see runtime/main.tsx.
 
 export function frameCsp(cspNonce: string): string {
   return [
@@ -21,6 +24,11 @@ export function frameCsp(cspNonce: string): string {
     "manifest-src 'none'",
     "form-action 'none'",
     "base-uri 'none'",
+    "require-trusted-types-for 'script'",
+    "trusted-types 'none'",
+    // the standard switch for WebRTC; Chromium ignores it today, so the runtime also removes
+    // the constructors (runtime/main.tsx)
+    "webrtc 'block'",
   ].join('; ');
 }
 

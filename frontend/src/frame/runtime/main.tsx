@@ -23,6 +23,18 @@ declare global {
 }
 
 const nonce = window.__WRIGHT_FRAME__?.nonce ?? '';
+
+// WebRTC is the one way out of this frame that no CSP directive stops in Chromium (ICE
+// sends STUN over UDP to any address the code names; `webrtc 'block'` is not implemented).
+// So its constructors are removed from this realm before any component code runs. Other
+// realms are out of reach: a child frame has an opaque origin of its own (cross-origin to
+// us), and Trusted Types ('none') stop us writing a script into one (srcdoc, innerHTML).
+for (const name of Object.getOwnPropertyNames(window)) {
+  if (/^(webkit)?RTC/.test(name)) {
+    delete (window as unknown as Record<string, unknown>)[name];
+    if (name in window) Object.defineProperty(window, name, { value: undefined, configurable: false, writable: false });
+  }
+}
 let interactive = false;
 
 function post(type: string, fields: Record<string, unknown> = {}) {

