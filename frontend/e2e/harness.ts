@@ -39,11 +39,14 @@ export type ModelReply = { text: string } | { toolCalls: { name: string; argumen
 export interface FakeModel {
   baseUrl: string;
   requests: ModelRequest[];
+  /** When each reply's last byte was written (Date.now()), in the order of `requests`. */
+  repliedAt: number[];
   close(): Promise<void>;
 }
 
 export async function startFakeModel(script: (request: ModelRequest) => ModelReply): Promise<FakeModel> {
   const requests: ModelRequest[] = [];
+  const repliedAt: number[] = [];
   let calls = 0;
   const server: Server = createServer(async (request, response) => {
     if (request.method !== 'POST' || !request.url?.endsWith('/chat/completions')) {
@@ -76,12 +79,13 @@ export async function startFakeModel(script: (request: ModelRequest) => ModelRep
       });
       chunk({}, 'tool_calls');
     }
-    response.end('data: [DONE]\n\n');
+    response.end('data: [DONE]\n\n', () => (repliedAt[requests.indexOf(body)] = Date.now()));
   });
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     requests,
+    repliedAt,
     close: () => new Promise((done) => server.close(() => done())),
   };
 }

@@ -1,0 +1,77 @@
+// Figures for the canvas (issue 7), printed, never asserted: the built app's bundle size, the
+// first load of the app (first contentful paint of the login screen, fresh browser context
+// each time), and the time from the model's reply that parks a render_blocks call to the
+// form showing in an open conversation — through a real `wright serve` (the binary cargo
+// built, debug unless WRIGHT_BIN says otherwise) and the scripted model of e2e/harness.ts.
+//
+//   cargo build --bin wright && cd frontend && npm run build && npm run measure
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { it } from 'vitest';
+import { launch } from '../e2e/browser';
+import { scenarioOf, startFakeModel, startWright, toolResults } from '../e2e/harness';
+
+const RUNS = Number(process.env.RUNS ?? 15);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const range = (values: number[]) => `${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)}`;
+
+it('measures the canvas', async () => {
+  const assets = join(import.meta.dirname, '..', 'dist', 'assets');
+  for (const file of readdirSync(assets)) {
+    const bytes = readFileSync(join(assets, file));
+    console.log(`bundle ${file}: ${(statSync(join(assets, file)).size / 1024).toFixed(0)} kB, ${(gzipSync(bytes).length / 1024).toFixed(0)} kB gzip`);
+  }
+
+  const form = { title: 'Budget', blocks: [{ type: 'form', submitLabel: 'Save', fields: [{ name: 'budget', label: 'Budget', type: 'number' }] }] };
+  const fake = await startFakeModel((request) => (toolResults(request).length ? { text: 'ok' } : scenarioOf(request) === 'form' ? { toolCalls: [{ name: 'render_blocks', arguments: form }] } : { text: 'hi' }));
+  const wright = await startWright(fake);
+  const browser = await launch();
+  try {
+    const paints: number[] = [];
+    for (let run = 0; run < RUNS; run++) {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(wright.url);
+      await page.locator('#token').waitFor();
+      paints.push(await page.evaluate(() => new Promise<number>((done) => new PerformanceObserver((list) => done(list.getEntries()[0].startTime)).observe({ type: 'paint', buffered: true }))));
+      await context.close();
+    }
+    console.log(`first contentful paint of the login screen: median ${median(paints).toFixed(0)} ms (${range(paints)}) of ${RUNS}`);
+
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    await page.goto(wright.url);
+    await page.locator('#token').fill(wright.token);
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: '+ New conversation' }).waitFor();
+    const latencies: number[] = [];
+    for (let run = 0; run < RUNS; run++) {
+      const previous = page.url();
+      await page.getByRole('button', { name: '+ New conversation' }).click();
+      await page.waitForURL((url) => /\/c\/[^/]+$/.test(url.pathname) && url.href !== previous);
+      // the page notes when the form appears; the model notes when its reply ended
+      await page.evaluate(() => {
+        const w = window as unknown as { formShownAt?: number };
+        delete w.formShownAt;
+        const observer = new MutationObserver(() => {
+          if (document.querySelector('.canvas input[type="number"]')) {
+            w.formShownAt = Date.now();
+            observer.disconnect();
+          }
+        });
+        observer.observe(document.body, { subtree: true, childList: true });
+      });
+      const index = fake.requests.length;
+      await page.getByLabel('Message').fill('scenario:form');
+      await page.getByLabel('Message').press('Enter');
+      await page.waitForFunction(() => (window as unknown as { formShownAt?: number }).formShownAt);
+      const shownAt = await page.evaluate(() => (window as unknown as { formShownAt: number }).formShownAt);
+      latencies.push(shownAt - fake.repliedAt[index]);
+    }
+    console.log(`model's render_blocks reply ended → form shown in the canvas: median ${median(latencies).toFixed(0)} ms (${range(latencies)}) of ${RUNS}`);
+  } finally {
+    await browser.close();
+    await wright.stop();
+    await fake.close();
+  }
+});

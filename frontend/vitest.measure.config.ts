@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+// Measurements, not tests: `npm run measure` prints figures (see bench/).
+export default defineConfig({
+  test: {
+    environment: 'node',
+    include: ['bench/**/*.measure.ts'],
+    testTimeout: 300_000,
+    hookTimeout: 60_000,
+  },
+});
