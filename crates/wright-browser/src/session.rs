@@ -177,6 +177,22 @@ impl Session {
                 }
             }
         }
+        // Page.navigate can answer before the document's Network.responseReceived reaches us
+        // (they travel on separate channels), so a page that came over HTTP gets a moment
+        // for its status to arrive.
+        if status == 0 && loader.is_some() && args.url.starts_with("http") {
+            let document_status = async {
+                while let Some(event) = responses.next().await {
+                    if event.r#type == ResourceType::Document && event.frame_id.as_ref() == Some(&main_frame) {
+                        return Some(event.response.status);
+                    }
+                }
+                None
+            };
+            if let Ok(Some(found)) = tokio::time::timeout(Duration::from_secs(2), document_status).await {
+                status = found;
+            }
+        }
         #[derive(Deserialize)]
         struct Location {
             url: String,
