@@ -16,6 +16,20 @@ export type VersionSummary = Schemas['VersionSummaryView'];
 export type ErrorBody = Schemas['ErrorBody'];
 export type ComponentSummary = Schemas['ComponentSummary'];
 export type ComponentDetail = Schemas['ComponentDetail'];
+export type AgentTool = Schemas['AgentToolView'];
+export type ArtifactVersion = Schemas['ArtifactVersionView'];
+export type Stats = Schemas['StatsView'];
+export type Listing = Schemas['ListingView'];
+export type ListingDetail = Schemas['ListingDetail'];
+export type Installed = Schemas['InstalledView'];
+export type DocumentKind = 'system_prompt' | 'learned_notes';
+/** Filters of the execution log; absent ones do not filter. */
+export interface ExecutionFilter {
+  tool?: string;
+  success?: boolean;
+  error_category?: string;
+  limit?: number;
+}
 
 /** An error answered by the API (`{"error": {code, message}}`) or by the network. */
 export class ApiError extends Error {
@@ -66,6 +80,11 @@ export async function request<T>(method: string, path: string, body?: unknown): 
 
 const enc = encodeURIComponent;
 
+function query(params: Record<string, string | number | boolean | undefined | null>): string {
+  const pairs = Object.entries(params).filter(([, value]) => value !== undefined && value !== null && value !== '');
+  return pairs.length ? '?' + new URLSearchParams(pairs.map(([key, value]) => [key, String(value)])).toString() : '';
+}
+
 export const api = {
   health: () => request<Schemas['Health']>('GET', '/api/health'),
   login: (token: string) => request<Schemas['Ok']>('POST', '/api/auth/login', { token } satisfies Schemas['LoginRequest']),
@@ -94,14 +113,56 @@ export const api = {
   setState: (agent: string, key: string, value: unknown) =>
     request<Schemas['OkView']>('PUT', `/api/agents/${enc(agent)}/state/${enc(key)}`, value),
 
-  document: (agent: string, kind: 'system_prompt' | 'learned_notes') =>
-    request<DocumentView>('GET', `/api/agents/${enc(agent)}/documents/${kind}`),
-  versions: (agent: string, kind: 'system_prompt' | 'learned_notes') =>
-    request<VersionSummary[]>('GET', `/api/agents/${enc(agent)}/documents/${kind}/versions`),
+  document: (agent: string, kind: DocumentKind) => request<DocumentView>('GET', `/api/agents/${enc(agent)}/documents/${kind}`),
+  versions: (agent: string, kind: DocumentKind) => request<VersionSummary[]>('GET', `/api/agents/${enc(agent)}/documents/${kind}/versions`),
+  documentVersion: (agent: string, kind: DocumentKind, version: number) =>
+    request<Schemas['VersionView']>('GET', `/api/agents/${enc(agent)}/documents/${kind}/versions/${version}`),
+  documentDiff: (agent: string, kind: DocumentKind, from: number, to: number) =>
+    request<Schemas['DiffView']>('GET', `/api/agents/${enc(agent)}/documents/${kind}/diff${query({ from, to })}`),
+  editDocument: (agent: string, kind: DocumentKind, body: Schemas['EditRequest']) =>
+    request<Schemas['NewVersion']>('POST', `/api/agents/${enc(agent)}/documents/${kind}`, body),
+  rollbackDocument: (agent: string, kind: DocumentKind, version: number, reason: string | null) =>
+    request<Schemas['NewVersion']>('POST', `/api/agents/${enc(agent)}/documents/${kind}/rollback`, { version, reason } satisfies Schemas['RollbackRequest']),
 
   components: (agent: string) => request<ComponentSummary[]>('GET', `/api/agents/${enc(agent)}/components`),
   component: (agent: string, name: string) => request<ComponentDetail>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}`),
+  componentVersions: (agent: string, name: string) =>
+    request<ArtifactVersion[]>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}/versions`),
+  componentDiff: (agent: string, name: string, from: number, to: number) =>
+    request<Schemas['DiffText']>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}/diff${query({ from, to })}`),
+  rollbackComponent: (agent: string, name: string, version: number, reason: string | null) =>
+    request<ComponentSummary>('POST', `/api/agents/${enc(agent)}/components/${enc(name)}/rollback`, { version, reason } satisfies Schemas['RollbackTo']),
+  setComponentEnabled: (agent: string, name: string, enabled: boolean) =>
+    request<ComponentSummary>('PUT', `/api/agents/${enc(agent)}/components/${enc(name)}/enabled`, { enabled } satisfies Schemas['SetEnabled']),
 
   tools: (agent: string) => request<Tool[]>('GET', `/api/agents/${enc(agent)}/tools`),
-  executions: (agent: string) => request<Execution[]>('GET', `/api/agents/${enc(agent)}/executions`),
+  invokeTool: (agent: string, name: string, args: unknown) => request<unknown>('POST', `/api/agents/${enc(agent)}/tools/${enc(name)}/invoke`, args),
+  agentTools: (agent: string) => request<AgentTool[]>('GET', `/api/agents/${enc(agent)}/agent-tools`),
+  agentToolVersions: (agent: string, name: string) =>
+    request<ArtifactVersion[]>('GET', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/versions`),
+  agentToolDiff: (agent: string, name: string, from: number, to: number) =>
+    request<Schemas['DiffText']>('GET', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/diff${query({ from, to })}`),
+  rollbackAgentTool: (agent: string, name: string, version: number, reason: string | null) =>
+    request<AgentTool>('POST', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/rollback`, { version, reason } satisfies Schemas['RollbackTo']),
+  setAgentToolEnabled: (agent: string, name: string, enabled: boolean) =>
+    request<AgentTool>('PUT', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/enabled`, { enabled } satisfies Schemas['SetEnabled']),
+  uninstallAgentTool: (agent: string, name: string) =>
+    request<Schemas['Uninstalled']>('DELETE', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/installed`),
+  updatePreview: (agent: string, name: string, version?: number) =>
+    request<Schemas['UpdatePreviewView']>('GET', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/update-preview${query({ version })}`),
+  updateAgentTool: (agent: string, name: string, version?: number) =>
+    request<Installed>('POST', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/update`, { version: version ?? null } satisfies Schemas['UpdateRequest']),
+
+  executions: (agent: string, filter: ExecutionFilter = {}) =>
+    request<Execution[]>('GET', `/api/agents/${enc(agent)}/executions${query({ ...filter })}`),
+  stats: (agent: string, days = 7) => request<Stats>('GET', `/api/agents/${enc(agent)}/stats${query({ days })}`),
+
+  listings: (q: string) => request<Listing[]>('GET', `/api/market/listings${query({ q })}`),
+  listing: (kind: string, name: string) => request<ListingDetail>('GET', `/api/market/listings/${enc(kind)}/${enc(name)}`),
+  exportListing: (kind: string, name: string, version?: number) =>
+    request<Schemas['ExportedView']>('GET', `/api/market/listings/${enc(kind)}/${enc(name)}/export${query({ version })}`),
+  publish: (body: Schemas['PublishRequest']) => request<Schemas['Published']>('POST', '/api/market/publish', body),
+  install: (body: Schemas['InstallRequest']) => request<Installed>('POST', '/api/market/install', body),
+  /** The body is the exported file's JSON, as it is. */
+  importBundle: (file: unknown) => request<Schemas['Published']>('POST', '/api/market/import', file),
 };

@@ -1,56 +1,442 @@
-// The admin section's frame. Issue 9 fills in each page; until then the sections that the
-// API already serves show a read-only view, the rest say what will be there.
-import { useEffect, useState } from 'react';
-import { api, type DocumentView, type Execution } from '../api/client';
-import { Table } from '../blocks/Table';
+// The admin section, per agent: the system prompt and learned notes, the agent's tools and UI
+// components (each with its version timeline, diffs and rollback), and the tool execution log
+// with filters, the latest failures and the last 7 days' statistics.
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { api, type AgentTool, type ComponentSummary, type DocumentKind, type DocumentView, type Execution, type ExecutionFilter, type Stats } from '../api/client';
+import { DiffView } from '../admin/DiffView';
+import { History, when, type HistorySource } from '../admin/History';
 import { ADMIN_SECTIONS } from './Sidebar';
 
-function Documents({ agent }: { agent: string }) {
-  const [docs, setDocs] = useState<{ kind: string; doc: DocumentView | null; error?: string }[] | null>(null);
-  useEffect(() => {
-    Promise.all(
-      (['system_prompt', 'learned_notes'] as const).map((kind) =>
-        api.document(agent, kind).then(
-          (doc) => ({ kind, doc }),
-          (error: Error) => ({ kind, doc: null, error: error.message }),
-        ),
-      ),
-    ).then(setDocs);
+function pretty(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+}
+
+function DocumentCard({ agent, kind }: { agent: string; kind: DocumentKind }) {
+  const [doc, setDoc] = useState<DocumentView | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const refresh = useCallback(() => {
+    api.document(agent, kind).then(setDoc, (failure: Error) => setError(failure.message));
+  }, [agent, kind]);
+  useEffect(refresh, [refresh]);
+  const source = useMemo<HistorySource>(
+    () => ({
+      versions: () => api.versions(agent, kind),
+      diff: async (from, to) => (await api.documentDiff(agent, kind, from, to)).diff,
+      rollback: (version, reason) => api.rollbackDocument(agent, kind, version, reason),
+    }),
+    [agent, kind],
+  );
+  const title = kind === 'system_prompt' ? 'System prompt' : 'Learned notes';
+  return (
+    <section className="admin-card" aria-label={title}>
+      <h2>
+        {title} {doc && <span className="pill">v{doc.version}</span>}
+      </h2>
+      {error && <div className="alert alert-danger">{error}</div>}
+      <pre className="tool-text doc-content" data-testid={`${kind}-content`}>
+        {doc ? doc.content || '(empty)' : '…'}
+      </pre>
+      <details className="history-details" open>
+        <summary>History</summary>
+        <History title={title} source={source} onChanged={refresh} />
+      </details>
+    </section>
+  );
+}
+
+function Provenance({ value }: { value: unknown }) {
+  if (!value || typeof value !== 'object') return <span className="pill">written by the agent</span>;
+  const origin = value as { listing?: string; version?: number; hash?: string };
+  return (
+    <span className="pill pill-accent" title={origin.hash}>
+      market: {origin.listing} v{origin.version} · {origin.hash?.slice(0, 12)}
+    </span>
+  );
+}
+
+function ToolCard({ agent, tool, onChanged }: { agent: string; tool: AgentTool; onChanged: () => void }) {
+  const [reviewing, setReviewing] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [preview, setPreview] = useState<{ to_version: number; from_version: number; diff: string } | null>(null);
+  const installed = Boolean(tool.provenance && typeof tool.provenance === 'object');
+  const source = useMemo<HistorySource>(
+    () => ({
+      versions: () => api.agentToolVersions(agent, tool.name),
+      diff: async (from, to) => (await api.agentToolDiff(agent, tool.name, from, to)).diff,
+      rollback: (version, reason) => api.rollbackAgentTool(agent, tool.name, version, reason),
+    }),
+    [agent, tool.name],
+  );
+  const act = async (action: () => Promise<unknown>) => {
+    try {
+      setError(null);
+      await action();
+      setReviewing(false);
+      setPreview(null);
+      onChanged();
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+  const checkUpdate = async () => {
+    try {
+      setError(null);
+      setPreview(await api.updatePreview(agent, tool.name));
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+  return (
+    <section className="admin-card tool-card" aria-label={`Tool ${tool.name}`}>
+      <h2>
+        <code>{tool.name}</code> <span className="pill">v{tool.version}</span>
+        <span className={`pill ${tool.enabled ? 'pill-success' : 'pill-warning'}`}>{tool.enabled ? 'enabled' : 'disabled'}</span>
+        <Provenance value={tool.provenance} />
+      </h2>
+      <p className="muted">{tool.description}</p>
+      {error && (
+        <div className="alert alert-danger" role="alert">
+          {error}
+        </div>
+      )}
+      <div className="card-actions">
+        {tool.enabled ? (
+          <button type="button" className="button small" onClick={() => void act(() => api.setAgentToolEnabled(agent, tool.name, false))}>
+            Disable
+          </button>
+        ) : (
+          <button type="button" className="button small primary" onClick={() => setReviewing(true)} disabled={reviewing}>
+            Review and enable…
+          </button>
+        )}
+        {installed && (
+          <>
+            <button type="button" className="button small" onClick={() => void checkUpdate()}>
+              Check for update
+            </button>
+            <button type="button" className="button small ghost" onClick={() => void act(() => api.uninstallAgentTool(agent, tool.name))}>
+              Uninstall
+            </button>
+          </>
+        )}
+      </div>
+      {reviewing && (
+        <div className="review" aria-label="Review before enabling">
+          <p className="small">Read what this tool runs before you enable it.</p>
+          <div className="sub-label">Parameters</div>
+          <pre className="code">{pretty(tool.parameter_schema)}</pre>
+          <div className="sub-label">Code</div>
+          <pre className="code review-code">{tool.code}</pre>
+          <div className="card-actions">
+            <button type="button" className="button primary small" onClick={() => void act(() => api.setAgentToolEnabled(agent, tool.name, true))}>
+              Enable {tool.name}
+            </button>
+            <button type="button" className="button ghost small" onClick={() => setReviewing(false)}>
+              Cancel
+            </button>
+          </div>
+        </div>
+      )}
+      {preview && (
+        <div className="review" aria-label="Update preview">
+          {preview.from_version === preview.to_version && !preview.diff.trim() ? (
+            <p className="small">Up to date with the listing (v{preview.to_version}).</p>
+          ) : (
+            <>
+              <p className="small">
+                Update from listing v{preview.from_version} to v{preview.to_version}:
+              </p>
+              <DiffBlock diff={preview.diff} />
+              <div className="card-actions">
+                <button type="button" className="button primary small" onClick={() => void act(() => api.updateAgentTool(agent, tool.name, preview.to_version))}>
+                  Update to v{preview.to_version}
+                </button>
+                <button type="button" className="button ghost small" onClick={() => setPreview(null)}>
+                  Cancel
+                </button>
+              </div>
+            </>
+          )}
+        </div>
+      )}
+      <details className="history-details">
+        <summary>Code and history</summary>
+        <pre className="code">{tool.code}</pre>
+        <History title={`tool ${tool.name}`} source={source} onChanged={onChanged} />
+      </details>
+    </section>
+  );
+}
+
+function DiffBlock({ diff }: { diff: string }) {
+  return <DiffView diff={diff} label="Changes" />;
+}
+
+function Tools({ agent }: { agent: string }) {
+  const [tools, setTools] = useState<AgentTool[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const refresh = useCallback(() => {
+    api.agentTools(agent).then(setTools, (failure: Error) => setError(failure.message));
   }, [agent]);
-  if (!docs) return <div className="loading-line">Loading…</div>;
+  useEffect(refresh, [refresh]);
+  if (error) return <div className="alert alert-danger">{error}</div>;
+  if (!tools) return <div className="loading-line">Loading…</div>;
+  if (!tools.length)
+    return (
+      <div className="empty-state">
+        <h2>No tools yet</h2>
+        <p className="muted">Tools the agent writes, and tools installed from the marketplace, appear here.</p>
+      </div>
+    );
   return (
     <>
-      {docs.map(({ kind, doc }) => (
-        <section key={kind} className="admin-card">
-          <h2>
-            {kind === 'system_prompt' ? 'System prompt' : 'Learned notes'} {doc && <span className="pill">v{doc.version}</span>}
-          </h2>
-          <pre className="tool-text">{doc?.content || '(empty)'}</pre>
-        </section>
+      {tools.map((tool) => (
+        <ToolCard key={tool.name} agent={agent} tool={tool} onChanged={refresh} />
       ))}
     </>
   );
 }
 
-function Executions({ agent }: { agent: string }) {
-  const [rows, setRows] = useState<Execution[] | null>(null);
+function ComponentCard({ agent, component }: { agent: string; component: ComponentSummary }) {
+  const [current, setCurrent] = useState(component);
+  const source = useMemo<HistorySource>(
+    () => ({
+      versions: () => api.componentVersions(agent, component.name),
+      diff: async (from, to) => (await api.componentDiff(agent, component.name, from, to)).diff,
+      rollback: async (version, reason) => setCurrent(await api.rollbackComponent(agent, component.name, version, reason)),
+    }),
+    [agent, component.name],
+  );
+  return (
+    <section className="admin-card" aria-label={`Component ${component.name}`}>
+      <h2>
+        <code>{current.name}</code> <span className="pill">v{current.version}</span>
+      </h2>
+      <p className="muted">{current.description}</p>
+      <History title={`component ${component.name}`} source={source} />
+    </section>
+  );
+}
+
+function Components({ agent }: { agent: string }) {
+  const [list, setList] = useState<ComponentSummary[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    api.executions(agent).then(setRows, (failure: Error) => setError(failure.message));
+    api.components(agent).then(setList, (failure: Error) => setError(failure.message));
   }, [agent]);
   if (error) return <div className="alert alert-danger">{error}</div>;
-  if (!rows) return <div className="loading-line">Loading…</div>;
+  if (!list) return <div className="loading-line">Loading…</div>;
+  if (!list.length)
+    return (
+      <div className="empty-state">
+        <h2>No components yet</h2>
+        <p className="muted">UI components the agent writes appear here with their history.</p>
+      </div>
+    );
   return (
-    <Table
-      columns={[
-        { key: 'created_at', label: 'When' },
-        { key: 'tool_name', label: 'Tool' },
-        { key: 'caller', label: 'Caller' },
-        { key: 'result', label: 'Result' },
-        { key: 'ms', label: 'ms' },
-      ]}
-      data={rows.map((row) => ({ created_at: row.created_at, tool_name: row.tool_name, caller: row.caller, result: row.success ? 'ok' : (row.error_category ?? 'error'), ms: Math.round(row.duration_us / 100) / 10 }))}
-    />
+    <>
+      {list.map((component) => (
+        <ComponentCard key={component.name} agent={agent} component={component} />
+      ))}
+    </>
+  );
+}
+
+function median(values: number[]): number | null {
+  if (!values.length) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** Per-tool figures over the window: the server's counts, medians and categories from the log. */
+export function toolFigures(stats: Stats, log: Execution[]) {
+  return stats.by_tool.map((row) => {
+    const runs = log.filter((execution) => execution.tool_name === row.tool);
+    const categories = new Map<string, number>();
+    for (const run of runs) if (!run.success) categories.set(run.error_category ?? 'error', (categories.get(run.error_category ?? 'error') ?? 0) + 1);
+    return {
+      tool: row.tool,
+      calls: row.calls,
+      successRate: row.calls ? (row.calls - row.failures) / row.calls : 0,
+      medianMs: median(runs.map((run) => run.duration_us / 1000)),
+      categories: [...categories.entries()].sort((a, b) => b[1] - a[1]),
+    };
+  });
+}
+
+function StatsCard({ agent }: { agent: string }) {
+  const [stats, setStats] = useState<Stats | null>(null);
+  const [log, setLog] = useState<Execution[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    Promise.all([api.stats(agent, 7), api.executions(agent, { limit: 1000 })]).then(
+      ([figures, rows]) => {
+        const since = Date.now() - 7 * 86_400_000;
+        setLog(rows.filter((row) => new Date(row.created_at).getTime() >= since));
+        setStats(figures);
+      },
+      (failure: Error) => setError(failure.message),
+    );
+  }, [agent]);
+  if (error) return <div className="alert alert-danger">{error}</div>;
+  if (!stats) return <div className="loading-line">Loading statistics…</div>;
+  return (
+    <section className="admin-card" aria-label="Last 7 days">
+      <h2>Last 7 days</h2>
+      <div className="stat-row">
+        <div className="stat">
+          <b>{stats.total}</b>
+          <span>calls</span>
+        </div>
+        <div className="stat">
+          <b>{stats.total ? Math.round((stats.successful / stats.total) * 100) : 0}%</b>
+          <span>succeeded</span>
+        </div>
+        <div className="stat">
+          <b>{stats.failed}</b>
+          <span>failed</span>
+        </div>
+        <div className="stat">
+          <b>{stats.avg_duration_ms.toFixed(1)} ms</b>
+          <span>mean duration</span>
+        </div>
+      </div>
+      <div className="table-wrap">
+        <table className="table">
+          <thead>
+            <tr>
+              <th>Tool</th>
+              <th>Calls</th>
+              <th>Success</th>
+              <th>Median</th>
+              <th>Error categories</th>
+            </tr>
+          </thead>
+          <tbody>
+            {toolFigures(stats, log).map((row) => (
+              <tr key={row.tool}>
+                <td>
+                  <code>{row.tool}</code>
+                </td>
+                <td>{row.calls}</td>
+                <td>{Math.round(row.successRate * 100)}%</td>
+                <td>{row.medianMs === null ? '–' : `${row.medianMs.toFixed(1)} ms`}</td>
+                <td>{row.categories.map(([category, count]) => `${category} ×${count}`).join(', ') || '–'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
+
+function Executions({ agent }: { agent: string }) {
+  const [filter, setFilter] = useState<ExecutionFilter>({});
+  const [rows, setRows] = useState<Execution[] | null>(null);
+  const [failures, setFailures] = useState<Execution[]>([]);
+  const [tools, setTools] = useState<string[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    api.tools(agent).then((list) => setTools(list.map((tool) => tool.name).sort()), () => setTools([]));
+    api.executions(agent, { success: false, limit: 5 }).then(setFailures, (failure: Error) => setError(failure.message));
+  }, [agent]);
+  useEffect(() => {
+    setRows(null);
+    api.executions(agent, { ...filter, limit: 200 }).then(setRows, (failure: Error) => setError(failure.message));
+  }, [agent, filter]);
+  const codeOf = async (execution: Execution) => {
+    const versions = await api.agentToolVersions(agent, execution.tool_name).catch(() => []);
+    const latest = [...versions].sort((a, b) => b.version - a.version)[0];
+    return (latest?.content as { code?: string } | undefined)?.code ?? null;
+  };
+  return (
+    <>
+      <StatsCard agent={agent} />
+      <section className="admin-card" aria-label="Latest failures">
+        <h2>Latest failures</h2>
+        {!failures.length && <p className="muted small">No failed tool calls.</p>}
+        {failures.map((execution) => (
+          <Failure key={execution.id} execution={execution} codeOf={codeOf} />
+        ))}
+      </section>
+      <section className="admin-card" aria-label="Execution log">
+        <h2>Execution log</h2>
+        <div className="filters">
+          <select aria-label="Tool" value={filter.tool ?? ''} onChange={(event) => setFilter({ ...filter, tool: event.target.value || undefined })}>
+            <option value="">All tools</option>
+            {tools.map((name) => (
+              <option key={name}>{name}</option>
+            ))}
+          </select>
+          <select
+            aria-label="Status"
+            value={filter.success === undefined ? '' : String(filter.success)}
+            onChange={(event) => setFilter({ ...filter, success: event.target.value === '' ? undefined : event.target.value === 'true' })}
+          >
+            <option value="">Any status</option>
+            <option value="true">Succeeded</option>
+            <option value="false">Failed</option>
+          </select>
+          <input aria-label="Error category" placeholder="Error category" value={filter.error_category ?? ''} onChange={(event) => setFilter({ ...filter, error_category: event.target.value || undefined })} />
+        </div>
+        {error && <div className="alert alert-danger">{error}</div>}
+        {!rows ? (
+          <div className="loading-line">Loading…</div>
+        ) : !rows.length ? (
+          <p className="muted small">No executions match.</p>
+        ) : (
+          <div className="table-wrap">
+            <table className="table" aria-label="Executions">
+              <thead>
+                <tr>
+                  <th>When</th>
+                  <th>Tool</th>
+                  <th>Caller</th>
+                  <th>Result</th>
+                  <th>ms</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((row) => (
+                  <tr key={row.id}>
+                    <td>{when(row.created_at)}</td>
+                    <td>
+                      <code>{row.tool_name}</code>
+                    </td>
+                    <td>{row.caller}</td>
+                    <td className={row.success ? 'ok' : 'failed'}>{row.success ? 'ok' : (row.error_category ?? 'error')}</td>
+                    <td>{(row.duration_us / 1000).toFixed(1)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+    </>
+  );
+}
+
+function Failure({ execution, codeOf }: { execution: Execution; codeOf: (execution: Execution) => Promise<string | null> }) {
+  const [code, setCode] = useState<string | null | undefined>(undefined);
+  return (
+    <details className="failure" onToggle={(event) => (event.currentTarget.open && code === undefined ? void codeOf(execution).then(setCode) : undefined)}>
+      <summary>
+        <code>{execution.tool_name}</code> <span className="pill pill-danger">{execution.error_category ?? 'error'}</span> <span className="muted small">{when(execution.created_at)}</span>
+      </summary>
+      <div className="sub-label">Error</div>
+      <pre className="code failure-error">{execution.error}</pre>
+      <div className="sub-label">Arguments</div>
+      <pre className="code">{pretty(execution.args)}</pre>
+      {code !== undefined && code !== null && (
+        <>
+          <div className="sub-label">Code (the tool's current version)</div>
+          <pre className="code">{code}</pre>
+        </>
+      )}
+    </details>
   );
 }
 
@@ -64,17 +450,24 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
           {agent && <span className="muted"> · {agent}</span>}
         </h1>
       </header>
-      <div className="admin-body">
+      <div className="admin-body" key={`${section}/${agent}`}>
         {!agent ? (
           <p className="muted">Choose an agent.</p>
         ) : section === 'prompt' ? (
-          <Documents agent={agent} />
+          <>
+            <DocumentCard agent={agent} kind="system_prompt" />
+            <DocumentCard agent={agent} kind="learned_notes" />
+          </>
+        ) : section === 'tools' ? (
+          <Tools agent={agent} />
+        ) : section === 'components' ? (
+          <Components agent={agent} />
         ) : section === 'executions' ? (
           <Executions agent={agent} />
         ) : (
           <div className="empty-state">
             <h2>{label}</h2>
-            <p className="muted">Inspecting, editing and rolling back {label.toLowerCase()} arrives with the admin pages.</p>
+            <p className="muted">Not shown here yet.</p>
           </div>
         )}
       </div>

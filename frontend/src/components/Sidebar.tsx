@@ -9,7 +9,6 @@ export const ADMIN_SECTIONS: { id: string; label: string }[] = [
   { id: 'prompt', label: 'Prompt & notes' },
   { id: 'tools', label: 'Tools' },
   { id: 'components', label: 'Components' },
-  { id: 'state', label: 'State' },
   { id: 'executions', label: 'Executions' },
 ];
 
