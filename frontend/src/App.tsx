@@ -2,6 +2,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, ApiError, setUnauthorizedHandler, type Agent, type Conversation, type Status } from './api/client';
 import { Admin } from './components/Admin';
+import { Market } from './components/Market';
 import { ConversationView } from './components/ConversationView';
 import { Login } from './components/Login';
 import { Sidebar } from './components/Sidebar';
@@ -105,6 +106,8 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
   let page;
   if (route.page === 'admin') {
     page = <Admin section={route.section} agent={agent} />;
+  } else if (route.page === 'market') {
+    page = <Market kind={route.kind} name={route.name} agents={agents ?? []} agent={agent} />;
   } else if (route.page === 'agent' && route.conversation) {
     page = <ConversationView key={route.conversation} agent={route.agent} id={route.conversation} status={status} onChanged={refreshConversations} />;
   } else if (agents && !agents.length) {

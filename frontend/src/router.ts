@@ -4,13 +4,15 @@
 //   /                                  → the first agent
 //   /agents/:agent                     → that agent, newest conversation or an empty state
 //   /agents/:agent/c/:conversation     → a conversation
-//   /admin/...                         → admin pages (issue 9; routed to a placeholder today)
+//   /admin/:section/:agent             → admin pages for an agent
+//   /market, /market/:kind/:name       → the marketplace, a listing
 import { useEffect, useState } from 'react';
 
 export type Route =
   | { page: 'home' }
   | { page: 'agent'; agent: string; conversation: string | null }
-  | { page: 'admin'; section: string; agent: string | null; rest: string[] };
+  | { page: 'admin'; section: string; agent: string | null; rest: string[] }
+  | { page: 'market'; kind: string | null; name: string | null };
 
 export function parseRoute(pathname: string): Route {
   const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
@@ -18,6 +20,7 @@ export function parseRoute(pathname: string): Route {
     return { page: 'agent', agent: parts[1], conversation: parts[2] === 'c' && parts[3] ? parts[3] : null };
   }
   if (parts[0] === 'admin') return { page: 'admin', section: parts[1] ?? 'overview', agent: parts[2] ?? null, rest: parts.slice(3) };
+  if (parts[0] === 'market') return { page: 'market', kind: parts[1] && parts[2] ? parts[1] : null, name: parts[1] && parts[2] ? parts[2] : null };
   return { page: 'home' };
 }
 
@@ -30,6 +33,8 @@ export function routePath(route: Route): string {
       return `/agents/${enc(route.agent)}` + (route.conversation ? `/c/${enc(route.conversation)}` : '');
     case 'admin':
       return ['/admin', route.section, route.agent, ...route.rest].filter(Boolean).map((part, index) => (index === 0 ? part : enc(part!))).join('/');
+    case 'market':
+      return route.kind && route.name ? `/market/${enc(route.kind)}/${enc(route.name)}` : '/market';
   }
 }
 

@@ -303,7 +303,7 @@ function StatsCard({ agent }: { agent: string }) {
         </div>
       </div>
       <div className="table-wrap">
-        <table className="table">
+        <table className="data-table plain">
           <thead>
             <tr>
               <th>Tool</th>
@@ -388,7 +388,7 @@ function Executions({ agent }: { agent: string }) {
           <p className="muted small">No executions match.</p>
         ) : (
           <div className="table-wrap">
-            <table className="table" aria-label="Executions">
+            <table className="data-table plain" aria-label="Executions">
               <thead>
                 <tr>
                   <th>When</th>

@@ -92,6 +92,13 @@ export function Sidebar({
           </li>
         ))}
       </ul>
+      <ul className="admin-list">
+        <li>
+          <Link to={routePath({ page: 'market', kind: null, name: null })} className="admin-link" current={route.page === 'market'}>
+            Marketplace
+          </Link>
+        </li>
+      </ul>
       <div className="sidebar-label">Admin</div>
       <ul className="admin-list">
         {ADMIN_SECTIONS.map((section) => (
