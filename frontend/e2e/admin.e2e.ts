@@ -6,7 +6,7 @@
 //
 // Needs the built app (`npm run build`), the built binary (`cargo build`) and Chromium; it is
 // skipped without them.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -39,7 +39,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('admin and marketplace pag
     fake = await startFakeModel(() => ({ text: 'Hello.' }));
     wright = await startWright(fake);
     browser = await launch();
-    page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+    page = await (await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true })).newPage();
     await page.goto(wright.url);
     await page.locator('#token').fill(wright.token);
     await page.keyboard.press('Enter');
@@ -135,5 +135,23 @@ describe.skipIf(!built || !hasChromium || !hasWright)('admin and marketplace pag
     await card.getByRole('button', { name: 'Enable shout' }).click();
     await card.getByText('enabled', { exact: true }).waitFor();
     expect(await call('POST', '/api/agents/shopper/tools/shout/invoke', { name: 'ada' })).toBe('ADA!');
+  });
+
+  it('exports a listing as a JSON download, and importing a tampered copy shows its code and the server’s hash error', async () => {
+    await page.goto(`${wright.url}/market/tool/shout`);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: /^Export v\d+ as JSON$/ }).click()]);
+    expect(download.suggestedFilename()).toMatch(/^shout-v\d+\.wright\.json$/);
+    const file = JSON.parse(readFileSync(await download.path(), 'utf8'));
+    expect(file.bundle.code).toContain('toUpperCase');
+    expect(file.hash).toBe((await call('GET', '/api/market/listings/tool/shout')).listing.latest_hash);
+
+    const tampered = { ...file, bundle: { ...file.bundle, code: 'return "pwned";' } };
+    await page.goto(`${wright.url}/market`);
+    await page.getByLabel('Bundle file').setInputFiles({ name: 'tampered.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(tampered)) });
+    await page.locator('.review pre.code').filter({ hasText: 'return "pwned";' }).waitFor();
+    await page.getByText(file.hash, { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Import into the marketplace' }).click();
+    await page.getByRole('alert').filter({ hasText: 'hash does not match' }).waitFor();
+    expect((await call('GET', '/api/market/listings/tool/shout')).versions.every((version: { bundle: { code: string } }) => !version.bundle.code.includes('pwned'))).toBe(true);
   });
 });
