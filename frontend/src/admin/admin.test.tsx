@@ -138,6 +138,50 @@ describe('admin tools', () => {
   });
 });
 
+describe('admin tool update', () => {
+  it('shows the diff to the newer listing version before updating', async () => {
+    const calls = mockFetch((method, url) => {
+      if (url.pathname.endsWith('/agent-tools'))
+        return [{ name: 'shout', description: 'Shouts.', parameter_schema: {}, code: 'return 1', enabled: true, version: 1, provenance: { listing: 'shout', version: 1, hash: 'h1' }, updated_at: '' }];
+      if (url.pathname.endsWith('/shout/update-preview')) return { name: 'shout', from_version: 1, to_version: 2, diff: '@@ -1 +1 @@\n-return 1\n+return 2\n' };
+      if (method === 'POST' && url.pathname.endsWith('/shout/update')) return { kind: 'tool', name: 'shout', listing: 'shout', version: 2, hash: 'h2', enabled: true };
+      if (url.pathname.endsWith('/versions')) return [];
+      throw [404, 'unexpected'];
+    });
+    render(<Admin section="tools" agent="ada" />);
+    const card = await screen.findByRole('region', { name: 'Tool shout' });
+    fireEvent.click(within(card).getByRole('button', { name: 'Check for update' }));
+    await waitFor(() => expect(card.querySelector('.diff-add')?.textContent).toContain('return 2'));
+    expect(calls.some((call) => call.method === 'POST')).toBe(false);
+    fireEvent.click(within(card).getByRole('button', { name: 'Update to v2' }));
+    await waitFor(() => expect(calls.find((call) => call.method === 'POST')?.body).toEqual({ version: 2 }));
+  });
+});
+
+describe('admin prompt edit', () => {
+  it('saves an edit as a replace with its reason', async () => {
+    let content = 'old text';
+    const calls = mockFetch((method, url, body) => {
+      if (method === 'POST' && url.pathname.endsWith('/system_prompt')) {
+        content = (body as { content: string }).content;
+        return { version: 2 };
+      }
+      if (url.pathname.endsWith('/versions')) return [];
+      if (url.pathname.includes('/documents/')) return { content: url.pathname.endsWith('/system_prompt') ? content : '', version: 1, updated_at: '' };
+      throw [404, 'unexpected'];
+    });
+    render(<Admin section="prompt" agent="ada" />);
+    const prompt = await screen.findByRole('region', { name: 'System prompt' });
+    await waitFor(() => expect(within(prompt).getByTestId('system_prompt-content').textContent).toBe('old text'));
+    fireEvent.click(within(prompt).getByRole('button', { name: 'Edit' }));
+    fireEvent.change(within(prompt).getByLabelText('System prompt text'), { target: { value: 'new text' } });
+    fireEvent.change(within(prompt).getByLabelText('Edit reason'), { target: { value: 'clearer' } });
+    fireEvent.click(within(prompt).getByRole('button', { name: 'Save as a new version' }));
+    await waitFor(() => expect(within(prompt).getByTestId('system_prompt-content').textContent).toBe('new text'));
+    expect(calls.find((call) => call.method === 'POST')!.body).toEqual({ operation: 'replace', content: 'new text', reason: 'clearer' });
+  });
+});
+
 describe('executions', () => {
   it('filters the log by tool, status and error category, and lists the latest failures with their error', async () => {
     const failure = {

@@ -115,8 +115,6 @@ export const api = {
 
   document: (agent: string, kind: DocumentKind) => request<DocumentView>('GET', `/api/agents/${enc(agent)}/documents/${kind}`),
   versions: (agent: string, kind: DocumentKind) => request<VersionSummary[]>('GET', `/api/agents/${enc(agent)}/documents/${kind}/versions`),
-  documentVersion: (agent: string, kind: DocumentKind, version: number) =>
-    request<Schemas['VersionView']>('GET', `/api/agents/${enc(agent)}/documents/${kind}/versions/${version}`),
   documentDiff: (agent: string, kind: DocumentKind, from: number, to: number) =>
     request<Schemas['DiffView']>('GET', `/api/agents/${enc(agent)}/documents/${kind}/diff${query({ from, to })}`),
   editDocument: (agent: string, kind: DocumentKind, body: Schemas['EditRequest']) =>
@@ -132,8 +130,6 @@ export const api = {
     request<Schemas['DiffText']>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}/diff${query({ from, to })}`),
   rollbackComponent: (agent: string, name: string, version: number, reason: string | null) =>
     request<ComponentSummary>('POST', `/api/agents/${enc(agent)}/components/${enc(name)}/rollback`, { version, reason } satisfies Schemas['RollbackTo']),
-  setComponentEnabled: (agent: string, name: string, enabled: boolean) =>
-    request<ComponentSummary>('PUT', `/api/agents/${enc(agent)}/components/${enc(name)}/enabled`, { enabled } satisfies Schemas['SetEnabled']),
 
   tools: (agent: string) => request<Tool[]>('GET', `/api/agents/${enc(agent)}/tools`),
   invokeTool: (agent: string, name: string, args: unknown) => request<unknown>('POST', `/api/agents/${enc(agent)}/tools/${enc(name)}/invoke`, args),
