@@ -1,12 +1,14 @@
 // The app shell: session check, login, navigation, and the page for the current route.
-import { useCallback, useEffect, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
 import { api, ApiError, setUnauthorizedHandler, type Agent, type Conversation, type Status } from './api/client';
-import { Admin } from './components/Admin';
-import { Market } from './components/Market';
 import { ConversationView } from './components/ConversationView';
 import { Login } from './components/Login';
 import { Sidebar } from './components/Sidebar';
 import { navigate, routePath, useRoute } from './router';
+
+// The admin and marketplace pages load on first visit, so the chat's first paint does not wait for them.
+const Admin = lazy(() => import('./components/Admin').then((module) => ({ default: module.Admin })));
+const Market = lazy(() => import('./components/Market').then((module) => ({ default: module.Market })));
 
 type Session = 'checking' | 'out' | 'in';
 
@@ -146,7 +148,7 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
             </button>
           </div>
         )}
-        {page}
+        <Suspense fallback={<div className="loading-line pad">Loading…</div>}>{page}</Suspense>
       </main>
     </div>
   );
