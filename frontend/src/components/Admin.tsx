@@ -376,6 +376,9 @@ function StatsCard({ agent }: { agent: string }) {
   );
 }
 
+// The categories tool errors are stored with (wright-tools' ToolError::category and the sandbox's), offered as suggestions.
+const ERROR_CATEGORIES = ['invalid_arguments', 'rejected', 'limit', 'denied', 'timeout', 'syntax', 'runtime', 'memory', 'output_too_large', 'network', 'not_found', 'not_configured', 'unknown_tool', 'internal'];
+
 function Executions({ agent }: { agent: string }) {
   const [filter, setFilter] = useState<ExecutionFilter>({});
   const [rows, setRows] = useState<Execution[] | null>(null);
@@ -423,7 +426,18 @@ function Executions({ agent }: { agent: string }) {
             <option value="true">Succeeded</option>
             <option value="false">Failed</option>
           </select>
-          <input aria-label="Error category" placeholder="Error category" value={filter.error_category ?? ''} onChange={(event) => setFilter({ ...filter, error_category: event.target.value || undefined })} />
+          <input
+            aria-label="Error category"
+            placeholder="Error category"
+            list="error-categories"
+            value={filter.error_category ?? ''}
+            onChange={(event) => setFilter({ ...filter, error_category: event.target.value || undefined })}
+          />
+          <datalist id="error-categories">
+            {ERROR_CATEGORIES.map((category) => (
+              <option key={category} value={category} />
+            ))}
+          </datalist>
         </div>
         {error && <div className="alert alert-danger">{error}</div>}
         {!rows ? (
