@@ -57,6 +57,8 @@ pub(crate) const CODE_FILE: &str = "tool.js";
 
 /// A fresh runtime now and then bounds whatever a long-lived QuickJS heap accumulates.
 const CALLS_PER_RUNTIME: u32 = 1_000;
+/// How much a call (or the building of a context) may allocate before QuickJS collects.
+const GC_HEADROOM_BYTES: usize = 4 * 1024 * 1024;
 /// Budget for evaluating the prelude into a new context.
 const PREPARE_DEADLINE: Duration = Duration::from_secs(5);
 
@@ -157,6 +159,11 @@ struct Prepared {
 
 pub(crate) struct Engine {
     prepared: Option<Prepared>,
+    /// The last call's context, kept until [`Engine::prepare`] so that freeing it (and the
+    /// collection that reclaims its cycles) happens after the worker has answered.
+    spent: Option<Prepared>,
+    /// The last call left its runtime unfit for another call; it goes with `spent`.
+    retire_runtime: bool,
     runtime: Option<Runtime>,
     state: Rc<CallState>,
     /// The current runtime's heap accounting; replaced with the runtime.
@@ -170,6 +177,8 @@ impl Engine {
     pub(crate) fn new(bridge: Box<dyn Bridge>) -> Engine {
         Engine {
             prepared: None,
+            spent: None,
+            retire_runtime: false,
             runtime: None,
             state: Rc::new(CallState {
                 deadline: Cell::new(Instant::now()),
@@ -204,7 +213,19 @@ impl Engine {
 
     fn discard_runtime(&mut self) {
         self.prepared = None;
+        self.spent = None;
+        self.retire_runtime = false;
         self.runtime = None;
+    }
+
+    /// Lets QuickJS collect only once the heap has grown by [`GC_HEADROOM_BYTES`] (at most a
+    /// quarter of the call's limit) beyond what is live now. Its own rule (collect at 1.5x the
+    /// size after the last collection) fires about once per context — mostly while the next
+    /// context is built, or in the middle of a call — and each run walks every object of the
+    /// live context. The spent context is collected explicitly instead, in [`Engine::prepare`].
+    fn set_gc_threshold(&self, runtime: &Runtime, memory_limit_bytes: usize) {
+        let headroom = GC_HEADROOM_BYTES.min(memory_limit_bytes / 4);
+        runtime.set_gc_threshold(self.accounting.used.get().saturating_add(headroom));
     }
 
     fn set_limits(&mut self, runtime: &Runtime, limits: &Limits) {
@@ -217,12 +238,25 @@ impl Engine {
     }
 
     /// Makes sure a fresh context with the prelude is ready for the next call.
+    ///
+    /// First it frees what the last call left: its context, and with it the runtime when that
+    /// call left it unfit; otherwise one collection reclaims the context's cycles while
+    /// nothing else is live, which is the cheapest moment for it.
     pub(crate) fn prepare(&mut self) -> Result<(), SandboxError> {
+        if let Some(spent) = self.spent.take() {
+            drop(spent);
+            if std::mem::take(&mut self.retire_runtime) {
+                self.runtime = None;
+            } else if let Some(runtime) = &self.runtime {
+                runtime.run_gc();
+            }
+        }
         if self.prepared.is_some() {
             return Ok(());
         }
         let runtime = self.runtime()?;
         self.set_limits(&runtime, &Limits::default());
+        self.set_gc_threshold(&runtime, Limits::default().memory_limit_bytes);
         self.state.deadline.set(Instant::now() + PREPARE_DEADLINE);
         self.state.timed_out.set(false);
         let context = Context::custom::<Intrinsics>(&runtime).map_err(engine_error)?;
@@ -246,9 +280,9 @@ impl Engine {
                 }
             }
         };
-        // Whatever happened, this call's context is gone; decide whether its runtime may serve
-        // the next one.
-        self.prepared = None;
+        // Whatever happened, this call's context is spent; decide whether its runtime may serve
+        // the next one. Both are let go in `prepare`, after the worker has answered.
+        self.spent = self.prepared.take();
         let clean = (matches!(outcome, WireOutcome::Ok { .. }) && !self.accounting.refused.get())
             || matches!(
                 outcome,
@@ -256,7 +290,7 @@ impl Engine {
             );
         let jobs_left = self.runtime.as_ref().is_some_and(Runtime::is_job_pending);
         if !clean || jobs_left || self.state.timed_out.get() || self.calls_on_runtime >= CALLS_PER_RUNTIME {
-            self.discard_runtime();
+            self.retire_runtime = true;
         }
         outcome
     }
@@ -275,6 +309,7 @@ impl Engine {
         self.prepare()?;
         let runtime = self.runtime()?;
         self.set_limits(&runtime, limits);
+        self.set_gc_threshold(&runtime, limits.memory_limit_bytes);
         self.calls_on_runtime += 1;
         let state = Rc::clone(&self.state);
         state.limits.set(*limits);
@@ -543,8 +578,10 @@ fn prelude_bytecode(ctx: &Ctx<'_>) -> Result<&'static [u8], SandboxError> {
         return Ok(bytes);
     }
     let module = Module::declare(ctx.clone(), "prelude.js", PRELUDE).map_err(engine_error)?;
-    let bytes: &'static [u8] =
-        Box::leak(module.write(WriteOptions::default()).map_err(engine_error)?.into_boxed_slice());
+    // Without line tables and source text: there is less to read into every context, and the
+    // prelude's own frames are cut from the stacks agents see anyway.
+    let options = WriteOptions { strip_debug: true, strip_source: true, ..WriteOptions::default() };
+    let bytes: &'static [u8] = Box::leak(module.write(options).map_err(engine_error)?.into_boxed_slice());
     PRELUDE_BYTECODE.with(|cell| cell.set(bytes).ok());
     Ok(bytes)
 }
