@@ -32,7 +32,10 @@ use std::time::{Duration, Instant};
 
 /// What a sandbox context has besides the base objects: no `WeakRef`/`FinalizationRegistry`
 /// (their callbacks could outlive a call), no `DOMException`, no `performance`. Fewer
-/// intrinsics also make the per-call context cheaper to create.
+/// intrinsics also make the per-call context cheaper to create. Typed arrays, `ArrayBuffer` and
+/// `DataView` are added only to the context of code that names one of them
+/// ([`names_typed_arrays`]): building them is a sixth of what a context costs, and few tools
+/// use them.
 type Intrinsics = (
     intrinsic::Date,
     intrinsic::Eval,
@@ -41,7 +44,6 @@ type Intrinsics = (
     intrinsic::Json,
     intrinsic::Proxy,
     intrinsic::MapSet,
-    intrinsic::TypedArrays,
     intrinsic::Promise,
 );
 
@@ -324,6 +326,9 @@ impl Engine {
         };
         let args_json = serde_json::to_string(args).map_err(|error| SandboxError::Engine(error.to_string()))?;
         let source = wrap_code(code);
+        if names_typed_arrays(code) {
+            prepared.context.with(|ctx| add_typed_arrays(&ctx))?;
+        }
 
         // Compile and start: the body runs synchronously up to its first `await`.
         let started = prepared.context.with(|ctx| -> Result<Option<Failure>, SandboxError> {
@@ -515,6 +520,42 @@ impl Failure {
             name => format!("{name}: {}", self.message),
         }
     }
+}
+
+/// The globals QuickJS's typed-array intrinsic defines that agent code may use (it also defines
+/// `SharedArrayBuffer` and `Atomics`, which the sandbox removes).
+const TYPED_ARRAY_PREFIXES: [&str; 12] = [
+    "Int8", "Uint8", "Uint8Clamped", "Int16", "Uint16", "Int32", "Uint32", "Float16", "Float32", "Float64", "BigInt64",
+    "BigUint64",
+];
+
+/// Whether `code` names `ArrayBuffer`, `DataView` or a typed array (`Uint8Array` ...), anywhere,
+/// strings included (so `new Function("... Uint8Array ...")` counts). Code that builds such a
+/// name at run time (`globalThis["Uint" + "8Array"]`) does not see them.
+fn names_typed_arrays(code: &str) -> bool {
+    code.contains("DataView")
+        || code.match_indices("Array").any(|(at, _)| {
+            code[at + "Array".len()..].starts_with("Buffer")
+                || TYPED_ARRAY_PREFIXES.iter().any(|prefix| code[..at].ends_with(prefix))
+        })
+}
+
+/// Adds QuickJS's typed-array intrinsic to a prepared context, then removes the two globals of
+/// it that the sandbox does not offer (as the prelude does for the base objects).
+#[allow(unsafe_code)]
+fn add_typed_arrays(ctx: &Ctx<'_>) -> Result<(), SandboxError> {
+    // SAFETY: `ctx` is a live context of this thread's runtime, borrowed for this call, and has
+    // not had this intrinsic yet (contexts are fresh and this runs once, before the code); it is
+    // the call `Context::custom` makes for `intrinsic::TypedArrays`, made later.
+    let status = unsafe { rquickjs::qjs::JS_AddIntrinsicTypedArrays(ctx.as_raw().as_ptr()) };
+    if status < 0 {
+        return Err(SandboxError::Engine("typed arrays could not be added to the context".to_string()));
+    }
+    let globals = ctx.globals();
+    for name in ["SharedArrayBuffer", "Atomics"] {
+        globals.remove(name).map_err(engine_error)?;
+    }
+    Ok(())
 }
 
 fn engine_error(error: rquickjs::Error) -> SandboxError {

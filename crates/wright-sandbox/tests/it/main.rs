@@ -476,6 +476,21 @@ async fn promise_floods_are_stopped() {
 }
 
 #[tokio::test]
+async fn typed_arrays_exist_for_code_that_names_them() {
+    let sandbox = sandbox();
+    let code = "const bytes = new Uint8Array([1, 2, 255]); const view = new DataView(bytes.buffer);\n\
+                return [bytes.length, view.getUint8(2), new Float64Array(2).length, ArrayBuffer.isView(bytes),\n\
+                        typeof SharedArrayBuffer, typeof Atomics];";
+    assert_eq!(result(&run(&sandbox, code).await), &json!([3, 255, 2, true, "undefined", "undefined"]));
+    // Named in a string is named: the Function constructor's code sees them too.
+    let code = "return new Function('return new Int32Array(4).length')();";
+    assert_eq!(result(&run(&sandbox, code).await), &json!(4));
+    // The next call's context is fresh: code that names none of them has none of them.
+    let code = "return ['Uint' + '8Array', 'Data' + 'View'].map((name) => typeof globalThis[name]);";
+    assert_eq!(result(&run(&sandbox, code).await), &json!(["undefined", "undefined"]));
+}
+
+#[tokio::test]
 async fn nothing_of_the_host_is_reachable() {
     let sandbox = sandbox();
     let code = "return ['require', 'process', 'std', 'os', 'module', 'exports', 'Deno', 'Bun', 'setTimeout', 'setInterval',\n\
