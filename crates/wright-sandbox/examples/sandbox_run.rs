@@ -31,7 +31,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("no exe dir")?
         .join("wright-sandbox-worker");
     let config =
-        SandboxConfig { worker_command: vec![worker.to_string_lossy().into_owned()], pool_size: std::env::var("POOL").ok().and_then(|v| v.parse().ok()).unwrap_or(2), ..SandboxConfig::default() };
+        SandboxConfig { worker_command: vec![worker.to_string_lossy().into_owned()], ..SandboxConfig::default() };
     let sandbox = Sandbox::new(config)?;
     let report = run_repeated(&sandbox, &request, Arc::new(MemoryHost::new()), repeat, warmup).await;
     if as_json {

@@ -70,9 +70,7 @@ pub async fn run_repeated(
     let runs = repeat.max(1);
     let mut samples = Vec::with_capacity(runs);
     let mut outcome = None;
-    let gap: u64 = std::env::var("GAP_US").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     for _ in 0..runs {
-        if gap > 0 { tokio::time::sleep(std::time::Duration::from_micros(gap)).await; }
         let request = request.clone();
         let started = Instant::now();
         let this = sandbox.run(request, Arc::clone(&host)).await;

@@ -12,8 +12,11 @@
 //! - The deadline is checked by the interrupt handler (between bytecode ops) and by every host
 //!   function; a native builtin that never polls can overrun it, which is why calls run in
 //!   worker processes under the pool's watchdog.
-//! - The next call's context is prepared right after a call finishes ([`Engine::prepare`]), so
-//!   creating it is not on the caller's path.
+//! - After a clean call the worker answers first, then frees the call's context, collects its
+//!   cycles and prepares the next call's context ([`Engine::prepare`]), so none of that is on
+//!   the caller's path; QuickJS's own collection trigger is pushed [`GC_HEADROOM_BYTES`] past
+//!   the live heap so that it rarely fires during a call or while a context is built.
+//! - Typed arrays are added only for code that names them ([`names_typed_arrays`]).
 
 use crate::SandboxError;
 use crate::allocator::{Accounting, CountingAllocator};
@@ -164,8 +167,6 @@ pub(crate) struct Engine {
     /// The last call's context, kept until [`Engine::prepare`] so that freeing it (and the
     /// collection that reclaims its cycles) happens after the worker has answered.
     spent: Option<Prepared>,
-    /// The last call left its runtime unfit for another call; it goes with `spent`.
-    retire_runtime: bool,
     runtime: Option<Runtime>,
     state: Rc<CallState>,
     /// The current runtime's heap accounting; replaced with the runtime.
@@ -180,7 +181,6 @@ impl Engine {
         Engine {
             prepared: None,
             spent: None,
-            retire_runtime: false,
             runtime: None,
             state: Rc::new(CallState {
                 deadline: Cell::new(Instant::now()),
@@ -216,7 +216,6 @@ impl Engine {
     fn discard_runtime(&mut self) {
         self.prepared = None;
         self.spent = None;
-        self.retire_runtime = false;
         self.runtime = None;
     }
 
@@ -241,15 +240,12 @@ impl Engine {
 
     /// Makes sure a fresh context with the prelude is ready for the next call.
     ///
-    /// First it frees what the last call left: its context, and with it the runtime when that
-    /// call left it unfit; otherwise one collection reclaims the context's cycles while
+    /// First it frees the last call's context, and one collection reclaims its cycles while
     /// nothing else is live, which is the cheapest moment for it.
     pub(crate) fn prepare(&mut self) -> Result<(), SandboxError> {
         if let Some(spent) = self.spent.take() {
             drop(spent);
-            if std::mem::take(&mut self.retire_runtime) {
-                self.runtime = None;
-            } else if let Some(runtime) = &self.runtime {
+            if let Some(runtime) = &self.runtime {
                 runtime.run_gc();
             }
         }
@@ -262,7 +258,8 @@ impl Engine {
         self.state.deadline.set(Instant::now() + PREPARE_DEADLINE);
         self.state.timed_out.set(false);
         let context = Context::custom::<Intrinsics>(&runtime).map_err(engine_error)?;
-        let runner = context.with(|ctx| install_prelude(&ctx, Rc::clone(&self.state)))?;
+        let bytes = prelude_bytecode(&runtime)?;
+        let runner = context.with(|ctx| install_prelude(&ctx, bytes, Rc::clone(&self.state)))?;
         self.prepared = Some(Prepared { runner, context });
         Ok(())
     }
@@ -282,8 +279,10 @@ impl Engine {
                 }
             }
         };
-        // Whatever happened, this call's context is spent; decide whether its runtime may serve
-        // the next one. Both are let go in `prepare`, after the worker has answered.
+        // Whatever happened, this call's context is spent. After a clean call it is freed in
+        // `prepare`, once the worker has answered; a runtime unfit for another call goes now, so
+        // that tearing down a huge heap or a flood of jobs is charged to the call that made it,
+        // not to the next call on this worker (whose deadline the host is already counting).
         self.spent = self.prepared.take();
         let clean = (matches!(outcome, WireOutcome::Ok { .. }) && !self.accounting.refused.get())
             || matches!(
@@ -292,7 +291,7 @@ impl Engine {
             );
         let jobs_left = self.runtime.as_ref().is_some_and(Runtime::is_job_pending);
         if !clean || jobs_left || self.state.timed_out.get() || self.calls_on_runtime >= CALLS_PER_RUNTIME {
-            self.retire_runtime = true;
+            self.discard_runtime();
         }
         outcome
     }
@@ -525,7 +524,17 @@ impl Failure {
 /// The globals QuickJS's typed-array intrinsic defines that agent code may use (it also defines
 /// `SharedArrayBuffer` and `Atomics`, which the sandbox removes).
 const TYPED_ARRAY_PREFIXES: [&str; 12] = [
-    "Int8", "Uint8", "Uint8Clamped", "Int16", "Uint16", "Int32", "Uint32", "Float16", "Float32", "Float64", "BigInt64",
+    "Int8",
+    "Uint8",
+    "Uint8Clamped",
+    "Int16",
+    "Uint16",
+    "Int32",
+    "Uint32",
+    "Float16",
+    "Float32",
+    "Float64",
+    "BigInt64",
     "BigUint64",
 ];
 
@@ -614,23 +623,30 @@ thread_local! {
     static PRELUDE_BYTECODE: std::cell::OnceCell<&'static [u8]> = const { std::cell::OnceCell::new() };
 }
 
-fn prelude_bytecode(ctx: &Ctx<'_>) -> Result<&'static [u8], SandboxError> {
+/// Compiled in a context of its own, thrown away after: a module declared in a call's context
+/// would stay in it, unevaluated, for that call.
+fn prelude_bytecode(runtime: &Runtime) -> Result<&'static [u8], SandboxError> {
     if let Some(bytes) = PRELUDE_BYTECODE.with(|cell| cell.get().copied()) {
         return Ok(bytes);
     }
-    let module = Module::declare(ctx.clone(), "prelude.js", PRELUDE).map_err(engine_error)?;
+    let context = Context::custom::<Intrinsics>(runtime).map_err(engine_error)?;
     // Without line tables and source text: there is less to read into every context, and the
     // prelude's own frames are cut from the stacks agents see anyway.
     let options = WriteOptions { strip_debug: true, strip_source: true, ..WriteOptions::default() };
-    let bytes: &'static [u8] = Box::leak(module.write(options).map_err(engine_error)?.into_boxed_slice());
+    let written = context
+        .with(|ctx| Module::declare(ctx.clone(), "prelude.js", PRELUDE).and_then(|module| module.write(options)));
+    let bytes: &'static [u8] = Box::leak(written.map_err(engine_error)?.into_boxed_slice());
     PRELUDE_BYTECODE.with(|cell| cell.set(bytes).ok());
     Ok(bytes)
 }
 
 /// Loads the prelude into `ctx` and installs it with this engine's native functions.
 #[allow(unsafe_code)]
-fn install_prelude<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Persistent<Object<'static>>, SandboxError> {
-    let bytes = prelude_bytecode(ctx)?;
+fn install_prelude<'js>(
+    ctx: &Ctx<'js>,
+    bytes: &'static [u8],
+    state: Rc<CallState>,
+) -> Result<Persistent<Object<'static>>, SandboxError> {
     // SAFETY: `bytes` is what `Module::write` produced from our own prelude, in this process,
     // with this QuickJS build, and is never modified or freed.
     let module = unsafe { Module::load(ctx.clone(), bytes) }.map_err(engine_error)?;

@@ -144,7 +144,11 @@ impl Sandbox {
             Ok(message) => message,
             Err(error) => {
                 self.give_back(worker);
-                return RunOutcome::failure(ErrorKind::Runtime, format!("the call cannot be sent: {error}"), Vec::new());
+                return RunOutcome::failure(
+                    ErrorKind::Runtime,
+                    format!("the call cannot be sent: {error}"),
+                    Vec::new(),
+                );
             }
         };
         let exchange = exchange(&mut worker, &message, host.as_ref(), deadline);

@@ -20,12 +20,7 @@ use serde_json::Value;
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ToWorker {
     /// Followed by `code_bytes` bytes of code, then `input_bytes` bytes of input.
-    Run {
-        code_bytes: usize,
-        input_bytes: Option<usize>,
-        args: Value,
-        limits: Limits,
-    },
+    Run { code_bytes: usize, input_bytes: Option<usize>, args: Value, limits: Limits },
     /// `deadline_passed`: the host gave up waiting for its own answer at the call's deadline.
     Reply {
         reply: Result<Value, String>,
