@@ -521,8 +521,7 @@ impl Failure {
     }
 }
 
-/// The globals QuickJS's typed-array intrinsic defines that agent code may use (it also defines
-/// `SharedArrayBuffer` and `Atomics`, which the sandbox removes).
+/// What comes before `Array` in the names of the typed arrays (`Uint8Array` ...).
 const TYPED_ARRAY_PREFIXES: [&str; 12] = [
     "Int8",
     "Uint8",
