@@ -12,8 +12,11 @@
 //! - The deadline is checked by the interrupt handler (between bytecode ops) and by every host
 //!   function; a native builtin that never polls can overrun it, which is why calls run in
 //!   worker processes under the pool's watchdog.
-//! - The next call's context is prepared right after a call finishes ([`Engine::prepare`]), so
-//!   creating it is not on the caller's path.
+//! - After a clean call the worker answers first, then frees the call's context, collects its
+//!   cycles and prepares the next call's context ([`Engine::prepare`]), so none of that is on
+//!   the caller's path; QuickJS's own collection trigger is pushed [`GC_HEADROOM_BYTES`] past
+//!   the live heap so that it rarely fires during a call or while a context is built.
+//! - Typed arrays are added only for code that names them ([`names_typed_arrays`]).
 
 use crate::SandboxError;
 use crate::allocator::{Accounting, CountingAllocator};
@@ -32,7 +35,10 @@ use std::time::{Duration, Instant};
 
 /// What a sandbox context has besides the base objects: no `WeakRef`/`FinalizationRegistry`
 /// (their callbacks could outlive a call), no `DOMException`, no `performance`. Fewer
-/// intrinsics also make the per-call context cheaper to create.
+/// intrinsics also make the per-call context cheaper to create. Typed arrays, `ArrayBuffer` and
+/// `DataView` are added only to the context of code that names one of them
+/// ([`names_typed_arrays`]): building them is a sixth of what a context costs, and few tools
+/// use them.
 type Intrinsics = (
     intrinsic::Date,
     intrinsic::Eval,
@@ -41,7 +47,6 @@ type Intrinsics = (
     intrinsic::Json,
     intrinsic::Proxy,
     intrinsic::MapSet,
-    intrinsic::TypedArrays,
     intrinsic::Promise,
 );
 
@@ -57,6 +62,8 @@ pub(crate) const CODE_FILE: &str = "tool.js";
 
 /// A fresh runtime now and then bounds whatever a long-lived QuickJS heap accumulates.
 const CALLS_PER_RUNTIME: u32 = 1_000;
+/// How much a call (or the building of a context) may allocate before QuickJS collects.
+const GC_HEADROOM_BYTES: usize = 4 * 1024 * 1024;
 /// Budget for evaluating the prelude into a new context.
 const PREPARE_DEADLINE: Duration = Duration::from_secs(5);
 
@@ -157,6 +164,9 @@ struct Prepared {
 
 pub(crate) struct Engine {
     prepared: Option<Prepared>,
+    /// The last call's context, kept until [`Engine::prepare`] so that freeing it (and the
+    /// collection that reclaims its cycles) happens after the worker has answered.
+    spent: Option<Prepared>,
     runtime: Option<Runtime>,
     state: Rc<CallState>,
     /// The current runtime's heap accounting; replaced with the runtime.
@@ -170,6 +180,7 @@ impl Engine {
     pub(crate) fn new(bridge: Box<dyn Bridge>) -> Engine {
         Engine {
             prepared: None,
+            spent: None,
             runtime: None,
             state: Rc::new(CallState {
                 deadline: Cell::new(Instant::now()),
@@ -204,7 +215,18 @@ impl Engine {
 
     fn discard_runtime(&mut self) {
         self.prepared = None;
+        self.spent = None;
         self.runtime = None;
+    }
+
+    /// Lets QuickJS collect only once the heap has grown by [`GC_HEADROOM_BYTES`] (at most a
+    /// quarter of the call's limit) beyond what is live now. Its own rule (collect at 1.5x the
+    /// size after the last collection) fires about once per context — mostly while the next
+    /// context is built, or in the middle of a call — and each run walks every object of the
+    /// live context. The spent context is collected explicitly instead, in [`Engine::prepare`].
+    fn set_gc_threshold(&self, runtime: &Runtime, memory_limit_bytes: usize) {
+        let headroom = GC_HEADROOM_BYTES.min(memory_limit_bytes / 4);
+        runtime.set_gc_threshold(self.accounting.used.get().saturating_add(headroom));
     }
 
     fn set_limits(&mut self, runtime: &Runtime, limits: &Limits) {
@@ -217,16 +239,27 @@ impl Engine {
     }
 
     /// Makes sure a fresh context with the prelude is ready for the next call.
+    ///
+    /// First it frees the last call's context, and one collection reclaims its cycles while
+    /// nothing else is live, which is the cheapest moment for it.
     pub(crate) fn prepare(&mut self) -> Result<(), SandboxError> {
+        if let Some(spent) = self.spent.take() {
+            drop(spent);
+            if let Some(runtime) = &self.runtime {
+                runtime.run_gc();
+            }
+        }
         if self.prepared.is_some() {
             return Ok(());
         }
         let runtime = self.runtime()?;
         self.set_limits(&runtime, &Limits::default());
+        self.set_gc_threshold(&runtime, Limits::default().memory_limit_bytes);
         self.state.deadline.set(Instant::now() + PREPARE_DEADLINE);
         self.state.timed_out.set(false);
         let context = Context::custom::<Intrinsics>(&runtime).map_err(engine_error)?;
-        let runner = context.with(|ctx| install_prelude(&ctx, Rc::clone(&self.state)))?;
+        let bytes = prelude_bytecode(&runtime)?;
+        let runner = context.with(|ctx| install_prelude(&ctx, bytes, Rc::clone(&self.state)))?;
         self.prepared = Some(Prepared { runner, context });
         Ok(())
     }
@@ -246,9 +279,11 @@ impl Engine {
                 }
             }
         };
-        // Whatever happened, this call's context is gone; decide whether its runtime may serve
-        // the next one.
-        self.prepared = None;
+        // Whatever happened, this call's context is spent. After a clean call it is freed in
+        // `prepare`, once the worker has answered; a runtime unfit for another call goes now, so
+        // that tearing down a huge heap or a flood of jobs is charged to the call that made it,
+        // not to the next call on this worker (whose deadline the host is already counting).
+        self.spent = self.prepared.take();
         let clean = (matches!(outcome, WireOutcome::Ok { .. }) && !self.accounting.refused.get())
             || matches!(
                 outcome,
@@ -275,6 +310,7 @@ impl Engine {
         self.prepare()?;
         let runtime = self.runtime()?;
         self.set_limits(&runtime, limits);
+        self.set_gc_threshold(&runtime, limits.memory_limit_bytes);
         self.calls_on_runtime += 1;
         let state = Rc::clone(&self.state);
         state.limits.set(*limits);
@@ -289,6 +325,9 @@ impl Engine {
         };
         let args_json = serde_json::to_string(args).map_err(|error| SandboxError::Engine(error.to_string()))?;
         let source = wrap_code(code);
+        if names_typed_arrays(code) {
+            prepared.context.with(|ctx| add_typed_arrays(&ctx))?;
+        }
 
         // Compile and start: the body runs synchronously up to its first `await`.
         let started = prepared.context.with(|ctx| -> Result<Option<Failure>, SandboxError> {
@@ -482,6 +521,51 @@ impl Failure {
     }
 }
 
+/// What comes before `Array` in the names of the typed arrays (`Uint8Array` ...).
+const TYPED_ARRAY_PREFIXES: [&str; 12] = [
+    "Int8",
+    "Uint8",
+    "Uint8Clamped",
+    "Int16",
+    "Uint16",
+    "Int32",
+    "Uint32",
+    "Float16",
+    "Float32",
+    "Float64",
+    "BigInt64",
+    "BigUint64",
+];
+
+/// Whether `code` names `ArrayBuffer`, `DataView` or a typed array (`Uint8Array` ...), anywhere,
+/// strings included (so `new Function("... Uint8Array ...")` counts). Code that builds such a
+/// name at run time (`globalThis["Uint" + "8Array"]`) does not see them.
+fn names_typed_arrays(code: &str) -> bool {
+    code.contains("DataView")
+        || code.match_indices("Array").any(|(at, _)| {
+            code[at + "Array".len()..].starts_with("Buffer")
+                || TYPED_ARRAY_PREFIXES.iter().any(|prefix| code[..at].ends_with(prefix))
+        })
+}
+
+/// Adds QuickJS's typed-array intrinsic to a prepared context, then removes the two globals of
+/// it that the sandbox does not offer (as the prelude does for the base objects).
+#[allow(unsafe_code)]
+fn add_typed_arrays(ctx: &Ctx<'_>) -> Result<(), SandboxError> {
+    // SAFETY: `ctx` is a live context of this thread's runtime, borrowed for this call, and has
+    // not had this intrinsic yet (contexts are fresh and this runs once, before the code); it is
+    // the call `Context::custom` makes for `intrinsic::TypedArrays`, made later.
+    let status = unsafe { rquickjs::qjs::JS_AddIntrinsicTypedArrays(ctx.as_raw().as_ptr()) };
+    if status < 0 {
+        return Err(SandboxError::Engine("typed arrays could not be added to the context".to_string()));
+    }
+    let globals = ctx.globals();
+    for name in ["SharedArrayBuffer", "Atomics"] {
+        globals.remove(name).map_err(engine_error)?;
+    }
+    Ok(())
+}
+
 fn engine_error(error: rquickjs::Error) -> SandboxError {
     SandboxError::Engine(error.to_string())
 }
@@ -538,21 +622,30 @@ thread_local! {
     static PRELUDE_BYTECODE: std::cell::OnceCell<&'static [u8]> = const { std::cell::OnceCell::new() };
 }
 
-fn prelude_bytecode(ctx: &Ctx<'_>) -> Result<&'static [u8], SandboxError> {
+/// Compiled in a context of its own, thrown away after: a module declared in a call's context
+/// would stay in it, unevaluated, for that call.
+fn prelude_bytecode(runtime: &Runtime) -> Result<&'static [u8], SandboxError> {
     if let Some(bytes) = PRELUDE_BYTECODE.with(|cell| cell.get().copied()) {
         return Ok(bytes);
     }
-    let module = Module::declare(ctx.clone(), "prelude.js", PRELUDE).map_err(engine_error)?;
-    let bytes: &'static [u8] =
-        Box::leak(module.write(WriteOptions::default()).map_err(engine_error)?.into_boxed_slice());
+    let context = Context::custom::<Intrinsics>(runtime).map_err(engine_error)?;
+    // Without line tables and source text: there is less to read into every context, and the
+    // prelude's own frames are cut from the stacks agents see anyway.
+    let options = WriteOptions { strip_debug: true, strip_source: true, ..WriteOptions::default() };
+    let written = context
+        .with(|ctx| Module::declare(ctx.clone(), "prelude.js", PRELUDE).and_then(|module| module.write(options)));
+    let bytes: &'static [u8] = Box::leak(written.map_err(engine_error)?.into_boxed_slice());
     PRELUDE_BYTECODE.with(|cell| cell.set(bytes).ok());
     Ok(bytes)
 }
 
 /// Loads the prelude into `ctx` and installs it with this engine's native functions.
 #[allow(unsafe_code)]
-fn install_prelude<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Persistent<Object<'static>>, SandboxError> {
-    let bytes = prelude_bytecode(ctx)?;
+fn install_prelude<'js>(
+    ctx: &Ctx<'js>,
+    bytes: &'static [u8],
+    state: Rc<CallState>,
+) -> Result<Persistent<Object<'static>>, SandboxError> {
     // SAFETY: `bytes` is what `Module::write` produced from our own prelude, in this process,
     // with this QuickJS build, and is never modified or freed.
     let module = unsafe { Module::load(ctx.clone(), bytes) }.map_err(engine_error)?;

@@ -4,7 +4,9 @@
 //! The code of a tool or of `run_sandbox_code` is the body of an async function: `return value`
 //! or `resolve(value)` ends it. Its globals are `args`, `input`, `state.get/set/delete/list`,
 //! `fetch` and `console.*` (the prelude, `sandbox-prelude/prelude.js`); nothing else of the host
-//! exists — no modules, filesystem, process or timers.
+//! exists — no modules, filesystem, process or timers. `ArrayBuffer`, `DataView` and the typed
+//! arrays exist for code that names one of them (building them into every context would cost a
+//! sixth of its making); a name assembled at run time does not bring them.
 //!
 //! Public surface:
 //! - [`Sandbox::new`]`(`[`SandboxConfig`]`)` and [`Sandbox::run`]`(`[`RunRequest`]`,

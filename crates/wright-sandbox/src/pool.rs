@@ -140,7 +140,17 @@ impl Sandbox {
         };
         let deadline = Instant::now() + limits.deadline();
         let kill_at = deadline + Duration::from_millis(self.inner.config.grace_ms);
-        let message = ToWorker::Run { code: request.code, args: request.args, input: request.input, limits };
+        let message = match ToWorker::encode_run(&request.code, request.input.as_deref(), &request.args, limits) {
+            Ok(message) => message,
+            Err(error) => {
+                self.give_back(worker);
+                return RunOutcome::failure(
+                    ErrorKind::Runtime,
+                    format!("the call cannot be sent: {error}"),
+                    Vec::new(),
+                );
+            }
+        };
         let exchange = exchange(&mut worker, &message, host.as_ref(), deadline);
         match tokio::time::timeout_at(kill_at, exchange).await {
             Ok(Ok(wire)) => {
@@ -257,17 +267,15 @@ impl Sandbox {
     }
 }
 
-async fn send(worker: &mut Worker, message: &ToWorker) -> Result<(), ExchangeError> {
-    let mut text = serde_json::to_string(message).map_err(|error| ExchangeError::Protocol(error.to_string()))?;
-    text.push('\n');
-    worker.stdin.write_all(text.as_bytes()).await.map_err(|error| ExchangeError::Died(error.to_string()))?;
+async fn send(worker: &mut Worker, message: &[u8]) -> Result<(), ExchangeError> {
+    worker.stdin.write_all(message).await.map_err(|error| ExchangeError::Died(error.to_string()))?;
     worker.stdin.flush().await.map_err(|error| ExchangeError::Died(error.to_string()))
 }
 
 /// One call's conversation with its worker: the request, the host calls, the outcome.
 async fn exchange(
     worker: &mut Worker,
-    message: &ToWorker,
+    message: &[u8],
     host: &dyn SandboxHost,
     deadline: Instant,
 ) -> Result<WireOutcome, ExchangeError> {
@@ -291,6 +299,7 @@ async fn exchange(
                         deadline_passed: true,
                     },
                 };
+                let message = message.encode_line().map_err(|error| ExchangeError::Protocol(error.to_string()))?;
                 send(worker, &message).await?;
             }
             Err(error) => return Err(ExchangeError::Protocol(format!("bad message from worker: {error}"))),

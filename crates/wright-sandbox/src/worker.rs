@@ -41,7 +41,8 @@ fn serve() {
     let mut line = String::new();
     loop {
         line.clear();
-        match stdin.lock().read_line(&mut line) {
+        let mut reader = stdin.lock();
+        match reader.read_line(&mut line) {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
@@ -52,9 +53,19 @@ fn serve() {
                 return;
             }
         };
-        let ToWorker::Run { code, args, input, limits } = message else {
+        let ToWorker::Run { code_bytes, input_bytes, args, limits } = message else {
             eprintln!("wright-sandbox worker: a reply arrived while no call was running");
             return;
+        };
+        let payload = read_text(&mut reader, code_bytes)
+            .and_then(|code| Ok((code, input_bytes.map(|bytes| read_text(&mut reader, bytes)).transpose()?)));
+        drop(reader);
+        let (code, input) = match payload {
+            Ok(payload) => payload,
+            Err(error) => {
+                eprintln!("wright-sandbox worker: the call's code or input did not arrive: {error}");
+                return;
+            }
         };
         let outcome = engine.run(&code, &args, input.as_deref(), &limits);
         if send(&FromWorker::Done { outcome }).is_err() {
@@ -65,6 +76,13 @@ fn serve() {
             eprintln!("wright-sandbox worker: {error}");
         }
     }
+}
+
+/// Exactly `bytes` bytes of UTF-8 that follow a `Run` line.
+fn read_text(reader: &mut impl BufRead, bytes: usize) -> std::io::Result<String> {
+    let mut buffer = vec![0; bytes];
+    reader.read_exact(&mut buffer)?;
+    String::from_utf8(buffer).map_err(std::io::Error::other)
 }
 
 fn send(message: &FromWorker) -> std::io::Result<()> {
