@@ -207,6 +207,9 @@ impl Engine {
         self.accounting = accounting;
         let state = Rc::clone(&self.state);
         runtime.set_interrupt_handler(Some(Box::new(move || state.past_deadline())));
+        // Agent code gets no modules at all. Without a resolver QuickJS would still hand
+        // `import('prelude.js')` the prelude module of the context (its `install` function).
+        runtime.set_loader(NoModules, NoModules);
         self.runtime = Some(runtime.clone());
         self.runtime_limits = None;
         self.calls_on_runtime = 0;
@@ -637,6 +640,33 @@ fn prelude_bytecode(runtime: &Runtime) -> Result<&'static [u8], SandboxError> {
     let bytes: &'static [u8] = Box::leak(written.map_err(engine_error)?.into_boxed_slice());
     PRELUDE_BYTECODE.with(|cell| cell.set(bytes).ok());
     Ok(bytes)
+}
+
+/// Refuses every import: the code of a call is a module only so that it compiles without
+/// running; it may not import anything, the prelude included.
+struct NoModules;
+
+impl rquickjs::loader::Resolver for NoModules {
+    fn resolve<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        _base: &str,
+        name: &str,
+        _attributes: Option<rquickjs::loader::ImportAttributes<'js>>,
+    ) -> rquickjs::Result<String> {
+        Err(Exception::throw_message(ctx, &format!("cannot import \"{name}\": the sandbox has no modules")))
+    }
+}
+
+impl rquickjs::loader::Loader for NoModules {
+    fn load<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        name: &str,
+        _attributes: Option<rquickjs::loader::ImportAttributes<'js>>,
+    ) -> rquickjs::Result<Module<'js, rquickjs::module::Declared>> {
+        Err(Exception::throw_message(ctx, &format!("cannot import \"{name}\": the sandbox has no modules")))
+    }
 }
 
 /// Loads the prelude into `ctx` and installs it with this engine's native functions.

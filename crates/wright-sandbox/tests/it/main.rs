@@ -509,6 +509,9 @@ async fn nothing_of_the_host_is_reachable() {
     assert!(!error.is_empty());
     let outcome = run(&sandbox, "return await import('/etc/passwd');").await;
     failure(&outcome, ErrorKind::Runtime);
+    // Not even the prelude, which is a module of the same context.
+    let outcome = run(&sandbox, "const m = await import('prelude.js'); return typeof m.default;").await;
+    assert!(failure(&outcome, ErrorKind::Runtime).contains("the sandbox has no modules"), "{outcome:?}");
     // Static import is not even syntax inside a function body.
     failure(&run(&sandbox, "import fs from 'fs';").await, ErrorKind::Syntax);
     // The functions that reach the host do not expose what is behind them.
