@@ -16,8 +16,9 @@
 //!   was judged, and `Connection: close` (one request per upstream connection, so a kept-alive
 //!   client connection can never carry a second request to an unjudged host).
 //!
-//! Everything else is refused with a plain-text response whose body says why: `403` denied by
-//! the policy (header `x-wright-egress: denied`), `400` not a proxy request, `431` request head
+//! Everything else is refused with a plain-text response whose body (and header
+//! `x-wright-egress-reason`) says why: `403` denied by the policy (header `x-wright-egress:
+//! denied`; other refusals say `refused`), `400` not a proxy request, `431` request head
 //! too large, `502` could not resolve or connect, `503` too many open connections, `504`
 //! connect timeout.
 //!
@@ -180,10 +181,15 @@ impl Refusal {
             _ => "Error",
         };
         let code = if self.status == 403 { "denied" } else { "refused" };
+        // The reason again as a header, for a browser that sees headers but not bodies (CDP
+        // response events); header values are visible ASCII and spaces.
+        let header_reason: String =
+            self.reason.chars().map(|c| if c == ' ' || c.is_ascii_graphic() { c } else { '?' }).collect();
         let body = format!("{}\n", self.reason);
         let response = format!(
             "HTTP/1.1 {} {phrase}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n\
-             x-wright-egress: {code}\r\nconnection: close\r\nproxy-connection: close\r\n\r\n{body}",
+             x-wright-egress: {code}\r\nx-wright-egress-reason: {header_reason}\r\nconnection: close\r\n\
+             proxy-connection: close\r\n\r\n{body}",
             self.status,
             body.len()
         );
