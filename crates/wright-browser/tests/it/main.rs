@@ -521,6 +521,46 @@ async fn image_and_fetch_to_a_denied_port_are_blocked() {
     fixture.browsers.shut_down().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_refuses_what_the_cdp_check_let_through() {
+    if !chromium_ready() {
+        return;
+    }
+    // The CDP check allows the origin but the proxy allows no port: what happens when a name
+    // passed the check and then resolved to a denied address (DNS rebinding). The proxy's
+    // verdict is the error, and the site sees nothing.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&hits);
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    let browsers = Browsers::new(test_config(), Arc::new(AllowOrigin::new(&origin, &[])));
+    let args = NavigateArgs { url: format!("{origin}/"), wait_until: WaitUntil::Load };
+    let error = browsers.navigate("c1", &args).await.unwrap_err();
+    match &error {
+        BrowserError::Denied { reason, .. } => assert!(reason.contains("127.0.0.1 is loopback"), "{error}"),
+        other => panic!("expected Denied, got {other:?}"),
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    browsers.shut_down().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extra_args_cannot_replace_the_proxy() {
+    if !chromium_ready() {
+        return;
+    }
+    let config = BrowserConfig { extra_args: vec!["proxy-server=direct://".to_string()], ..test_config() };
+    let browsers = Browsers::new(config, Arc::new(AllowOrigin::new("http://127.0.0.1:1", &[])));
+    let error = browsers.warm_up().await.unwrap_err();
+    assert!(matches!(error, BrowserError::Launch(_)) && error.to_string().contains("egress proxy"), "{error}");
+}
+
 /// What the page's `#out` settles on (it starts as `waiting`).
 async fn settled(fixture: &Fixture, conversation: &str) -> String {
     let mut outcome = String::new();
