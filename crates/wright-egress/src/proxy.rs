@@ -194,8 +194,9 @@ impl Refusal {
             body.len()
         );
         // The client may already be gone; there is nobody left to tell.
-        let _ = client.write_all(response.as_bytes()).await;
-        let _ = client.shutdown().await;
+        if client.write_all(response.as_bytes()).await.is_ok() {
+            client.shutdown().await.ok();
+        }
     }
 }
 
@@ -347,7 +348,7 @@ async fn approve_and_connect(egress: &Egress, url: &Url, what: &str) -> Result<T
         match tokio::time::timeout(timeout, TcpStream::connect(address)).await {
             Ok(Ok(stream)) => {
                 // Small writes (WebSocket frames, TLS records) should not wait for Nagle.
-                let _ = stream.set_nodelay(true);
+                stream.set_nodelay(true).ok();
                 return Ok(stream);
             }
             Ok(Err(error)) => failures.push(format!("{address}: {error}")),
@@ -437,14 +438,14 @@ async fn relay(client: TcpStream, upstream: TcpStream, idle: Duration) {
             read = client_read.read(&mut from_client), if client_open => match read {
                 Ok(0) | Err(_) => {
                     client_open = false;
-                    let _ = upstream_write.shutdown().await;
+                    upstream_write.shutdown().await.ok();
                 }
                 Ok(read) => if upstream_write.write_all(&from_client[..read]).await.is_err() { break },
             },
             read = upstream_read.read(&mut from_upstream), if upstream_open => match read {
                 Ok(0) | Err(_) => {
                     upstream_open = false;
-                    let _ = client_write.shutdown().await;
+                    client_write.shutdown().await.ok();
                 }
                 Ok(read) => if client_write.write_all(&from_upstream[..read]).await.is_err() { break },
             },

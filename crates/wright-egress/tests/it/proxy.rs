@@ -26,7 +26,7 @@ async fn echo_server() -> (SocketAddr, Arc<AtomicUsize>) {
             counter.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 let (mut read, mut write) = socket.split();
-                let _ = tokio::io::copy(&mut read, &mut write).await;
+                tokio::io::copy(&mut read, &mut write).await.ok();
             });
         }
     });
