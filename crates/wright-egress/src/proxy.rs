@@ -28,7 +28,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -207,7 +208,12 @@ async fn serve(egress: &Egress, limits: &ProxyLimits, mut client: TcpStream) {
         Ok(Ok(None)) | Err(_) => return,
         Ok(Err(refusal)) => return refusal.send(&mut client).await,
     };
-    match open(egress, &head).await {
+    // Resolving and connecting together get the client's total budget.
+    let budget = egress.config().total_timeout();
+    let opened = tokio::time::timeout(budget, open(egress, &head)).await.unwrap_or_else(|_| {
+        Err(Refusal::new(504, format!("{}: resolving and connecting took over {} ms", head.target, budget.as_millis())))
+    });
+    match opened {
         Ok((mut upstream, preamble)) => {
             if let Err(error) = start(&mut client, &head, &mut upstream, &preamble).await {
                 tracing::debug!(%error, "egress proxy: starting the relay");
@@ -426,33 +432,55 @@ async fn start(client: &mut TcpStream, head: &Head, upstream: &mut TcpStream, pr
 }
 
 /// Copies bytes both ways until both sides have finished or nothing moved for `idle`. An end
-/// of stream on one side is passed on as a half-close to the other.
+/// of stream on one side is passed on as a half-close to the other. The two directions run
+/// concurrently, so a peer that stops reading while it writes cannot stall the other one.
 async fn relay(client: TcpStream, upstream: TcpStream, idle: Duration) {
-    let (mut client_read, mut client_write) = client.into_split();
-    let (mut upstream_read, mut upstream_write) = upstream.into_split();
-    let mut from_client = vec![0u8; 16 * 1024];
-    let mut from_upstream = vec![0u8; 16 * 1024];
-    let (mut client_open, mut upstream_open) = (true, true);
-    while client_open || upstream_open {
-        tokio::select! {
-            read = client_read.read(&mut from_client), if client_open => match read {
-                Ok(0) | Err(_) => {
-                    client_open = false;
-                    upstream_write.shutdown().await.ok();
-                }
-                Ok(read) => if upstream_write.write_all(&from_client[..read]).await.is_err() { break },
-            },
-            read = upstream_read.read(&mut from_upstream), if upstream_open => match read {
-                Ok(0) | Err(_) => {
-                    upstream_open = false;
-                    client_write.shutdown().await.ok();
-                }
-                Ok(read) => if client_write.write_all(&from_upstream[..read]).await.is_err() { break },
-            },
-            // Re-armed on every pass, so it only fires after `idle` without any traffic.
-            () = tokio::time::sleep(idle) => break,
+    let (client_read, client_write) = client.into_split();
+    let (upstream_read, upstream_write) = upstream.into_split();
+    let started = Instant::now();
+    // Milliseconds since `started` of the last byte moved in either direction.
+    let last_activity = AtomicU64::new(0);
+    let copying = async {
+        tokio::join!(
+            copy_half(client_read, upstream_write, started, &last_activity),
+            copy_half(upstream_read, client_write, started, &last_activity),
+        )
+    };
+    let watchdog = async {
+        loop {
+            let last = started + Duration::from_millis(last_activity.load(Ordering::Relaxed));
+            let deadline = last + idle;
+            if Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep_until(deadline.into()).await;
+        }
+    };
+    tokio::select! {
+        _ = copying => {}
+        () = watchdog => tracing::debug!("egress proxy: idle connection closed"),
+    }
+}
+
+async fn copy_half(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    started: Instant,
+    last_activity: &AtomicU64,
+) {
+    let mut buffer = vec![0u8; 16 * 1024];
+    loop {
+        let read = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        let now = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        last_activity.store(now, Ordering::Relaxed);
+        if to.write_all(&buffer[..read]).await.is_err() {
+            break;
         }
     }
+    to.shutdown().await.ok();
 }
 
 #[cfg(test)]
