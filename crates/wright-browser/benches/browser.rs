@@ -12,15 +12,25 @@ use axum::response::Html;
 use axum::routing::get;
 use futures::future::BoxFuture;
 use wright_browser::shapes::{ExtractTextArgs, NavigateArgs, WaitUntil};
-use wright_browser::{BrowserConfig, Browsers, RequestPolicy};
+use wright_browser::{BrowserConfig, Browsers, PolicyProxy, RequestPolicy};
+use wright_egress::{Egress, EgressConfig, ProxyLimits};
 
 const RUNS: usize = 20;
 
-struct AllowAll;
+/// Lets every request through the CDP check; connections go through the real egress proxy,
+/// which allows the benchmark page's port.
+struct AllowPage(Egress);
 
-impl RequestPolicy for AllowAll {
+impl RequestPolicy for AllowPage {
     fn check<'a>(&'a self, _url: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async { Ok(()) })
+    }
+
+    fn start_proxy(&self) -> BoxFuture<'_, Result<PolicyProxy, String>> {
+        Box::pin(async move {
+            let proxy = self.0.start_proxy(ProxyLimits::default()).await.map_err(|error| error.to_string())?;
+            Ok(PolicyProxy { address: proxy.address(), guard: Box::new(proxy) })
+        })
     }
 }
 
@@ -62,7 +72,9 @@ async fn main() {
     let router = Router::new().route("/", get(move || async move { Html(page) }));
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     let url = format!("http://{address}/");
-    let policy: Arc<dyn RequestPolicy> = Arc::new(AllowAll);
+    let allow = vec![format!("127.0.0.1:{}", address.port())];
+    let egress = Egress::new(EgressConfig { allow, ..EgressConfig::default() }).unwrap();
+    let policy: Arc<dyn RequestPolicy> = Arc::new(AllowPage(egress));
 
     // Launch: a new browser each run (warm_up starts it without a context).
     let mut launches = Vec::new();
@@ -121,7 +133,7 @@ async fn main() {
     }
     browsers.shut_down().await;
 
-    println!("wright-browser (chromiumoxide), median of {RUNS}:");
+    println!("wright-browser (chromiumoxide, through the egress proxy), median of {RUNS}:");
     println!("  launch                 {:>8.1} ms", median(launches).as_secs_f64() * 1e3);
     println!("  new context + page     {:>8.1} ms", median(contexts).as_secs_f64() * 1e3);
     println!("  navigate + extract     {:>8.1} ms", median(round_trips).as_secs_f64() * 1e3);

@@ -35,7 +35,8 @@ pub struct BrowserConfig {
     pub max_contexts: usize,
     /// Page viewport in CSS pixels. Default 1280×800.
     pub viewport: Viewport,
-    /// Extra Chromium switches, without the leading `--` (e.g. `"lang=en-US"`).
+    /// Extra Chromium switches, without the leading `--` (e.g. `"lang=en-US"`). Proxy switches
+    /// are refused at launch: the egress proxy is how every connection is checked.
     pub extra_args: Vec<String>,
 }
 

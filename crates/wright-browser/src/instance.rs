@@ -6,7 +6,8 @@
 //! processes, dedicated and service workers, popups — at the Request stage, including each
 //! redirect hop, before anything is sent. Each paused request is put to the [`RequestPolicy`]
 //! and continued or failed with `BlockedByClient`. Chromium never hands `data:`/`blob:` URLs to
-//! Fetch (they make no network request); WebSockets are not covered by Fetch (see the crate
+//! Fetch (they make no network request); WebSockets are not covered by Fetch, which is why a
+//! launched browser also sends every connection through the policy's proxy (see the crate
 //! docs).
 
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use tokio::task::AbortHandle;
 
 use crate::config::BrowserConfig;
 use crate::error::BrowserError;
-use crate::policy::{BlockedLog, BlockedRequest, RequestPolicy};
+use crate::policy::{BlockedLog, BlockedRequest, PolicyProxy, RequestPolicy};
 
 /// Switches for a browser that runs as a service on a server: headless, no sandbox (it may run
 /// as root in a container; the egress policy and context isolation are the boundary), and no
@@ -73,6 +74,8 @@ pub(crate) struct Instance {
     tasks: Vec<AbortHandle>,
     /// Each launch gets its own profile directory, removed with the instance.
     _user_data_dir: Option<tempfile::TempDir>,
+    /// The egress proxy the launched browser connects through; stops with the instance.
+    _proxy: Option<PolicyProxy>,
 }
 
 impl std::fmt::Debug for Instance {
@@ -95,14 +98,19 @@ impl Instance {
         config: &BrowserConfig,
         policy: Arc<dyn RequestPolicy>,
     ) -> Result<Instance, BrowserError> {
-        let (mut browser, mut handler, user_data_dir) = match &config.cdp_url {
+        let (mut browser, mut handler, user_data_dir, proxy) = match &config.cdp_url {
             Some(url) => {
+                tracing::warn!(
+                    url,
+                    "browser reached over CDP: not routed through the egress proxy, so WebSockets are \
+                     not checked and Chromium resolves names itself"
+                );
                 let connect = Browser::connect(url.clone());
                 let (browser, handler) = tokio::time::timeout(config.launch_timeout, connect)
                     .await
                     .map_err(|_| BrowserError::Launch(format!("no answer from {url}")))?
                     .map_err(|error| BrowserError::Launch(format!("connecting to {url}: {error}")))?;
-                (browser, handler, None)
+                (browser, handler, None, None)
             }
             None => {
                 let executable = config.resolved_chromium_path();
@@ -116,11 +124,38 @@ impl Instance {
                     .prefix("wright-browser-")
                     .tempdir()
                     .map_err(|error| BrowserError::Launch(format!("profile directory: {error}")))?;
+                // The proxy is how the policy reaches every connection; an operator's extra
+                // switch must not quietly replace it.
+                if let Some(arg) = config.extra_args.iter().find(|arg| {
+                    let name = arg.trim_start_matches('-').split('=').next().unwrap_or_default();
+                    matches!(
+                        name,
+                        "proxy-server"
+                            | "proxy-bypass-list"
+                            | "proxy-pac-url"
+                            | "no-proxy-server"
+                            | "proxy-auto-detect"
+                    )
+                }) {
+                    return Err(BrowserError::Launch(format!(
+                        "extra_args may not set {arg:?}: every connection goes through the egress proxy"
+                    )));
+                }
+                let proxy = policy
+                    .start_proxy()
+                    .await
+                    .map_err(|error| BrowserError::Launch(format!("starting the egress proxy: {error}")))?;
+                let proxy_args = [
+                    format!("proxy-server=http://{}", proxy.address),
+                    // Chromium goes to loopback directly unless told otherwise.
+                    "proxy-bypass-list=<-loopback>".to_string(),
+                ];
                 let cdp_config = CdpConfig::builder()
                     .chrome_executable(&executable)
                     .disable_default_args()
                     .no_sandbox()
                     .args(SERVER_ARGS.iter().copied())
+                    .args(proxy_args.iter().map(String::as_str))
                     .args(config.extra_args.iter().map(String::as_str))
                     .user_data_dir(user_data_dir.path())
                     .window_size(config.viewport.width, config.viewport.height)
@@ -136,7 +171,7 @@ impl Instance {
                 let (browser, handler) = Browser::launch(cdp_config)
                     .await
                     .map_err(|error| BrowserError::Launch(format!("{}: {error}", executable.display())))?;
-                (browser, handler, Some(user_data_dir))
+                (browser, handler, Some(user_data_dir), Some(proxy))
             }
         };
         let pid = browser.get_mut_child().and_then(|child| child.as_mut_inner().id());
@@ -172,6 +207,7 @@ impl Instance {
             blocked,
             tasks: vec![handler_task.abort_handle(), intercept_task],
             _user_data_dir: user_data_dir,
+            _proxy: proxy,
         })
     }
 

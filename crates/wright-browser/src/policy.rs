@@ -1,9 +1,12 @@
 //! The egress seam. This crate does not know the egress rules; the tool layer implements
-//! [`RequestPolicy`] on top of `wright-egress` and every request Chromium makes is put to it.
+//! [`RequestPolicy`] on top of `wright-egress`: every request Chromium reports over CDP is put
+//! to [`RequestPolicy::check`], and every connection a launched Chromium opens goes through
+//! the proxy [`RequestPolicy::start_proxy`] provides.
 //! Denied requests are remembered in a [`BlockedLog`] so the operation that caused them can
 //! tell the agent what was blocked and why.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::sync::Mutex;
 
 use futures::future::BoxFuture;
@@ -15,6 +18,27 @@ pub trait RequestPolicy: Send + Sync {
     /// `Ok(())` to let the request go, `Err(reason)` to fail it. Must not hang: the request
     /// is held in Chromium until this answers (it is bounded by the call timeout anyway).
     fn check<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<(), String>>;
+
+    /// Starts an HTTP forward proxy on loopback that applies the same policy to every
+    /// connection (CONNECT tunnels and absolute-form `http://` requests) and connects only to
+    /// addresses it resolved and approved itself. Each launched Chromium gets its own, through
+    /// `--proxy-server`; it is what stops WebSockets (which CDP interception does not see) and
+    /// DNS rebinding (Chromium would otherwise resolve names itself after `check`).
+    fn start_proxy(&self) -> BoxFuture<'_, Result<PolicyProxy, String>>;
+}
+
+/// A running policy proxy: where it listens, and what keeps it running (dropped with the
+/// browser it serves).
+pub struct PolicyProxy {
+    /// A loopback address; Chromium is told `--proxy-server=http://ADDRESS`.
+    pub address: SocketAddr,
+    pub guard: Box<dyn Send + Sync>,
+}
+
+impl std::fmt::Debug for PolicyProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyProxy").field("address", &self.address).finish_non_exhaustive()
+    }
 }
 
 /// A request the policy refused, as reported to the agent.

@@ -127,6 +127,9 @@ impl Session {
         let mut loader: Option<LoaderId> = None;
         let mut navigation_done = false;
         let mut status: i64 = 0;
+        // The egress proxy's own refusal of the document (status 4xx/5xx with its marker
+        // header): the policy or the connection failed there, not at the site.
+        let mut proxy_refusal: Option<BrowserError> = None;
         // Chromium's reason for a document that failed to load (refused, reset, blocked …).
         let mut document_failure: Option<String> = None;
         loop {
@@ -173,24 +176,32 @@ impl Session {
                 Some(event) = responses.next() => {
                     if event.r#type == ResourceType::Document && event.frame_id.as_ref() == Some(&main_frame) {
                         status = event.response.status;
+                        proxy_refusal = proxy_refusal_of(&event.response);
                     }
                 }
+            }
+        }
+        while let Some(Some(event)) = futures::FutureExt::now_or_never(responses.next()) {
+            if event.r#type == ResourceType::Document && event.frame_id.as_ref() == Some(&main_frame) {
+                status = event.response.status;
+                proxy_refusal = proxy_refusal_of(&event.response);
             }
         }
         // Page.navigate can answer before the document's Network.responseReceived reaches us
         // (they travel on separate channels), so a page that came over HTTP gets a moment
         // for its status to arrive.
         if status == 0 && loader.is_some() && args.url.starts_with("http") {
-            let document_status = async {
+            let document_response = async {
                 while let Some(event) = responses.next().await {
                     if event.r#type == ResourceType::Document && event.frame_id.as_ref() == Some(&main_frame) {
-                        return Some(event.response.status);
+                        return Some(event);
                     }
                 }
                 None
             };
-            if let Ok(Some(found)) = tokio::time::timeout(Duration::from_secs(2), document_status).await {
-                status = found;
+            if let Ok(Some(event)) = tokio::time::timeout(Duration::from_secs(2), document_response).await {
+                status = event.response.status;
+                proxy_refusal = proxy_refusal_of(&event.response);
             }
         }
         #[derive(Deserialize)]
@@ -214,6 +225,9 @@ impl Session {
                 Some(denied) => denied,
                 None => self.navigation_error(&args.url, reason),
             });
+        }
+        if let Some(refusal) = proxy_refusal {
+            return Err(refusal);
         }
         Ok(Navigated { url: location.url, title: location.title, status })
     }
@@ -482,4 +496,27 @@ pub(crate) fn png_size(base64_png: &str) -> Option<(u32, u32)> {
     let width = u32::from_be_bytes(head.get(16..20)?.try_into().ok()?);
     let height = u32::from_be_bytes(head.get(20..24)?.try_into().ok()?);
     Some((width, height))
+}
+
+/// The header the egress proxy puts on the responses it makes itself (`denied` or `refused`),
+/// and the one that carries its reason.
+const PROXY_MARKER: &str = "x-wright-egress";
+const PROXY_REASON: &str = "x-wright-egress-reason";
+
+/// A document response made by the egress proxy rather than the site, as the error it stands
+/// for: `Denied` when the proxy's policy check refused it (e.g. the name resolved to another
+/// address than when it was checked), `NavigationFailed` when it could not resolve or connect.
+/// A site could send the marker itself; that only makes its own page fail.
+fn proxy_refusal_of(response: &chromiumoxide::cdp::browser_protocol::network::Response) -> Option<BrowserError> {
+    let headers = response.headers.inner().as_object()?;
+    let header = |wanted: &str| {
+        headers.iter().find(|(name, _)| name.eq_ignore_ascii_case(wanted)).and_then(|(_, value)| value.as_str())
+    };
+    let marker = header(PROXY_MARKER)?;
+    let reason = header(PROXY_REASON).unwrap_or("refused by the egress proxy").to_string();
+    let url = response.url.clone();
+    Some(match marker {
+        "denied" => BrowserError::Denied { url, reason },
+        _ => BrowserError::NavigationFailed { url, reason },
+    })
 }

@@ -7,6 +7,7 @@
 //! egress.check(url)       -> Verdict   allow/deny, the addresses, the rule that decided
 //! egress.fetch(request)   -> Result<EgressResponse, EgressError>
 //! response.to_fetch_url_result()       {status, headers, body, ok, truncated, encoding?}
+//! egress.start_proxy(ProxyLimits)     -> EgressProxy on 127.0.0.1 for a browser's --proxy-server
 //! egress.web_search(&SearchRequest)   -> Result<SearchResults, EgressError>
 //! ```
 //!
@@ -37,6 +38,7 @@ mod config;
 mod error;
 mod fetch;
 mod policy;
+mod proxy;
 mod render;
 mod resolver;
 mod search;
@@ -47,6 +49,7 @@ pub use config::{EgressConfig, SearchBackend, SearchConfig};
 pub use error::EgressError;
 pub use fetch::{EgressRequest, EgressResponse};
 pub use policy::{AddressVerdict, Classification, Verdict, classify};
+pub use proxy::{EgressProxy, ProxyLimits};
 pub use render::{FetchUrlResult, is_textual_media_type};
 pub use resolver::{LookupFuture, NameResolver, StaticResolver, SystemResolver};
 pub use search::{DEFAULT_MAX_RESULTS, MAX_RESULTS, SearchKind, SearchRequest, SearchResult, SearchResults};

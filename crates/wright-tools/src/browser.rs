@@ -7,8 +7,8 @@ use futures::future::BoxFuture;
 use wright_browser::shapes::{
     ClickArgs, EvaluateArgs, ExtractHtmlArgs, ExtractTextArgs, NavigateArgs, ScreenshotArgs, TypeArgs,
 };
-use wright_browser::{BrowserError, RequestPolicy};
-use wright_egress::Egress;
+use wright_browser::{BrowserError, PolicyProxy, RequestPolicy};
+use wright_egress::{Egress, ProxyLimits};
 
 use crate::builtin::{Builtin, NoArgs, Tool};
 use crate::{ToolContext, ToolError};
@@ -22,6 +22,13 @@ impl RequestPolicy for EgressPolicy {
         Box::pin(async move {
             let verdict = self.0.check(url).await;
             if verdict.allowed { Ok(()) } else { Err(verdict.reason()) }
+        })
+    }
+
+    fn start_proxy(&self) -> BoxFuture<'_, Result<PolicyProxy, String>> {
+        Box::pin(async move {
+            let proxy = self.0.start_proxy(ProxyLimits::default()).await.map_err(|error| error.to_string())?;
+            Ok(PolicyProxy { address: proxy.address(), guard: Box::new(proxy) })
         })
     }
 }

@@ -1,8 +1,9 @@
 //! Integration tests: a real Chromium against pages this test serves on 127.0.0.1.
 //!
-//! The test policy allows only `http://127.0.0.1:<site port>/`. A second listener, on a port
-//! the policy denies, is a bare TCP socket that counts connections: a blocked request must not
-//! even connect to it. If Chromium is missing and cannot be installed, each test says so and
+//! The test policy allows only `http://127.0.0.1:<site port>/`, and its egress proxy (a real
+//! `wright-egress` proxy) only the site's port and a WebSocket server's. A second listener, on a
+//! port the policy denies, is a bare TCP socket that counts connections: a blocked request must
+//! not even connect to it. If Chromium is missing and cannot be installed, each test says so and
 //! returns (a skip, not a pass of the behaviour).
 
 use std::net::SocketAddr;
@@ -19,11 +20,22 @@ use futures::future::BoxFuture;
 use wright_browser::shapes::{
     ClickArgs, EvaluateArgs, ExtractHtmlArgs, ExtractTextArgs, NavigateArgs, ScreenshotArgs, TypeArgs, WaitUntil,
 };
-use wright_browser::{BrowserConfig, BrowserError, Browsers, RequestPolicy};
+use wright_browser::{BrowserConfig, BrowserError, Browsers, PolicyProxy, RequestPolicy};
+use wright_egress::{Egress, EgressConfig, ProxyLimits};
 
-/// Allows exactly one local origin; everything else is refused with a reason.
+/// Allows exactly one local origin for requests Chromium reports over CDP; everything else is
+/// refused with a reason. Its proxy is the egress proxy, allowing the given local ports.
 struct AllowOrigin {
     origin: String,
+    egress: Egress,
+}
+
+impl AllowOrigin {
+    fn new(origin: &str, proxy_ports: &[u16]) -> Self {
+        let allow = proxy_ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
+        let egress = Egress::new(EgressConfig { allow, ..EgressConfig::default() }).unwrap();
+        AllowOrigin { origin: origin.to_string(), egress }
+    }
 }
 
 impl RequestPolicy for AllowOrigin {
@@ -36,6 +48,105 @@ impl RequestPolicy for AllowOrigin {
             }
         })
     }
+
+    fn start_proxy(&self) -> BoxFuture<'_, Result<PolicyProxy, String>> {
+        Box::pin(async move {
+            let proxy = self.egress.start_proxy(ProxyLimits::default()).await.map_err(|error| error.to_string())?;
+            Ok(PolicyProxy { address: proxy.address(), guard: Box::new(proxy) })
+        })
+    }
+}
+
+/// SHA-1 (FIPS 180-4), for the WebSocket handshake's `Sec-WebSocket-Accept`.
+fn sha1(data: &[u8]) -> [u8; 20] {
+    let mut state: [u32; 5] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0];
+    let mut message = data.to_vec();
+    message.push(0x80);
+    while message.len() % 64 != 56 {
+        message.push(0);
+    }
+    message.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
+    for block in message.chunks(64) {
+        let mut w = [0u32; 80];
+        for i in 0..16 {
+            w[i] = u32::from_be_bytes(block[i * 4..i * 4 + 4].try_into().unwrap());
+        }
+        for i in 16..80 {
+            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e] = state;
+        for (i, word) in w.iter().enumerate() {
+            let (f, k) = match i {
+                0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
+                20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
+                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
+                _ => (b ^ c ^ d, 0xCA62_C1D6),
+            };
+            let next = a.rotate_left(5).wrapping_add(f).wrapping_add(e).wrapping_add(k).wrapping_add(*word);
+            (e, d, c, b, a) = (d, c, b.rotate_left(30), a, next);
+        }
+        for (slot, value) in state.iter_mut().zip([a, b, c, d, e]) {
+            *slot = slot.wrapping_add(value);
+        }
+    }
+    let mut digest = [0u8; 20];
+    for (chunk, word) in digest.chunks_mut(4).zip(state) {
+        chunk.copy_from_slice(&word.to_be_bytes());
+    }
+    digest
+}
+
+fn websocket_accept(key: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .encode(sha1(format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes()))
+}
+
+/// A minimal WebSocket server: completes the handshake, sends one text frame, and counts
+/// handshakes.
+async fn websocket_server() -> (SocketAddr, Arc<AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let handshakes = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&handshakes);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let counter = Arc::clone(&counter);
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if socket.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_string();
+                let Some(key) = head.lines().find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("sec-websocket-key").then(|| value.trim().to_string())
+                }) else {
+                    return;
+                };
+                counter.fetch_add(1, Ordering::SeqCst);
+                let response = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                     Sec-WebSocket-Accept: {}\r\n\r\n",
+                    websocket_accept(&key)
+                );
+                let message = b"hello over the websocket";
+                let mut frame = vec![0x81, message.len() as u8];
+                frame.extend_from_slice(message);
+                if socket.write_all(response.as_bytes()).await.is_ok() && socket.write_all(&frame).await.is_ok() {
+                    // Keep the connection open until the browser closes it.
+                    let mut sink = [0u8; 256];
+                    while socket.read(&mut sink).await.unwrap_or(0) > 0 {}
+                }
+            });
+        }
+    });
+    (address, handshakes)
 }
 
 struct Fixture {
@@ -43,6 +154,8 @@ struct Fixture {
     site: String,
     denied: String,
     denied_connections: Arc<AtomicUsize>,
+    websocket: SocketAddr,
+    websocket_handshakes: Arc<AtomicUsize>,
 }
 
 impl Fixture {
@@ -98,13 +211,16 @@ async fn fixture(config: BrowserConfig) -> Option<Fixture> {
         }
     });
     tokio::spawn(async move { axum::serve(site_listener, site(site_address, denied_address)).await.unwrap() });
+    let (websocket, websocket_handshakes) = websocket_server().await;
     let site = format!("http://{site_address}");
-    let policy = Arc::new(AllowOrigin { origin: site.clone() });
+    let policy = Arc::new(AllowOrigin::new(&site, &[site_address.port(), websocket.port()]));
     Some(Fixture {
         browsers: Browsers::new(config, policy),
         site,
         denied: format!("http://{denied_address}"),
         denied_connections,
+        websocket,
+        websocket_handshakes,
     })
 }
 
@@ -117,6 +233,10 @@ fn test_config() -> BrowserConfig {
 }
 
 fn site(own: SocketAddr, denied: SocketAddr) -> Router {
+    #[derive(serde::Deserialize)]
+    struct WebSocketTarget {
+        to: String,
+    }
     #[derive(serde::Deserialize)]
     struct Who {
         name: Option<String>,
@@ -155,6 +275,18 @@ fn site(own: SocketAddr, denied: SocketAddr) -> Router {
                     "<html><head><title>Leaky</title></head><body><img src=\"http://{denied}/pixel.png\">\
                      <p id=\"out\">waiting</p><script>fetch('http://{denied}/data').then(() => {{ document.getElementById('out').textContent = 'fetched'; }}, \
                      () => {{ document.getElementById('out').textContent = 'fetch failed'; }});</script></body></html>"
+                ))
+            }),
+        )
+        .route(
+            "/websocket",
+            get(|Query(target): Query<WebSocketTarget>| async move {
+                Html(format!(
+                    "<html><head><title>Socket</title></head><body><p id=\"out\">waiting</p><script>\
+                     const out = document.getElementById('out'); const socket = new WebSocket('ws://{}/');\
+                     socket.onmessage = (event) => {{ out.textContent = 'message: ' + event.data; }};\
+                     socket.onerror = () => {{ out.textContent = 'failed'; }};</script></body></html>",
+                    target.to
                 ))
             }),
         )
@@ -216,15 +348,18 @@ async fn navigation_failures_are_clear_errors() {
     assert_eq!(fixture.denied_connections.load(Ordering::SeqCst), 0);
     fixture.browsers.shut_down().await;
 
-    // Allowed but nothing listens: a navigation error naming Chromium's reason.
+    // Allowed but nothing listens: the egress proxy cannot connect, and its reason is the error.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let closed_origin = format!("http://{}", closed.local_addr().unwrap());
+    let closed_port = closed.local_addr().unwrap().port();
     drop(closed);
-    let browsers = Browsers::new(test_config(), Arc::new(AllowOrigin { origin: closed_origin.clone() }));
+    let browsers = Browsers::new(test_config(), Arc::new(AllowOrigin::new(&closed_origin, &[closed_port])));
     let args = NavigateArgs { url: format!("{closed_origin}/"), wait_until: WaitUntil::Load };
     let error = browsers.navigate("c1", &args).await.unwrap_err();
     match &error {
-        BrowserError::NavigationFailed { reason, .. } => assert!(reason.contains("ERR_CONNECTION_REFUSED"), "{error}"),
+        BrowserError::NavigationFailed { reason, .. } => {
+            assert!(reason.contains("could not connect") && reason.contains("Connection refused"), "{error}")
+        }
         other => panic!("expected NavigationFailed, got {other:?}"),
     }
     browsers.shut_down().await;
@@ -381,8 +516,85 @@ async fn image_and_fetch_to_a_denied_port_are_blocked() {
     }
     blocked.sort();
     assert_eq!(blocked, [format!("{}/data", fixture.denied), format!("{}/pixel.png", fixture.denied)]);
-    assert_eq!(reply["blocked"][0]["reason"].as_str().unwrap().contains("allowlist"), true, "{reply}");
+    assert!(reply["blocked"][0]["reason"].as_str().unwrap().contains("allowlist"), "{reply}");
     assert_eq!(fixture.denied_connections.load(Ordering::SeqCst), 0, "nothing reached the denied port");
+    fixture.browsers.shut_down().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_refuses_what_the_cdp_check_let_through() {
+    if !chromium_ready() {
+        return;
+    }
+    // The CDP check allows the origin but the proxy allows no port: what happens when a name
+    // passed the check and then resolved to a denied address (DNS rebinding). The proxy's
+    // verdict is the error, and the site sees nothing.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&hits);
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    let browsers = Browsers::new(test_config(), Arc::new(AllowOrigin::new(&origin, &[])));
+    let args = NavigateArgs { url: format!("{origin}/"), wait_until: WaitUntil::Load };
+    let error = browsers.navigate("c1", &args).await.unwrap_err();
+    match &error {
+        BrowserError::Denied { reason, .. } => assert!(reason.contains("127.0.0.1 is loopback"), "{error}"),
+        other => panic!("expected Denied, got {other:?}"),
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    browsers.shut_down().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extra_args_cannot_replace_the_proxy() {
+    if !chromium_ready() {
+        return;
+    }
+    let config = BrowserConfig { extra_args: vec!["proxy-server=direct://".to_string()], ..test_config() };
+    let browsers = Browsers::new(config, Arc::new(AllowOrigin::new("http://127.0.0.1:1", &[])));
+    let error = browsers.warm_up().await.unwrap_err();
+    assert!(matches!(error, BrowserError::Launch(_)) && error.to_string().contains("egress proxy"), "{error}");
+}
+
+/// What the page's `#out` settles on (it starts as `waiting`).
+async fn settled(fixture: &Fixture, conversation: &str) -> String {
+    let mut outcome = String::new();
+    for _ in 0..100 {
+        outcome = fixture.text(conversation, Some("#out")).await;
+        if outcome != "waiting" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    outcome
+}
+
+#[test]
+fn websocket_accept_matches_rfc_6455() {
+    assert_eq!(websocket_accept("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_to_a_denied_port_is_blocked() {
+    let Some(fixture) = fixture(test_config()).await else { return };
+    let denied = fixture.denied.trim_start_matches("http://").to_string();
+    fixture.navigate("c1", &format!("/websocket?to={denied}")).await.unwrap();
+    assert_eq!(settled(&fixture, "c1").await, "failed");
+    assert_eq!(fixture.denied_connections.load(Ordering::SeqCst), 0, "the denied server never saw a connection");
+    fixture.browsers.shut_down().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_to_an_allowlisted_port_works() {
+    let Some(fixture) = fixture(test_config()).await else { return };
+    fixture.navigate("c1", &format!("/websocket?to={}", fixture.websocket)).await.unwrap();
+    assert_eq!(settled(&fixture, "c1").await, "message: hello over the websocket");
+    assert_eq!(fixture.websocket_handshakes.load(Ordering::SeqCst), 1);
     fixture.browsers.shut_down().await;
 }
 

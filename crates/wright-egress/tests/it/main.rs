@@ -4,6 +4,7 @@
 //! Every server binds 127.0.0.1:0. Names are answered by a `StaticResolver`, so nothing here
 //! touches real DNS; 127.0.0.1 is reachable only where a test allowlists it.
 
+mod proxy;
 mod search;
 mod ssrf_table;
 
