@@ -317,12 +317,12 @@ pub fn config_from_env(env: &ProviderEnv) -> Result<ProviderConfig, LlmError> {
         })
     };
     let mut config = match chosen {
-        Named::Openai | Named::OpenaiResponses => {
+        Named::Openai | Named::OpenaiChat | Named::OpenaiResponses => {
             let key = need(&env.openai_api_key, "OPENAI_API_KEY")?;
             let official = set(&env.openai_base_url).is_none_or(|base| base.contains("api.openai.com"));
             let kind = match (chosen, official) {
                 (Named::OpenaiResponses, _) => ProviderKind::OpenaiResponses,
-                (_, true) => ProviderKind::Openai,
+                (Named::OpenaiChat, _) | (_, true) => ProviderKind::Openai,
                 // Another endpoint with a key (Groq, OpenRouter, …) speaks the compatible dialect.
                 (_, false) => ProviderKind::OpenaiCompatible,
             };
@@ -403,6 +403,9 @@ pub async fn ollama_models(host: &str, timeout: Duration) -> Result<Vec<String>,
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Named {
     Openai,
+    /// OpenAI's own Chat Completions dialect wherever the base URL points (a gateway or proxy
+    /// in front of OpenAI), where plain `openai` at another URL means the compatible dialect.
+    OpenaiChat,
     OpenaiResponses,
     Anthropic,
     Gemini,
@@ -413,6 +416,7 @@ enum Named {
 fn provider_name(prefix: &str) -> Option<Named> {
     Some(match prefix.to_ascii_lowercase().as_str() {
         "openai" => Named::Openai,
+        "openai-chat" | "openai_chat" => Named::OpenaiChat,
         "openai-responses" | "openai_responses" => Named::OpenaiResponses,
         "anthropic" | "claude" => Named::Anthropic,
         "gemini" | "google" => Named::Gemini,
@@ -469,6 +473,17 @@ mod tests {
         assert_eq!(
             (config.kind, config.model.as_str(), config.tool_calls),
             (ProviderKind::OpenaiCompatible, "meta-llama/llama-3", ToolCallMode::Text)
+        );
+        let gateway = ProviderEnv {
+            openai_api_key: Some("k".into()),
+            openai_base_url: Some("https://gateway.example/openai/v1".into()),
+            wright_model: Some("openai-chat/gpt-4.1".into()),
+            ..env()
+        };
+        let config = config_from_env(&gateway).unwrap();
+        assert_eq!(
+            (config.kind, config.model.as_str(), config.base_url.as_deref()),
+            (ProviderKind::Openai, "gpt-4.1", Some("https://gateway.example/openai/v1"))
         );
     }
 

@@ -1,7 +1,7 @@
 //! The agent loop end to end: the real `wright serve` binary talking to the scripted fake
-//! provider over each real wire format (configured through the environment, as a user would),
-//! plus the native OpenAI dialect in process (the environment maps a non-OpenAI base URL to
-//! the compatible dialect).
+//! provider over each wire format — OpenAI's own Chat Completions dialect, the compatible
+//! dialect of local servers, Anthropic, Gemini and the text protocol — configured through the
+//! environment, as a user would.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -17,13 +17,14 @@ const TOKEN: &str = "loop-token";
 
 #[derive(Clone, Copy, Debug)]
 enum Wire {
+    Openai,
     Compatible,
     Anthropic,
     Gemini,
     Text,
 }
 
-const WIRES: [Wire; 4] = [Wire::Compatible, Wire::Anthropic, Wire::Gemini, Wire::Text];
+const WIRES: [Wire; 5] = [Wire::Openai, Wire::Compatible, Wire::Anthropic, Wire::Gemini, Wire::Text];
 
 struct Server {
     child: Child,
@@ -50,6 +51,11 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         match wire {
+            // `openai-chat` keeps OpenAI's own dialect at a base URL that is not api.openai.com.
+            Wire::Openai => command
+                .env("OPENAI_API_KEY", "test-key")
+                .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::Openai))
+                .env("WRIGHT_MODEL", "openai-chat/fake-model"),
             Wire::Compatible => command
                 .env("OPENAI_API_KEY", "test-key")
                 .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::OpenaiCompatible))
@@ -135,15 +141,22 @@ fn results(detail: &Value) -> Vec<Value> {
 /// A script turn calling tools, in the wire's own way: native calls, or the text protocol's
 /// delimited blocks (one per turn).
 fn calls(wire: Wire, calls: Vec<(&str, Value)>) -> Vec<Turn> {
+    said_and_called(wire, "", calls)
+}
+
+/// Like [`calls`], with text before the first call.
+fn said_and_called(wire: Wire, text: &str, calls: Vec<(&str, Value)>) -> Vec<Turn> {
     match wire {
         Wire::Text => calls
             .into_iter()
-            .map(|(name, arguments)| {
-                Turn::text(format!("<||TOOL.CALL>{}<TOOL.CALL||>", json!({"name": name, "arguments": arguments})))
+            .enumerate()
+            .map(|(index, (name, arguments))| {
+                let block = format!("<||TOOL.CALL>{}<TOOL.CALL||>", json!({"name": name, "arguments": arguments}));
+                Turn::text(if index == 0 { format!("{text}{block}") } else { block })
             })
             .collect(),
         _ => vec![Turn::ToolCalls {
-            text: String::new(),
+            text: text.to_owned(),
             calls: calls.into_iter().map(|(name, arguments)| FakeCall::new(name, arguments)).collect(),
         }],
     }
@@ -176,6 +189,9 @@ async fn parallel_calls_and_a_tool_error_the_model_recovers_from_on_every_wire()
             "{wire:?}"
         );
         let requests = fake.requests();
+        // The two OpenAI dialects differ on the wire: only OpenAI itself is asked for usage.
+        let asks_usage = requests[0].body.get("stream_options").is_some();
+        assert_eq!(asks_usage, matches!(wire, Wire::Openai), "{wire:?}: {}", requests[0].body);
         let last_request = requests.last().unwrap().body.to_string();
         assert!(
             last_request.contains("invalid_arguments"),
@@ -224,8 +240,8 @@ async fn the_turn_limit_a_429_and_a_context_length_error_on_every_wire() {
 }
 
 #[tokio::test]
-async fn cancel_mid_stream_closes_the_connection_and_says_so() {
-    for wire in [Wire::Compatible, Wire::Anthropic, Wire::Gemini] {
+async fn cancel_mid_stream_closes_the_connection_and_says_so_on_every_wire() {
+    for wire in WIRES {
         let fake = FakeProvider::start(vec![Turn::Hang { text: "Thinking about".into() }]).await;
         let dir = tempfile::tempdir().unwrap();
         let server = Server::start(dir.path(), &fake, wire);
@@ -244,7 +260,7 @@ async fn cancel_mid_stream_closes_the_connection_and_says_so() {
         let detail = server.settle(&id).await;
         let last = detail["events"].as_array().unwrap().last().unwrap().clone();
         assert_eq!(last["data_json"]["type"], "cancelled", "{wire:?}: {detail}");
-        assert_eq!(detail["conversation"]["status"], "idle");
+        assert_eq!(detail["conversation"]["status"], "idle", "{wire:?}");
         let started = Instant::now();
         while fake.disconnects() == 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -254,97 +270,77 @@ async fn cancel_mid_stream_closes_the_connection_and_says_so() {
 }
 
 #[tokio::test]
-async fn a_run_killed_mid_way_reloads_with_every_stored_event() {
-    let fake = FakeProvider::start(vec![
-        Turn::ToolCalls {
-            text: "Noting it.".into(),
-            calls: vec![FakeCall::new("set_state", json!({"key": "k", "value": 1}))],
-        },
-        Turn::Hang { text: "and now".into() },
-    ])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut server = Server::start(dir.path(), &fake, Wire::Compatible);
-    let id = server.conversation().await;
-    server.post(&format!("/api/conversations/{id}/messages"), json!({"text": "go"})).await;
-    let started = Instant::now();
-    while fake.requests().len() < 2 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(started.elapsed() < Duration::from_secs(10));
-    }
-    let before = server.get(&format!("/api/conversations/{id}")).await;
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
-    let server = Server::start(dir.path(), &fake, Wire::Compatible);
-    let after = server.get(&format!("/api/conversations/{id}")).await;
-    let before_kinds = kinds(&before);
-    assert_eq!(before_kinds, ["user", "assistant", "tool_call", "tool_result"], "{before}");
-    let after_kinds = kinds(&after);
-    assert_eq!(&after_kinds[..4], before_kinds.as_slice(), "{after}");
-    assert_eq!(after["events"].as_array().unwrap()[..4], before["events"].as_array().unwrap()[..4]);
-    assert_eq!(after["events"][4]["data_json"]["type"], "interrupted", "{after}");
-    assert_eq!(after["conversation"]["status"], "idle");
-}
-
-#[tokio::test]
-async fn a_long_conversation_is_compacted_without_losing_events() {
-    let fake = FakeProvider::start(vec![
-        Turn::text(&"a long answer ".repeat(40)),
-        Turn::text(&"another long answer ".repeat(40)),
-        Turn::text("SUMMARY: two long answers were given."),
-        Turn::text("Short reply."),
-    ])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("config.toml"), "[agent]\ncompact_above_chars = 1200\nkeep_recent_chars = 200\n")
-        .unwrap();
-    let server = Server::start(dir.path(), &fake, Wire::Anthropic);
-    let id = server.conversation().await;
-    server.say(&id, "first").await;
-    server.say(&id, "second").await;
-    let detail = server.say(&id, "third").await;
-    let events = detail["events"].as_array().unwrap();
-    assert!(
-        events.iter().any(|event| event["data_json"]["summary"] == "SUMMARY: two long answers were given."),
-        "{detail}"
-    );
-    assert_eq!(events.iter().filter(|event| event["kind"] == "user").count(), 3, "no event was lost");
-    let last_request = fake.requests().last().unwrap().body.to_string();
-    assert!(last_request.contains("SUMMARY: two long answers"), "the summary reached the model");
-    assert!(!last_request.contains("a long answer a long answer"), "compacted turns were not sent again");
-}
-
-#[tokio::test]
-async fn the_native_openai_dialect_in_process() {
-    let fake = FakeProvider::start(vec![
-        Turn::tool_calls(vec![
-            ("set_state", json!({"key": "a", "value": 1})),
-            ("set_state", json!({"key": "b", "value": 2})),
-        ]),
-        Turn::text("Both saved."),
-    ])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = wright_server::Config::load(dir.path()).unwrap();
-    let models = wright_server::models::Models::single(&fake.config(ProviderKind::Openai)).unwrap();
-    let state =
-        wright_server::AppState::open(config, wright_server::token::Auth::new(TOKEN.into()), models).await.unwrap();
-    let conversation = state.store.create_conversation(&wright_core::AgentId::default_agent(), "c", "t").await.unwrap();
-    state.runs.send_message(&conversation.id, "save two").await.map_err(|error| error.message).unwrap();
-    let started = Instant::now();
-    loop {
-        let events = state.store.events_after("c", 0).await.unwrap();
-        if events.last().is_some_and(|last| last.event.content == "Both saved.") {
-            assert_eq!(
-                events.iter().filter(|stored| stored.event.kind == wright_core::EventKind::ToolResult).count(),
-                2
-            );
-            break;
+async fn a_run_killed_mid_way_reloads_with_every_stored_event_on_every_wire() {
+    for wire in WIRES {
+        let mut script = said_and_called(wire, "Noting it.", vec![("set_state", json!({"key": "k", "value": 1}))]);
+        script.push(Turn::Hang { text: "and now".into() });
+        let fake = FakeProvider::start(script).await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut server = Server::start(dir.path(), &fake, wire);
+        let id = server.conversation().await;
+        server.post(&format!("/api/conversations/{id}/messages"), json!({"text": "go"})).await;
+        let started = Instant::now();
+        while fake.requests().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(started.elapsed() < Duration::from_secs(10), "{wire:?}");
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "{events:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let before = server.get(&format!("/api/conversations/{id}")).await;
+        server.child.kill().unwrap();
+        server.child.wait().unwrap();
+        let server = Server::start(dir.path(), &fake, wire);
+        let after = server.get(&format!("/api/conversations/{id}")).await;
+        let before_kinds = kinds(&before);
+        assert_eq!(before_kinds, ["user", "assistant", "tool_call", "tool_result"], "{wire:?}: {before}");
+        assert_eq!(
+            after["events"].as_array().unwrap()[..4],
+            before["events"].as_array().unwrap()[..4],
+            "{wire:?}: {after}"
+        );
+        assert_eq!(after["events"][4]["data_json"]["type"], "interrupted", "{wire:?}: {after}");
+        assert_eq!(after["conversation"]["status"], "idle", "{wire:?}");
+        let state = server.get("/api/agents/default/state/k").await;
+        assert_eq!(state["value"], 1, "{wire:?}: the tool's effect survived the kill");
     }
-    assert_eq!(state.store.list_state_keys(&wright_core::AgentId::default_agent(), None).await.unwrap(), ["a", "b"]);
+}
+
+#[tokio::test]
+async fn a_long_conversation_is_compacted_without_losing_events_on_every_wire() {
+    for wire in WIRES {
+        let fake = FakeProvider::start(vec![
+            Turn::text(&"a long answer ".repeat(40)),
+            Turn::text(&"another long answer ".repeat(40)),
+            Turn::text("SUMMARY: two long answers were given."),
+            Turn::text("Short reply."),
+        ])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "[agent]\ncompact_above_chars = 1200\nkeep_recent_chars = 200\n",
+        )
+        .unwrap();
+        let server = Server::start(dir.path(), &fake, wire);
+        let id = server.conversation().await;
+        server.say(&id, "first").await;
+        server.say(&id, "second").await;
+        let detail = server.say(&id, "third").await;
+        let events = detail["events"].as_array().unwrap();
+        assert!(
+            events.iter().any(|event| event["data_json"]["summary"] == "SUMMARY: two long answers were given."),
+            "{wire:?}: {detail}"
+        );
+        assert_eq!(events.iter().filter(|event| event["kind"] == "user").count(), 3, "{wire:?}: no event was lost");
+        assert_eq!(events.last().unwrap()["content"], "Short reply.", "{wire:?}");
+        let requests = fake.requests();
+        assert_eq!(requests.len(), 4, "{wire:?}: two answers, the summary, the reply");
+        let summary_request = requests[2].body.to_string();
+        assert!(summary_request.contains("a long answer a long answer"), "{wire:?}: the summary request holds the old turn");
+        let last_request = requests[3].body.to_string();
+        assert!(last_request.contains("SUMMARY: two long answers"), "{wire:?}: the summary reached the model");
+        assert!(!last_request.contains("a long answer a long answer"), "{wire:?}: compacted turns were not sent again");
+        assert!(last_request.contains("another long answer"), "{wire:?}: the recent turn was kept");
+        assert!(last_request.contains("third"), "{wire:?}: the new message was sent");
+    }
 }
 
 #[tokio::test]
