@@ -334,7 +334,10 @@ async fn a_long_conversation_is_compacted_without_losing_events_on_every_wire() 
         let requests = fake.requests();
         assert_eq!(requests.len(), 4, "{wire:?}: two answers, the summary, the reply");
         let summary_request = requests[2].body.to_string();
-        assert!(summary_request.contains("a long answer a long answer"), "{wire:?}: the summary request holds the old turn");
+        assert!(
+            summary_request.contains("a long answer a long answer"),
+            "{wire:?}: the summary request holds the old turn"
+        );
         let last_request = requests[3].body.to_string();
         assert!(last_request.contains("SUMMARY: two long answers"), "{wire:?}: the summary reached the model");
         assert!(!last_request.contains("a long answer a long answer"), "{wire:?}: compacted turns were not sent again");
