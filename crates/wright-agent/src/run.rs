@@ -1,5 +1,7 @@
 //! One run of the loop, and the two ports it talks through: [`Model`] and [`Transcript`].
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -42,7 +44,7 @@ pub struct ModelRequest<'a> {
     /// Conversation events in order: user, assistant, tool_call and tool_result only.
     pub history: &'a [Event],
     /// Empty when tools are disabled for this turn.
-    pub tools: Vec<ToolSpec>,
+    pub tools: Arc<[ToolSpec]>,
 }
 
 /// A tool call as the model made it. Arguments that were not valid JSON keep their raw text,
@@ -134,30 +136,51 @@ fn stored(error: String) -> AgentError {
     AgentError::Transcript(error)
 }
 
-/// The latest compaction summary and the events after it that the model should see.
-fn model_view(events: &[Event]) -> (Option<String>, Vec<Event>) {
-    let compaction =
-        events.iter().rev().find(|event| event.kind == EventKind::Notice && event.data_json["type"] == "compaction");
-    let (summary, after) = match compaction {
-        Some(notice) => (
-            notice.data_json["summary"].as_str().map(str::to_owned),
-            notice.data_json["through_seq"].as_i64().unwrap_or(0),
-        ),
-        None => (None, 0),
-    };
-    let history = events
-        .iter()
-        .filter(|event| event.seq > after)
-        .filter(|event| {
-            matches!(event.kind, EventKind::User | EventKind::Assistant | EventKind::ToolCall | EventKind::ToolResult)
-        })
-        .cloned()
-        .collect();
-    (summary, history)
+/// What the model sees of the conversation: the latest compaction summary, the events after
+/// it that a model request carries, and their size in characters (what compaction watches).
+/// Built from the stored events once per run and after each compaction, then kept current
+/// with what the run appends, so a turn costs the same on a long conversation as on a short one.
+#[derive(Default)]
+struct ModelView {
+    summary: Option<String>,
+    history: Vec<Event>,
+    chars: usize,
 }
 
-fn size(events: &[Event]) -> usize {
-    events.iter().map(|event| event.content.len() + event.data_json.to_string().len()).sum()
+impl ModelView {
+    fn of(events: Vec<Event>) -> Self {
+        let compaction = events
+            .iter()
+            .rev()
+            .find(|event| event.kind == EventKind::Notice && event.data_json["type"] == "compaction");
+        let (summary, after) = match compaction {
+            Some(notice) => (
+                notice.data_json["summary"].as_str().map(str::to_owned),
+                notice.data_json["through_seq"].as_i64().unwrap_or(0),
+            ),
+            None => (None, 0),
+        };
+        let mut view = Self { summary, ..Self::default() };
+        view.extend(events.into_iter().filter(|event| event.seq > after));
+        view
+    }
+
+    /// Adds newly stored events; only the kinds a model request carries are kept.
+    fn extend(&mut self, events: impl IntoIterator<Item = Event>) {
+        for event in events {
+            if matches!(
+                event.kind,
+                EventKind::User | EventKind::Assistant | EventKind::ToolCall | EventKind::ToolResult
+            ) {
+                self.chars += size(&event);
+                self.history.push(event);
+            }
+        }
+    }
+}
+
+fn size(event: &Event) -> usize {
+    event.content.len() + event.data_json.to_string().len()
 }
 
 /// Short text for a tool call or result in the transcript.
@@ -188,35 +211,34 @@ pub async fn run(
     };
     let on_text = |text: &str| transcript.text_delta(text);
     let mut tool_turns = 0;
-    // Read once; the run keeps it current with what it appends (one run per conversation, so
-    // nothing else writes meanwhile). Re-reading every turn made a turn cost O(history).
-    let mut events = transcript.events().await.map_err(stored)?;
+    // Read once; the run keeps the view current with what it appends (one run per
+    // conversation, so nothing else writes meanwhile).
+    let mut view = ModelView::of(transcript.events().await.map_err(stored)?);
     // The system message is read at the start of a run and again when the conversation is
     // compacted (seed 002: a mid-conversation edit of the prompt reaches the context then);
     // the agent reads the stored version with read_system_prompt.
     let mut parts = transcript.system_parts().await.map_err(stored)?;
+    parts.earlier_summary = view.summary.clone();
+    let mut system = system_message(&parts);
     loop {
         if context.cancel.is_cancelled() {
             return cancelled(transcript).await;
         }
-        let (mut summary, mut history) = model_view(&events);
-        if size(&history) > context.config.compact_above_chars
-            && let Some(compacted) =
-                compact(model, transcript, &history, summary.as_deref(), context.config, context.cancel).await?
+        if view.chars > context.config.compact_above_chars
+            && compact(model, transcript, &view, context.config, context.cancel).await?
         {
-            summary = Some(compacted.0);
-            history = compacted.1;
-            events = transcript.events().await.map_err(stored)?;
+            view = ModelView::of(transcript.events().await.map_err(stored)?);
             parts = transcript.system_parts().await.map_err(stored)?;
+            parts.earlier_summary = view.summary.clone();
+            system = system_message(&parts);
         }
-        parts.earlier_summary = summary;
         let tools_enabled = tool_turns < context.config.max_tool_turns;
         let tools = if tools_enabled {
             context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?
         } else {
-            Vec::new()
+            Arc::default()
         };
-        let request = ModelRequest { system: system_message(&parts), history: &history, tools };
+        let request = ModelRequest { system: system.clone(), history: &view.history, tools };
         let reply = match model.reply(request, &on_text, context.cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled) => return cancelled(transcript).await,
@@ -237,7 +259,7 @@ pub async fn run(
                 json!({ "id": call.id, "name": call.name, "arguments": arguments, "provider": call.data }),
             ));
         }
-        events.extend(transcript.append(new_events).await.map_err(stored)?);
+        view.extend(transcript.append(new_events).await.map_err(stored)?);
         if calls.is_empty() {
             if !tools_enabled {
                 let notice = format!(
@@ -262,7 +284,7 @@ pub async fn run(
                     let data =
                         json!({ "tool_call_id": call.id, "name": call.name, "output": output, "success": success });
                     let appended = transcript.append(vec![(EventKind::ToolResult, preview(&output), data)]).await;
-                    events.extend(appended.map_err(stored)?);
+                    view.extend(appended.map_err(stored)?);
                 }
                 Dispatched::Park { arguments, render } => {
                     let parked_call =
@@ -287,22 +309,22 @@ async fn cancelled(transcript: &dyn Transcript) -> Result<RunOutcome, AgentError
     Ok(RunOutcome::Cancelled)
 }
 
-/// Summarises the older part of `history` and stores the summary as a compaction notice.
-/// Returns the new summary and the history the model should see now, or None when there is
-/// no safe place to cut (a cut only ever falls just before a user message, so a tool call is
-/// never separated from its result).
+/// Summarises the older part of the history and stores the summary as a compaction notice;
+/// the caller rebuilds its view from the stored events. Returns false when there is no safe
+/// place to cut (a cut only ever falls just before a user message, so a tool call is never
+/// separated from its result) or the summary was cancelled.
 async fn compact(
     model: &dyn Model,
     transcript: &dyn Transcript,
-    history: &[Event],
-    previous_summary: Option<&str>,
+    view: &ModelView,
     config: &LoopConfig,
     cancel: &CancellationToken,
-) -> Result<Option<(String, Vec<Event>)>, AgentError> {
+) -> Result<bool, AgentError> {
+    let history = &view.history;
     let mut kept = 0;
     let mut cut = None;
     for (index, event) in history.iter().enumerate().rev() {
-        kept += event.content.len() + event.data_json.to_string().len();
+        kept += size(event);
         if event.kind == EventKind::User && index > 0 {
             cut = Some(index);
             if kept >= config.keep_recent_chars {
@@ -310,9 +332,9 @@ async fn compact(
             }
         }
     }
-    let Some(cut) = cut else { return Ok(None) };
+    let Some(cut) = cut else { return Ok(false) };
     let mut older = history[..cut].to_vec();
-    let instruction = match previous_summary {
+    let instruction = match &view.summary {
         Some(summary) => format!(
             "Here is the summary of even earlier turns:\n{summary}\n\nWrite one summary of everything above, for yourself, \
              to continue this conversation later: the user's goals, decisions, facts learned, open tasks and the state of the work. \
@@ -326,12 +348,12 @@ async fn compact(
     let request = ModelRequest {
         system: "You summarise conversations between a person and their agent, faithfully and briefly.".to_owned(),
         history: &older,
-        tools: Vec::new(),
+        tools: Arc::default(),
     };
     let quiet = |_: &str| {};
     let reply = match model.reply(request, &quiet, cancel).await {
         Ok(reply) => reply,
-        Err(ModelError::Cancelled) => return Ok(None),
+        Err(ModelError::Cancelled) => return Ok(false),
         Err(error) => return Err(error.into()),
     };
     let through_seq = history[cut - 1].seq;
@@ -343,7 +365,7 @@ async fn compact(
         )])
         .await
         .map_err(stored)?;
-    Ok(Some((reply.text, history[cut..].to_vec())))
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 //! Invariant: a stream yields complete tool calls only — arguments are whole, ids are never
 //! empty — and ends with exactly one [`StreamEvent::Finish`] or one error, never both.
 
+use std::sync::Arc;
+
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -25,8 +27,9 @@ pub struct Request {
     /// The conversation: user, assistant, tool_call and tool_result events in order. Other
     /// kinds (system, notice) are skipped by every adapter.
     pub history: Vec<Event>,
-    /// Tools the model may call; empty disables tools for this turn.
-    pub tools: Vec<ToolSpec>,
+    /// Tools the model may call; empty disables tools for this turn. Shared: the loop sends
+    /// the same list turn after turn.
+    pub tools: Arc<[ToolSpec]>,
     /// Overrides the provider's configured model for this turn.
     pub model: Option<String>,
     /// Overrides the provider's configured output limit for this turn.

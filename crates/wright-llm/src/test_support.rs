@@ -1,5 +1,7 @@
 //! Helpers shared by the unit tests of the wire modules.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use wright_core::{Event, EventKind, ToolSpec};
 
@@ -52,11 +54,11 @@ pub(crate) fn tool_turn(assistant_provider: Value, call_provider: Value) -> Requ
             event(EventKind::Notice, "Cancelled.", json!({"type": "cancelled"})),
             event(EventKind::User, "Thanks", json!({})),
         ],
-        tools: vec![ToolSpec {
+        tools: Arc::from([ToolSpec {
             name: "weather".to_owned(),
             description: "Weather in a city".to_owned(),
             parameters: json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}),
-        }],
+        }]),
         model: None,
         max_output_tokens: Some(100),
         temperature: None,

@@ -123,7 +123,7 @@ impl TextProtocol {
             }
             system.push_str(&self.instructions(&request.tools));
         }
-        Request { system, history, tools: Vec::new(), ..request.clone() }
+        Request { system, history, tools: Arc::default(), ..request.clone() }
     }
 }
 

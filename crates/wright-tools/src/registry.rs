@@ -69,6 +69,11 @@ pub struct ToolRegistry {
     agent_validators: Mutex<HashMap<(i64, i64), Arc<jsonschema::Validator>>>,
     /// Agents known to exist (agents are never deleted). Held only to look up or insert.
     known_agents: Mutex<HashSet<AgentId>>,
+    /// The built-ins' specs, in name order, built once.
+    builtin_specs: Vec<ToolSpec>,
+    /// Each agent's last spec list, with the (tool id, version) of its enabled tools it was
+    /// built from: the loop asks every turn, and the list changes only when a tool does.
+    agent_specs: Mutex<HashMap<AgentId, (Vec<(i64, i64)>, Arc<[ToolSpec]>)>>,
 }
 
 impl ToolRegistry {
@@ -85,11 +90,14 @@ impl ToolRegistry {
             let previous = builtins.insert(spec.name.clone(), RegisteredTool { tool, validator });
             assert!(previous.is_none(), "two built-in tools share a name");
         }
+        let builtin_specs = builtins.values().map(|registered| registered.tool.spec().clone()).collect();
         Self {
             services,
             builtins,
             agent_validators: Mutex::new(HashMap::new()),
             known_agents: Mutex::new(HashSet::new()),
+            builtin_specs,
+            agent_specs: Mutex::new(HashMap::new()),
         }
     }
 
@@ -118,14 +126,32 @@ impl ToolRegistry {
         Ok(tools)
     }
 
-    /// The specs to send to a model.
-    pub async fn specs(&self, agent: &AgentId) -> Result<Vec<ToolSpec>, ToolError> {
-        Ok(self
-            .list(agent)
-            .await?
-            .into_iter()
-            .map(|info| ToolSpec { name: info.name, description: info.description, parameters: info.parameters })
-            .collect())
+    /// The specs to send to a model: the built-ins, then the agent's enabled tools (as
+    /// [`list`](Self::list)). Shared, and rebuilt only when the agent's tools changed.
+    pub async fn specs(&self, agent: &AgentId) -> Result<Arc<[ToolSpec]>, ToolError> {
+        let tools = self.services.store.list_agent_tools(agent, false).await?;
+        let key: Vec<(i64, i64)> = tools.iter().map(|tool| (tool.id, tool.version)).collect();
+        if let Some((built_from, specs)) =
+            self.agent_specs.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(agent)
+            && *built_from == key
+        {
+            return Ok(Arc::clone(specs));
+        }
+        let specs: Arc<[ToolSpec]> = self
+            .builtin_specs
+            .iter()
+            .cloned()
+            .chain(tools.into_iter().map(|tool| ToolSpec {
+                name: tool.name,
+                description: tool.description,
+                parameters: tool.parameter_schema,
+            }))
+            .collect();
+        self.agent_specs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(agent.clone(), (key, Arc::clone(&specs)));
+        Ok(specs)
     }
 
     /// Checks `args` against the schema of tool `name` without running it (the loop does this

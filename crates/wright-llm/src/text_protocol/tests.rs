@@ -82,7 +82,11 @@ fn the_rewrite_teaches_the_format_and_drops_native_tools() {
     let protocol = TextProtocol::default();
     let request = Request {
         system: "Be brief.".to_owned(),
-        tools: vec![ToolSpec { name: "f".into(), description: "does f".into(), parameters: json!({"type": "object"}) }],
+        tools: Arc::from([ToolSpec {
+            name: "f".into(),
+            description: "does f".into(),
+            parameters: json!({"type": "object"}),
+        }]),
         ..Request::default()
     };
     let rewritten = protocol.rewrite(&request);

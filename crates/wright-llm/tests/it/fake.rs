@@ -1,5 +1,6 @@
 //! Each adapter against the scripted fake provider: the real client, the real formats.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -20,11 +21,11 @@ fn request() -> Request {
     Request {
         system: "You are a test.".to_owned(),
         history: vec![event(EventKind::User, "What time is it in Oslo?", json!({}))],
-        tools: vec![ToolSpec {
+        tools: Arc::from([ToolSpec {
             name: "get_time".to_owned(),
             description: "The time in a city".to_owned(),
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-        }],
+        }]),
         ..Request::default()
     }
 }

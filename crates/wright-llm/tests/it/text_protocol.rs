@@ -1,6 +1,8 @@
 //! The text protocol over a real stream from the fake provider: a model without native tool
 //! calls writes a delimited block, split across many small deltas.
 
+use std::sync::Arc;
+
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use wright_core::{Event, EventKind, ToolSpec};
@@ -11,11 +13,11 @@ fn request(history: Vec<Event>) -> Request {
     Request {
         system: "Be brief.".to_owned(),
         history,
-        tools: vec![ToolSpec {
+        tools: Arc::from([ToolSpec {
             name: "get_time".to_owned(),
             description: "The time in a city".to_owned(),
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-        }],
+        }]),
         ..Request::default()
     }
 }

@@ -296,6 +296,30 @@ mod tool_management {
     }
 
     #[tokio::test]
+    async fn the_specs_a_model_sees_follow_every_change_of_a_tool() {
+        let fixture = Fixture::new().await;
+        let agent = AgentId::default_agent();
+        let names = |specs: &[wright_core::ToolSpec]| specs.iter().map(|spec| spec.name.clone()).collect::<Vec<_>>();
+        let builtins = fixture.registry.specs(&agent).await.unwrap();
+        assert!(Arc::ptr_eq(&builtins, &fixture.registry.specs(&agent).await.unwrap()), "unchanged: the same list");
+        fixture.call("create_tool", create_args("add")).await.unwrap();
+        let with_add = fixture.registry.specs(&agent).await.unwrap();
+        assert_eq!(names(&with_add).last().unwrap(), "add");
+        assert_eq!(with_add.len(), builtins.len() + 1);
+        fixture.call("update_tool", json!({"name": "add", "description": "Adds a and b."})).await.unwrap();
+        let updated = fixture.registry.specs(&agent).await.unwrap();
+        assert_eq!(updated.last().unwrap().description, "Adds a and b.");
+        fixture.call("disable_tool", json!({"name": "add"})).await.unwrap();
+        assert_eq!(names(&fixture.registry.specs(&agent).await.unwrap()), names(&builtins));
+        fixture.call("enable_tool", json!({"name": "add"})).await.unwrap();
+        fixture.store().rollback_agent_tool(&agent, "add", 1, None).await.unwrap();
+        let rolled_back = fixture.registry.specs(&agent).await.unwrap();
+        assert_eq!(rolled_back.last().unwrap().description, "Adds two numbers.");
+        fixture.call("delete_tool", json!({"name": "add"})).await.unwrap();
+        assert_eq!(names(&fixture.registry.specs(&agent).await.unwrap()), names(&builtins));
+    }
+
+    #[tokio::test]
     async fn bad_tools_are_refused_and_nothing_is_written() {
         let fixture = Fixture::new().await;
         let mut shadow = create_args("get_state");
