@@ -71,6 +71,8 @@ pub(crate) struct Instance {
     /// Cleared by the handler task when the CDP connection ends.
     connected: Arc<AtomicBool>,
     pub(crate) blocked: Arc<BlockedLog>,
+    /// The egress policy, for judging what interception does not see (WebSockets) in reports.
+    pub(crate) policy: Arc<dyn RequestPolicy>,
     tasks: Vec<AbortHandle>,
     /// Each launch gets its own profile directory, removed with the instance.
     _user_data_dir: Option<tempfile::TempDir>,
@@ -193,18 +195,20 @@ impl Instance {
 
         let browser = Arc::new(browser);
         let blocked = Arc::new(BlockedLog::default());
-        let intercept_task = match start_interception(&browser, policy, &blocked, config.call_timeout).await {
-            Ok(task) => task,
-            Err(error) => {
-                handler_task.abort();
-                return Err(BrowserError::Launch(format!("enabling request interception: {error}")));
-            }
-        };
+        let intercept_task =
+            match start_interception(&browser, Arc::clone(&policy), &blocked, config.call_timeout).await {
+                Ok(task) => task,
+                Err(error) => {
+                    handler_task.abort();
+                    return Err(BrowserError::Launch(format!("enabling request interception: {error}")));
+                }
+            };
         Ok(Instance {
             browser,
             pid,
             connected,
             blocked,
+            policy,
             tasks: vec![handler_task.abort_handle(), intercept_task],
             _user_data_dir: user_data_dir,
             _proxy: proxy,

@@ -20,7 +20,9 @@
 //!   every connection — WebSockets included, which CDP Fetch does not see — is judged again by
 //!   the proxy, which resolves the name itself and connects to the address it approved (no DNS
 //!   rebinding between check and connect). A WebSocket the proxy refuses fails in the page
-//!   (`onerror`); it is not listed in `blocked`.
+//!   (`onerror`); the page's own sockets are also judged by [`RequestPolicy::check`] when
+//!   created, so a denied one is listed in `blocked` (resource type `websocket`); sockets of
+//!   out-of-process frames and workers are refused but not listed.
 //!
 //! A browser reached at `cdp_url` was launched by someone else, without our proxy: only the
 //! CDP layer applies there (WebSockets are not checked, and Chromium resolves names itself).

@@ -13,7 +13,7 @@ use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
 use chromiumoxide::cdp::browser_protocol::network::{
-    EventLoadingFailed, EventResponseReceived, LoaderId, ResourceType,
+    EventLoadingFailed, EventResponseReceived, EventWebSocketCreated, LoaderId, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, EventFrameStartedLoading, EventLifecycleEvent, NavigateParams,
@@ -44,6 +44,50 @@ pub(crate) struct Session {
     /// interleaved navigations on one page would report each other's results. Held across
     /// awaits, hence tokio's Mutex.
     pub(crate) busy: tokio::sync::Mutex<()>,
+    /// Reports the page's WebSockets the policy denies (see [`watch_websockets`]).
+    websocket_watch: tokio::task::AbortHandle,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.websocket_watch.abort();
+    }
+}
+
+/// CDP Fetch interception never sees WebSockets; the egress proxy refuses the denied ones, but
+/// the page only learns that the socket failed. So that the agent is told too, each WebSocket
+/// the page opens is judged by the same policy and a denied one is listed in `blocked` (as
+/// `ws://…` with resource type `websocket`). Sockets of out-of-process frames and workers are
+/// refused by the proxy all the same, but not listed.
+async fn watch_websockets(instance: &Instance, page: &Page) -> Result<tokio::task::AbortHandle, BrowserError> {
+    let mut created = page.event_listener::<EventWebSocketCreated>().await?;
+    let policy = Arc::clone(&instance.policy);
+    let blocked = Arc::clone(&instance.blocked);
+    let frame_id = page.target_id().as_ref().to_string();
+    let task = tokio::spawn(async move {
+        while let Some(event) = created.next().await {
+            let (policy, blocked, frame_id) = (Arc::clone(&policy), Arc::clone(&blocked), frame_id.clone());
+            // One task per socket: a check may resolve a name and must not hold up the next.
+            tokio::spawn(async move {
+                if let Err(reason) = policy.check(&as_http(&event.url)).await {
+                    let request = BlockedRequest { url: event.url.clone(), resource_type: "websocket".into(), reason };
+                    blocked.push(frame_id, request);
+                }
+            });
+        }
+    });
+    Ok(task.abort_handle())
+}
+
+/// The http(s) URL a WebSocket handshake is made to, which is what the policy judges.
+fn as_http(url: &str) -> String {
+    if let Some(rest) = url.strip_prefix("wss://") {
+        format!("https://{rest}")
+    } else if let Some(rest) = url.strip_prefix("ws://") {
+        format!("http://{rest}")
+    } else {
+        url.to_owned()
+    }
 }
 
 impl Session {
@@ -63,12 +107,22 @@ impl Session {
                 return Err(error.into());
             }
         };
+        let websocket_watch = match watch_websockets(&instance, &page).await {
+            Ok(watch) => watch,
+            Err(error) => {
+                if let Err(dispose_error) = instance.browser.dispose_browser_context(context_id).await {
+                    tracing::debug!(%dispose_error, "disposing a context whose page could not be watched");
+                }
+                return Err(error);
+            }
+        };
         Ok(Session {
             instance,
             context_id,
             page,
             last_used: Mutex::new(Instant::now()),
             busy: tokio::sync::Mutex::new(()),
+            websocket_watch,
         })
     }
 

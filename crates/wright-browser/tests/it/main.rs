@@ -23,10 +23,11 @@ use wright_browser::shapes::{
 use wright_browser::{BrowserConfig, BrowserError, Browsers, PolicyProxy, RequestPolicy};
 use wright_egress::{Egress, EgressConfig, ProxyLimits};
 
-/// Allows exactly one local origin for requests Chromium reports over CDP; everything else is
-/// refused with a reason. Its proxy is the egress proxy, allowing the given local ports.
+/// Allows one local origin, and the local ports its proxy allows, for requests Chromium
+/// reports over CDP; everything else is refused with a reason. Its proxy is the egress proxy,
+/// allowing the given local ports only (so a test can also see the proxy refuse what CDP let by).
 struct AllowOrigin {
-    origin: String,
+    origins: Vec<String>,
     egress: Egress,
 }
 
@@ -34,14 +35,16 @@ impl AllowOrigin {
     fn new(origin: &str, proxy_ports: &[u16]) -> Self {
         let allow = proxy_ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
         let egress = Egress::new(EgressConfig { allow, ..EgressConfig::default() }).unwrap();
-        AllowOrigin { origin: origin.to_string(), egress }
+        let mut origins = vec![origin.to_string()];
+        origins.extend(proxy_ports.iter().map(|port| format!("http://127.0.0.1:{port}")));
+        AllowOrigin { origins, egress }
     }
 }
 
 impl RequestPolicy for AllowOrigin {
     fn check<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            if url.starts_with(&format!("{}/", self.origin)) {
+            if self.origins.iter().any(|origin| url.starts_with(&format!("{origin}/"))) {
                 Ok(())
             } else {
                 Err(format!("{url} is not on the test allowlist"))
@@ -583,18 +586,34 @@ fn websocket_accept_matches_rfc_6455() {
 async fn a_websocket_to_a_denied_port_is_blocked() {
     let Some(fixture) = fixture(test_config()).await else { return };
     let denied = fixture.denied.trim_start_matches("http://").to_string();
-    fixture.navigate("c1", &format!("/websocket?to={denied}")).await.unwrap();
+    let reply = fixture.navigate("c1", &format!("/websocket?to={denied}")).await.unwrap();
     assert_eq!(settled(&fixture, "c1").await, "failed");
     assert_eq!(fixture.denied_connections.load(Ordering::SeqCst), 0, "the denied server never saw a connection");
+    // The agent is told as well: the socket is listed in `blocked`, in this reply or a later one.
+    let mut blocked: Vec<serde_json::Value> = reply["blocked"].as_array().cloned().unwrap_or_default();
+    for _ in 0..20 {
+        if !blocked.is_empty() {
+            break;
+        }
+        let later = fixture.browsers.extract_text("c1", &ExtractTextArgs::default()).await.unwrap();
+        blocked.extend(later.blocked.into_iter().map(|entry| serde_json::to_value(entry).unwrap()));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(blocked.len(), 1, "{blocked:?}");
+    assert_eq!(blocked[0]["url"], format!("ws://{denied}/"));
+    assert_eq!(blocked[0]["resource_type"], "websocket");
+    assert!(blocked[0]["reason"].as_str().unwrap().contains("allowlist"), "{blocked:?}");
     fixture.browsers.shut_down().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_websocket_to_an_allowlisted_port_works() {
     let Some(fixture) = fixture(test_config()).await else { return };
-    fixture.navigate("c1", &format!("/websocket?to={}", fixture.websocket)).await.unwrap();
+    let reply = fixture.navigate("c1", &format!("/websocket?to={}", fixture.websocket)).await.unwrap();
     assert_eq!(settled(&fixture, "c1").await, "message: hello over the websocket");
     assert_eq!(fixture.websocket_handshakes.load(Ordering::SeqCst), 1);
+    let later = fixture.browsers.extract_text("c1", &ExtractTextArgs::default()).await.unwrap();
+    assert!(reply.get("blocked").is_none() && later.blocked.is_empty(), "an allowed socket is not reported: {reply}");
     fixture.browsers.shut_down().await;
 }
 
