@@ -3,7 +3,7 @@
 // with filters, the latest failures and the last 7 days' statistics.
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { api, type AgentTool, type ComponentSummary, type DocumentKind, type DocumentView, type Execution, type ExecutionFilter, type Stats } from '../api/client';
-import { DiffView } from '../admin/DiffView';
+import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { History, when, type HistorySource } from '../admin/History';
 import { ADMIN_SECTIONS } from './Sidebar';
 
@@ -101,7 +101,7 @@ function Provenance({ value }: { value: unknown }) {
 function ToolCard({ agent, tool, onChanged }: { agent: string; tool: AgentTool; onChanged: () => void }) {
   const [reviewing, setReviewing] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const [preview, setPreview] = useState<{ to_version: number; from_version: number; diff: string } | null>(null);
+  const [preview, setPreview] = useState<UpdatePreviewData | null>(null);
   const installed = Boolean(tool.provenance && typeof tool.provenance === 'object');
   const source = useMemo<HistorySource>(
     () => ({
@@ -182,26 +182,11 @@ function ToolCard({ agent, tool, onChanged }: { agent: string; tool: AgentTool; 
         </div>
       )}
       {preview && (
-        <div className="review" aria-label="Update preview">
-          {preview.from_version === preview.to_version && !preview.diff.trim() ? (
-            <p className="small">Up to date with the listing (v{preview.to_version}).</p>
-          ) : (
-            <>
-              <p className="small">
-                Update from listing v{preview.from_version} to v{preview.to_version}:
-              </p>
-              <DiffBlock diff={preview.diff} />
-              <div className="card-actions">
-                <button type="button" className="button primary small" onClick={() => void act(() => api.updateAgentTool(agent, tool.name, preview.to_version))}>
-                  Update to v{preview.to_version}
-                </button>
-                <button type="button" className="button ghost small" onClick={() => setPreview(null)}>
-                  Cancel
-                </button>
-              </div>
-            </>
-          )}
-        </div>
+        <UpdatePreview
+          preview={preview}
+          onUpdate={() => void act(() => api.updateAgentTool(agent, tool.name, preview.to_version))}
+          onCancel={() => setPreview(null)}
+        />
       )}
       <details className="history-details">
         <summary>Code and history</summary>
@@ -210,10 +195,6 @@ function ToolCard({ agent, tool, onChanged }: { agent: string; tool: AgentTool; 
       </details>
     </section>
   );
-}
-
-function DiffBlock({ diff }: { diff: string }) {
-  return <DiffView diff={diff} label="Changes" />;
 }
 
 function Tools({ agent }: { agent: string }) {

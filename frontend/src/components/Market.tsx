@@ -4,7 +4,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, ApiError, type Agent, type AgentTool, type Listing, type ListingDetail } from '../api/client';
 import { navigate, routePath } from '../router';
-import { DiffView } from '../admin/DiffView';
+import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { when } from '../admin/History';
 
 type Bundle = { kind?: string; name?: string; description?: string; code?: string; parameter_schema?: unknown; props_schema?: unknown };
@@ -138,7 +138,7 @@ function Search() {
 }
 
 function Installed({ agent, tool, onChanged }: { agent: string; tool: AgentTool; onChanged: () => void }) {
-  const [preview, setPreview] = useState<{ from_version: number; to_version: number; diff: string } | null>(null);
+  const [preview, setPreview] = useState<UpdatePreviewData | null>(null);
   const [error, setError] = useState<string | null>(null);
   const origin = tool.provenance as { version?: number };
   const run = async (action: () => Promise<unknown>) => {
@@ -174,25 +174,13 @@ function Installed({ agent, tool, onChanged }: { agent: string; tool: AgentTool;
           Uninstall
         </button>
       </div>
-      {preview &&
-        (preview.from_version === preview.to_version ? (
-          <p className="small">Up to date (v{preview.to_version}).</p>
-        ) : (
-          <>
-            <p className="small">
-              Update v{preview.from_version} → v{preview.to_version}:
-            </p>
-            <DiffView diff={preview.diff} label="Changes" />
-            <div className="card-actions">
-              <button type="button" className="button primary small" onClick={() => void run(() => api.updateAgentTool(agent, tool.name, preview.to_version))}>
-                Update to v{preview.to_version}
-              </button>
-              <button type="button" className="button ghost small" onClick={() => setPreview(null)}>
-                Cancel
-              </button>
-            </div>
-          </>
-        ))}
+      {preview && (
+        <UpdatePreview
+          preview={preview}
+          onUpdate={() => void run(() => api.updateAgentTool(agent, tool.name, preview.to_version))}
+          onCancel={() => setPreview(null)}
+        />
+      )}
     </div>
   );
 }

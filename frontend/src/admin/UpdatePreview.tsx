@@ -1,0 +1,43 @@
+// What updating an installed tool to its listing's newest version would change, with the
+// buttons to do it or not. Shared by the admin tool card and the marketplace's installed list.
+import { DiffView } from './DiffView';
+
+export interface UpdatePreviewData {
+  from_version: number;
+  to_version: number;
+  diff: string;
+}
+
+export function UpdatePreview({
+  preview,
+  onUpdate,
+  onCancel,
+}: {
+  preview: UpdatePreviewData;
+  onUpdate: () => void;
+  onCancel: () => void;
+}) {
+  if (preview.from_version === preview.to_version && !preview.diff.trim()) {
+    return (
+      <div className="review" aria-label="Update preview">
+        <p className="small">Up to date with the listing (v{preview.to_version}).</p>
+      </div>
+    );
+  }
+  return (
+    <div className="review" aria-label="Update preview">
+      <p className="small">
+        Update from listing v{preview.from_version} to v{preview.to_version}:
+      </p>
+      <DiffView diff={preview.diff} label="Changes" />
+      <div className="card-actions">
+        <button type="button" className="button primary small" onClick={onUpdate}>
+          Update to v{preview.to_version}
+        </button>
+        <button type="button" className="button ghost small" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </div>
+  );
+}
