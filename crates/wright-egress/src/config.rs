@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ProxyLimits;
+
 /// Limits, allowlist and search backend for all outbound requests the agent causes.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Debug)]
 #[serde(default, deny_unknown_fields)]
@@ -35,6 +37,8 @@ pub struct EgressConfig {
     pub user_agent: String,
     /// The web search backend.
     pub search: SearchConfig,
+    /// The forward proxy a launched browser connects through.
+    pub proxy: ProxyLimits,
 }
 
 impl Default for EgressConfig {
@@ -49,6 +53,7 @@ impl Default for EgressConfig {
             allow: Vec::new(),
             user_agent: concat!("Wright/", env!("CARGO_PKG_VERSION")).to_owned(),
             search: SearchConfig::default(),
+            proxy: ProxyLimits::default(),
         }
     }
 }

@@ -102,6 +102,7 @@ impl Egress {
     pub fn with_resolver(config: EgressConfig, resolver: Arc<dyn NameResolver>) -> Result<Self, EgressError> {
         install_crypto_provider();
         let policy = Policy::new(&config.allow)?;
+        config.proxy.check()?;
         let pins = Arc::new(PinTable::default());
         let build_error =
             |error: reqwest::Error| EgressError::Config { reason: format!("HTTP client: {}", error::chain(&error)) };

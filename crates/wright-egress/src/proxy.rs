@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -39,8 +40,9 @@ use url::{Position, Url};
 
 use crate::{Egress, EgressError};
 
-/// Bounds on what the proxy holds open and reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Bounds on what the proxy holds open and reads; `[egress.proxy]` in the server's config.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ProxyLimits {
     /// Client connections served at once (tunnels, WebSockets and plain requests); one more
     /// gets `503`. Default 256 (Chromium opens at most 32 to one proxy per profile, and each
@@ -50,13 +52,27 @@ pub struct ProxyLimits {
     /// Default 64 KiB.
     pub max_header_bytes: usize,
     /// A connection with no bytes in either direction for this long is closed; also bounds
-    /// the wait for a request head. Default 5 minutes (a quiet WebSocket is not dead).
-    pub idle_timeout: Duration,
+    /// the wait for a request head. Default 300 000 ms (a quiet WebSocket is not dead).
+    pub idle_timeout_ms: u64,
 }
 
 impl Default for ProxyLimits {
     fn default() -> Self {
-        ProxyLimits { max_connections: 256, max_header_bytes: 64 * 1024, idle_timeout: Duration::from_secs(300) }
+        ProxyLimits { max_connections: 256, max_header_bytes: 64 * 1024, idle_timeout_ms: 300_000 }
+    }
+}
+
+impl ProxyLimits {
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms)
+    }
+
+    /// Every limit must be positive: a zero would refuse everything or close at once.
+    pub(crate) fn check(&self) -> Result<(), EgressError> {
+        if self.max_connections == 0 || self.max_header_bytes == 0 || self.idle_timeout_ms == 0 {
+            return Err(EgressError::Config { reason: format!("proxy limits must all be positive: {self:?}") });
+        }
+        Ok(())
     }
 }
 
@@ -96,9 +112,7 @@ impl Egress {
     /// Starts a forward proxy on 127.0.0.1 (ephemeral port) that applies this client's policy
     /// and resolver to every connection. Must be called within a tokio runtime.
     pub async fn start_proxy(&self, limits: ProxyLimits) -> Result<EgressProxy, EgressError> {
-        if limits.max_connections == 0 || limits.max_header_bytes == 0 || limits.idle_timeout.is_zero() {
-            return Err(EgressError::Config { reason: format!("proxy limits must all be positive: {limits:?}") });
-        }
+        limits.check()?;
         let listener = TcpListener::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))
             .await
             .map_err(|error| EgressError::Config { reason: format!("binding the egress proxy: {error}") })?;
@@ -202,7 +216,8 @@ impl Refusal {
 }
 
 async fn serve(egress: &Egress, limits: &ProxyLimits, mut client: TcpStream) {
-    let head = match tokio::time::timeout(limits.idle_timeout, read_head(&mut client, limits.max_header_bytes)).await {
+    let head = match tokio::time::timeout(limits.idle_timeout(), read_head(&mut client, limits.max_header_bytes)).await
+    {
         Ok(Ok(Some(head))) => head,
         // Closed before sending a request, or idle: nothing to answer.
         Ok(Ok(None)) | Err(_) => return,
@@ -219,7 +234,7 @@ async fn serve(egress: &Egress, limits: &ProxyLimits, mut client: TcpStream) {
                 tracing::debug!(%error, "egress proxy: starting the relay");
                 return;
             }
-            relay(client, upstream, limits.idle_timeout).await;
+            relay(client, upstream, limits.idle_timeout()).await;
         }
         Err(refusal) => {
             if refusal.status == 403 {

@@ -8,7 +8,7 @@ use wright_browser::shapes::{
     ClickArgs, EvaluateArgs, ExtractHtmlArgs, ExtractTextArgs, NavigateArgs, ScreenshotArgs, TypeArgs,
 };
 use wright_browser::{BrowserError, PolicyProxy, RequestPolicy};
-use wright_egress::{Egress, ProxyLimits};
+use wright_egress::Egress;
 
 use crate::builtin::{Builtin, NoArgs, Tool};
 use crate::{ToolContext, ToolError};
@@ -27,7 +27,7 @@ impl RequestPolicy for EgressPolicy {
 
     fn start_proxy(&self) -> BoxFuture<'_, Result<PolicyProxy, String>> {
         Box::pin(async move {
-            let proxy = self.0.start_proxy(ProxyLimits::default()).await.map_err(|error| error.to_string())?;
+            let proxy = self.0.start_proxy(self.0.config().proxy.clone()).await.map_err(|error| error.to_string())?;
             Ok(PolicyProxy { address: proxy.address(), guard: Box::new(proxy) })
         })
     }

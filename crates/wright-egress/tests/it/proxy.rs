@@ -11,7 +11,7 @@ use axum::http::HeaderMap;
 use axum::routing::get;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use wright_egress::{EgressProxy, ProxyLimits, StaticResolver};
+use wright_egress::{Egress, EgressConfig, EgressProxy, ProxyLimits, StaticResolver};
 
 use super::{allowing, egress_with, ip, serve};
 
@@ -214,7 +214,7 @@ async fn connections_over_the_limit_get_503_until_one_closes() {
 #[tokio::test]
 async fn idle_tunnels_are_closed() {
     let (target, _) = echo_server().await;
-    let limits = ProxyLimits { idle_timeout: Duration::from_millis(200), ..ProxyLimits::default() };
+    let limits = ProxyLimits { idle_timeout_ms: 200, ..ProxyLimits::default() };
     let proxy = proxy(&[format!("127.0.0.1:{}", target.port())], StaticResolver::new(), limits).await;
     let mut client = TcpStream::connect(proxy.address()).await.unwrap();
     let (status, _) = send(&mut client, &format!("CONNECT {target} HTTP/1.1\r\n\r\n")).await;
@@ -246,4 +246,8 @@ async fn zero_limits_are_a_configuration_error() {
     let egress = egress_with(allowing(&[]), StaticResolver::new());
     let error = egress.start_proxy(ProxyLimits { max_connections: 0, ..ProxyLimits::default() }).await.unwrap_err();
     assert_eq!(error.code(), "config");
+    // From the config too, at start rather than at the browser's first launch.
+    let config = EgressConfig { proxy: ProxyLimits { idle_timeout_ms: 0, ..ProxyLimits::default() }, ..allowing(&[]) };
+    let error = Egress::with_resolver(config, Arc::new(StaticResolver::new())).err().unwrap();
+    assert!(error.to_string().contains("proxy limits must all be positive"), "{error}");
 }

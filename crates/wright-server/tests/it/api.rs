@@ -374,6 +374,10 @@ fn the_readme_config_example_loads() {
     let config = wright_server::Config::load(dir.path()).unwrap_or_else(|error| panic!("{error:#}"));
     assert_eq!(config.agent.max_tool_turns, 50);
     assert_eq!(config.sandbox.deadline_ms, 30_000);
+    assert_eq!(config.egress.proxy, wright_egress::ProxyLimits::default());
+    std::fs::write(dir.path().join("config.toml"), "[egress.proxy]\nmax_connections = 4\n").unwrap();
+    let config = wright_server::Config::load(dir.path()).unwrap();
+    assert_eq!((config.egress.proxy.max_connections, config.egress.proxy.idle_timeout_ms), (4, 300_000));
     std::fs::write(dir.path().join("config.toml"), "[sandbox]\ndeadlne_ms = 5\n").unwrap();
     let error = wright_server::Config::load(dir.path()).err().unwrap().to_string();
     assert!(error.contains("deadlne_ms"), "{error}");
