@@ -138,6 +138,42 @@ describe('admin tools', () => {
   });
 });
 
+describe('admin components', () => {
+  it('shows an installed component’s code and props before enabling it, and disables it again', async () => {
+    let enabled = false;
+    const summary = () => ({
+      name: 'chooser',
+      description: 'Lets the person choose.',
+      version: 1,
+      enabled,
+      provenance: { kind: 'component', listing: 'chooser', version: 3, hash: 'fedcba9876543210' },
+    });
+    const calls = mockFetch((method, url, body) => {
+      if (url.pathname.endsWith('/components')) return [summary()];
+      if (method === 'PUT' && url.pathname.endsWith('/components/chooser/enabled')) {
+        enabled = (body as { enabled: boolean }).enabled;
+        return summary();
+      }
+      if (url.pathname.endsWith('/components/chooser'))
+        return { ...summary(), code: 'export default function Chooser() { return <b>pick</b>; }', compiled_js: '', props_schema: { type: 'object' } };
+      if (url.pathname.endsWith('/versions')) return [];
+      throw [404, 'unexpected'];
+    });
+    render(<Admin section="components" agent="ada" />);
+    const card = await screen.findByRole('region', { name: 'Component chooser' });
+    expect(within(card).getByText(/market: chooser v3 · fedcba987654/)).toBeTruthy();
+    expect(within(card).getByText('disabled')).toBeTruthy();
+    fireEvent.click(within(card).getByRole('button', { name: 'Review and enable…' }));
+    await waitFor(() => expect(card.querySelector('.review-code')!.textContent).toContain('<b>pick</b>'));
+    fireEvent.click(within(card).getByRole('button', { name: 'Enable chooser' }));
+    await within(card).findByText('enabled');
+    expect(card.querySelector('.review-code')).toBeNull();
+    fireEvent.click(within(card).getByRole('button', { name: 'Disable' }));
+    await within(card).findByText('disabled');
+    expect(calls.filter((call) => call.method === 'PUT').map((call) => call.body)).toEqual([{ enabled: true }, { enabled: false }]);
+  });
+});
+
 describe('admin tool update', () => {
   it('shows the diff to the newer listing version before updating', async () => {
     const calls = mockFetch((method, url) => {

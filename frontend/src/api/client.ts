@@ -130,6 +130,8 @@ export const api = {
     request<Schemas['DiffText']>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}/diff${query({ from, to })}`),
   rollbackComponent: (agent: string, name: string, version: number, reason: string | null) =>
     request<ComponentSummary>('POST', `/api/agents/${enc(agent)}/components/${enc(name)}/rollback`, { version, reason } satisfies Schemas['RollbackTo']),
+  setComponentEnabled: (agent: string, name: string, enabled: boolean) =>
+    request<ComponentSummary>('PUT', `/api/agents/${enc(agent)}/components/${enc(name)}/enabled`, { enabled } satisfies Schemas['SetEnabled']),
 
   tools: (agent: string) => request<Tool[]>('GET', `/api/agents/${enc(agent)}/tools`),
   invokeTool: (agent: string, name: string, args: unknown) => request<unknown>('POST', `/api/agents/${enc(agent)}/tools/${enc(name)}/invoke`, args),

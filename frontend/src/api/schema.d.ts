@@ -797,6 +797,7 @@ export interface components {
             description: string;
             /** Format: int64 */
             version: number;
+            enabled: boolean;
             /** @description The JSX/TSX the agent wrote. */
             code: string;
             /** @description The compiled ES module the frame runs. */
@@ -809,6 +810,10 @@ export interface components {
             description: string;
             /** Format: int64 */
             version: number;
+            /** @description Installed components start disabled until a person has read them and enabled them. */
+            enabled: boolean;
+            /** @description Where an installed component came from (listing, version, hash); null if written here. */
+            provenance?: unknown;
         };
         ConversationDetail: {
             conversation: components["schemas"]["ConversationView"];

@@ -2,7 +2,7 @@
 // components (each with its version timeline, diffs and rollback), and the tool execution log
 // with filters, the latest failures and the last 7 days' statistics.
 import { useCallback, useEffect, useMemo, useState } from 'react';
-import { api, type AgentTool, type ComponentSummary, type DocumentKind, type DocumentView, type Execution, type ExecutionFilter, type Stats } from '../api/client';
+import { api, type AgentTool, type ComponentDetail, type ComponentSummary, type DocumentKind, type DocumentView, type Execution, type ExecutionFilter, type Stats } from '../api/client';
 import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { History, when, type HistorySource } from '../admin/History';
 import { ADMIN_SECTIONS } from './Sidebar';
@@ -224,6 +224,22 @@ function Tools({ agent }: { agent: string }) {
 
 function ComponentCard({ agent, component }: { agent: string; component: ComponentSummary }) {
   const [current, setCurrent] = useState(component);
+  // The source and props schema, loaded when the person asks to review before enabling.
+  const [review, setReview] = useState<ComponentDetail | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const act = async (action: () => Promise<ComponentSummary | ComponentDetail>) => {
+    try {
+      setError(null);
+      const result = await action();
+      if ('code' in result) setReview(result);
+      else {
+        setCurrent(result);
+        setReview(null);
+      }
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
   const source = useMemo<HistorySource>(
     () => ({
       versions: () => api.componentVersions(agent, component.name),
@@ -236,8 +252,43 @@ function ComponentCard({ agent, component }: { agent: string; component: Compone
     <section className="admin-card" aria-label={`Component ${component.name}`}>
       <h2>
         <code>{current.name}</code> <span className="pill">v{current.version}</span>
+        <span className={`pill ${current.enabled ? 'pill-success' : 'pill-warning'}`}>{current.enabled ? 'enabled' : 'disabled'}</span>
+        <Provenance value={current.provenance} />
       </h2>
       <p className="muted">{current.description}</p>
+      {error && (
+        <div className="alert alert-danger" role="alert">
+          {error}
+        </div>
+      )}
+      <div className="card-actions">
+        {current.enabled ? (
+          <button type="button" className="button small" onClick={() => void act(() => api.setComponentEnabled(agent, current.name, false))}>
+            Disable
+          </button>
+        ) : (
+          <button type="button" className="button small primary" onClick={() => void act(() => api.component(agent, current.name))} disabled={review !== null}>
+            Review and enable…
+          </button>
+        )}
+      </div>
+      {review && (
+        <div className="review" aria-label="Review before enabling">
+          <p className="small">Read what this component runs in the canvas before you enable it.</p>
+          <div className="sub-label">Props</div>
+          <pre className="code">{pretty(review.props_schema)}</pre>
+          <div className="sub-label">Code</div>
+          <pre className="code review-code">{review.code}</pre>
+          <div className="card-actions">
+            <button type="button" className="button primary small" onClick={() => void act(() => api.setComponentEnabled(agent, current.name, true))}>
+              Enable {current.name}
+            </button>
+            <button type="button" className="button ghost small" onClick={() => setReview(null)}>
+              Cancel
+            </button>
+          </div>
+        </div>
+      )}
       <History title={`component ${component.name}`} source={source} />
     </section>
   );

@@ -275,11 +275,7 @@ pub async fn component_rollback(
 ) -> Result<Json<super::components::ComponentSummary>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
     let component = state.store.rollback_ui_component(&agent, &name, request.version, request.reason).await?;
-    Ok(Json(super::components::ComponentSummary {
-        name: component.name,
-        description: component.description,
-        version: component.version,
-    }))
+    Ok(Json(component.into()))
 }
 
 /// Enables or disables a component (installed components start disabled).
@@ -294,11 +290,7 @@ pub async fn component_enabled(
 ) -> Result<Json<super::components::ComponentSummary>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
     let component = state.store.set_ui_component_enabled(&agent, &name, request.enabled).await?;
-    Ok(Json(super::components::ComponentSummary {
-        name: component.name,
-        description: component.description,
-        version: component.version,
-    }))
+    Ok(Json(component.into()))
 }
 
 /// Tool-call statistics over the last `days` days (seed 001's stats).

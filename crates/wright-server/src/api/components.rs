@@ -15,6 +15,22 @@ pub struct ComponentSummary {
     pub name: String,
     pub description: String,
     pub version: i64,
+    /// Installed components start disabled until a person has read them and enabled them.
+    pub enabled: bool,
+    /// Where an installed component came from (listing, version, hash); null if written here.
+    pub provenance: Option<Value>,
+}
+
+impl From<wright_store::UiComponent> for ComponentSummary {
+    fn from(component: wright_store::UiComponent) -> Self {
+        ComponentSummary {
+            name: component.name,
+            description: component.description,
+            version: component.version,
+            enabled: component.enabled,
+            provenance: component.provenance,
+        }
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -22,6 +38,7 @@ pub struct ComponentDetail {
     pub name: String,
     pub description: String,
     pub version: i64,
+    pub enabled: bool,
     /// The JSX/TSX the agent wrote.
     pub code: String,
     /// The compiled ES module the frame runs.
@@ -41,16 +58,7 @@ pub async fn list(
 ) -> Result<Json<Vec<ComponentSummary>>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
     let components = state.store.list_ui_components(&agent).await?;
-    Ok(Json(
-        components
-            .into_iter()
-            .map(|component| ComponentSummary {
-                name: component.name,
-                description: component.description,
-                version: component.version,
-            })
-            .collect(),
-    ))
+    Ok(Json(components.into_iter().map(ComponentSummary::from).collect()))
 }
 
 /// One component with its source and compiled code.
@@ -71,6 +79,7 @@ pub async fn detail(
         name: component.name,
         description: component.description,
         version: component.version,
+        enabled: component.enabled,
         code: component.code,
         compiled_js: component.compiled_js,
         props_schema: component.props_schema,

@@ -290,6 +290,40 @@ async fn tools_are_listed_with_schemas_and_invoked_with_their_json_result() {
 }
 
 #[tokio::test]
+async fn an_installed_component_is_listed_disabled_with_its_origin_until_enabled() {
+    let fixture = Fixture::new().await;
+    let create = json!({"name": "chooser", "description": "Lets the person choose.", "code": "export default function Chooser() { return <b>pick</b>; }"});
+    let (status, body) =
+        fixture.authed(Method::POST, "/api/agents/default/tools/create_ui_component/invoke", Some(create)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, published) = fixture
+        .authed(
+            Method::POST,
+            "/api/market/publish",
+            Some(json!({"agent": "default", "kind": "component", "name": "chooser"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{published}");
+    fixture.authed(Method::POST, "/api/agents", Some(json!({"id": "second"}))).await;
+    let install = json!({"agent": "second", "kind": "component", "listing": "chooser"});
+    let (status, installed) = fixture.authed(Method::POST, "/api/market/install", Some(install)).await;
+    assert_eq!(status, StatusCode::OK, "{installed}");
+    let (_, list) = fixture.authed(Method::GET, "/api/agents/second/components", None).await;
+    assert_eq!(
+        (list[0]["enabled"].clone(), list[0]["provenance"]["hash"].clone()),
+        (json!(false), published["hash"].clone())
+    );
+    let (_, own) = fixture.authed(Method::GET, "/api/agents/default/components", None).await;
+    assert_eq!((own[0]["enabled"].clone(), own[0]["provenance"].clone()), (json!(true), Value::Null));
+    let (status, enabled) = fixture
+        .authed(Method::PUT, "/api/agents/second/components/chooser/enabled", Some(json!({"enabled": true})))
+        .await;
+    assert_eq!((status, enabled["enabled"].clone()), (StatusCode::OK, json!(true)));
+    let (_, detail) = fixture.authed(Method::GET, "/api/agents/second/components/chooser", None).await;
+    assert_eq!(detail["enabled"], true);
+}
+
+#[tokio::test]
 async fn publish_install_enable_and_roll_back_a_tool_over_http() {
     let fixture = Fixture::new().await;
     let invoke = |agent: &str, name: &str| format!("/api/agents/{agent}/tools/{name}/invoke");
