@@ -30,6 +30,7 @@
 mod allocator;
 mod bench;
 mod config;
+mod confine;
 mod engine;
 mod host;
 mod outcome;

@@ -16,6 +16,11 @@ const WORKER_STACK_BYTES: usize = 64 * 1024 * 1024;
 /// `wright` binary calls it from a hidden subcommand; `wright-sandbox-worker` is the same for
 /// tests. Nothing else may write to stdout in this process.
 pub fn worker_main() {
+    // A worker that cannot confine itself does not serve: the pool sees it exit and reports it.
+    if let Err(error) = crate::confine::confine_process() {
+        eprintln!("wright-sandbox worker: cannot confine itself: {error}");
+        std::process::exit(1);
+    }
     let thread =
         std::thread::Builder::new().name("sandbox-worker".to_string()).stack_size(WORKER_STACK_BYTES).spawn(serve);
     match thread {
@@ -32,6 +37,10 @@ pub fn worker_main() {
 }
 
 fn serve() {
+    if let Err(error) = crate::confine::confine_thread() {
+        eprintln!("wright-sandbox worker: cannot confine itself: {error}");
+        return;
+    }
     let mut engine = Engine::new(Box::new(PipeBridge));
     // Warm up before the first call arrives; a failure here shows again on the call.
     if let Err(error) = engine.prepare() {

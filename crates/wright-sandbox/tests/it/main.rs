@@ -562,6 +562,30 @@ async fn prelude_changes_do_not_leak_into_the_next_call() {
     assert_eq!(sandbox.worker_pids(), pids);
 }
 
+/// A worker gives up new descriptors, processes, privileges and core dumps before any agent
+/// code runs (see `confine.rs`), and still serves calls.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn workers_run_confined() {
+    let sandbox = sandbox();
+    assert_eq!(result(&run(&sandbox, "return 1 + 1;").await), &json!(2));
+    let pids = sandbox.worker_pids();
+    assert!(!pids.is_empty());
+    for pid in pids {
+        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+        let limit = |name: &str| {
+            let line = limits.lines().find(|line| line.starts_with(name)).unwrap();
+            line[name.len()..].split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+        };
+        assert_eq!(limit("Max open files"), "3 3", "{limits}");
+        assert_eq!(limit("Max processes"), "0 0", "{limits}");
+        assert_eq!(limit("Max core file size"), "0 0", "{limits}");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert!(status.lines().any(|line| line == "NoNewPrivs:\t1"), "{status}");
+    }
+    assert_eq!(result(&run(&sandbox, "return [1, 2, 3].map((n) => n * 2);").await), &json!([2, 4, 6]));
+}
+
 #[tokio::test]
 async fn the_deadline_is_configurable_per_tool_and_per_call() {
     let tool = RunLimits::with_deadline(Duration::from_millis(150));
@@ -676,12 +700,18 @@ async fn a_thousand_hostile_runs_leave_host_memory_flat() {
         RunLimits { deadline_ms: Some(40), memory_limit_bytes: Some(16 * 1024 * 1024), ..RunLimits::default() };
     let host = memory_host();
     let mut baseline = 0;
+    let mut as_expected = 0;
     for i in 0..1000 {
         let (code, expected) = hostile[i % hostile.len()];
         let outcome = sandbox.run(RunRequest::new(code).with_limits(limits.clone()), host.clone()).await;
         let kind = outcome.kind();
-        let acceptable = kind == Some(expected) || (expected == ErrorKind::Timeout && kind == Some(ErrorKind::Memory));
+        // Each case's own kind is asserted by its own test; here a busy machine may also stop
+        // a heavy case at the 40 ms deadline first, which is a correct outcome too.
+        let acceptable = kind == Some(expected)
+            || kind == Some(ErrorKind::Timeout)
+            || (expected == ErrorKind::Timeout && kind == Some(ErrorKind::Memory));
         assert!(acceptable, "run {i}: {code}: {}", outcome.to_json());
+        as_expected += usize::from(kind == Some(expected));
         // Other tests share this process while they run; by run 500 they are done.
         if i == 499 {
             baseline = rss_kib();
@@ -690,6 +720,7 @@ async fn a_thousand_hostile_runs_leave_host_memory_flat() {
             eprintln!("run {i}: host RSS {} KiB", rss_kib());
         }
     }
+    assert!(as_expected >= 500, "only {as_expected} of 1000 runs ended the way their case does when unhurried");
     let growth = rss_kib().saturating_sub(baseline);
     assert!(growth < 8 * 1024, "host RSS grew by {growth} KiB over the last 500 hostile runs");
     assert_eq!(result(&run(&sandbox, "return 'still fine';").await), &json!("still fine"));
