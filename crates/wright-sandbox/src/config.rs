@@ -36,6 +36,10 @@ pub struct SandboxConfig {
     /// itself with a hidden subcommand that calls [`crate::worker_main`]; tests use the
     /// `wright-sandbox-worker` binary.
     pub worker_command: Vec<String>,
+    /// Whether workers install their syscall filter (seccomp; see `confine.rs`). On by default;
+    /// turn it off only where the kernel or a container refuses seccomp filters, which makes
+    /// every worker fail to start.
+    pub syscall_filter: bool,
 }
 
 impl Default for SandboxConfig {
@@ -52,6 +56,7 @@ impl Default for SandboxConfig {
             pool_size: 2,
             max_calls_per_worker: 10_000,
             worker_command: Vec::new(),
+            syscall_filter: true,
         }
     }
 }

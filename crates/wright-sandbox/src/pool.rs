@@ -258,6 +258,9 @@ impl Sandbox {
             .env_clear()
             .current_dir("/")
             .kill_on_drop(true);
+        if !self.inner.config.syscall_filter {
+            command.env(crate::confine::NO_SYSCALL_FILTER, "1");
+        }
         let mut child =
             command.spawn().map_err(|source| SandboxError::Spawn { command: command_line.join(" "), source })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {

@@ -567,8 +567,15 @@ async fn prelude_changes_do_not_leak_into_the_next_call() {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn workers_run_confined() {
-    let sandbox = sandbox();
-    assert_eq!(result(&run(&sandbox, "return 1 + 1;").await), &json!(2));
+    for syscall_filter in [true, false] {
+        let sandbox = Sandbox::new(SandboxConfig { syscall_filter, ..config() }).unwrap();
+        assert_confined(&sandbox, syscall_filter).await;
+    }
+}
+
+#[cfg(target_os = "linux")]
+async fn assert_confined(sandbox: &Sandbox, syscall_filter: bool) {
+    assert_eq!(result(&run(sandbox, "return 1 + 1;").await), &json!(2));
     let pids = sandbox.worker_pids();
     assert!(!pids.is_empty());
     for pid in pids {
@@ -582,8 +589,11 @@ async fn workers_run_confined() {
         assert_eq!(limit("Max core file size"), "0 0", "{limits}");
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         assert!(status.lines().any(|line| line == "NoNewPrivs:\t1"), "{status}");
+        // Seccomp mode 2 is a filter; 0 is none.
+        let seccomp = if syscall_filter { "Seccomp:\t2" } else { "Seccomp:\t0" };
+        assert!(status.lines().any(|line| line == seccomp), "{status}");
     }
-    assert_eq!(result(&run(&sandbox, "return [1, 2, 3].map((n) => n * 2);").await), &json!([2, 4, 6]));
+    assert_eq!(result(&run(sandbox, "return [1, 2, 3].map((n) => n * 2);").await), &json!([2, 4, 6]));
 }
 
 #[tokio::test]
