@@ -98,6 +98,41 @@ function Provenance({ value }: { value: unknown }) {
   );
 }
 
+/** Name, version, enabled state and origin of a tool or component, with its description. */
+function ArtifactHeading({ name, version, enabled, provenance, description }: { name: string; version: number; enabled: boolean; provenance: unknown; description: string }) {
+  return (
+    <>
+      <h2>
+        <code>{name}</code> <span className="pill">v{version}</span>
+        <span className={`pill ${enabled ? 'pill-success' : 'pill-warning'}`}>{enabled ? 'enabled' : 'disabled'}</span>
+        <Provenance value={provenance} />
+      </h2>
+      <p className="muted">{description}</p>
+    </>
+  );
+}
+
+/** What an artifact runs (its schema and code), shown before a person enables it. */
+function ReviewBeforeEnabling({ intro, schemaLabel, schema, code, name, onEnable, onCancel }: { intro: string; schemaLabel: string; schema: unknown; code: string; name: string; onEnable: () => void; onCancel: () => void }) {
+  return (
+    <div className="review" aria-label="Review before enabling">
+      <p className="small">{intro}</p>
+      <div className="sub-label">{schemaLabel}</div>
+      <pre className="code">{pretty(schema)}</pre>
+      <div className="sub-label">Code</div>
+      <pre className="code review-code">{code}</pre>
+      <div className="card-actions">
+        <button type="button" className="button primary small" onClick={onEnable}>
+          Enable {name}
+        </button>
+        <button type="button" className="button ghost small" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </div>
+  );
+}
+
 function ToolCard({ agent, tool, onChanged }: { agent: string; tool: AgentTool; onChanged: () => void }) {
   const [reviewing, setReviewing] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -132,12 +167,7 @@ function ToolCard({ agent, tool, onChanged }: { agent: string; tool: AgentTool; 
   };
   return (
     <section className="admin-card tool-card" aria-label={`Tool ${tool.name}`}>
-      <h2>
-        <code>{tool.name}</code> <span className="pill">v{tool.version}</span>
-        <span className={`pill ${tool.enabled ? 'pill-success' : 'pill-warning'}`}>{tool.enabled ? 'enabled' : 'disabled'}</span>
-        <Provenance value={tool.provenance} />
-      </h2>
-      <p className="muted">{tool.description}</p>
+      <ArtifactHeading name={tool.name} version={tool.version} enabled={tool.enabled} provenance={tool.provenance} description={tool.description} />
       {error && (
         <div className="alert alert-danger" role="alert">
           {error}
@@ -165,21 +195,15 @@ function ToolCard({ agent, tool, onChanged }: { agent: string; tool: AgentTool; 
         )}
       </div>
       {reviewing && (
-        <div className="review" aria-label="Review before enabling">
-          <p className="small">Read what this tool runs before you enable it.</p>
-          <div className="sub-label">Parameters</div>
-          <pre className="code">{pretty(tool.parameter_schema)}</pre>
-          <div className="sub-label">Code</div>
-          <pre className="code review-code">{tool.code}</pre>
-          <div className="card-actions">
-            <button type="button" className="button primary small" onClick={() => void act(() => api.setAgentToolEnabled(agent, tool.name, true))}>
-              Enable {tool.name}
-            </button>
-            <button type="button" className="button ghost small" onClick={() => setReviewing(false)}>
-              Cancel
-            </button>
-          </div>
-        </div>
+        <ReviewBeforeEnabling
+          intro="Read what this tool runs before you enable it."
+          schemaLabel="Parameters"
+          schema={tool.parameter_schema}
+          code={tool.code}
+          name={tool.name}
+          onEnable={() => void act(() => api.setAgentToolEnabled(agent, tool.name, true))}
+          onCancel={() => setReviewing(false)}
+        />
       )}
       {preview && (
         <UpdatePreview
@@ -250,12 +274,7 @@ function ComponentCard({ agent, component }: { agent: string; component: Compone
   );
   return (
     <section className="admin-card" aria-label={`Component ${component.name}`}>
-      <h2>
-        <code>{current.name}</code> <span className="pill">v{current.version}</span>
-        <span className={`pill ${current.enabled ? 'pill-success' : 'pill-warning'}`}>{current.enabled ? 'enabled' : 'disabled'}</span>
-        <Provenance value={current.provenance} />
-      </h2>
-      <p className="muted">{current.description}</p>
+      <ArtifactHeading name={current.name} version={current.version} enabled={current.enabled} provenance={current.provenance} description={current.description} />
       {error && (
         <div className="alert alert-danger" role="alert">
           {error}
@@ -273,21 +292,15 @@ function ComponentCard({ agent, component }: { agent: string; component: Compone
         )}
       </div>
       {review && (
-        <div className="review" aria-label="Review before enabling">
-          <p className="small">Read what this component runs in the canvas before you enable it.</p>
-          <div className="sub-label">Props</div>
-          <pre className="code">{pretty(review.props_schema)}</pre>
-          <div className="sub-label">Code</div>
-          <pre className="code review-code">{review.code}</pre>
-          <div className="card-actions">
-            <button type="button" className="button primary small" onClick={() => void act(() => api.setComponentEnabled(agent, current.name, true))}>
-              Enable {current.name}
-            </button>
-            <button type="button" className="button ghost small" onClick={() => setReview(null)}>
-              Cancel
-            </button>
-          </div>
-        </div>
+        <ReviewBeforeEnabling
+          intro="Read what this component runs in the canvas before you enable it."
+          schemaLabel="Props"
+          schema={review.props_schema}
+          code={review.code}
+          name={current.name}
+          onEnable={() => void act(() => api.setComponentEnabled(agent, current.name, true))}
+          onCancel={() => setReview(null)}
+        />
       )}
       <History title={`component ${component.name}`} source={source} />
     </section>
