@@ -1,6 +1,7 @@
 // What updating an installed tool to its listing's newest version would change, with the
 // buttons to do it or not. Shared by the admin tool card and the marketplace's installed list.
 import { DiffView } from './DiffView';
+import { ConfirmButtons } from './parts';
 
 export interface UpdatePreviewData {
   from_version: number;
@@ -30,14 +31,7 @@ export function UpdatePreview({
         Update from listing v{preview.from_version} to v{preview.to_version}:
       </p>
       <DiffView diff={preview.diff} label="Changes" />
-      <div className="card-actions">
-        <button type="button" className="button primary small" onClick={onUpdate}>
-          Update to v{preview.to_version}
-        </button>
-        <button type="button" className="button ghost small" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <ConfirmButtons label={`Update to v${preview.to_version}`} onConfirm={onUpdate} onCancel={onCancel} />
     </div>
   );
 }

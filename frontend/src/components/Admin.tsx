@@ -6,6 +6,7 @@ import { api, type AgentTool, type ComponentDetail, type ComponentSummary, type 
 import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { History, when, type HistorySource } from '../admin/History';
 import { ADMIN_SECTIONS } from './Sidebar';
+import { ConfirmButtons, Stat } from '../admin/parts';
 
 function pretty(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
@@ -121,14 +122,7 @@ function ReviewBeforeEnabling({ intro, schemaLabel, schema, code, name, onEnable
       <pre className="code">{pretty(schema)}</pre>
       <div className="sub-label">Code</div>
       <pre className="code review-code">{code}</pre>
-      <div className="card-actions">
-        <button type="button" className="button primary small" onClick={onEnable}>
-          Enable {name}
-        </button>
-        <button type="button" className="button ghost small" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <ConfirmButtons label={`Enable ${name}`} onConfirm={onEnable} onCancel={onCancel} />
     </div>
   );
 }
@@ -374,22 +368,10 @@ function StatsCard({ agent }: { agent: string }) {
     <section className="admin-card" aria-label="Last 7 days">
       <h2>Last 7 days</h2>
       <div className="stat-row">
-        <div className="stat">
-          <b>{stats.total}</b>
-          <span>calls</span>
-        </div>
-        <div className="stat">
-          <b>{stats.total ? Math.round((stats.successful / stats.total) * 100) : 0}%</b>
-          <span>succeeded</span>
-        </div>
-        <div className="stat">
-          <b>{stats.failed}</b>
-          <span>failed</span>
-        </div>
-        <div className="stat">
-          <b>{stats.avg_duration_ms.toFixed(1)} ms</b>
-          <span>mean duration</span>
-        </div>
+        <Stat value={stats.total} label="calls" />
+        <Stat value={`${stats.total ? Math.round((stats.successful / stats.total) * 100) : 0}%`} label="succeeded" />
+        <Stat value={stats.failed} label="failed" />
+        <Stat value={`${stats.avg_duration_ms.toFixed(1)} ms`} label="mean duration" />
       </div>
       <div className="table-wrap">
         <table className="data-table plain">

@@ -6,6 +6,7 @@ import { api, ApiError, type Agent, type AgentTool, type Listing, type ListingDe
 import { navigate, routePath } from '../router';
 import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { when } from '../admin/History';
+import { ConfirmButtons, Stat } from '../admin/parts';
 
 type Bundle = { kind?: string; name?: string; description?: string; code?: string; parameter_schema?: unknown; props_schema?: unknown };
 
@@ -76,14 +77,7 @@ function Import({ onImported }: { onImported: (kind: string, name: string) => vo
           <div className="sub-label">Schema</div>
           <pre className="code">{pretty(bundle.parameter_schema ?? bundle.props_schema)}</pre>
           <p className="muted small">Importing adds it to the marketplace; nothing is installed or enabled.</p>
-          <div className="card-actions">
-            <button type="button" className="button primary small" onClick={() => void submit()} disabled={busy}>
-              Import into the marketplace
-            </button>
-            <button type="button" className="button ghost small" onClick={() => setFile(null)}>
-              Cancel
-            </button>
-          </div>
+          <ConfirmButtons label="Import into the marketplace" onConfirm={() => void submit()} disabled={busy} onCancel={() => setFile(null)} />
         </div>
       )}
     </section>
@@ -252,22 +246,10 @@ function ListingPage({ kind, name, agents, agent: defaultAgent }: { kind: string
           Published by {detail.listing.publisher_agent} · {when(detail.listing.created_at)}
         </p>
         <div className="stat-row">
-          <div className="stat">
-            <b>{stats.calls}</b>
-            <span>calls</span>
-          </div>
-          <div className="stat">
-            <b>{Math.round(stats.success_rate * 100)}%</b>
-            <span>success rate</span>
-          </div>
-          <div className="stat">
-            <b>{stats.median_duration_us == null ? '–' : `${(stats.median_duration_us / 1000).toFixed(1)} ms`}</b>
-            <span>median duration</span>
-          </div>
-          <div className="stat">
-            <b>{stats.recent_error_categories.join(', ') || '–'}</b>
-            <span>recent errors</span>
-          </div>
+          <Stat value={stats.calls} label="calls" />
+          <Stat value={`${Math.round(stats.success_rate * 100)}%`} label="success rate" />
+          <Stat value={stats.median_duration_us == null ? '–' : `${(stats.median_duration_us / 1000).toFixed(1)} ms`} label="median duration" />
+          <Stat value={stats.recent_error_categories.join(', ') || '–'} label="recent errors" />
         </div>
       </section>
       <section className="admin-card" aria-label="Install">
