@@ -14,6 +14,8 @@ pub struct ExecutionRecord {
     pub tool_name: String,
     /// `builtin` or `agent`.
     pub tool_kind: &'static str,
+    /// The version of an agent-made tool that ran; None for a built-in.
+    pub tool_version: Option<i64>,
     /// Who made the call: `agent` (the loop), `cli`, `api`, `sandbox`…
     pub caller: String,
     pub conversation_id: Option<String>,
@@ -29,6 +31,9 @@ pub struct StoredExecution {
     pub id: i64,
     pub tool_name: String,
     pub tool_kind: String,
+    /// The version of an agent-made tool that ran; None for a built-in (and calls recorded
+    /// before versions were).
+    pub tool_version: Option<i64>,
     pub caller: String,
     pub conversation_id: Option<String>,
     pub tool_call_id: Option<String>,
@@ -54,6 +59,7 @@ type ExecutionRow = (
     i64,
     String,
     String,
+    Option<i64>,
     String,
     Option<String>,
     Option<String>,
@@ -74,12 +80,14 @@ impl Store {
         };
         // One INSERT is atomic on its own: no explicit transaction, one round trip.
         let inserted = sqlx::query(
-            "INSERT INTO tool_executions (agent_id, tool_name, tool_kind, caller, conversation_id, tool_call_id, \
-             args, result, error, error_category, success, duration_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO tool_executions (agent_id, tool_name, tool_kind, tool_version, caller, conversation_id, \
+             tool_call_id, args, result, error, error_category, success, duration_us) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(record.agent.as_str())
         .bind(&record.tool_name)
         .bind(record.tool_kind)
+        .bind(record.tool_version)
         .bind(&record.caller)
         .bind(record.conversation_id.as_deref())
         .bind(record.tool_call_id.as_deref())
@@ -102,7 +110,7 @@ impl Store {
     ) -> Result<Vec<StoredExecution>, StoreError> {
         let limit = filter.limit.unwrap_or(100).clamp(1, 1000);
         let rows: Vec<ExecutionRow> = sqlx::query_as(
-            "SELECT id, tool_name, tool_kind, caller, conversation_id, tool_call_id, args, result, error, \
+            "SELECT id, tool_name, tool_kind, tool_version, caller, conversation_id, tool_call_id, args, result, error, \
              error_category, success, duration_us, created_at FROM tool_executions \
              WHERE agent_id = ?1 AND (?2 IS NULL OR tool_name = ?2) AND (?3 IS NULL OR success = ?3) \
              AND (?4 IS NULL OR error_category = ?4) ORDER BY id DESC LIMIT ?5",
@@ -122,16 +130,17 @@ impl Store {
                     id: row.0,
                     tool_name: row.1,
                     tool_kind: row.2,
-                    caller: row.3,
-                    conversation_id: row.4,
-                    tool_call_id: row.5,
-                    args: parse(&row.6),
-                    result: row.7.as_deref().map(parse),
-                    error: row.8,
-                    error_category: row.9,
-                    success: row.10 != 0,
-                    duration_us: row.11,
-                    created_at: row.12,
+                    tool_version: row.3,
+                    caller: row.4,
+                    conversation_id: row.5,
+                    tool_call_id: row.6,
+                    args: parse(&row.7),
+                    result: row.8.as_deref().map(parse),
+                    error: row.9,
+                    error_category: row.10,
+                    success: row.11 != 0,
+                    duration_us: row.12,
+                    created_at: row.13,
                 }
             })
             .collect())

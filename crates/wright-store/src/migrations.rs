@@ -16,6 +16,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "conversations_and_agent_tools", include_str!("../../../migrations/0002_conversations_and_agent_tools.sql")),
     (3, "ui_components", include_str!("../../../migrations/0003_ui_components.sql")),
     (4, "marketplace", include_str!("../../../migrations/0004_marketplace.sql")),
+    (5, "execution_tool_version", include_str!("../../../migrations/0005_execution_tool_version.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {

@@ -195,10 +195,13 @@ impl ToolRegistry {
     pub async fn invoke(&self, invocation: Invocation) -> Result<Value, ToolError> {
         self.require_agent(&invocation.agent).await?;
         let started = Instant::now();
-        let (kind, outcome) = match self.builtins.get(&invocation.name) {
-            Some(registered) => (ToolKind::Builtin, self.run(registered, &invocation).await),
+        let (kind, version, outcome) = match self.builtins.get(&invocation.name) {
+            Some(registered) => (ToolKind::Builtin, None, self.run(registered, &invocation).await),
             None => match self.services.store.agent_tool(&invocation.agent, &invocation.name).await? {
-                Some(tool) if tool.enabled => (ToolKind::Agent, self.run_agent_tool(tool, &invocation).await),
+                Some(tool) if tool.enabled => {
+                    let version = tool.version;
+                    (ToolKind::Agent, Some(version), self.run_agent_tool(tool, &invocation).await)
+                }
                 Some(_) => {
                     return Err(ToolError::Rejected(format!(
                         "the tool `{}` is disabled; enable_tool turns it on (an installed tool waits for a person to review it)",
@@ -213,6 +216,7 @@ impl ToolRegistry {
             agent: invocation.agent,
             tool_name: invocation.name,
             tool_kind: kind.as_str(),
+            tool_version: version,
             caller: invocation.caller,
             conversation_id: invocation.conversation_id,
             tool_call_id: invocation.tool_call_id,

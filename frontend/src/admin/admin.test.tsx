@@ -221,7 +221,7 @@ describe('admin prompt edit', () => {
 describe('executions', () => {
   it('filters the log by tool, status and error category, and lists the latest failures with their error', async () => {
     const failure = {
-      id: 9, tool_name: 'fetch_page', tool_kind: 'agent', caller: 'agent', args: { url: 'x' }, result: null,
+      id: 9, tool_name: 'fetch_page', tool_kind: 'agent', tool_version: 1, caller: 'agent', args: { url: 'x' }, result: null,
       error: 'TypeError: boom', error_category: 'runtime', success: false, duration_us: 2000, created_at: new Date().toISOString(),
     };
     const ok = { ...failure, id: 8, tool_name: 'add', error: null, error_category: null, success: true, duration_us: 4000 };
@@ -231,12 +231,22 @@ describe('executions', () => {
         return { days: 7, total: 2, successful: 1, failed: 1, avg_duration_ms: 3, top_error_categories: [{ category: 'runtime', count: 1 }], by_tool: [{ tool: 'fetch_page', calls: 1, failures: 1, avg_duration_ms: 2 }, { tool: 'add', calls: 1, failures: 0, avg_duration_ms: 4 }] };
       if (path.endsWith('/tools')) return [{ name: 'add' }, { name: 'fetch_page' }];
       if (path.endsWith('/executions')) return url.searchParams.get('success') === 'false' ? [failure] : [ok, failure];
-      if (path.endsWith('/versions')) return [{ version: 1, author: 'agent', created_at: '', content: { code: 'throw new TypeError("boom")' } }];
+      if (path.endsWith('/versions'))
+        return [
+          { version: 1, author: 'agent', created_at: '', content: { code: 'throw new TypeError("boom")' } },
+          { version: 2, author: 'agent', created_at: '', content: { code: 'return "fixed";' } },
+        ];
       throw [404, 'unexpected'];
     });
     render(<Admin section="executions" agent="ada" />);
     const failures = await screen.findByRole('region', { name: 'Latest failures' });
     await within(failures).findByText('TypeError: boom');
+    // Opening a failure shows the code of the version that failed, not the newer fix.
+    const details = failures.querySelector('details')!;
+    details.open = true;
+    fireEvent(details, new Event('toggle'));
+    await within(failures).findByText('Code of v1, which ran');
+    expect(failures.querySelector('.failure-code')!.textContent).toBe('throw new TypeError("boom")');
     const stats = screen.getByRole('region', { name: 'Last 7 days' });
     await within(stats).findByText('50%');
     const log = screen.getByRole('region', { name: 'Execution log' });

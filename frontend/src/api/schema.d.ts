@@ -911,6 +911,11 @@ export interface components {
             id: number;
             tool_name: string;
             tool_kind: string;
+            /**
+             * Format: int64
+             * @description The version of an agent-made tool that ran; null for a built-in.
+             */
+            tool_version?: number | null;
             caller: string;
             conversation_id?: string | null;
             tool_call_id?: string | null;

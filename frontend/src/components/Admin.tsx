@@ -420,10 +420,13 @@ function Executions({ agent }: { agent: string }) {
     setRows(null);
     api.executions(agent, { ...filter, limit: 200 }).then(setRows, (failure: Error) => setError(failure.message));
   }, [agent, filter]);
-  const codeOf = async (execution: Execution) => {
+  // The code of the version that ran (calls recorded before versions were: the newest).
+  const codeOf = async (execution: Execution): Promise<FailureCode | null> => {
     const versions = await api.agentToolVersions(agent, execution.tool_name).catch(() => []);
-    const latest = [...versions].sort((a, b) => b.version - a.version)[0];
-    return (latest?.content as { code?: string } | undefined)?.code ?? null;
+    const ran = execution.tool_version == null ? undefined : versions.find((entry) => entry.version === execution.tool_version);
+    const shown = ran ?? [...versions].sort((a, b) => b.version - a.version)[0];
+    const code = (shown?.content as { code?: string } | undefined)?.code;
+    return shown && code != null ? { code, version: shown.version, ran: ran !== undefined } : null;
   };
   return (
     <>
@@ -504,8 +507,15 @@ function Executions({ agent }: { agent: string }) {
   );
 }
 
-function Failure({ execution, codeOf }: { execution: Execution; codeOf: (execution: Execution) => Promise<string | null> }) {
-  const [code, setCode] = useState<string | null | undefined>(undefined);
+interface FailureCode {
+  code: string;
+  version: number;
+  /** Whether this is the version the failed call ran, or only the newest one. */
+  ran: boolean;
+}
+
+function Failure({ execution, codeOf }: { execution: Execution; codeOf: (execution: Execution) => Promise<FailureCode | null> }) {
+  const [code, setCode] = useState<FailureCode | null | undefined>(undefined);
   return (
     <details className="failure" onToggle={(event) => (event.currentTarget.open && code === undefined ? void codeOf(execution).then(setCode) : undefined)}>
       <summary>
@@ -517,8 +527,8 @@ function Failure({ execution, codeOf }: { execution: Execution; codeOf: (executi
       <pre className="code">{pretty(execution.args)}</pre>
       {code !== undefined && code !== null && (
         <>
-          <div className="sub-label">Code (the tool's current version)</div>
-          <pre className="code">{code}</pre>
+          <div className="sub-label">{code.ran ? `Code of v${code.version}, which ran` : `Code of v${code.version}, the newest (the call predates version records)`}</div>
+          <pre className="code failure-code">{code.code}</pre>
         </>
       )}
     </details>

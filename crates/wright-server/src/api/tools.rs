@@ -27,6 +27,8 @@ pub struct ExecutionView {
     pub id: i64,
     pub tool_name: String,
     pub tool_kind: String,
+    /// The version of an agent-made tool that ran; null for a built-in.
+    pub tool_version: Option<i64>,
     pub caller: String,
     pub conversation_id: Option<String>,
     pub tool_call_id: Option<String>,
@@ -116,6 +118,7 @@ pub async fn list_executions(
                 id: execution.id,
                 tool_name: execution.tool_name,
                 tool_kind: execution.tool_kind,
+                tool_version: execution.tool_version,
                 caller: execution.caller,
                 conversation_id: execution.conversation_id,
                 tool_call_id: execution.tool_call_id,

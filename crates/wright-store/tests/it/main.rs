@@ -267,6 +267,7 @@ async fn executions_are_recorded_and_filtered() {
         agent: agent.clone(),
         tool_name: name.into(),
         tool_kind: "builtin",
+        tool_version: None,
         caller: "cli".into(),
         conversation_id: None,
         tool_call_id: None,
@@ -291,6 +292,10 @@ async fn executions_are_recorded_and_filtered() {
         .await
         .unwrap();
     assert_eq!(by_tool.len(), 2);
+    let agent_tool = ExecutionRecord { tool_kind: "agent", tool_version: Some(3), ..record("shout", Ok(json!("HI"))) };
+    store.record_execution(&agent_tool).await.unwrap();
+    let latest = store.list_executions(&agent, &ExecutionFilter::default()).await.unwrap();
+    assert_eq!((latest[0].tool_version, latest[1].tool_version), (Some(3), None));
 }
 
 mod conversations {

@@ -296,6 +296,22 @@ mod tool_management {
     }
 
     #[tokio::test]
+    async fn a_call_records_the_version_of_the_tool_that_ran() {
+        let fixture = Fixture::new().await;
+        fixture.call("create_tool", create_args("add")).await.unwrap();
+        fixture.call("add", json!({"a": 1, "b": 2})).await.unwrap();
+        fixture.call("update_tool", json!({"name": "add", "code": "throw new Error('broken');"})).await.unwrap();
+        assert!(fixture.call("add", json!({"a": 1, "b": 2})).await.is_err());
+        let agent = AgentId::default_agent();
+        let filter = ExecutionFilter { tool_name: Some("add".into()), ..Default::default() };
+        let calls = fixture.store().list_executions(&agent, &filter).await.unwrap();
+        let versions: Vec<_> = calls.iter().map(|call| (call.tool_version, call.success)).collect();
+        assert_eq!(versions, [(Some(2), false), (Some(1), true)]);
+        let builtin = fixture.store().list_executions(&agent, &ExecutionFilter::default()).await.unwrap();
+        assert!(builtin.iter().filter(|call| call.tool_kind == "builtin").all(|call| call.tool_version.is_none()));
+    }
+
+    #[tokio::test]
     async fn the_specs_a_model_sees_follow_every_change_of_a_tool() {
         let fixture = Fixture::new().await;
         let agent = AgentId::default_agent();
