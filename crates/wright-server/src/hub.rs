@@ -44,10 +44,10 @@ impl Hub {
     /// has everything that matters) and the idle channel is dropped.
     pub fn publish(&self, conversation_id: &str, update: Update) {
         let mut channels = self.channels.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(sender) = channels.get(conversation_id) {
-            if sender.send(update).is_err() {
-                channels.remove(conversation_id);
-            }
+        if let Some(sender) = channels.get(conversation_id)
+            && sender.send(update).is_err()
+        {
+            channels.remove(conversation_id);
         }
     }
 }

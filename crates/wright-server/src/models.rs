@@ -112,6 +112,5 @@ pub fn provider_env_from_process() -> ProviderEnv {
         ollama_host: var("OLLAMA_HOST"),
         wright_model: var("WRIGHT_MODEL"),
         tool_calls: var("WRIGHT_TOOL_CALLS"),
-        ..ProviderEnv::default()
     }
 }

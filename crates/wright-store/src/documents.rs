@@ -153,6 +153,9 @@ fn parse_author(raw: &str) -> Result<Author, StoreError> {
     Author::parse(raw).map_err(|error| StoreError::Database(sqlx::Error::Decode(Box::new(error))))
 }
 
+/// version, author, reason, conversation id, tool call id, time, size in bytes.
+type VersionSummaryRow = (i64, String, Option<String>, Option<String>, Option<String>, String, i64);
+
 impl Store {
     /// The current text and version.
     pub async fn document(&self, agent: &AgentId, kind: DocumentKind) -> Result<Document, StoreError> {
@@ -227,7 +230,7 @@ impl Store {
         kind: DocumentKind,
     ) -> Result<Vec<VersionSummary>, StoreError> {
         self.require_agent(agent).await?;
-        let rows: Vec<(i64, String, Option<String>, Option<String>, Option<String>, String, i64)> = sqlx::query_as(
+        let rows: Vec<VersionSummaryRow> = sqlx::query_as(
             "SELECT version, author, reason, conversation_id, tool_call_id, created_at, length(CAST(content AS BLOB)) \
              FROM document_versions WHERE agent_id = ? AND kind = ? ORDER BY version DESC",
         )

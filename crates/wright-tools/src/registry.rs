@@ -73,8 +73,11 @@ pub struct ToolRegistry {
     builtin_specs: Vec<ToolSpec>,
     /// Each agent's last spec list, with the (tool id, version) of its enabled tools it was
     /// built from: the loop asks every turn, and the list changes only when a tool does.
-    agent_specs: Mutex<HashMap<AgentId, (Vec<(i64, i64)>, Arc<[ToolSpec]>)>>,
+    agent_specs: Mutex<HashMap<AgentId, SpecList>>,
 }
+
+/// An agent's spec list and the (tool id, version) of the enabled tools it was built from.
+type SpecList = (Vec<(i64, i64)>, Arc<[ToolSpec]>);
 
 impl ToolRegistry {
     /// Builds the registry with every built-in tool.

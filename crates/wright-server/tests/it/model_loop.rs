@@ -307,8 +307,8 @@ async fn a_run_killed_mid_way_reloads_with_every_stored_event_on_every_wire() {
 async fn a_long_conversation_is_compacted_without_losing_events_on_every_wire() {
     for wire in WIRES {
         let fake = FakeProvider::start(vec![
-            Turn::text(&"a long answer ".repeat(40)),
-            Turn::text(&"another long answer ".repeat(40)),
+            Turn::text("a long answer ".repeat(40)),
+            Turn::text("another long answer ".repeat(40)),
             Turn::text("SUMMARY: two long answers were given."),
             Turn::text("Short reply."),
         ])
