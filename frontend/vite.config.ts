@@ -1,9 +1,34 @@
 /// <reference types="vitest/config" />
-import { defineConfig } from 'vite';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { defineConfig, type Plugin } from 'vite';
+import { inlineRuntime } from './src/frame/srcdoc';
+
+/**
+ * The app's script policy, as a meta element in the built index.html: scripts only from the
+ * app's own origin, blob: modules (how a component frame loads a component) and the component
+ * frame's runtime, pinned by the hash of its exact text. A srcdoc frame inherits its parent's
+ * policy, so the runtime must be allowed here as well as by the frame's own nonce; nothing
+ * else inline runs in the app, so an injected script or handler does not either. Build only:
+ * the dev server injects inline scripts of its own.
+ */
+function scriptPolicy(): Plugin {
+  return {
+    name: 'wright-script-policy',
+    apply: 'build',
+    transformIndexHtml(html) {
+      const runtime = readFileSync(new URL('./build/frame/frame-runtime.js', import.meta.url), 'utf8');
+      const hash = createHash('sha256').update(inlineRuntime(runtime), 'utf8').digest('base64');
+      const policy = `script-src 'self' blob: 'sha256-${hash}'`;
+      return html.replace('<head>', `<head>\n    <meta http-equiv="Content-Security-Policy" content="${policy}" />`);
+    },
+  };
+}
 
 // The app. `npm run build` first builds the component frame's runtime (vite.frame.config.ts)
 // into build/frame, which the app embeds as a string (see src/frame/ComponentFrame.tsx).
 export default defineConfig({
+  plugins: [scriptPolicy()],
   build: {
     outDir: 'dist',
     target: 'es2022',

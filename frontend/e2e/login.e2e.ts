@@ -38,4 +38,32 @@ describe.skipIf(!url || !token || !hasChromium)('login against a running Wright'
     expect(problems).toEqual([]);
     await page.close();
   });
+
+  it('runs no script the app did not ship: injected inline scripts and handlers are refused', async () => {
+    const page = await browser.newPage();
+    const violations: string[] = [];
+    page.on('console', (message) => message.type() === 'error' && violations.push(message.text()));
+    await page.goto(url!);
+    await page.getByLabel('Access token').waitFor();
+    // What an HTML injection would try; page.evaluate itself is the test's, not the page's.
+    const ran = await page.evaluate(async () => {
+      const flags = window as unknown as Record<string, boolean>;
+      const script = document.createElement('script');
+      script.textContent = 'window.inlineRan = true';
+      document.head.appendChild(script);
+      const image = document.createElement('img');
+      image.setAttribute('onerror', 'window.handlerRan = true');
+      image.src = 'data:,not-an-image';
+      document.body.appendChild(image);
+      const link = document.createElement('a');
+      link.href = 'javascript:window.urlRan = true';
+      document.body.appendChild(link);
+      link.click();
+      await new Promise((done) => setTimeout(done, 200));
+      return { inline: flags.inlineRan ?? false, handler: flags.handlerRan ?? false, url: flags.urlRan ?? false };
+    });
+    expect(ran).toEqual({ inline: false, handler: false, url: false });
+    expect(violations.filter((text) => text.includes('Content Security Policy')).length).toBeGreaterThanOrEqual(3);
+    await page.close();
+  });
 });

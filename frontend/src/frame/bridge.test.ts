@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { callToolAnswer, checkFrameMessage, RateLimit } from './bridge';
 import { MAX_MESSAGE_BYTES, PROTOCOL } from './protocol';
-import { frameCsp, frameDocument } from './srcdoc';
+import { frameCsp, frameDocument, inlineRuntime } from './srcdoc';
 
 const frameWindow = {} as MessageEventSource;
 const frame = { window: frameWindow, nonce: 'n-123' };
@@ -83,6 +83,13 @@ describe('frame document', () => {
 
   it('cannot be broken out of by the runtime text', () => {
     const html = frameDocument({ runtime: 'let s = "</script><script>alert(1)</script>";', cspNonce: 'c', bridgeNonce: 'b' });
-    expect(html.match(/<\/script>/g)).toHaveLength(2);
+    // One inline script, the runtime, whose text the app's CSP pins by hash.
+    expect(html.match(/<\/script>/g)).toHaveLength(1);
+    expect(html).toContain(`<script nonce="c">${inlineRuntime('let s = "</script><script>alert(1)</script>";')}</script>`);
+  });
+
+  it('carries the bridge nonce in a meta element, never markup from it', () => {
+    const html = frameDocument({ runtime: '', cspNonce: 'c', bridgeNonce: '0a1b"><script>x</script>' });
+    expect(html).toContain('<meta name="wright-bridge" content="0a1bscriptxscript">');
   });
 });

@@ -32,20 +32,29 @@ export function frameCsp(cspNonce: string): string {
   ].join('; ');
 }
 
+/** The runtime as it stands inside its script element: `</script` in it would end the element
+ * early; `<\/script` means the same in JS. The app's own CSP pins the hash of exactly this text
+ * (see vite.config.ts), because a srcdoc frame inherits its parent's policy too. */
+export function inlineRuntime(runtime: string): string {
+  return runtime.replace(/<\/script/gi, '<\\/script');
+}
+
 export function frameDocument({ runtime, cspNonce, bridgeNonce }: { runtime: string; cspNonce: string; bridgeNonce: string }): string {
-  // `</script` inside the runtime would end the element early; `<\/script` means the same in JS.
-  const safeRuntime = runtime.replace(/<\/script/gi, '<\\/script');
+  // The bridge nonce travels in a meta element, not a script: the frame then has one inline
+  // script, the same for every frame, whose hash the app's CSP can allow. The runtime reads the
+  // element and removes it before component code runs.
+  const attribute = bridgeNonce.replace(/[^A-Za-z0-9_-]/g, '');
   return `<!doctype html>
 <html>
 <head>
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${frameCsp(cspNonce)}">
 <meta name="referrer" content="no-referrer">
-<script nonce="${cspNonce}">window.__WRIGHT_FRAME__=${JSON.stringify({ nonce: bridgeNonce })};</script>
+<meta name="wright-bridge" content="${attribute}">
 </head>
 <body>
 <div id="root"></div>
-<script nonce="${cspNonce}">${safeRuntime}</script>
+<script nonce="${cspNonce}">${inlineRuntime(runtime)}</script>
 </body>
 </html>`;
 }

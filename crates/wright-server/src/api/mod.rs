@@ -136,7 +136,9 @@ pub fn app(state: AppState) -> Router {
 /// The page's own policy, inherited by the component frames it creates from `srcdoc`: no
 /// frame may load or navigate to any URL (`frame-src 'none'` still lets a srcdoc frame run,
 /// but stops a component from navigating its frame elsewhere to carry data out), no plugins,
-/// no form posts off the app, and no one may frame the app.
+/// no form posts off the app, and no one may frame the app. The app's script policy is in its
+/// built `index.html` (a meta element pinning the component frame runtime's hash), where the
+/// build that knows the hash puts it.
 pub const CONTENT_SECURITY_POLICY: &str =
     "frame-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 

@@ -17,12 +17,15 @@ import { frameStyles } from './styles';
 
 declare global {
   interface Window {
-    __WRIGHT_FRAME__: { nonce: string };
     __wrightModules: Record<string, Record<string, unknown>>;
   }
 }
 
-const nonce = window.__WRIGHT_FRAME__?.nonce ?? '';
+// The bridge nonce proves to the parent that a message comes from this frame's runtime; it is
+// taken out of the document before component code can look for it.
+const bridgeMeta = document.querySelector('meta[name="wright-bridge"]');
+const nonce = bridgeMeta?.getAttribute('content') ?? '';
+bridgeMeta?.remove();
 
 // WebRTC is the one way out of this frame that no CSP directive stops in Chromium (ICE
 // sends STUN over UDP to any address the code names; `webrtc 'block'` is not implemented).
