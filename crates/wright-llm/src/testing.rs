@@ -1,6 +1,7 @@
 //! A scripted fake provider: a local HTTP server that answers each request with the next
 //! [`Turn`] of a script, in the real wire format the request asked for — OpenAI Chat
-//! Completions (`…/chat/completions`), Anthropic Messages (`…/v1/messages`) or Gemini
+//! Completions (`…/chat/completions`), OpenAI Responses (`…/responses`), Anthropic Messages
+//! (`…/v1/messages`) or Gemini
 //! (`…:streamGenerateContent?alt=sse`, `…:generateContent`) — streaming or not, as the
 //! request's `stream` field says. Text is streamed in small pieces, tool-call arguments split
 //! mid-token, parallel calls interleaved by index; errors come with the vendor's real status,
@@ -189,6 +190,8 @@ impl FakeProvider {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Format {
     OpenAi,
+    /// OpenAI's Responses API (`/responses`), whose errors look like Chat Completions'.
+    Responses,
     Anthropic,
     Gemini,
 }
@@ -204,6 +207,8 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
     let path = uri.path();
     let (format, streaming) = if path.ends_with("/chat/completions") {
         (Format::OpenAi, request["stream"].as_bool().unwrap_or(false))
+    } else if path.ends_with("/responses") {
+        (Format::Responses, request["stream"].as_bool().unwrap_or(false))
     } else if path.ends_with("/v1/messages") {
         (Format::Anthropic, request["stream"].as_bool().unwrap_or(false))
     } else if path.contains(":streamGenerateContent") {
@@ -230,6 +235,7 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
     if !streaming {
         let body = match format {
             Format::OpenAi => openai_whole(&text, &calls),
+            Format::Responses => responses_whole(&responses_output(&text, &calls)),
             Format::Anthropic => anthropic_whole(&text, &calls),
             Format::Gemini => gemini_whole(&text, &calls),
         };
@@ -237,6 +243,7 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
     }
     let events = match format {
         Format::OpenAi => openai_events(&text, &calls, &ending, include_usage),
+        Format::Responses => responses_events(&text, &calls, &ending),
         Format::Anthropic => anthropic_events(&text, &calls, &ending),
         Format::Gemini => gemini_events(&text, &calls, &ending),
     };
@@ -344,6 +351,76 @@ fn openai_events(text: &str, calls: &[FakeCall], ending: &Ending, include_usage:
             json!({"error": {"message": message, "type": "server_error", "code": null}})
         )),
         Ending::Eof | Ending::Hang => {}
+    }
+    events
+}
+
+/// The output items of a Responses reply: a message with the text (if any), then one
+/// function_call item per call.
+fn responses_output(text: &str, calls: &[FakeCall]) -> Vec<Value> {
+    let mut output = Vec::new();
+    if !text.is_empty() {
+        output.push(json!({"id": "msg_fake", "type": "message", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}));
+    }
+    for (index, call) in calls.iter().enumerate() {
+        output.push(json!({"id": format!("fc_fake_{index}"), "type": "function_call", "call_id": call_id(index),
+            "name": call.name, "arguments": call.arguments_text(), "status": "completed"}));
+    }
+    output
+}
+
+fn responses_whole(output: &[Value]) -> Value {
+    json!({"id": "resp_fake", "object": "response", "status": "completed", "model": "fake-model", "output": output,
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}})
+}
+
+/// The Responses stream as OpenAI sends it: named events, text deltas keyed by item, a
+/// function_call item added with empty arguments, argument deltas keyed by item id, its
+/// `.done`, the item done, and `response.completed` (no `[DONE]`).
+fn responses_events(text: &str, calls: &[FakeCall], ending: &Ending) -> Vec<String> {
+    let output = responses_output(text, calls);
+    let mut events = vec![named_sse(&json!({"type": "response.created", "sequence_number": 0,
+        "response": {"id": "resp_fake", "object": "response", "status": "in_progress", "output": []}}))];
+    let mut item_index = 0;
+    if !text.is_empty() {
+        events.push(named_sse(&json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"id": "msg_fake", "type": "message", "role": "assistant", "status": "in_progress", "content": []}})));
+        for piece in pieces(text) {
+            events.push(named_sse(&json!({"type": "response.output_text.delta", "item_id": "msg_fake",
+                "output_index": 0, "content_index": 0, "delta": piece})));
+        }
+        if *ending != Ending::Finish && calls.is_empty() {
+            return with_responses_ending(events, ending);
+        }
+        events.push(named_sse(&json!({"type": "response.output_item.done", "output_index": 0, "item": output[0]})));
+        item_index = 1;
+    }
+    for (offset, call) in calls.iter().enumerate() {
+        let index = item_index + offset;
+        let item_id = format!("fc_fake_{offset}");
+        events.push(named_sse(&json!({"type": "response.output_item.added", "output_index": index,
+            "item": {"id": item_id, "type": "function_call", "call_id": call_id(offset), "name": call.name,
+                "arguments": "", "status": "in_progress"}})));
+        for fragment in fragments(&call.arguments_text()) {
+            events.push(named_sse(&json!({"type": "response.function_call_arguments.delta", "item_id": item_id,
+                "output_index": index, "delta": fragment})));
+        }
+        events.push(named_sse(&json!({"type": "response.function_call_arguments.done", "item_id": item_id,
+            "output_index": index, "arguments": call.arguments_text()})));
+        events.push(named_sse(&json!({"type": "response.output_item.done", "output_index": index,
+            "item": output[index]})));
+    }
+    if *ending != Ending::Finish {
+        return with_responses_ending(events, ending);
+    }
+    events.push(named_sse(&json!({"type": "response.completed", "response": responses_whole(&output)})));
+    events
+}
+
+fn with_responses_ending(mut events: Vec<String>, ending: &Ending) -> Vec<String> {
+    if let Ending::Error(message) = ending {
+        events.push(named_sse(&json!({"type": "error", "code": "server_error", "message": message, "param": null})));
     }
     events
 }
@@ -481,29 +558,29 @@ fn gemini_whole(text: &str, calls: &[FakeCall]) -> Value {
 
 fn error_response(format: Format, error: &FakeError) -> Response {
     let (status, body, headers): (u16, Value, Vec<(&str, String)>) = match (format, error) {
-        (Format::OpenAi, FakeError::RateLimit { retry_after }) => (
+        (Format::OpenAi | Format::Responses, FakeError::RateLimit { retry_after }) => (
             429,
             json!({"error": {"message": "Rate limit reached for fake-model. Please try again in 1ms.", "type": "requests",
                 "param": null, "code": "rate_limit_exceeded"}}),
             vec![("retry-after-ms", retry_after.as_millis().to_string())],
         ),
-        (Format::OpenAi, FakeError::ContextLength) => (
+        (Format::OpenAi | Format::Responses, FakeError::ContextLength) => (
             400,
             json!({"error": {"message": "This model's maximum context length is 128000 tokens.", "type": "invalid_request_error",
                 "param": "messages", "code": "context_length_exceeded"}}),
             Vec::new(),
         ),
-        (Format::OpenAi, FakeError::Overloaded) => (
+        (Format::OpenAi | Format::Responses, FakeError::Overloaded) => (
             503,
             json!({"error": {"message": "The engine is currently overloaded.", "type": "server_error", "code": null}}),
             Vec::new(),
         ),
-        (Format::OpenAi, FakeError::ServerError) => (
+        (Format::OpenAi | Format::Responses, FakeError::ServerError) => (
             500,
             json!({"error": {"message": "The server had an error while processing your request.", "type": "server_error", "code": null}}),
             Vec::new(),
         ),
-        (Format::OpenAi, FakeError::Authentication) => (
+        (Format::OpenAi | Format::Responses, FakeError::Authentication) => (
             401,
             json!({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}}),
             Vec::new(),

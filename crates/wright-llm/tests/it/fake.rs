@@ -10,8 +10,13 @@ use wright_core::{Event, EventKind, ToolSpec};
 use wright_llm::testing::{FakeError, FakeProvider, Turn};
 use wright_llm::{FinishReason, LlmError, ProviderConfig, ProviderKind, Reply, Request, StreamEvent, collect};
 
-const KINDS: [ProviderKind; 4] =
-    [ProviderKind::Openai, ProviderKind::OpenaiCompatible, ProviderKind::Anthropic, ProviderKind::Gemini];
+const KINDS: [ProviderKind; 5] = [
+    ProviderKind::Openai,
+    ProviderKind::OpenaiResponses,
+    ProviderKind::OpenaiCompatible,
+    ProviderKind::Anthropic,
+    ProviderKind::Gemini,
+];
 
 fn event(kind: EventKind, content: &str, data_json: Value) -> Event {
     Event { seq: 0, kind, content: content.to_owned(), data_json }
@@ -298,7 +303,19 @@ async fn the_request_each_adapter_sends_has_the_vendors_shape() {
                 );
                 assert_eq!(body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"]["type"], "object");
             }
-            ProviderKind::OpenaiResponses => unreachable!(),
+            ProviderKind::OpenaiResponses => {
+                assert_eq!(sent.path_and_query, "/v1/responses");
+                assert_eq!(sent.headers["authorization"], "Bearer test-key");
+                assert_eq!(body["instructions"], "You are a test.");
+                let input = body["input"].as_array().unwrap();
+                let call = input.iter().find(|item| item["type"] == "function_call" && item["call_id"] == "call_b");
+                assert_eq!(call.map(|item| item["arguments"].clone()), Some(json!("{\"city\":\"Lima\"}")), "{body}");
+                let output =
+                    input.iter().find(|item| item["type"] == "function_call_output" && item["call_id"] == "call_a");
+                assert_eq!(output.map(|item| item["output"].clone()), Some(json!("{\"time\":\"12:00\"}")), "{body}");
+                assert_eq!(body["tools"][0]["name"], "get_time");
+                assert_eq!(body["stream"], true);
+            }
         }
     }
 }

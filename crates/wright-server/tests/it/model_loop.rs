@@ -1,7 +1,7 @@
 //! The agent loop end to end: the real `wright serve` binary talking to the scripted fake
-//! provider over each wire format — OpenAI's own Chat Completions dialect, the compatible
-//! dialect of local servers, Anthropic, Gemini and the text protocol — configured through the
-//! environment, as a user would.
+//! provider over each wire format — OpenAI's own Chat Completions dialect, OpenAI's Responses
+//! API, the compatible dialect of local servers, Anthropic, Gemini and the text protocol —
+//! configured through the environment, as a user would.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -18,13 +18,14 @@ const TOKEN: &str = "loop-token";
 #[derive(Clone, Copy, Debug)]
 enum Wire {
     Openai,
+    Responses,
     Compatible,
     Anthropic,
     Gemini,
     Text,
 }
 
-const WIRES: [Wire; 5] = [Wire::Openai, Wire::Compatible, Wire::Anthropic, Wire::Gemini, Wire::Text];
+const WIRES: [Wire; 6] = [Wire::Openai, Wire::Responses, Wire::Compatible, Wire::Anthropic, Wire::Gemini, Wire::Text];
 
 struct Server {
     child: Child,
@@ -56,6 +57,10 @@ impl Server {
                 .env("OPENAI_API_KEY", "test-key")
                 .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::Openai))
                 .env("WRIGHT_MODEL", "openai-chat/fake-model"),
+            Wire::Responses => command
+                .env("OPENAI_API_KEY", "test-key")
+                .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::OpenaiResponses))
+                .env("WRIGHT_MODEL", "openai-responses/fake-model"),
             Wire::Compatible => command
                 .env("OPENAI_API_KEY", "test-key")
                 .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::OpenaiCompatible))
@@ -192,6 +197,8 @@ async fn parallel_calls_and_a_tool_error_the_model_recovers_from_on_every_wire()
         // The two OpenAI dialects differ on the wire: only OpenAI itself is asked for usage.
         let asks_usage = requests[0].body.get("stream_options").is_some();
         assert_eq!(asks_usage, matches!(wire, Wire::Openai), "{wire:?}: {}", requests[0].body);
+        let responses_api = requests[0].path_and_query.ends_with("/responses");
+        assert_eq!(responses_api, matches!(wire, Wire::Responses), "{wire:?}: {}", requests[0].path_and_query);
         let last_request = requests.last().unwrap().body.to_string();
         assert!(
             last_request.contains("invalid_arguments"),
