@@ -51,33 +51,31 @@ impl Server {
             .env("WRIGHT_TOKEN", TOKEN)
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        match wire {
-            // `openai-chat` keeps OpenAI's own dialect at a base URL that is not api.openai.com.
-            Wire::Openai => command
-                .env("OPENAI_API_KEY", "test-key")
-                .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::Openai))
-                .env("WRIGHT_MODEL", "openai-chat/fake-model"),
-            Wire::Responses => command
-                .env("OPENAI_API_KEY", "test-key")
-                .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::OpenaiResponses))
-                .env("WRIGHT_MODEL", "openai-responses/fake-model"),
-            Wire::Compatible => command
-                .env("OPENAI_API_KEY", "test-key")
-                .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::OpenaiCompatible))
-                .env("WRIGHT_MODEL", "openai/fake-model"),
-            Wire::Anthropic => command
-                .env("ANTHROPIC_API_KEY", "test-key")
-                .env("ANTHROPIC_BASE_URL", fake.base_url(ProviderKind::Anthropic))
-                .env("WRIGHT_MODEL", "anthropic/fake-model"),
-            Wire::Gemini => command
-                .env("GEMINI_API_KEY", "test-key")
-                .env("GEMINI_BASE_URL", fake.base_url(ProviderKind::Gemini))
-                .env("WRIGHT_MODEL", "gemini/fake-model"),
-            Wire::Text => command
-                .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::OpenaiCompatible))
-                .env("WRIGHT_MODEL", "openai-compatible/fake-model")
-                .env("WRIGHT_TOOL_CALLS", "text"),
+        // The variables a user would set for each: the vendor's key and base URL, and the model.
+        // `openai-chat` keeps OpenAI's own dialect at a base URL that is not api.openai.com; plain
+        // `openai` there means the compatible dialect.
+        let (key, base, kind, model) = match wire {
+            Wire::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL", ProviderKind::Openai, "openai-chat/fake-model"),
+            Wire::Responses => {
+                ("OPENAI_API_KEY", "OPENAI_BASE_URL", ProviderKind::OpenaiResponses, "openai-responses/fake-model")
+            }
+            Wire::Compatible => {
+                ("OPENAI_API_KEY", "OPENAI_BASE_URL", ProviderKind::OpenaiCompatible, "openai/fake-model")
+            }
+            Wire::Anthropic => {
+                ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", ProviderKind::Anthropic, "anthropic/fake-model")
+            }
+            Wire::Gemini => ("GEMINI_API_KEY", "GEMINI_BASE_URL", ProviderKind::Gemini, "gemini/fake-model"),
+            // A local server without a key, taught the text protocol.
+            Wire::Text => ("", "OPENAI_BASE_URL", ProviderKind::OpenaiCompatible, "openai-compatible/fake-model"),
         };
+        if !key.is_empty() {
+            command.env(key, "test-key");
+        }
+        command.env(base, fake.base_url(kind)).env("WRIGHT_MODEL", model);
+        if matches!(wire, Wire::Text) {
+            command.env("WRIGHT_TOOL_CALLS", "text");
+        }
         let mut child = command.spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         lines.next();
