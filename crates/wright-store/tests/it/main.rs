@@ -340,6 +340,45 @@ mod conversations {
     }
 
     #[tokio::test]
+    async fn a_batch_of_events_lands_whole_numbered_in_order_and_exactly_as_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(open(&dir).await);
+        store.create_conversation(&default_agent(), "c1", "Batch").await.unwrap();
+        let awkward = "quotes \" and \\ backslash, ünïcode ✓ 🚀, a NUL-free $[0] path, ' and --";
+        let batch: Vec<(EventKind, String, serde_json::Value)> = (0..5)
+            .map(|index| {
+                (
+                    if index == 0 { EventKind::Assistant } else { EventKind::ToolCall },
+                    format!("{awkward} #{index}"),
+                    json!({"index": index, "nested": {"text": awkward, "list": [1, null, true]}, "big": 1u64 << 60}),
+                )
+            })
+            .collect();
+        let stored = store.append_events("c1", &batch).await.unwrap();
+        assert_eq!(stored.iter().map(|event| event.event.seq).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
+        let reloaded = store.events_after("c1", 0).await.unwrap();
+        for ((kind, content, data), event) in batch.iter().zip(&reloaded) {
+            assert_eq!((&event.event.kind, &event.event.content, &event.event.data_json), (kind, content, data));
+        }
+        assert_eq!(stored, reloaded);
+        // Concurrent batches interleave as wholes: each keeps its events contiguous.
+        let writers = (0..20).map(|writer| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let events: Vec<_> =
+                    (0..3).map(|part| (EventKind::ToolResult, format!("w{writer}p{part}"), json!({}))).collect();
+                store.append_events("c1", &events).await.unwrap()
+            })
+        });
+        for writer in writers {
+            let seqs: Vec<i64> = writer.await.unwrap().iter().map(|event| event.event.seq).collect();
+            assert_eq!(seqs, [seqs[0], seqs[0] + 1, seqs[0] + 2]);
+        }
+        assert_eq!(store.events_after("c1", 0).await.unwrap().len(), 5 + 60);
+        assert!(matches!(store.append_events("missing", &batch).await, Err(StoreError::ConversationNotFound(_))));
+    }
+
+    #[tokio::test]
     async fn a_pending_call_is_answered_exactly_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(open(&dir).await);
