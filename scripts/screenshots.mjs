@@ -1,4 +1,4 @@
-// Regenerates docs/canvas-*.png: `cargo build --bin wright && (cd frontend && npm run build) && node scripts/screenshots.mjs`.
+// Regenerates docs/canvas-*.png and docs/admin-history.png: `cargo build --bin wright && (cd frontend && npm run build) && node scripts/screenshots.mjs`.
 // README screenshots: a fake OpenAI-compatible model that renders blocks, then a component.
 import http from 'node:http';
 import { spawn } from 'node:child_process';
@@ -64,5 +64,12 @@ await page.waitForTimeout(2000);
 await page.reload();
 await page.waitForTimeout(3000);
 await page.screenshot({ path: join(root, 'docs', 'canvas-component.png') });
-console.log(JSON.stringify({ url, conversation: conversation.id, pending: pending.tool_name }));
+// The admin page: the system prompt's history after two edits, with the diff of the last one.
+const prompt = (await api('/api/agents/default/documents/system_prompt')).content;
+await api('/api/agents/default/documents/system_prompt', { operation: 'append', content: 'Answer money questions in euros, with one decimal.', reason: 'the user asked for euros' });
+await api('/api/agents/default/documents/system_prompt', { operation: 'find_replace', find: 'one decimal', replace: 'two decimals', reason: 'cents matter for the budget' });
+await page.goto(`${url}/admin/prompt/default`);
+await page.waitForTimeout(2000);
+await page.screenshot({ path: join(root, 'docs', 'admin-history.png') });
+console.log(JSON.stringify({ url, conversation: conversation.id, pending: pending.tool_name, promptChars: prompt.length }));
 await browser.close(); server.kill(); fake.close();
