@@ -217,9 +217,7 @@ pub async fn run(
     // The system message is read at the start of a run and again when the conversation is
     // compacted (seed 002: a mid-conversation edit of the prompt reaches the context then);
     // the agent reads the stored version with read_system_prompt.
-    let mut parts = transcript.system_parts().await.map_err(stored)?;
-    parts.earlier_summary = view.summary.clone();
-    let mut system = system_message(&parts);
+    let mut system = system_for(transcript, &view).await?;
     loop {
         if context.cancel.is_cancelled() {
             return cancelled(transcript).await;
@@ -228,9 +226,7 @@ pub async fn run(
             && compact(model, transcript, &view, context.config, context.cancel).await?
         {
             view = ModelView::of(transcript.events().await.map_err(stored)?);
-            parts = transcript.system_parts().await.map_err(stored)?;
-            parts.earlier_summary = view.summary.clone();
-            system = system_message(&parts);
+            system = system_for(transcript, &view).await?;
         }
         let tools_enabled = tool_turns < context.config.max_tool_turns;
         let tools = if tools_enabled {
@@ -299,6 +295,13 @@ pub async fn run(
             return Ok(RunOutcome::Parked);
         }
     }
+}
+
+/// The system message, read fresh from the store, with the view's compaction summary.
+async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<String, AgentError> {
+    let mut parts = transcript.system_parts().await.map_err(stored)?;
+    parts.earlier_summary = view.summary.clone();
+    Ok(system_message(&parts))
 }
 
 async fn cancelled(transcript: &dyn Transcript) -> Result<RunOutcome, AgentError> {
