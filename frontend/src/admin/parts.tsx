@@ -24,3 +24,13 @@ export function ConfirmButtons({ label, onConfirm, onCancel, disabled = false }:
     </div>
   );
 }
+
+/** An action's error, announced to screen readers; nothing when there is none. */
+export function ErrorAlert({ error }: { error: string | null }) {
+  if (!error) return null;
+  return (
+    <div className="alert alert-danger" role="alert">
+      {error}
+    </div>
+  );
+}

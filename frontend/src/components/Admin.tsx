@@ -6,7 +6,7 @@ import { api, type AgentTool, type ComponentDetail, type ComponentSummary, type 
 import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { History, when, type HistorySource } from '../admin/History';
 import { ADMIN_SECTIONS } from './Sidebar';
-import { ConfirmButtons, Stat } from '../admin/parts';
+import { ConfirmButtons, ErrorAlert, Stat } from '../admin/parts';
 
 function pretty(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
@@ -113,6 +113,19 @@ function ArtifactHeading({ name, version, enabled, provenance, description }: { 
   );
 }
 
+/** Disable an enabled artifact, or open its review (the only way to enable it). */
+function EnableToggle({ enabled, reviewing, onDisable, onReview }: { enabled: boolean; reviewing: boolean; onDisable: () => void; onReview: () => void }) {
+  return enabled ? (
+    <button type="button" className="button small" onClick={onDisable}>
+      Disable
+    </button>
+  ) : (
+    <button type="button" className="button small primary" onClick={onReview} disabled={reviewing}>
+      Review and enable…
+    </button>
+  );
+}
+
 /** What an artifact runs (its schema and code), shown before a person enables it. */
 function ReviewBeforeEnabling({ intro, schemaLabel, schema, code, name, onEnable, onCancel }: { intro: string; schemaLabel: string; schema: unknown; code: string; name: string; onEnable: () => void; onCancel: () => void }) {
   return (
@@ -162,21 +175,9 @@ function ToolCard({ agent, tool, onChanged }: { agent: string; tool: AgentTool; 
   return (
     <section className="admin-card tool-card" aria-label={`Tool ${tool.name}`}>
       <ArtifactHeading name={tool.name} version={tool.version} enabled={tool.enabled} provenance={tool.provenance} description={tool.description} />
-      {error && (
-        <div className="alert alert-danger" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorAlert error={error} />
       <div className="card-actions">
-        {tool.enabled ? (
-          <button type="button" className="button small" onClick={() => void act(() => api.setAgentToolEnabled(agent, tool.name, false))}>
-            Disable
-          </button>
-        ) : (
-          <button type="button" className="button small primary" onClick={() => setReviewing(true)} disabled={reviewing}>
-            Review and enable…
-          </button>
-        )}
+        <EnableToggle enabled={tool.enabled} reviewing={reviewing} onDisable={() => void act(() => api.setAgentToolEnabled(agent, tool.name, false))} onReview={() => setReviewing(true)} />
         {installed && (
           <>
             <button type="button" className="button small" onClick={() => void checkUpdate()}>
@@ -269,21 +270,9 @@ function ComponentCard({ agent, component }: { agent: string; component: Compone
   return (
     <section className="admin-card" aria-label={`Component ${component.name}`}>
       <ArtifactHeading name={current.name} version={current.version} enabled={current.enabled} provenance={current.provenance} description={current.description} />
-      {error && (
-        <div className="alert alert-danger" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorAlert error={error} />
       <div className="card-actions">
-        {current.enabled ? (
-          <button type="button" className="button small" onClick={() => void act(() => api.setComponentEnabled(agent, current.name, false))}>
-            Disable
-          </button>
-        ) : (
-          <button type="button" className="button small primary" onClick={() => void act(() => api.component(agent, current.name))} disabled={review !== null}>
-            Review and enable…
-          </button>
-        )}
+        <EnableToggle enabled={current.enabled} reviewing={review !== null} onDisable={() => void act(() => api.setComponentEnabled(agent, current.name, false))} onReview={() => void act(() => api.component(agent, current.name))} />
       </div>
       {review && (
         <ReviewBeforeEnabling

@@ -6,7 +6,7 @@ import { api, ApiError, type Agent, type AgentTool, type Listing, type ListingDe
 import { navigate, routePath } from '../router';
 import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { when } from '../admin/History';
-import { ConfirmButtons, Stat } from '../admin/parts';
+import { ConfirmButtons, ErrorAlert, Stat } from '../admin/parts';
 
 type Bundle = { kind?: string; name?: string; description?: string; code?: string; parameter_schema?: unknown; props_schema?: unknown };
 
@@ -60,11 +60,7 @@ function Import({ onImported }: { onImported: (kind: string, name: string) => vo
     <section className="admin-card" aria-label="Import a bundle">
       <h2>Import a bundle file</h2>
       <input type="file" accept="application/json,.json" aria-label="Bundle file" onChange={(event) => void choose(event.target.files?.[0])} />
-      {error && (
-        <div className="alert alert-danger" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorAlert error={error} />
       {file && (
         <div className="review" aria-label="Bundle to import">
           <p className="small">
@@ -155,11 +151,7 @@ function Installed({ agent, tool, onChanged }: { agent: string; tool: AgentTool;
           </a>
         )}
       </div>
-      {error && (
-        <div className="alert alert-danger" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorAlert error={error} />
       <div className="card-actions">
         <button type="button" className="button small" onClick={() => void api.updatePreview(agent, tool.name).then(setPreview, (failure: Error) => setError(failure.message))}>
           Check for update
@@ -292,11 +284,7 @@ function ListingPage({ kind, name, agents, agent: defaultAgent }: { kind: string
             </div>
           </div>
         )}
-        {error && (
-          <div className="alert alert-danger" role="alert">
-            {error}
-          </div>
-        )}
+        <ErrorAlert error={error} />
         {notice && (
           <div className="alert alert-success" role="status">
             {notice}
