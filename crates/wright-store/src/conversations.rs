@@ -130,80 +130,56 @@ impl Store {
     }
 
     /// Appends events in order and returns them with their numbers and times.
+    ///
+    /// One statement numbers and inserts them all (the MAX is read under the statement's own
+    /// write lock), so several events — a reply and its tool calls — land together or not at
+    /// all without BEGIN and COMMIT, and any number of them is one round trip to SQLite: the
+    /// loop stores a few per tool turn and this is its main cost. The conversation's
+    /// `updated_at` follows by trigger.
     pub async fn append_events(
         &self,
         conversation_id: &str,
         events: &[(EventKind, String, Value)],
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        // One statement per event numbers it (the MAX is read under the statement's own write
-        // lock) and the conversation's `updated_at` follows by trigger, so a single event is one
-        // round trip to SQLite: the loop stores a few per tool turn and this is its main cost.
-        const INSERT: &str = "INSERT INTO events (conversation_id, seq, kind, content, data_json) \
-             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE conversation_id = ?1), ?2, ?3, ?4) \
+        const INSERT: &str = "WITH base(last) AS (SELECT COALESCE(MAX(seq), 0) FROM events WHERE conversation_id = ?1) \
+             INSERT INTO events (conversation_id, seq, kind, content, data_json) \
+             SELECT ?1, base.last + 1 + batch.key, batch.value ->> '$[0]', batch.value ->> '$[1]', batch.value ->> '$[2]' \
+             FROM base, json_each(?2) AS batch ORDER BY batch.key \
              RETURNING seq, created_at";
-        let not_found = |error: sqlx::Error| match &error {
-            sqlx::Error::Database(database) if database.is_foreign_key_violation() => {
-                StoreError::ConversationNotFound(conversation_id.to_owned())
-            }
-            _ => StoreError::Database(error),
-        };
-        let mut stored = Vec::with_capacity(events.len());
-        let mut insert = async |connection: &mut sqlx::SqliteConnection,
-                                (kind, content, data_json): &(EventKind, String, Value)| {
-            let (seq, created_at): (i64, String) = sqlx::query_as(INSERT)
-                .bind(conversation_id)
-                .bind(kind.as_str())
-                .bind(content)
-                .bind(data_json.to_string())
-                .fetch_one(connection)
-                .await
-                .map_err(not_found)?;
-            stored.push(StoredEvent {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let batch = Value::Array(
+            events
+                .iter()
+                .map(|(kind, content, data_json)| json!([kind.as_str(), content, data_json.to_string()]))
+                .collect(),
+        )
+        .to_string();
+        let mut connection = self.writer.acquire().await?;
+        let mut rows: Vec<(i64, String)> =
+            sqlx::query_as(INSERT).bind(conversation_id).bind(batch).fetch_all(&mut *connection).await.map_err(
+                |error| match &error {
+                    sqlx::Error::Database(database) if database.is_foreign_key_violation() => {
+                        StoreError::ConversationNotFound(conversation_id.to_owned())
+                    }
+                    _ => StoreError::Database(error),
+                },
+            )?;
+        // RETURNING comes in no promised order; seq is the order.
+        rows.sort_unstable_by_key(|(seq, _)| *seq);
+        if rows.len() != events.len() {
+            let message = format!("stored {} of {} events", rows.len(), events.len());
+            return Err(StoreError::Database(sqlx::Error::Protocol(message)));
+        }
+        Ok(rows
+            .into_iter()
+            .zip(events)
+            .map(|((seq, created_at), (kind, content, data_json))| StoredEvent {
                 event: Event { seq, kind: *kind, content: content.clone(), data_json: data_json.clone() },
                 created_at,
-            });
-            Ok::<(), StoreError>(())
-        };
-        if let [event] = events {
-            let mut connection = self.writer.acquire().await?;
-            insert(&mut connection, event).await?;
-        } else if !events.is_empty() {
-            // Several events (a reply and its tool calls) land together or not at all: one
-            // statement numbers and inserts them all, which is atomic without BEGIN and COMMIT
-            // (three round trips fewer than a transaction of single inserts).
-            const INSERT_MANY: &str = "WITH base(last) AS (SELECT COALESCE(MAX(seq), 0) FROM events WHERE conversation_id = ?1) \
-                 INSERT INTO events (conversation_id, seq, kind, content, data_json) \
-                 SELECT ?1, base.last + 1 + batch.key, batch.value ->> '$[0]', batch.value ->> '$[1]', batch.value ->> '$[2]' \
-                 FROM base, json_each(?2) AS batch ORDER BY batch.key \
-                 RETURNING seq, created_at";
-            let batch = Value::Array(
-                events
-                    .iter()
-                    .map(|(kind, content, data_json)| json!([kind.as_str(), content, data_json.to_string()]))
-                    .collect(),
-            )
-            .to_string();
-            let mut connection = self.writer.acquire().await?;
-            let mut rows: Vec<(i64, String)> = sqlx::query_as(INSERT_MANY)
-                .bind(conversation_id)
-                .bind(batch)
-                .fetch_all(&mut *connection)
-                .await
-                .map_err(not_found)?;
-            // RETURNING comes in no promised order; seq is the order.
-            rows.sort_unstable_by_key(|(seq, _)| *seq);
-            if rows.len() != events.len() {
-                let message = format!("stored {} of {} events", rows.len(), events.len());
-                return Err(StoreError::Database(sqlx::Error::Protocol(message)));
-            }
-            for ((seq, created_at), (kind, content, data_json)) in rows.into_iter().zip(events) {
-                stored.push(StoredEvent {
-                    event: Event { seq, kind: *kind, content: content.clone(), data_json: data_json.clone() },
-                    created_at,
-                });
-            }
-        }
-        Ok(stored)
+            })
+            .collect())
     }
 
     /// Events with `seq > after`, in order.
