@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 use wright_core::AgentId;
-use wright_tools::{Invocation, PAUSING_TOOLS, ToolRegistry};
+use tokio_util::sync::CancellationToken;
+use wright_tools::{Invocation, ToolRegistry};
 
 use crate::run::ModelToolCall;
 
@@ -20,6 +21,8 @@ pub(crate) struct CallSite<'a> {
     pub(crate) agent: &'a AgentId,
     pub(crate) conversation_id: &'a str,
     pub(crate) max_output_size: usize,
+    /// Stops the running tool when the run is cancelled.
+    pub(crate) cancel: &'a CancellationToken,
 }
 
 fn failure(message: String, category: &str) -> Dispatched {
@@ -42,7 +45,7 @@ pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall) -> Dispa
             );
         }
     };
-    if PAUSING_TOOLS.contains(&call.name.as_str()) {
+    if site.tools.pauses(&call.name) {
         return match site.tools.prepare_pause(site.agent, &call.name, &arguments).await {
             Ok(render) => Dispatched::Park { arguments, render },
             Err(error) => tool_failure(&error),
@@ -56,7 +59,7 @@ pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall) -> Dispa
         conversation_id: Some(site.conversation_id.to_owned()),
         tool_call_id: Some(call.id.clone()),
     };
-    match site.tools.invoke(invocation).await {
+    match site.tools.invoke_cancellable(invocation, site.cancel).await {
         Ok(output) => Dispatched::Finished { output: cap_output(output, site.max_output_size), success: true },
         Err(error) => tool_failure(&error),
     }

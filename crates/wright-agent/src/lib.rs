@@ -15,7 +15,10 @@
 //! - Tool calls of one response run in the order given; a result longer than
 //!   `max_output_size` is cut with a marker that says how much was cut.
 //! - Compaction never deletes events: it stores a summary notice, and later turns send the
-//!   summary plus the events after it.
+//!   summary plus the events after it; it cuts only before a user message.
+//! - Every way a run ends goes through [`Transcript::finish`], which stores the closing
+//!   events with the status; a cancelled or failed run's open calls get their results there
+//!   (the pairing invariant). A running tool is stopped through the run's cancellation token.
 
 mod context;
 mod dispatch;
@@ -25,8 +28,8 @@ mod run;
 pub use context::{SystemParts, system_message};
 pub use provider_model::ProviderModel;
 pub use run::{
-    LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, RunOutcome,
-    Transcript, run,
+    Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext,
+    RunOutcome, Transcript, run,
 };
 
 /// The one error of a run that the loop cannot turn into a tool result: the model failed in a

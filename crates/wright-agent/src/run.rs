@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, Event, EventKind, ToolSpec};
+use wright_core::{AgentId, Event, EventBody, EventKind, NewEvent, Notice, ToolSpec};
 use wright_tools::ToolRegistry;
 
 use crate::AgentError;
@@ -94,9 +94,14 @@ pub trait Transcript: Send + Sync {
     /// Every stored event, in order.
     fn events(&self) -> BoxFuture<'_, Result<Vec<Event>, String>>;
     /// Stores events in order and returns them numbered.
-    fn append(&self, events: Vec<(EventKind, String, Value)>) -> BoxFuture<'_, Result<Vec<Event>, String>>;
+    fn append(&self, events: Vec<NewEvent>) -> BoxFuture<'_, Result<Vec<Event>, String>>;
     /// Records a call that waits for the person, with what the canvas will render for it.
     fn park<'a>(&'a self, call: &'a ParkedCall) -> BoxFuture<'a, Result<(), String>>;
+    /// Ends the run: stores `closing` and the status `outcome` leaves, together. When the
+    /// outcome is [`RunOutcome::Cancelled`] or [`RunOutcome::Failed`], every call still
+    /// without a result gets one that says so in the same write. A run that parks when every
+    /// call it parked was already answered gets [`Finish::Continue`] and goes on.
+    fn finish(&self, outcome: &RunOutcome, closing: Vec<NewEvent>) -> BoxFuture<'_, Result<Finish, String>>;
     /// Assistant text as it streams (not stored; the assistant event is).
     fn text_delta(&self, text: &str);
 }
@@ -112,7 +117,7 @@ pub struct ParkedCall {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunOutcome {
     /// The model answered without calling tools.
     Completed,
@@ -121,6 +126,17 @@ pub enum RunOutcome {
     /// `max_tool_turns` was reached; the model gave a final answer without tools.
     TurnLimit,
     Cancelled,
+    /// The model failed in a way its retries did not cure; the message is stored as a notice.
+    Failed { message: String },
+}
+
+/// What ending a run did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finish {
+    Ended,
+    /// Every parked call was answered while the turn ran: the run keeps the conversation and
+    /// goes on from the stored events.
+    Continue,
 }
 
 /// Everything a run needs besides the ports.
@@ -149,15 +165,12 @@ struct ModelView {
 
 impl ModelView {
     fn of(events: Vec<Event>) -> Self {
-        let compaction = events
-            .iter()
-            .rev()
-            .find(|event| event.kind == EventKind::Notice && event.data_json["type"] == "compaction");
+        let compaction = events.iter().rev().find_map(|event| match &event.body {
+            EventBody::Notice(Notice::Compaction { summary, through_seq }) => Some((summary.clone(), *through_seq)),
+            _ => None,
+        });
         let (summary, after) = match compaction {
-            Some(notice) => (
-                notice.data_json["summary"].as_str().map(str::to_owned),
-                notice.data_json["through_seq"].as_i64().unwrap_or(0),
-            ),
+            Some((summary, through_seq)) => (Some(summary), through_seq),
             None => (None, 0),
         };
         let mut view = Self { summary, ..Self::default() };
@@ -168,10 +181,7 @@ impl ModelView {
     /// Adds newly stored events; only the kinds a model request carries are kept.
     fn extend(&mut self, events: impl IntoIterator<Item = Event>) {
         for event in events {
-            if matches!(
-                event.kind,
-                EventKind::User | EventKind::Assistant | EventKind::ToolCall | EventKind::ToolResult
-            ) {
+            if event.kind() != EventKind::Notice {
                 self.chars += size(&event);
                 self.history.push(event);
             }
@@ -180,7 +190,13 @@ impl ModelView {
 }
 
 fn size(event: &Event) -> usize {
-    event.content.len() + event.data_json.to_string().len()
+    let body = match &event.body {
+        EventBody::User { text, .. } | EventBody::Assistant { text, .. } => text.len(),
+        EventBody::ToolCall { arguments, .. } => arguments.to_string().len(),
+        EventBody::ToolResult { output, .. } => output.to_string().len(),
+        EventBody::Notice(_) => 0,
+    };
+    event.content.len() + body
 }
 
 /// Short text for a tool call or result in the transcript.
@@ -196,8 +212,9 @@ fn preview(value: &Value) -> String {
     shown
 }
 
-/// Runs the loop until the model is done, a call parks, the turn limit is reached, or the run
-/// is cancelled.
+/// Runs the loop until the model is done, a call parks, the turn limit is reached, the model
+/// fails, or the run is cancelled; each of those ends the run through [`Transcript::finish`].
+/// An error means the transcript could not be written: the caller must end the run itself.
 pub async fn run(
     model: &dyn Model,
     transcript: &dyn Transcript,
@@ -208,11 +225,13 @@ pub async fn run(
         agent: context.agent,
         conversation_id: context.conversation_id,
         max_output_size: context.config.max_output_size,
+        cancel: context.cancel,
     };
     let on_text = |text: &str| transcript.text_delta(text);
     let mut tool_turns = 0;
-    // Read once; the run keeps the view current with what it appends (one run per
-    // conversation, so nothing else writes meanwhile).
+    // Read once; the run keeps the view current with what it appends (the run owns the
+    // conversation, so only answers to its own parked calls are written by others, and it
+    // reloads after those).
     let mut view = ModelView::of(transcript.events().await.map_err(stored)?);
     // The system message is read at the start of a run and again when the conversation is
     // compacted (seed 002: a mid-conversation edit of the prompt reaches the context then);
@@ -220,7 +239,7 @@ pub async fn run(
     let mut system = system_for(transcript, &view).await?;
     loop {
         if context.cancel.is_cancelled() {
-            return cancelled(transcript).await;
+            return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
         }
         if view.chars > context.config.compact_above_chars
             && compact(model, transcript, &view, context.config, context.cancel).await?
@@ -237,50 +256,65 @@ pub async fn run(
         let request = ModelRequest { system: system.clone(), history: &view.history, tools };
         let reply = match model.reply(request, &on_text, context.cancel).await {
             Ok(reply) => reply,
-            Err(ModelError::Cancelled) => return cancelled(transcript).await,
-            Err(error) => return Err(error.into()),
+            Err(ModelError::Cancelled) => {
+                return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
+            }
+            Err(error) => {
+                let message = AgentError::from(error).to_string();
+                let notice = NewEvent::notice(Notice::Error { message: message.clone() });
+                return end(transcript, RunOutcome::Failed { message }, vec![notice]).await;
+            }
         };
         let calls = if tools_enabled { reply.tool_calls } else { Vec::new() };
-        let mut new_events =
-            vec![(EventKind::Assistant, reply.text.clone(), json!({ "text": reply.text, "provider": reply.data }))];
+        let assistant =
+            NewEvent::new(reply.text.clone(), EventBody::Assistant { text: reply.text, provider: reply.data });
+        if calls.is_empty() {
+            // The answer and the status it leaves are one write.
+            if !tools_enabled {
+                let max_tool_turns = context.config.max_tool_turns;
+                let notice = NewEvent::notice(Notice::TurnLimit { max_tool_turns });
+                return end(transcript, RunOutcome::TurnLimit, vec![assistant, notice]).await;
+            }
+            return end(transcript, RunOutcome::Completed, vec![assistant]).await;
+        }
+        let mut new_events = vec![assistant];
         for call in &calls {
             let arguments = match &call.arguments {
                 Ok(arguments) => arguments.clone(),
                 Err(raw) => Value::String(raw.clone()),
             };
             let content = format!("{}({})", call.name, preview(&arguments));
-            new_events.push((
-                EventKind::ToolCall,
+            new_events.push(NewEvent::new(
                 content,
-                json!({ "id": call.id, "name": call.name, "arguments": arguments, "provider": call.data }),
+                EventBody::ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments,
+                    provider: call.data.clone(),
+                },
             ));
         }
         view.extend(transcript.append(new_events).await.map_err(stored)?);
-        if calls.is_empty() {
-            if !tools_enabled {
-                let notice = format!(
-                    "Stopped after {} tool turns (max_tool_turns); the answer above was given without tools.",
-                    context.config.max_tool_turns
-                );
-                transcript
-                    .append(vec![(EventKind::Notice, notice, json!({"type": "turn_limit"}))])
-                    .await
-                    .map_err(stored)?;
-                return Ok(RunOutcome::TurnLimit);
-            }
-            return Ok(RunOutcome::Completed);
-        }
         let mut parked = false;
-        for call in &calls {
+        // The turn's last result is held back when the turn parks, to be stored with the
+        // status change.
+        let mut last_result = None;
+        for (index, call) in calls.iter().enumerate() {
             if context.cancel.is_cancelled() {
-                return cancelled(transcript).await;
+                // The calls not run yet get their "cancelled" results in the closing write.
+                return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
             }
             match dispatch(&site, call).await {
                 Dispatched::Finished { output, success } => {
-                    let data =
-                        json!({ "tool_call_id": call.id, "name": call.name, "output": output, "success": success });
-                    let appended = transcript.append(vec![(EventKind::ToolResult, preview(&output), data)]).await;
-                    view.extend(appended.map_err(stored)?);
+                    let result = NewEvent::new(
+                        preview(&output),
+                        EventBody::ToolResult { tool_call_id: call.id.clone(), name: call.name.clone(), output, success },
+                    );
+                    if index + 1 == calls.len() && parked {
+                        last_result = Some(result);
+                    } else {
+                        view.extend(transcript.append(vec![result]).await.map_err(stored)?);
+                    }
                 }
                 Dispatched::Park { arguments, render } => {
                     let parked_call =
@@ -291,10 +325,29 @@ pub async fn run(
             }
         }
         tool_turns += 1;
+        if context.cancel.is_cancelled() {
+            let mut closing: Vec<NewEvent> = last_result.into_iter().collect();
+            closing.push(NewEvent::notice(Notice::Cancelled));
+            return end(transcript, RunOutcome::Cancelled, closing).await;
+        }
         if parked {
-            return Ok(RunOutcome::Parked);
+            match transcript.finish(&RunOutcome::Parked, last_result.into_iter().collect()).await.map_err(stored)? {
+                Finish::Ended => return Ok(RunOutcome::Parked),
+                // Answered during the turn: the answers were stored by another writer.
+                Finish::Continue => view = ModelView::of(transcript.events().await.map_err(stored)?),
+            }
         }
     }
+}
+
+/// Ends the run with `outcome` (anything but parking, which may continue).
+async fn end(
+    transcript: &dyn Transcript,
+    outcome: RunOutcome,
+    closing: Vec<NewEvent>,
+) -> Result<RunOutcome, AgentError> {
+    transcript.finish(&outcome, closing).await.map_err(stored)?;
+    Ok(outcome)
 }
 
 /// The system message, read fresh from the store, with the view's compaction summary.
@@ -302,14 +355,6 @@ async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<Str
     let mut parts = transcript.system_parts().await.map_err(stored)?;
     parts.earlier_summary = view.summary.clone();
     Ok(system_message(&parts))
-}
-
-async fn cancelled(transcript: &dyn Transcript) -> Result<RunOutcome, AgentError> {
-    transcript
-        .append(vec![(EventKind::Notice, "Cancelled.".to_owned(), json!({"type": "cancelled"}))])
-        .await
-        .map_err(stored)?;
-    Ok(RunOutcome::Cancelled)
 }
 
 /// Summarises the older part of the history and stores the summary as a compaction notice;
@@ -328,7 +373,7 @@ async fn compact(
     let mut cut = None;
     for (index, event) in history.iter().enumerate().rev() {
         kept += size(event);
-        if event.kind == EventKind::User && index > 0 {
+        if event.kind() == EventKind::User && index > 0 {
             cut = Some(index);
             if kept >= config.keep_recent_chars {
                 break;
@@ -347,7 +392,11 @@ async fn compact(
                  facts learned, open tasks and the state of the work. Be complete but brief."
             .to_owned(),
     };
-    older.push(Event { seq: 0, kind: EventKind::User, content: instruction, data_json: json!({}) });
+    older.push(Event {
+        seq: 0,
+        content: String::new(),
+        body: EventBody::User { text: instruction, component: None },
+    });
     let request = ModelRequest {
         system: "You summarise conversations between a person and their agent, faithfully and briefly.".to_owned(),
         history: &older,
@@ -361,11 +410,7 @@ async fn compact(
     };
     let through_seq = history[cut - 1].seq;
     transcript
-        .append(vec![(
-            EventKind::Notice,
-            "Earlier turns were summarised to keep the conversation within the model's context.".to_owned(),
-            json!({"type": "compaction", "summary": reply.text, "through_seq": through_seq}),
-        )])
+        .append(vec![NewEvent::notice(Notice::Compaction { summary: reply.text, through_seq })])
         .await
         .map_err(stored)?;
     Ok(true)

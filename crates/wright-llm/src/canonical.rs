@@ -1,13 +1,14 @@
 //! The provider-neutral side of a model turn: what is asked ([`Request`]), what streams back
 //! ([`StreamEvent`]), and the whole turn once the stream is drained ([`Reply`]).
 //!
-//! History is a slice of `wright_core::Event`s (DESIGN.md §3). Adapters read events through
-//! [`HistoryItem::from_event`], which accepts the shapes the loop stores
-//! (`tool_call`: `{id, name, arguments, provider}`; `tool_result`:
-//! `{tool_call_id, name, output, success}`) and seed 004's (`{id, function: {name, arguments}}`).
+//! History is a slice of `wright_core::Event`s (DESIGN.md §3), typed. Adapters read it
+//! through [`HistoryItem::all`].
 //!
-//! Invariant: a stream yields complete tool calls only — arguments are whole, ids are never
-//! empty — and ends with exactly one [`StreamEvent::Finish`] or one error, never both.
+//! Invariants: a stream yields complete tool calls only — arguments are whole, ids are never
+//! empty — and ends with exactly one [`StreamEvent::Finish`] or one error, never both. Every
+//! request carries the pairing invariant, whatever the store holds: each tool call is followed
+//! by exactly one result before the next message (a missing one is supplied as
+//! "interrupted", a stray or second one is left out), so no provider refuses the history.
 
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use wright_core::{Event, EventKind, ToolSpec};
+use wright_core::{Event, EventBody, ToolSpec, Unfinished};
 
 use crate::LlmError;
 
@@ -186,58 +187,88 @@ pub(crate) enum HistoryItem {
 }
 
 impl HistoryItem {
-    /// Reads one stored event; None for kinds a model never sees (system, notice).
+    /// Reads one stored event; None for notices, which a model never sees.
     pub(crate) fn from_event(event: &Event) -> Option<HistoryItem> {
-        let data = &event.data_json;
-        match event.kind {
-            EventKind::User => Some(HistoryItem::User(event.content.clone())),
-            EventKind::Assistant => {
-                let text = data.get("text").and_then(Value::as_str).unwrap_or(&event.content).to_owned();
-                let thinking = data
-                    .get("provider")
-                    .and_then(|provider| provider.get("thinking"))
+        match &event.body {
+            EventBody::User { text, component: None } => Some(HistoryItem::User(text.clone())),
+            // The model must know a component, not the person, said this.
+            EventBody::User { text, component: Some(component) } => Some(HistoryItem::User(format!(
+                "[sent by the canvas component `{component}` on the person's screen, not typed by the person]\n{text}"
+            ))),
+            EventBody::Assistant { text, provider } => {
+                let thinking = provider
+                    .get("thinking")
                     .and_then(|blocks| serde_json::from_value::<Vec<ThinkingBlock>>(blocks.clone()).ok())
                     .unwrap_or_default();
-                Some(HistoryItem::Assistant { text, thinking })
+                Some(HistoryItem::Assistant { text: text.clone(), thinking })
             }
-            EventKind::ToolCall => {
-                let function = data.get("function");
-                let name = data
-                    .get("name")
-                    .or_else(|| function.and_then(|function| function.get("name")))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let raw_arguments = data
-                    .get("arguments")
-                    .or_else(|| function.and_then(|function| function.get("arguments")))
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                // Seed 004 stores arguments as a JSON text; the loop stores the parsed value,
-                // or the raw text when it was not JSON. Either way the wire wants an object.
-                let arguments = match raw_arguments {
-                    Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
-                    other => other,
+            EventBody::ToolCall { id, name, arguments, provider } => {
+                // Arguments that were not JSON are stored as their raw text; a wire wants an
+                // object where it can have one.
+                let arguments = match arguments {
+                    Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
+                    other => other.clone(),
                 };
-                Some(HistoryItem::ToolCall {
-                    id: data.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    name,
-                    arguments,
-                    provider: data.get("provider").cloned().unwrap_or(Value::Null),
-                })
+                Some(HistoryItem::ToolCall { id: id.clone(), name: name.clone(), arguments, provider: provider.clone() })
             }
-            EventKind::ToolResult => Some(HistoryItem::ToolResult {
-                tool_call_id: data.get("tool_call_id").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                name: data.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                output: data.get("output").cloned().unwrap_or_else(|| Value::String(event.content.clone())),
-                success: data.get("success").and_then(Value::as_bool).unwrap_or(true),
+            EventBody::ToolResult { tool_call_id, name, output, success } => Some(HistoryItem::ToolResult {
+                tool_call_id: tool_call_id.clone(),
+                name: name.clone(),
+                output: output.clone(),
+                success: *success,
             }),
-            EventKind::System | EventKind::Notice => None,
+            EventBody::Notice(_) => None,
         }
     }
 
+    /// The history as a model is sent it, with the pairing invariant enforced: the results of
+    /// each run of calls follow the calls, one per call in call order, before the next
+    /// message. A call without a result gets an "interrupted" one; a result that answers no
+    /// open call (a stray, or a second answer) is left out.
     pub(crate) fn all(history: &[Event]) -> Vec<HistoryItem> {
-        history.iter().filter_map(HistoryItem::from_event).collect()
+        let mut items = Vec::with_capacity(history.len());
+        let mut calls: Vec<(String, String)> = Vec::new();
+        let mut results: Vec<Option<HistoryItem>> = Vec::new();
+        let flush = |items: &mut Vec<HistoryItem>, calls: &mut Vec<(String, String)>, results: &mut Vec<Option<HistoryItem>>| {
+            for ((id, name), result) in calls.drain(..).zip(results.drain(..)) {
+                items.push(result.unwrap_or_else(|| {
+                    let EventBody::ToolResult { tool_call_id, name, output, success } =
+                        EventBody::unfinished_result(&id, &name, Unfinished::Interrupted)
+                    else {
+                        unreachable!("unfinished_result is a tool result")
+                    };
+                    HistoryItem::ToolResult { tool_call_id, name, output, success }
+                }));
+            }
+        };
+        for item in history.iter().filter_map(HistoryItem::from_event) {
+            match item {
+                HistoryItem::ToolCall { ref id, ref name, .. } => {
+                    // A call after results starts a new run of calls.
+                    if results.iter().any(Option::is_some) {
+                        flush(&mut items, &mut calls, &mut results);
+                    }
+                    calls.push((id.clone(), name.clone()));
+                    results.push(None);
+                    items.push(item);
+                }
+                HistoryItem::ToolResult { ref tool_call_id, .. } => {
+                    let open = calls
+                        .iter()
+                        .zip(results.iter())
+                        .position(|((id, _), result)| id == tool_call_id && result.is_none());
+                    if let Some(index) = open {
+                        results[index] = Some(item);
+                    }
+                }
+                HistoryItem::User(_) | HistoryItem::Assistant { .. } => {
+                    flush(&mut items, &mut calls, &mut results);
+                    items.push(item);
+                }
+            }
+        }
+        flush(&mut items, &mut calls, &mut results);
+        items
     }
 }
 
@@ -280,31 +311,70 @@ pub(crate) fn finish_reason_of(raw: &str) -> FinishReason {
 mod tests {
     use super::*;
 
-    fn event(kind: EventKind, content: &str, data_json: Value) -> Event {
-        Event { seq: 1, kind, content: content.to_owned(), data_json }
+    fn event(body: EventBody) -> Event {
+        Event { seq: 1, content: String::new(), body }
+    }
+
+    fn call(id: &str) -> Event {
+        event(EventBody::ToolCall { id: id.into(), name: "f".into(), arguments: json!({"a": 1}), provider: Value::Null })
+    }
+
+    fn result(id: &str) -> Event {
+        event(EventBody::ToolResult { tool_call_id: id.into(), name: "f".into(), output: json!("ok"), success: true })
+    }
+
+    fn user(text: &str) -> Event {
+        event(EventBody::User { text: text.into(), component: None })
+    }
+
+    /// The shape of a history: u(ser), a(ssistant), c(all id), r(esult id, success).
+    fn shape(items: &[HistoryItem]) -> Vec<String> {
+        items
+            .iter()
+            .map(|item| match item {
+                HistoryItem::User(_) => "u".to_owned(),
+                HistoryItem::Assistant { .. } => "a".to_owned(),
+                HistoryItem::ToolCall { id, .. } => format!("c{id}"),
+                HistoryItem::ToolResult { tool_call_id, success, .. } => format!("r{tool_call_id}{}", if *success { "" } else { "!" }),
+            })
+            .collect()
     }
 
     #[test]
-    fn tool_call_events_are_read_in_the_loop_shape_and_the_seed_shape() {
-        let loop_shape = event(
-            EventKind::ToolCall,
-            "f(..)",
-            json!({"id": "c1", "name": "f", "arguments": {"a": 1}, "provider": {"provider": "gemini"}}),
-        );
-        let seed_shape = event(
-            EventKind::ToolCall,
-            "f(..)",
-            json!({"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}),
-        );
-        let (
-            Some(HistoryItem::ToolCall { name, arguments, .. }),
-            Some(HistoryItem::ToolCall { name: seed_name, arguments: seed_arguments, .. }),
-        ) = (HistoryItem::from_event(&loop_shape), HistoryItem::from_event(&seed_shape))
-        else {
-            panic!("both are tool calls");
-        };
-        assert_eq!((name.as_str(), &arguments), ("f", &json!({"a": 1})));
-        assert_eq!((seed_name.as_str(), &seed_arguments), ("f", &json!({"a": 1})));
+    fn every_call_gets_exactly_one_result_right_after_its_turn_whatever_the_store_holds() {
+        let assistant = || event(EventBody::Assistant { text: String::new(), provider: Value::Null });
+        // A cancel that left call 2 unanswered, then a new message: 2 gets "interrupted".
+        let history = [user("q"), assistant(), call("1"), call("2"), result("1"), user("again")];
+        assert_eq!(shape(&HistoryItem::all(&history)), ["u", "a", "c1", "c2", "r1", "r2!", "u"]);
+        // Results out of order, a stray result, a second result: call order, once each.
+        let history = [user("q"), assistant(), call("1"), call("2"), result("2"), result("x"), result("1"), result("2")];
+        assert_eq!(shape(&HistoryItem::all(&history)), ["u", "a", "c1", "c2", "r1", "r2"]);
+        // A reused id in a later turn pairs with its own turn's result.
+        let history = [assistant(), call("1"), result("1"), assistant(), call("1"), result("1")];
+        assert_eq!(shape(&HistoryItem::all(&history)), ["a", "c1", "r1", "a", "c1", "r1"]);
+        // A trailing unanswered call (a crash mid-turn) is closed too.
+        assert_eq!(shape(&HistoryItem::all(&[assistant(), call("1")])), ["a", "c1", "r1!"]);
+        let HistoryItem::ToolResult { output, .. } = &HistoryItem::all(&[call("1")])[1] else { panic!() };
+        assert_eq!(output["category"], "interrupted");
+    }
+
+    #[test]
+    fn a_message_from_a_component_is_marked_for_the_model() {
+        let from_component = event(EventBody::User { text: "buy".into(), component: Some("shop".into()) });
+        let Some(HistoryItem::User(text)) = HistoryItem::from_event(&from_component) else { panic!() };
+        assert!(text.contains("component `shop`") && text.ends_with("\nbuy"), "{text}");
+    }
+
+    #[test]
+    fn arguments_stored_as_text_are_sent_as_an_object_when_they_parse() {
+        let stored = event(EventBody::ToolCall {
+            id: "c1".into(),
+            name: "f".into(),
+            arguments: json!("{\"a\":1}"),
+            provider: Value::Null,
+        });
+        let Some(HistoryItem::ToolCall { arguments, .. }) = HistoryItem::from_event(&stored) else { panic!() };
+        assert_eq!(arguments, json!({"a": 1}));
     }
 
     #[test]

@@ -235,7 +235,20 @@ pub(crate) fn parse_duration_text(text: &str) -> Option<Duration> {
         (text, 1.0)
     };
     let value: f64 = number.trim().parse().ok()?;
-    (value.is_finite() && value >= 0.0).then(|| Duration::from_secs_f64(value * scale))
+    hinted_delay(value * scale)
+}
+
+/// The longest retry hint believed as given: a provider's `retry-after: 1e20` means "not
+/// soon", and is read as a day (longer than any retry policy waits, so the error is reported).
+const LONGEST_HINT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A provider's hint in seconds as a delay: negative or not a number is no hint, and a hint
+/// too large for a `Duration` is clamped instead of panicking.
+fn hinted_delay(seconds: f64) -> Option<Duration> {
+    if !(seconds.is_finite() && seconds >= 0.0) {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(seconds).map_or(LONGEST_HINT, |delay| delay.min(LONGEST_HINT)))
 }
 
 /// Finds "try again in X" in a message, the only place OpenAI puts a retry hint in the body.
@@ -251,9 +264,24 @@ pub(crate) fn retry_hint_in_message(message: &str) -> Option<Duration> {
 pub(crate) fn retry_after_header(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let read = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
     if let Some(millis) = read("retry-after-ms").and_then(|value| value.parse::<f64>().ok()) {
-        return (millis.is_finite() && millis >= 0.0).then(|| Duration::from_secs_f64(millis / 1000.0));
+        return hinted_delay(millis / 1000.0);
     }
-    read("retry-after")
-        .and_then(|value| value.parse::<f64>().ok())
-        .and_then(|seconds| (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds)))
+    read("retry-after").and_then(|value| value.parse::<f64>().ok()).and_then(hinted_delay)
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::*;
+
+    #[test]
+    fn huge_or_malformed_retry_hints_are_clamped_or_ignored_never_a_panic() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("retry-after", "1e20".parse().unwrap());
+        assert_eq!(retry_after_header(&headers), Some(LONGEST_HINT));
+        headers.insert("retry-after-ms", "-5".parse().unwrap());
+        assert_eq!(retry_after_header(&headers), None);
+        assert_eq!(parse_duration_text("1e300s"), Some(LONGEST_HINT));
+        assert_eq!(parse_duration_text("NaNs"), None);
+        assert_eq!(parse_duration_text("20ms"), Some(Duration::from_millis(20)));
+    }
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use wright_core::{Event, EventKind, ToolSpec};
+use wright_core::{Event, EventBody, EventKind, ToolSpec};
 
 use crate::canonical::Request;
 use crate::config::Settings;
@@ -19,8 +19,13 @@ pub(crate) fn settings() -> Settings {
     }
 }
 
-pub(crate) fn event(kind: EventKind, content: &str, data_json: Value) -> Event {
-    Event { seq: 0, kind, content: content.to_owned(), data_json }
+/// An event from its stored form; user and assistant text default to `content`.
+pub(crate) fn event(kind: EventKind, content: &str, mut data_json: Value) -> Event {
+    if matches!(kind, EventKind::User | EventKind::Assistant) && data_json.get("text").is_none() {
+        data_json["text"] = Value::String(content.to_owned());
+    }
+    let body = EventBody::from_stored(kind, data_json).expect("a valid stored event");
+    Event { seq: 0, content: content.to_owned(), body }
 }
 
 /// A user question, an assistant turn with text and two calls (one with arguments that were

@@ -29,7 +29,7 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use wright_core::{Event, EventKind, ToolSpec};
+use wright_core::{Event, EventBody, EventKind, ToolSpec};
 
 use crate::LlmError;
 use crate::canonical::{
@@ -96,12 +96,12 @@ impl TextProtocol {
     pub fn rewrite(&self, request: &Request) -> Request {
         let mut history: Vec<Event> = Vec::new();
         let mut push = |kind: EventKind, text: String| match history.last_mut() {
-            Some(last) if last.kind == kind => {
+            Some(last) if last.kind() == kind => {
                 last.content.push_str(if kind == EventKind::User { "\n" } else { "" });
                 last.content.push_str(&text);
-                last.data_json = json!({ "text": last.content });
+                last.body = text_body(kind, last.content.clone());
             }
-            _ => history.push(Event { seq: 0, kind, content: text.clone(), data_json: json!({ "text": text }) }),
+            _ => history.push(Event { seq: 0, content: text.clone(), body: text_body(kind, text) }),
         };
         for item in HistoryItem::all(&request.history) {
             match item {
@@ -422,3 +422,12 @@ impl Provider for TextProtocolProvider {
 
 #[cfg(test)]
 mod tests;
+
+/// A plain user or assistant message body.
+fn text_body(kind: EventKind, text: String) -> EventBody {
+    if kind == EventKind::User {
+        EventBody::User { text, component: None }
+    } else {
+        EventBody::Assistant { text, provider: Value::Null }
+    }
+}

@@ -15,6 +15,9 @@ pub struct SandboxConfig {
     pub stack_limit_bytes: usize,
     /// Default deadline of a call, ms; a tool or a call may override it (see [`RunLimits`]).
     pub deadline_ms: u64,
+    /// The longest deadline an override may ask for, ms. A model-supplied `timeout_ms` above
+    /// it is refused by `run_sandbox_code`; any other override is cut to it.
+    pub max_deadline_ms: u64,
     /// How long past its deadline a call may run before the watchdog kills its worker, ms.
     /// The interrupt handler normally stops code at the deadline; this covers native builtins
     /// that never poll it (`new Array(1e9).join('')`) and host calls that hang.
@@ -48,6 +51,7 @@ impl Default for SandboxConfig {
             memory_limit_bytes: 64 * 1024 * 1024,
             stack_limit_bytes: 1024 * 1024,
             deadline_ms: 30_000,
+            max_deadline_ms: 60_000,
             grace_ms: 250,
             max_result_bytes: 1024 * 1024,
             max_log_bytes: 64 * 1024,
@@ -122,7 +126,11 @@ impl Limits {
                 .stack_limit_bytes
                 .unwrap_or(config.stack_limit_bytes)
                 .clamp(64 * 1024, MAX_STACK_LIMIT_BYTES),
-            deadline_ms: overrides.deadline_ms.unwrap_or(config.deadline_ms).max(1),
+            deadline_ms: overrides
+                .deadline_ms
+                .unwrap_or(config.deadline_ms)
+                .min(config.max_deadline_ms.max(config.deadline_ms))
+                .max(1),
             max_result_bytes: overrides.max_result_bytes.unwrap_or(config.max_result_bytes),
             max_log_bytes: overrides.max_log_bytes.unwrap_or(config.max_log_bytes),
             max_log_entries: overrides.max_log_entries.unwrap_or(config.max_log_entries),

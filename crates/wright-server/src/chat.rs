@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
-use wright_core::{AgentId, EventKind};
+use wright_core::{AgentId, ConversationStatus, EventBody};
 
 use crate::AppState;
 use crate::hub::Update;
@@ -28,7 +28,7 @@ pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
             continue;
         }
         let mut updates = state.hub.subscribe(&id);
-        state.runs.send_message(&id, &line).await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
+        state.runs.send_message(&id, &line, crate::runs::Sender::Person).await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
         loop {
             match follow_run(&mut updates).await {
                 RunEnd::Idle | RunEnd::Error => break,
@@ -63,26 +63,26 @@ async fn follow_run(updates: &mut tokio::sync::broadcast::Receiver<Update>) -> R
                 print!("{text}");
                 stdout.flush().ok();
             }
-            Ok(Update::Event(stored)) => match stored.event.kind {
-                EventKind::ToolCall => eprintln!("\n  ⚙ {}", stored.event.content),
-                EventKind::ToolResult => {
-                    let marker = if stored.event.data_json["success"] == false { "✗" } else { "→" };
+            Ok(Update::Event(stored)) => match stored.event.body {
+                EventBody::ToolCall { .. } => eprintln!("\n  ⚙ {}", stored.event.content),
+                EventBody::ToolResult { success, .. } => {
+                    let marker = if success { "→" } else { "✗" };
                     eprintln!("  {marker} {}", stored.event.content);
                 }
-                EventKind::Notice => eprintln!("\n  ℹ {}", stored.event.content),
-                _ => {}
+                EventBody::Notice(_) => eprintln!("\n  ℹ {}", stored.event.content),
+                EventBody::User { .. } | EventBody::Assistant { .. } => {}
             },
-            Ok(Update::Status { status, error }) => match status.as_str() {
-                "idle" => {
+            Ok(Update::Status { status, error }) => match status {
+                ConversationStatus::Idle => {
                     println!();
                     return RunEnd::Idle;
                 }
-                "waiting" => return RunEnd::Waiting,
-                "error" => {
+                ConversationStatus::Waiting => return RunEnd::Waiting,
+                ConversationStatus::Error => {
                     eprintln!("\n  error: {}", error.unwrap_or_default());
                     return RunEnd::Error;
                 }
-                _ => {}
+                ConversationStatus::Running => {}
             },
             Err(RecvError::Lagged(_)) => {}
             Err(RecvError::Closed) => return RunEnd::Error,
@@ -116,7 +116,7 @@ fn ask(tool: &str, args: &Value, lines: &mut impl Iterator<Item = std::io::Resul
             let form = args["blocks"].as_array().and_then(|blocks| blocks.iter().find(|block| block["type"] == "form"));
             let Some(form) = form else {
                 read("(press Enter to dismiss) ")?;
-                return Ok(json!({ "action": "dismiss" }));
+                return Ok(json!({ "action": "dismissed" }));
             };
             let mut data = serde_json::Map::new();
             for field in form["fields"].as_array().into_iter().flatten() {
@@ -134,7 +134,7 @@ fn ask(tool: &str, args: &Value, lines: &mut impl Iterator<Item = std::io::Resul
         _ => {
             eprintln!("\n{tool} wants an answer (shown in the canvas): {}", serde_json::to_string_pretty(args)?);
             let raw = read("answer as JSON (empty to dismiss): ")?;
-            Ok(if raw.trim().is_empty() { json!({ "action": "dismiss" }) } else { serde_json::from_str(&raw)? })
+            Ok(if raw.trim().is_empty() { json!({ "action": "dismissed" }) } else { serde_json::from_str(&raw)? })
         }
     }
 }

@@ -216,7 +216,12 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let config = Config::load(&cli.data_dir)?;
+    #[allow(unused_mut, reason = "debug builds read a fault-injection variable into it")]
+    let mut config = Config::load(&cli.data_dir)?;
+    #[cfg(debug_assertions)]
+    {
+        config.fault_panic_tool = std::env::var("WRIGHT_FAULT_PANIC_TOOL").ok();
+    }
     match cli.command {
         Command::Serve { bind } => serve(config, bind).await,
         Command::Chat { agent } => {

@@ -23,12 +23,17 @@ pub struct Config {
     pub server: ServerConfig,
     pub state: StateLimits,
     pub agent: LoopConfig,
+    pub runs: RunsConfig,
     pub sandbox: SandboxConfig,
     pub egress: EgressConfig,
     pub agentdb: AgentDbConfig,
     pub browser: BrowserConfig,
     /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
     pub models: BTreeMap<String, String>,
+    /// Debug builds only: a built-in tool that panics when called (`WRIGHT_FAULT_PANIC_TOOL`),
+    /// for the end-to-end tests of the run lifecycle.
+    #[cfg(debug_assertions)]
+    pub fault_panic_tool: Option<String>,
 }
 
 /// `[server]` in config.toml.
@@ -58,12 +63,32 @@ impl ServerConfig {
     }
 }
 
+/// `[runs]` in config.toml: how runs are owned and what may start them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunsConfig {
+    /// How long a process's claim on a running conversation holds without renewal, seconds.
+    /// The owner renews it every third of that; another process recovers a run whose lease
+    /// ran out (or whose owner's lock file is free: the owner is gone).
+    pub lease_seconds: u64,
+    /// Messages a component in the canvas may send per conversation per minute (each starts a
+    /// run as if the person had typed it); more are refused with 429.
+    pub component_messages_per_minute: usize,
+}
+
+impl Default for RunsConfig {
+    fn default() -> Self {
+        Self { lease_seconds: 30, component_messages_per_minute: 5 }
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct ConfigFile {
     server: ServerConfig,
     state: StateLimits,
     agent: LoopConfig,
+    runs: RunsConfig,
     sandbox: SandboxConfig,
     egress: EgressConfig,
     agentdb: AgentDbConfig,
@@ -94,11 +119,14 @@ impl Config {
             server: file.server,
             state: file.state,
             agent: file.agent,
+            runs: file.runs,
             sandbox,
             egress: file.egress,
             agentdb: file.agentdb,
             browser: file.browser,
             models: file.models,
+            #[cfg(debug_assertions)]
+            fault_panic_tool: None,
         })
     }
 }

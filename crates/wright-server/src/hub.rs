@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 use tokio::sync::broadcast;
+use wright_core::ConversationStatus;
 use wright_store::StoredEvent;
 
 /// One thing a page is told about a conversation.
@@ -20,8 +21,8 @@ pub enum Update {
     Event(StoredEvent),
     /// Assistant text as it streams; the stored assistant event replaces it.
     Delta { text: String },
-    /// The conversation's status changed (idle, running, waiting, error).
-    Status { status: String, error: Option<String> },
+    /// The conversation's status changed.
+    Status { status: ConversationStatus, error: Option<String> },
 }
 
 /// Room for a burst of deltas from a fast model; a page that falls this far behind gets a

@@ -18,6 +18,7 @@ pub mod cli;
 pub mod config;
 pub mod hub;
 pub mod models;
+pub mod owner;
 pub mod runs;
 pub mod token;
 
@@ -46,16 +47,23 @@ impl AppState {
     pub async fn open(config: Config, auth: token::Auth, models: models::Models) -> anyhow::Result<Self> {
         let services = open_services(&config).await?;
         let store = services.store.clone();
-        let tools = Arc::new(ToolRegistry::new(Arc::new(services)));
+        let registry = ToolRegistry::new(Arc::new(services));
+        #[cfg(debug_assertions)]
+        let registry = registry.panicking_in(config.fault_panic_tool.clone());
+        let tools = Arc::new(registry);
         let hub = Arc::new(hub::Hub::default());
+        let owner = owner::RunOwner::acquire(&config.data_dir)?;
         let runs = Arc::new(runs::Runs::new(
             store.clone(),
             Arc::clone(&hub),
             Arc::clone(&tools),
             models,
             config.agent.clone(),
+            config.runs.clone(),
+            owner,
         ));
-        runs.recover_interrupted().await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
+        runs.recover_orphaned().await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
+        runs.spawn_heartbeat();
         Ok(Self { store, tools, auth: Arc::new(auth), config: Arc::new(config), hub, runs })
     }
 }

@@ -1,27 +1,38 @@
-//! Runs of the agent loop: at most one per conversation, many conversations at once.
+//! Runs of the agent loop: at most one per conversation, many conversations at once, and
+//! one owner for each.
 //!
-//! `Runs` owns the table of active runs (conversation id → cancellation token). A run is
-//! claimed before anything is stored for it and released when its task ends, so two messages
-//! racing into one conversation cannot start two runs. Pausing tools end a run; answering
-//! the last pending call starts the next one — also after a restart, because everything a run
-//! needs is in the store. The loop itself (wright-agent) does no IO: [`StoreTranscript`]
-//! gives it the store and the live stream.
+//! Who runs a conversation is decided in the store (wright-store `conversations`): a claim
+//! names this process ([`RunOwner`]) and a lease that a heartbeat renews. Starting a run with
+//! the person's message, answering the last pending call, parking and finishing are each one
+//! transaction there, so the claim, the status and the pending calls can never disagree — not
+//! between two requests, and not between `wright serve` and a `wright chat` beside it.
+//!
+//! What this process keeps in memory is only what cannot be stored: the cancellation token of
+//! each run it is running, removed by a drop guard when the run's task ends however it ends.
+//! A run that panics is ended in the store with an error notice (its open calls get results);
+//! a run whose owner died (a crash, SIGKILL) is ended as interrupted by the next process that
+//! finds it — at start, when the conversation is loaded, or when a message or answer arrives.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_agent::{LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript};
-use wright_core::{AgentId, DocumentKind, Event, EventKind};
-use wright_store::{PendingResolution, Store};
+use wright_agent::{Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript};
+use wright_core::{AgentId, ConversationStatus, DocumentKind, Event, EventBody, NewEvent, Notice, Unfinished};
+use wright_store::{Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
 use wright_tools::ToolRegistry;
 
 use crate::api::ApiError;
+use crate::config::RunsConfig;
 use crate::hub::{Hub, Update};
 use crate::models::Models;
+use crate::owner::RunOwner;
 
 /// The configured model and how to name it.
 #[derive(Clone)]
@@ -31,19 +42,62 @@ pub struct ConfiguredModel {
     pub name: String,
 }
 
+/// Who is speaking in a new message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sender {
+    Person,
+    /// A component in the canvas, by name: marked in the store and for the model, and
+    /// limited per conversation.
+    Component(String),
+}
+
+/// The run this process is running in a conversation: its token, and a number that tells
+/// this run's guard from a later run's.
+struct ActiveRun {
+    run: u64,
+    cancel: CancellationToken,
+}
+
 pub struct Runs {
     store: Store,
     hub: Arc<Hub>,
     tools: Arc<ToolRegistry>,
     models: Models,
     config: LoopConfig,
-    /// Active runs. Held only to insert, remove or look up, never across an await.
-    active: Mutex<HashMap<String, CancellationToken>>,
+    runs_config: RunsConfig,
+    owner: RunOwner,
+    /// Runs this process is running, by conversation. Held only to insert, remove or look up,
+    /// never across an await.
+    active: Mutex<HashMap<String, ActiveRun>>,
+    /// Numbers runs, so a finished run's guard never removes a newer run's entry.
+    next_run: std::sync::atomic::AtomicU64,
+    /// When components sent their recent messages, per conversation (a sliding minute).
+    /// Held only to check and record, never across an await.
+    component_messages: Mutex<HashMap<String, VecDeque<Instant>>>,
 }
 
 impl Runs {
-    pub fn new(store: Store, hub: Arc<Hub>, tools: Arc<ToolRegistry>, models: Models, config: LoopConfig) -> Self {
-        Self { store, hub, tools, models, config, active: Mutex::new(HashMap::new()) }
+    pub fn new(
+        store: Store,
+        hub: Arc<Hub>,
+        tools: Arc<ToolRegistry>,
+        models: Models,
+        config: LoopConfig,
+        runs_config: RunsConfig,
+        owner: RunOwner,
+    ) -> Self {
+        Self {
+            store,
+            hub,
+            tools,
+            models,
+            config,
+            runs_config,
+            owner,
+            active: Mutex::new(HashMap::new()),
+            next_run: std::sync::atomic::AtomicU64::new(0),
+            component_messages: Mutex::new(HashMap::new()),
+        }
     }
 
     /// `(kind, model)` of the default provider, if any.
@@ -61,90 +115,154 @@ impl Runs {
         }
     }
 
-    /// Marks runs that a stopped server left `running` as interrupted. Called once at start.
-    pub async fn recover_interrupted(&self) -> Result<(), ApiError> {
-        for conversation in self.store.conversations_with_status("running").await? {
-            let notice = "The previous run was interrupted when the server stopped. Send a message to continue.";
-            self.store
-                .append_events(
-                    &conversation.id,
-                    &[(EventKind::Notice, notice.to_owned(), json!({"type": "interrupted"}))],
-                )
-                .await?;
-            self.store.set_conversation_status(&conversation.id, "idle").await?;
+    fn lease(&self) -> Lease<'_> {
+        Lease { owner: self.owner.id(), seconds: self.runs_config.lease_seconds.max(3) }
+    }
+
+    /// Ends, as interrupted, every run whose owner is gone (its lease ran out, or its lock file
+    /// is free). Runs of live owners — a server beside this CLI — are left alone. Called at
+    /// start; safe to call any time.
+    pub async fn recover_orphaned(&self) -> Result<(), ApiError> {
+        for claimed in self.store.claimed_runs().await? {
+            if claimed.owner != self.owner.id() && (claimed.expired || !self.owner.is_alive(&claimed.owner)) {
+                self.recover(&claimed.conversation_id, &claimed.owner).await?;
+            }
         }
         Ok(())
+    }
+
+    /// Recovers the conversation's run if its owner is gone; does nothing otherwise.
+    pub async fn recover_if_orphaned(&self, conversation_id: &str) -> Result<(), ApiError> {
+        if let Some(claimed) = self.store.claimed_run(conversation_id).await?
+            && claimed.owner != self.owner.id()
+            && (claimed.expired || !self.owner.is_alive(&claimed.owner))
+        {
+            self.recover(conversation_id, &claimed.owner).await?;
+        }
+        Ok(())
+    }
+
+    /// Ends a dead owner's run: its open calls get "interrupted" results, a notice says so,
+    /// and the conversation is idle again — one transaction.
+    async fn recover(&self, conversation_id: &str, dead_owner: &str) -> Result<(), ApiError> {
+        let end = RunEnd {
+            closing: vec![NewEvent::notice(Notice::Interrupted)],
+            status: ConversationStatus::Idle,
+            close_open_calls: Some(Unfinished::Interrupted),
+        };
+        match self.store.finish_run(conversation_id, dead_owner, &end).await {
+            Ok(Finished::Ended(events) | Finished::Continue(events)) => {
+                tracing::info!(conversation_id, dead_owner, "recovered a run whose owner is gone");
+                self.publish_events(conversation_id, events);
+                self.publish_status(conversation_id, ConversationStatus::Idle, None);
+                Ok(())
+            }
+            // Recovered by another process meanwhile.
+            Err(StoreError::RunNotOwned(_)) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Renews this process's leases until the process ends. Spawned once by `AppState::open`.
+    pub fn spawn_heartbeat(self: &Arc<Self>) {
+        let runs = Arc::downgrade(self);
+        let every = Duration::from_secs((self.runs_config.lease_seconds / 3).max(1));
+        // Owned by the runtime; stops when `Runs` is dropped (the weak reference fails).
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(runs) = runs.upgrade() else { return };
+                if let Err(error) = runs.store.renew_leases(runs.lease()).await {
+                    tracing::warn!(%error, "could not renew run leases");
+                }
+            }
+        });
     }
 
     fn no_model(&self) -> ApiError {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no_provider", self.setup_hint())
     }
 
-    /// Takes the conversation's run slot, or says a run is going.
-    fn claim(&self, conversation_id: &str) -> Result<CancellationToken, ApiError> {
-        let mut active = self.active.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if active.contains_key(conversation_id) {
+    fn busy() -> ApiError {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "run_in_progress",
+            "the agent is still working in this conversation; wait for it or cancel the run",
+        )
+    }
+
+    /// Counts a component's message against its conversation's limit, or refuses it.
+    fn admit_component_message(&self, conversation_id: &str, component: &str) -> Result<(), ApiError> {
+        let limit = self.runs_config.component_messages_per_minute;
+        let mut sent = self.component_messages.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now = Instant::now();
+        let recent = sent.entry(conversation_id.to_owned()).or_default();
+        while recent.front().is_some_and(|at| now.duration_since(*at) > Duration::from_secs(60)) {
+            recent.pop_front();
+        }
+        if recent.len() >= limit {
             return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "run_in_progress",
-                "the agent is still working in this conversation; wait for it or cancel the run",
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!(
+                    "the component {component:?} sent {limit} messages in this conversation in the last minute, \
+                     the limit ([runs] component_messages_per_minute); the person can still type"
+                ),
             ));
         }
-        let token = CancellationToken::new();
-        active.insert(conversation_id.to_owned(), token.clone());
-        Ok(token)
-    }
-
-    fn release(&self, conversation_id: &str) {
-        self.active.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(conversation_id);
-    }
-
-    /// Stores the person's message and starts a run. Calls still waiting are dismissed first.
-    pub async fn send_message(self: &Arc<Self>, conversation_id: &str, text: &str) -> Result<(), ApiError> {
-        let conversation = self.store.conversation(conversation_id).await?;
-        let agent = AgentId::parse(&conversation.agent_id)?;
-        let model = self.models.for_agent(&agent).ok_or_else(|| self.no_model())?;
-        let cancel = self.claim(conversation_id)?;
-        let prepared = async {
-            for call in self.store.pending_calls(conversation_id).await? {
-                let dismissed = json!({"action": "dismissed"});
-                match self
-                    .store
-                    .resolve_pending_call(conversation_id, &call.tool_call_id, PendingResolution::Dismissed, &dismissed)
-                    .await
-                {
-                    Ok(_) => {
-                        self.store_tool_result(conversation_id, &call.tool_call_id, &call.tool_name, dismissed).await?
-                    }
-                    // Answered in the meantime from another page: its result is already stored.
-                    Err(wright_store::StoreError::AlreadyAnswered(_)) => {}
-                    Err(error) => return Err(error.into()),
-                }
-            }
-            self.publish_events(
-                conversation_id,
-                self.store.append_events(conversation_id, &[(EventKind::User, text.to_owned(), json!({}))]).await?,
-            );
-            Ok::<(), ApiError>(())
-        }
-        .await;
-        if let Err(error) = prepared {
-            self.release(conversation_id);
-            return Err(error);
-        }
-        self.spawn_run(agent, conversation_id.to_owned(), model, cancel);
+        recent.push_back(now);
         Ok(())
     }
 
-    pub fn cancel(&self, conversation_id: &str) {
-        let active = self.active.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(token) = active.get(conversation_id) {
-            token.cancel();
+    /// Stores the message and starts a run, in one transaction with the claim. Calls still
+    /// waiting are dismissed first.
+    pub async fn send_message(
+        self: &Arc<Self>,
+        conversation_id: &str,
+        text: &str,
+        sender: Sender,
+    ) -> Result<(), ApiError> {
+        let conversation = self.store.conversation(conversation_id).await?;
+        let agent = AgentId::parse(&conversation.agent_id)?;
+        let model = self.models.for_agent(&agent).ok_or_else(|| self.no_model())?;
+        let component = match sender {
+            Sender::Person => None,
+            Sender::Component(name) => {
+                self.admit_component_message(conversation_id, &name)?;
+                Some(name)
+            }
+        };
+        let message = NewEvent::new(text, EventBody::User { text: text.to_owned(), component });
+        let mut claim = self.store.start_run_with_message(conversation_id, self.lease(), &message).await?;
+        if let Claim::Busy { owner } = &claim
+            && !self.owner.is_alive(owner)
+        {
+            self.recover(conversation_id, &owner.clone()).await?;
+            claim = self.store.start_run_with_message(conversation_id, self.lease(), &message).await?;
         }
+        let Claim::Claimed(events) = claim else { return Err(Self::busy()) };
+        self.publish_events(conversation_id, events);
+        self.spawn_run(agent, conversation_id.to_owned(), model);
+        Ok(())
     }
 
-    /// Stores the answer of a pending call as its tool result; resumes the run when no call
-    /// of the conversation is left waiting.
+    /// Stops this process's run in the conversation. A run whose owner is gone is ended as
+    /// interrupted instead, so Stop always unsticks a conversation.
+    pub async fn cancel(&self, conversation_id: &str) -> Result<(), ApiError> {
+        let token = {
+            let active = self.active.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            active.get(conversation_id).map(|run| run.cancel.clone())
+        };
+        match token {
+            Some(token) => token.cancel(),
+            None => self.recover_if_orphaned(conversation_id).await?,
+        }
+        Ok(())
+    }
+
+    /// Stores the answer of a pending call as its result (one transaction). When it was the
+    /// last call waiting, the run resumes: here, or — when the answer came while the turn
+    /// still runs — in the run that holds the conversation.
     pub async fn answer_pending(
         self: &Arc<Self>,
         conversation_id: &str,
@@ -152,42 +270,62 @@ impl Runs {
         answer: Value,
     ) -> Result<(), ApiError> {
         let conversation = self.store.conversation(conversation_id).await?;
-        let call = self
-            .store
-            .resolve_pending_call(conversation_id, tool_call_id, PendingResolution::Answered, &answer)
-            .await?;
-        self.store_tool_result(conversation_id, tool_call_id, &call.tool_name, answer).await?;
-        if !self.store.pending_calls(conversation_id).await?.is_empty() {
-            return Ok(());
-        }
         let agent = AgentId::parse(&conversation.agent_id)?;
-        let Some(model) = self.models.for_agent(&agent) else {
-            self.set_status(conversation_id, "idle", Some(self.setup_hint())).await;
-            return Ok(());
-        };
-        let cancel = self.claim(conversation_id)?;
-        self.spawn_run(agent, conversation_id.to_owned(), model, cancel);
-        Ok(())
+        let (answered, events) =
+            self.store.answer_pending_call(conversation_id, tool_call_id, &answer, self.lease()).await?;
+        self.publish_events(conversation_id, events);
+        match answered {
+            Answered::StillWaiting => Ok(()),
+            Answered::RunGoing { owner } if self.owner.is_alive(&owner) => Ok(()),
+            Answered::RunGoing { owner } => {
+                // The run that parked it died mid-turn: end it, then resume from the answers.
+                self.recover(conversation_id, &owner).await?;
+                match self.store.claim_run(conversation_id, self.lease()).await? {
+                    Claim::Claimed(_) => self.resume(agent, conversation_id).await,
+                    Claim::Busy { .. } => Ok(()),
+                }
+            }
+            Answered::Resume => self.resume(agent, conversation_id).await,
+        }
     }
 
-    fn spawn_run(
-        self: &Arc<Self>,
-        agent: AgentId,
-        conversation_id: String,
-        model: ConfiguredModel,
-        cancel: CancellationToken,
-    ) {
+    /// Starts the claimed run, or — with no model — releases it with the setup hint.
+    async fn resume(self: &Arc<Self>, agent: AgentId, conversation_id: &str) -> Result<(), ApiError> {
+        match self.models.for_agent(&agent) {
+            Some(model) => {
+                self.spawn_run(agent, conversation_id.to_owned(), model);
+                Ok(())
+            }
+            None => {
+                let end = RunEnd { closing: Vec::new(), status: ConversationStatus::Idle, close_open_calls: None };
+                self.store.finish_run(conversation_id, self.owner.id(), &end).await?;
+                self.publish_status(conversation_id, ConversationStatus::Idle, Some(self.setup_hint()));
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs the loop on a task for a run this process has claimed in the store.
+    fn spawn_run(self: &Arc<Self>, agent: AgentId, conversation_id: String, model: ConfiguredModel) {
+        let run = self.next_run.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let cancel = CancellationToken::new();
+        self.active
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(conversation_id.clone(), ActiveRun { run, cancel: cancel.clone() });
+        self.publish_status(&conversation_id, ConversationStatus::Running, None);
         let runs = Arc::clone(self);
-        // The task owns its claim on the run slot and releases it when the run ends, however
-        // it ends; cancellation reaches it through `cancel`.
+        // The task owns the run until the loop ends it in the store; its guard removes the
+        // cancellation token however the task ends, a panic included.
         tokio::spawn(async move {
-            runs.set_status(&conversation_id, "running", None).await;
+            let _guard = ActiveGuard { runs: Arc::clone(&runs), conversation_id: conversation_id.clone(), run };
             let transcript = StoreTranscript {
                 store: runs.store.clone(),
                 databases: Arc::clone(runs.tools.services()),
                 hub: Arc::clone(&runs.hub),
                 agent: agent.clone(),
                 conversation_id: conversation_id.clone(),
+                owner: runs.owner.id().to_owned(),
             };
             let context = RunContext {
                 agent: &agent,
@@ -196,55 +334,68 @@ impl Runs {
                 config: &runs.config,
                 cancel: &cancel,
             };
-            let outcome = wright_agent::run(model.model.as_ref(), &transcript, context).await;
-            let (status, error) = match outcome {
-                Ok(RunOutcome::Parked) => ("waiting", None),
-                Ok(RunOutcome::Completed | RunOutcome::TurnLimit | RunOutcome::Cancelled) => ("idle", None),
-                Err(error) => {
-                    let message = error.to_string();
-                    let stored = runs
-                        .store
-                        .append_events(
-                            &conversation_id,
-                            &[(EventKind::Notice, message.clone(), json!({"type": "error"}))],
-                        )
-                        .await;
-                    if let Ok(events) = stored {
-                        runs.publish_events(&conversation_id, events);
-                    }
-                    ("error", Some(message))
+            let outcome = AssertUnwindSafe(wright_agent::run(model.model.as_ref(), &transcript, context))
+                .catch_unwind()
+                .await;
+            let failure = match outcome {
+                Ok(Ok(_)) => return,
+                Ok(Err(error)) => error.to_string(),
+                Err(panic) => {
+                    let reason = panic
+                        .downcast_ref::<&str>()
+                        .map(|text| (*text).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    tracing::error!(conversation_id, %reason, "a run panicked");
+                    format!("The run failed unexpectedly (a bug in Wright: {reason}). Send a message to continue.")
                 }
             };
-            runs.release(&conversation_id);
-            runs.set_status(&conversation_id, status, error).await;
+            runs.abandon(&conversation_id, failure).await;
         });
     }
 
-    async fn set_status(&self, conversation_id: &str, status: &str, error: Option<String>) {
-        if let Err(store_error) = self.store.set_conversation_status(conversation_id, status).await {
-            tracing::warn!(%store_error, conversation_id, "could not store the conversation status");
+    /// Ends a run the loop could not end itself (the store failed, or the task panicked):
+    /// open calls get results, an error notice, status error — one transaction.
+    async fn abandon(&self, conversation_id: &str, message: String) {
+        let end = RunEnd {
+            closing: vec![NewEvent::notice(Notice::Error { message: message.clone() })],
+            status: ConversationStatus::Error,
+            close_open_calls: Some(Unfinished::Failed),
+        };
+        match self.store.finish_run(conversation_id, self.owner.id(), &end).await {
+            Ok(Finished::Ended(events) | Finished::Continue(events)) => {
+                self.publish_events(conversation_id, events);
+                self.publish_status(conversation_id, ConversationStatus::Error, Some(message));
+            }
+            Err(error) => tracing::error!(%error, conversation_id, "could not end a failed run"),
         }
-        self.hub.publish(conversation_id, Update::Status { status: status.to_owned(), error });
     }
 
-    fn publish_events(&self, conversation_id: &str, events: Vec<wright_store::StoredEvent>) {
+    fn publish_status(&self, conversation_id: &str, status: ConversationStatus, error: Option<String>) {
+        self.hub.publish(conversation_id, Update::Status { status, error });
+    }
+
+    fn publish_events(&self, conversation_id: &str, events: Vec<StoredEvent>) {
         for event in events {
             self.hub.publish(conversation_id, Update::Event(event));
         }
     }
+}
 
-    async fn store_tool_result(
-        &self,
-        conversation_id: &str,
-        tool_call_id: &str,
-        tool_name: &str,
-        output: Value,
-    ) -> Result<(), ApiError> {
-        let data = json!({ "tool_call_id": tool_call_id, "name": tool_name, "output": output, "success": true });
-        let stored =
-            self.store.append_events(conversation_id, &[(EventKind::ToolResult, output.to_string(), data)]).await?;
-        self.publish_events(conversation_id, stored);
-        Ok(())
+/// Removes a run's cancellation token when its task ends, a panic included — but only its
+/// own entry, never that of a later run of the same conversation.
+struct ActiveGuard {
+    runs: Arc<Runs>,
+    conversation_id: String,
+    run: u64,
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        let mut active = self.runs.active.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if active.get(&self.conversation_id).is_some_and(|entry| entry.run == self.run) {
+            active.remove(&self.conversation_id);
+        }
     }
 }
 
@@ -256,6 +407,8 @@ pub struct StoreTranscript {
     hub: Arc<Hub>,
     agent: AgentId,
     conversation_id: String,
+    /// This process's owner id: the run's claim in the store.
+    owner: String,
 }
 
 fn message(error: impl std::fmt::Display) -> String {
@@ -289,7 +442,7 @@ impl Transcript for StoreTranscript {
         })
     }
 
-    fn append(&self, events: Vec<(EventKind, String, Value)>) -> BoxFuture<'_, Result<Vec<Event>, String>> {
+    fn append(&self, events: Vec<NewEvent>) -> BoxFuture<'_, Result<Vec<Event>, String>> {
         Box::pin(async move {
             let stored = self.store.append_events(&self.conversation_id, &events).await.map_err(message)?;
             let plain = stored.iter().map(|stored| stored.event.clone()).collect();
@@ -312,6 +465,32 @@ impl Transcript for StoreTranscript {
                 )
                 .await
                 .map_err(message)
+        })
+    }
+
+    fn finish(&self, outcome: &RunOutcome, closing: Vec<NewEvent>) -> BoxFuture<'_, Result<Finish, String>> {
+        let (status, close_open_calls, error) = match outcome {
+            RunOutcome::Completed | RunOutcome::TurnLimit => (ConversationStatus::Idle, None, None),
+            RunOutcome::Parked => (ConversationStatus::Waiting, None, None),
+            RunOutcome::Cancelled => (ConversationStatus::Idle, Some(Unfinished::Cancelled), None),
+            RunOutcome::Failed { message } => {
+                (ConversationStatus::Error, Some(Unfinished::Failed), Some(message.clone()))
+            }
+        };
+        Box::pin(async move {
+            let end = RunEnd { closing, status, close_open_calls };
+            let finished = self.store.finish_run(&self.conversation_id, &self.owner, &end).await.map_err(message)?;
+            let (events, finish) = match finished {
+                Finished::Ended(events) => (events, Finish::Ended),
+                Finished::Continue(events) => (events, Finish::Continue),
+            };
+            for event in events {
+                self.hub.publish(&self.conversation_id, Update::Event(event));
+            }
+            if finish == Finish::Ended {
+                self.hub.publish(&self.conversation_id, Update::Status { status, error });
+            }
+            Ok(finish)
         })
     }
 

@@ -37,7 +37,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 pub use agent_tools::{AgentTool, ToolContent, ToolPatch, ToolVersion};
 pub use agents::Agent;
 pub use components::{ComponentContent, ComponentPatch, ComponentVersion, UiComponent};
-pub use conversations::{Conversation, PendingCall, PendingResolution, StoredEvent};
+pub use conversations::{
+    Answered, Claim, ClaimedRun, Conversation, Finished, Lease, PendingCall, RunEnd, StoredEvent, tool_result_event,
+};
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};
 pub use market::{Listing, ListingStats, ListingVersion};
@@ -61,6 +63,10 @@ pub enum StoreError {
     PendingNotFound(String),
     #[error("the pending call {0:?} was already answered")]
     AlreadyAnswered(String),
+    /// The run of this conversation is not held by the caller (its lease ran out and another
+    /// process recovered it).
+    #[error("this process no longer owns the run of conversation {0:?}")]
+    RunNotOwned(String),
     #[error("{kind} version {version} does not exist")]
     VersionNotFound { kind: &'static str, version: i64 },
     /// An edit that cannot apply: the text to find is absent, or a required field is missing.

@@ -26,8 +26,24 @@ pub(crate) struct Builtin<A> {
 
 impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
     pub(crate) fn boxed(name: &str, description: &str, handler: Handler<A>) -> Box<dyn Tool> {
-        let spec =
-            ToolSpec { name: name.to_owned(), description: description.to_owned(), parameters: schema_for::<A>() };
+        let spec = ToolSpec {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            parameters: schema_for::<A>(),
+            pauses: false,
+        };
+        Box::new(Builtin { spec, handler })
+    }
+
+    /// A tool whose calls wait for the person: the loop validates and parks them instead of
+    /// running `handler` (which answers only callers outside a conversation).
+    pub(crate) fn pausing(name: &str, description: &str, handler: Handler<A>) -> Box<dyn Tool> {
+        let spec = ToolSpec {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            parameters: schema_for::<A>(),
+            pauses: true,
+        };
         Box::new(Builtin { spec, handler })
     }
 }

@@ -19,7 +19,8 @@ pub(crate) struct RunArgs {
     /// JavaScript: the body of an async function. Must `return` a JSON value or call `resolve(value)`.
     /// `state.get/set/delete/list`, `fetch(url, {method, headers, body})` and `console.log` are available.
     code: String,
-    /// Deadline for this run in milliseconds (default 30000).
+    /// Deadline for this run in milliseconds (default 30000, at most 60000 unless the operator
+    /// configured another bound).
     timeout_ms: Option<u64>,
 }
 
@@ -56,6 +57,13 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
          Returns {result, logs}; a failure returns {error, kind: syntax|runtime|timeout|memory|output_too_large, logs}.",
         |context, args| {
             Box::pin(async move {
+                let bound = context.services.sandbox.config().max_deadline_ms;
+                if let Some(timeout_ms) = args.timeout_ms.filter(|timeout_ms| *timeout_ms > bound) {
+                    return Err(ToolError::LimitExceeded(format!(
+                        "timeout_ms {timeout_ms} is above the limit of {bound} ms ([sandbox] max_deadline_ms); \
+                         ask for {bound} or less"
+                    )));
+                }
                 let limits = RunLimits { deadline_ms: args.timeout_ms, ..RunLimits::default() };
                 run_code(&context.services, &context.agent, args.code, Value::Object(Default::default()), limits).await
             })

@@ -34,6 +34,9 @@ pub enum ToolError {
     /// A feature the operator has not configured (e.g. a web search backend).
     #[error("{0}")]
     NotConfigured(String),
+    /// The run was cancelled while the call ran; the call was stopped.
+    #[error("{0}")]
+    Cancelled(String),
     /// Something broke that the caller cannot fix (a database error); logged in full.
     #[error("internal error: {0}")]
     Internal(String),
@@ -53,6 +56,7 @@ impl ToolError {
             ToolError::Timeout(_) => "timeout",
             ToolError::Network(_) => "network",
             ToolError::NotConfigured(_) => "not_configured",
+            ToolError::Cancelled(_) => "cancelled",
             ToolError::Internal(_) => "internal",
         }
     }
@@ -85,6 +89,7 @@ impl From<StoreError> for ToolError {
             StoreError::AgentExists(_)
             | StoreError::InvalidEdit(_)
             | StoreError::AlreadyAnswered(_)
+            | StoreError::RunNotOwned(_)
             | StoreError::ItemExists { .. } => ToolError::Rejected(error.to_string()),
             StoreError::LimitExceeded(message) => ToolError::LimitExceeded(message),
             StoreError::Database(_) | StoreError::Migration(_) => ToolError::Internal(error.to_string()),

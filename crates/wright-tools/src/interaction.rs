@@ -17,9 +17,6 @@ use serde_json::{Map, Value, json};
 use crate::ToolError;
 use crate::builtin::{Builtin, Tool};
 
-/// The tools that park a run until the person answers.
-pub const PAUSING_TOOLS: &[&str] = &["render_and_wait", "render_blocks", "ask_user"];
-
 #[derive(Deserialize, JsonSchema)]
 pub(crate) struct RenderAndWaitArgs {
     /// Name of a stored UI component (see create_ui_component).
@@ -176,22 +173,23 @@ fn outside_conversation(name: &'static str) -> Result<Value, ToolError> {
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
-        Builtin::<RenderAndWaitArgs>::boxed(
+        Builtin::<RenderAndWaitArgs>::pausing(
             "render_and_wait",
             "Render a React component in the canvas (a stored one by `component` name, or inline JSX in `code`) \
              with `props`, and wait for the person: the run pauses until the component calls \
              callTool(action, payload); that becomes this call's result, typically {action, ...payload}.",
             |_, _| Box::pin(async { outside_conversation("render_and_wait") }),
         ),
-        Builtin::<RenderBlocksArgs>::boxed(
+        Builtin::<RenderBlocksArgs>::pausing(
             "render_blocks",
             "Show structured blocks in the canvas without writing a component: markdown, table {columns:[{key,label}], \
              data}, chart {chartType: line|bar|pie|area, data: {labels: [...], datasets: [{label, data: [numbers]}]}}, form {fields, submitLabel}, code, image, alert \
              {variant: info|warning|danger|success}, json. Pauses until the person answers: a form returns \
-             {action: \"submit\", data: {field: value}}; without a form the person dismisses: {action: \"dismiss\"}.",
+             {action: \"submit\", data: {field: value}}; without a form the person dismisses: {action: \"dismissed\"}. A new message from the person while it waits \
+             dismisses it too: {action: \"dismissed\"}.",
             |_, _| Box::pin(async { outside_conversation("render_blocks") }),
         ),
-        Builtin::<AskUserArgs>::boxed(
+        Builtin::<AskUserArgs>::pausing(
             "ask_user",
             "Ask the person a question in the chat and wait for the answer ({answer: string}). With `options` they pick \
              one from buttons. Use it when you cannot safely act without their decision.",

@@ -30,7 +30,7 @@ mod web;
 
 pub use code::run_file;
 pub use error::ToolError;
-pub use interaction::{PAUSING_TOOLS, check_pausing_call};
+pub use interaction::check_pausing_call;
 pub use registry::{Invocation, ToolInfo, ToolRegistry};
 
 use std::sync::Arc;

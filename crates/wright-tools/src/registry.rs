@@ -1,11 +1,15 @@
 //! The tool registry: the one place a tool call is looked up, validated, run and recorded.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use futures::FutureExt;
 use serde::Serialize;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use wright_core::{AgentId, ToolKind, ToolSpec};
 use wright_store::{AgentTool, ExecutionRecord};
 
@@ -74,6 +78,10 @@ pub struct ToolRegistry {
     /// Each agent's last spec list, with the (tool id, version) of its enabled tools it was
     /// built from: the loop asks every turn, and the list changes only when a tool does.
     agent_specs: Mutex<HashMap<AgentId, SpecList>>,
+    /// Fault injection for the end-to-end tests (debug builds only): this built-in panics
+    /// when called, to prove a panicking tool leaves its conversation usable.
+    #[cfg(debug_assertions)]
+    panic_in: Option<String>,
 }
 
 /// An agent's spec list and the (tool id, version) of the enabled tools it was built from.
@@ -101,7 +109,22 @@ impl ToolRegistry {
             known_agents: Mutex::new(HashSet::new()),
             builtin_specs,
             agent_specs: Mutex::new(HashMap::new()),
+            #[cfg(debug_assertions)]
+            panic_in: None,
         }
+    }
+
+    /// Debug builds only: makes the built-in `name` panic when called (fault injection for
+    /// the end-to-end tests of the run lifecycle).
+    #[cfg(debug_assertions)]
+    pub fn panicking_in(mut self, name: Option<String>) -> Self {
+        self.panic_in = name;
+        self
+    }
+
+    /// Whether calls of `name` wait for the person (a property of the tool's spec).
+    pub fn pauses(&self, name: &str) -> bool {
+        self.builtins.get(name).is_some_and(|registered| registered.tool.spec().pauses)
     }
 
     pub fn services(&self) -> &Arc<Services> {
@@ -114,7 +137,7 @@ impl ToolRegistry {
             .builtins
             .values()
             .map(|registered| {
-                let ToolSpec { name, description, parameters } = registered.tool.spec().clone();
+                let ToolSpec { name, description, parameters, .. } = registered.tool.spec().clone();
                 ToolInfo { name, description, parameters, kind: ToolKind::Builtin }
             })
             .collect();
@@ -148,6 +171,7 @@ impl ToolRegistry {
                 name: tool.name,
                 description: tool.description,
                 parameters: tool.parameter_schema,
+                pauses: false,
             }))
             .collect();
         self.agent_specs
@@ -196,14 +220,29 @@ impl ToolRegistry {
 
     /// Looks up, validates, runs and records one call.
     pub async fn invoke(&self, invocation: Invocation) -> Result<Value, ToolError> {
+        self.invoke_cancellable(invocation, &CancellationToken::new()).await
+    }
+
+    /// [`invoke`](Self::invoke), stopped when `cancel` fires: the call's future is dropped,
+    /// which kills a sandbox worker mid-call and aborts a fetch or a browser action, and the
+    /// call ends as [`ToolError::Cancelled`]. A tool that panics ends as
+    /// [`ToolError::Internal`]; neither ends the caller's run.
+    pub async fn invoke_cancellable(
+        &self,
+        invocation: Invocation,
+        cancel: &CancellationToken,
+    ) -> Result<Value, ToolError> {
         self.require_agent(&invocation.agent).await?;
         let started = Instant::now();
         let (kind, version, outcome) = match self.builtins.get(&invocation.name) {
-            Some(registered) => (ToolKind::Builtin, None, self.run(registered, &invocation).await),
+            Some(registered) => {
+                (ToolKind::Builtin, None, guarded(&invocation.name, self.run(registered, &invocation), cancel).await)
+            }
             None => match self.services.store.agent_tool(&invocation.agent, &invocation.name).await? {
                 Some(tool) if tool.enabled => {
                     let version = tool.version;
-                    (ToolKind::Agent, Some(version), self.run_agent_tool(tool, &invocation).await)
+                    let run = self.run_agent_tool(tool, &invocation);
+                    (ToolKind::Agent, Some(version), guarded(&invocation.name, run, cancel).await)
                 }
                 Some(_) => {
                     return Err(ToolError::Rejected(format!(
@@ -291,6 +330,10 @@ impl ToolRegistry {
 
     async fn run(&self, registered: &RegisteredTool, invocation: &Invocation) -> Result<Value, ToolError> {
         check_arguments(&invocation.name, &registered.validator, &invocation.args)?;
+        #[cfg(debug_assertions)]
+        if self.panic_in.as_deref() == Some(invocation.name.as_str()) {
+            panic!("fault injection: `{}` panics", invocation.name);
+        }
         let context = ToolContext {
             services: Arc::clone(&self.services),
             agent: invocation.agent.clone(),
@@ -298,6 +341,29 @@ impl ToolRegistry {
             tool_call_id: invocation.tool_call_id.clone(),
         };
         registered.tool.call(context, invocation.args.clone()).await
+    }
+}
+
+/// Runs one call's future until it ends or `cancel` fires, and turns a panic into an error.
+async fn guarded(
+    name: &str,
+    call: impl Future<Output = Result<Value, ToolError>>,
+    cancel: &CancellationToken,
+) -> Result<Value, ToolError> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(ToolError::Cancelled(format!(
+            "the run was cancelled while `{name}` was running; it was stopped and may not have taken effect"
+        ))),
+        outcome = AssertUnwindSafe(call).catch_unwind() => outcome.unwrap_or_else(|panic| {
+            let reason = panic
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            tracing::error!(tool = name, %reason, "a tool panicked");
+            Err(ToolError::Internal(format!("`{name}` failed unexpectedly (a bug in Wright: {reason})")))
+        }),
     }
 }
 

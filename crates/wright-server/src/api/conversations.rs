@@ -15,10 +15,13 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use utoipa::{IntoParams, ToSchema};
 
+use wright_core::{ConversationStatus, EventBody};
+
 use super::agents::existing_agent;
 use super::{ApiError, ApiJson};
 use crate::AppState;
 use crate::hub::Update;
+use crate::runs::Sender;
 
 #[derive(Serialize, ToSchema)]
 pub struct ProviderView {
@@ -51,8 +54,7 @@ pub struct ConversationView {
     pub id: String,
     pub agent_id: String,
     pub title: String,
-    /// idle, running, waiting or error.
-    pub status: String,
+    pub status: ConversationStatus,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -70,24 +72,24 @@ impl From<wright_store::Conversation> for ConversationView {
     }
 }
 
+/// One event of a conversation: its number, time and line for a person, and its body — a
+/// union tagged by `kind` whose fields are the event's own.
 #[derive(Serialize, ToSchema)]
 pub struct EventView {
     pub seq: i64,
-    /// system, user, assistant, tool_call, tool_result or notice.
-    pub kind: String,
     pub content: String,
-    pub data_json: Value,
     pub created_at: String,
+    #[serde(flatten)]
+    pub body: EventBody,
 }
 
 impl From<wright_store::StoredEvent> for EventView {
     fn from(stored: wright_store::StoredEvent) -> Self {
         Self {
             seq: stored.event.seq,
-            kind: stored.event.kind.as_str().to_owned(),
             content: stored.event.content,
-            data_json: stored.event.data_json,
             created_at: stored.created_at,
+            body: stored.event.body,
         }
     }
 }
@@ -127,12 +129,17 @@ pub struct CreateConversation {
 #[derive(Deserialize, ToSchema)]
 pub struct PostMessage {
     pub text: String,
+    /// Set by the canvas when a component sends the message (`sendMessage`): the name of the
+    /// component. Such messages are marked as the component's in the transcript and for the
+    /// model, and limited per conversation (429 beyond the limit).
+    #[serde(default)]
+    pub component: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct PendingAnswer {
     /// Any JSON: ask_user `{answer}`, render_blocks `{action: "submit", data}` or
-    /// `{action: "dismiss"}`, render_and_wait whatever the component passed to callTool.
+    /// `{action: "dismissed"}`, render_and_wait whatever the component passed to callTool.
     pub answer: Value,
 }
 
@@ -187,6 +194,9 @@ pub async fn detail(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<ConversationDetail>, ApiError> {
+    state.store.conversation(&id).await?;
+    // A run whose process died is ended (its open calls closed) when its conversation is read.
+    state.runs.recover_if_orphaned(&id).await?;
     let conversation = state.store.conversation(&id).await?;
     let events = state.store.events_after(&id, 0).await?;
     let pending = state.store.pending_calls(&id).await?;
@@ -225,7 +235,14 @@ pub async fn post_message(
     if request.text.trim().is_empty() {
         return Err(ApiError::bad_request("the message is empty"));
     }
-    state.runs.send_message(&id, &request.text).await?;
+    let sender = match request.component {
+        None => Sender::Person,
+        Some(name) if name.trim().is_empty() || name.len() > 128 => {
+            return Err(ApiError::bad_request("component must be a component's name (1-128 characters)"));
+        }
+        Some(name) => Sender::Component(name),
+    };
+    state.runs.send_message(&id, &request.text, sender).await?;
     Ok((StatusCode::ACCEPTED, Json(Accepted { ok: true })))
 }
 
@@ -236,7 +253,7 @@ pub async fn post_message(
 )]
 pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Accepted>, ApiError> {
     state.store.conversation(&id).await?;
-    state.runs.cancel(&id);
+    state.runs.cancel(&id).await?;
     Ok(Json(Accepted { ok: true }))
 }
 

@@ -63,9 +63,10 @@ impl From<StoreError> for ApiError {
             | StoreError::ConversationNotFound(_)
             | StoreError::PendingNotFound(_)
             | StoreError::ItemNotFound { .. } => Self::new(StatusCode::NOT_FOUND, "not_found", error.to_string()),
-            StoreError::AgentExists(_) | StoreError::AlreadyAnswered(_) | StoreError::ItemExists { .. } => {
-                Self::new(StatusCode::CONFLICT, "conflict", error.to_string())
-            }
+            StoreError::AgentExists(_)
+            | StoreError::AlreadyAnswered(_)
+            | StoreError::ItemExists { .. }
+            | StoreError::RunNotOwned(_) => Self::new(StatusCode::CONFLICT, "conflict", error.to_string()),
             StoreError::InvalidEdit(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", error.to_string()),
             StoreError::LimitExceeded(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "limit", error.to_string()),
             StoreError::Database(_) | StoreError::Migration(_) => Self::internal(&error),
@@ -83,6 +84,7 @@ impl From<ToolError> for ApiError {
             | ToolError::Code { .. }
             | ToolError::Denied(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ToolError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            ToolError::Cancelled(_) => StatusCode::CONFLICT,
             ToolError::Network(_) => StatusCode::BAD_GATEWAY,
             ToolError::NotConfigured(_) => StatusCode::SERVICE_UNAVAILABLE,
             ToolError::Internal(_) => return Self::internal(&error),
