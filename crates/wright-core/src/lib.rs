@@ -157,6 +157,11 @@ impl Event {
     pub fn kind(&self) -> EventKind {
         self.body.kind()
     }
+
+    /// An event from its stored columns (see [`EventBody::from_stored`]).
+    pub fn from_stored(seq: i64, kind: EventKind, content: String, data_json: Value) -> Result<Self, CoreError> {
+        Ok(Self { seq, content, body: EventBody::from_stored(kind, data_json)? })
+    }
 }
 
 /// An event about to be stored: its line for a person and its body.

@@ -5,7 +5,9 @@
 //! (`…:streamGenerateContent?alt=sse`, `…:generateContent`) — streaming or not, as the
 //! request's `stream` field says. Text is streamed in small pieces, tool-call arguments split
 //! mid-token, parallel calls interleaved by index; errors come with the vendor's real status,
-//! body and retry hints. Every request is recorded for assertions.
+//! body and retry hints. Every request is recorded for assertions. Like the real APIs, it
+//! refuses a history in which a tool call is not followed by its result (or a result has no
+//! call), with each vendor's own status and message ([`FakeProvider::refusals`]).
 //!
 //! ```ignore
 //! let fake = FakeProvider::start(vec![
@@ -114,6 +116,8 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     /// Bodies the client dropped before their end (see [`FakeProvider::disconnects`]).
     disconnects: AtomicUsize,
+    /// Requests refused for their history, with the vendor's message.
+    refusals: Mutex<Vec<String>>,
 }
 
 /// The running fake server. Dropping it stops the server task.
@@ -180,6 +184,13 @@ impl FakeProvider {
         self.shared.requests.lock().expect("requests lock").clone()
     }
 
+    /// The vendor messages of requests refused because their history broke the vendor's
+    /// rules (a tool call without its result right after it, a result without its call).
+    /// Such a request consumes no turn of the script, as a real API would not answer it.
+    pub fn refusals(&self) -> Vec<String> {
+        self.shared.refusals.lock().expect("refusals lock").clone()
+    }
+
     /// How many streamed bodies were dropped by the client before they ended — a
     /// cancelled `Hang` turn counts one.
     pub fn disconnects(&self) -> usize {
@@ -222,6 +233,12 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
             json!({"error": {"message": "unknown path"}}).to_string(),
         );
     };
+    // As strict as each real API: a history that breaks the pairing of calls and results is
+    // refused with the vendor's own status and body, before any turn is spent.
+    if let Err(message) = check_history(format, &request) {
+        shared.refusals.lock().expect("refusals lock").push(message.clone());
+        return refusal(format, &message);
+    }
     let include_usage = request["stream_options"]["include_usage"].as_bool().unwrap_or(false);
     let turn = shared.script.lock().expect("script lock").pop_front().unwrap_or_else(|| Turn::text(SCRIPT_EXHAUSTED));
     let (text, calls, ending) = match turn {
@@ -263,6 +280,159 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
         .header("content-type", "text/event-stream")
         .body(body)
         .expect("valid response")
+}
+
+/// Checks a request's history the way the vendor does: every tool call is answered by
+/// exactly one result right after it, and no result answers a call that is not there.
+/// The messages are the vendors' own.
+fn check_history(format: Format, request: &Value) -> Result<(), String> {
+    let list = |key: &str| request[key].as_array().cloned().unwrap_or_default();
+    match format {
+        Format::OpenAi => {
+            let messages = list("messages");
+            let mut index = 0;
+            while index < messages.len() {
+                let message = &messages[index];
+                if message["role"] == "tool" {
+                    return Err("Invalid parameter: messages with role 'tool' must be a response to a preceeding \
+                                message with 'tool_calls'."
+                        .to_owned());
+                }
+                let mut open: Vec<String> = message["tool_calls"]
+                    .as_array()
+                    .map(|calls| calls.iter().filter_map(|call| call["id"].as_str().map(str::to_owned)).collect())
+                    .unwrap_or_default();
+                index += 1;
+                if open.is_empty() {
+                    continue;
+                }
+                while index < messages.len() && messages[index]["role"] == "tool" {
+                    let id = messages[index]["tool_call_id"].as_str().unwrap_or_default();
+                    match open.iter().position(|open_id| open_id == id) {
+                        Some(position) => {
+                            open.remove(position);
+                        }
+                        None => {
+                            return Err("Invalid parameter: messages with role 'tool' must be a response to a \
+                                        preceeding message with 'tool_calls'."
+                                .to_owned());
+                        }
+                    }
+                    index += 1;
+                }
+                if !open.is_empty() {
+                    return Err(format!(
+                        "An assistant message with 'tool_calls' must be followed by tool messages responding to each \
+                         'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                        open.join(", ")
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Format::Responses => {
+            let items = list("input");
+            for (index, item) in items.iter().enumerate() {
+                let call_id = item["call_id"].as_str().unwrap_or_default();
+                if item["type"] == "function_call" {
+                    let answered = items[index + 1..]
+                        .iter()
+                        .any(|later| later["type"] == "function_call_output" && later["call_id"] == call_id);
+                    if !answered {
+                        return Err(format!("No tool output found for function call {call_id}."));
+                    }
+                }
+                if item["type"] == "function_call_output" {
+                    let called = items[..index]
+                        .iter()
+                        .any(|earlier| earlier["type"] == "function_call" && earlier["call_id"] == call_id);
+                    if !called {
+                        return Err(format!("No tool call found for function call output with call_id {call_id}."));
+                    }
+                }
+            }
+            Ok(())
+        }
+        Format::Anthropic => {
+            let messages = list("messages");
+            let blocks = |message: &Value, kind: &str, key: &str| -> Vec<String> {
+                message["content"]
+                    .as_array()
+                    .map(|blocks| {
+                        blocks
+                            .iter()
+                            .filter(|block| block["type"] == kind)
+                            .filter_map(|block| block[key].as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            for (index, message) in messages.iter().enumerate() {
+                let used = if message["role"] == "assistant" { blocks(message, "tool_use", "id") } else { Vec::new() };
+                let next_results =
+                    messages.get(index + 1).map(|next| blocks(next, "tool_result", "tool_use_id")).unwrap_or_default();
+                let missing: Vec<&String> = used.iter().filter(|id| !next_results.contains(id)).collect();
+                if !missing.is_empty() {
+                    let ids: Vec<&str> = missing.iter().map(|id| id.as_str()).collect();
+                    return Err(format!(
+                        "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. \
+                         Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                        index + 1,
+                        ids.join(", ")
+                    ));
+                }
+                let previous_uses = match index.checked_sub(1).map(|previous| &messages[previous]) {
+                    Some(previous) if previous["role"] == "assistant" => blocks(previous, "tool_use", "id"),
+                    _ => Vec::new(),
+                };
+                for (position, id) in blocks(message, "tool_result", "tool_use_id").iter().enumerate() {
+                    if !previous_uses.contains(id) {
+                        return Err(format!(
+                            "messages.{index}.content.{position}: unexpected `tool_use_id` found in `tool_result` \
+                             blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the \
+                             previous message."
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
+        Format::Gemini => {
+            let contents = list("contents");
+            let count = |content: &Value, key: &str| {
+                content["parts"].as_array().map_or(0, |parts| parts.iter().filter(|part| part.get(key).is_some()).count())
+            };
+            for (index, content) in contents.iter().enumerate() {
+                let responses = count(content, "functionResponse");
+                let previous_calls = index.checked_sub(1).map_or(0, |previous| count(&contents[previous], "functionCall"));
+                let calls = count(content, "functionCall");
+                let next_responses = contents.get(index + 1).map_or(0, |next| count(next, "functionResponse"));
+                if (responses > 0 && previous_calls == 0) || (calls > 0 && next_responses == 0) {
+                    return Err("Please ensure that function response turn comes immediately after a function call turn."
+                        .to_owned());
+                }
+                if calls > 0 && next_responses != calls {
+                    return Err("Please ensure that the number of function response parts is equal to the number of \
+                                function call parts of the function call turn."
+                        .to_owned());
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A refused request in the vendor's own error envelope (status 400).
+fn refusal(format: Format, message: &str) -> Response {
+    let body = match format {
+        Format::OpenAi | Format::Responses => json!({"error": {
+            "message": message, "type": "invalid_request_error",
+            "param": if format == Format::OpenAi { "messages" } else { "input" }, "code": null}}),
+        Format::Anthropic => json!({"type": "error", "error": {"type": "invalid_request_error", "message": message},
+            "request_id": "req_011CFakeRefusal"}),
+        Format::Gemini => json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}),
+    };
+    plain(StatusCode::BAD_REQUEST, "application/json", body.to_string())
 }
 
 struct DisconnectGuard(Arc<Shared>);

@@ -86,6 +86,7 @@ fn the_rewrite_teaches_the_format_and_drops_native_tools() {
             name: "f".into(),
             description: "does f".into(),
             parameters: json!({"type": "object"}),
+            pauses: false,
         }]),
         ..Request::default()
     };

@@ -18,8 +18,11 @@ const KINDS: [ProviderKind; 5] = [
     ProviderKind::Gemini,
 ];
 
-fn event(kind: EventKind, content: &str, data_json: Value) -> Event {
-    Event { seq: 0, kind, content: content.to_owned(), data_json }
+fn event(kind: EventKind, content: &str, mut data_json: Value) -> Event {
+    if kind == EventKind::User {
+        data_json["text"] = json!(content);
+    }
+    Event::from_stored(0, kind, content.to_owned(), data_json).expect("a valid event")
 }
 
 fn request() -> Request {
@@ -30,6 +33,7 @@ fn request() -> Request {
             name: "get_time".to_owned(),
             description: "The time in a city".to_owned(),
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+            pauses: false,
         }]),
         ..Request::default()
     }
@@ -240,7 +244,7 @@ fn history_with_a_tool_turn() -> Vec<Event> {
             "failed",
             json!({"tool_call_id": "call_b", "name": "get_time", "output": "no such city", "success": false}),
         ),
-        event(EventKind::Notice, "ignored", json!({})),
+        event(EventKind::Notice, "ignored", json!({"type": "cancelled"})),
     ]
 }
 
@@ -325,4 +329,58 @@ async fn an_exhausted_script_answers_with_a_marker_text() {
     let fake = FakeProvider::start(Vec::new()).await;
     let (reply, _) = run(&fake.config(ProviderKind::Gemini), request()).await;
     assert_eq!(reply.expect("reply").text, wright_llm::testing::SCRIPT_EXHAUSTED);
+}
+
+/// The fake is as strict as each real API about a tool call without its result: the request
+/// is refused with the vendor's status and message, and no turn of the script is spent.
+#[tokio::test]
+async fn the_fake_refuses_a_call_without_its_result_like_each_vendor() {
+    let fake = FakeProvider::start(vec![Turn::text("ok")]).await;
+    let cases = [
+        (
+            "/v1/chat/completions",
+            json!({"model": "m", "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    {"id": "call_2", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "done"},
+                {"role": "user", "content": "again"}]}),
+            "The following tool_call_ids did not have response messages: call_2",
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "m", "input": [
+                {"role": "user", "content": "hi"},
+                {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"}]}),
+            "No tool output found for function call call_1.",
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "m", "max_tokens": 10, "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+                {"role": "user", "content": [{"type": "text", "text": "again"}]}]}),
+            "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1.",
+        ),
+        (
+            "/v1beta/models/m:generateContent",
+            json!({"contents": [
+                {"role": "user", "parts": [{"text": "hi"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}, {"functionCall": {"name": "g", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]}]}),
+            "the number of function response parts is equal to the number of function call parts",
+        ),
+    ];
+    let client = reqwest::Client::new();
+    for (path, body, message) in cases {
+        let response = client.post(format!("{}{path}", fake.url())).json(&body).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 400, "{path}");
+        let text = response.text().await.unwrap();
+        assert!(text.contains(message), "{path}: {text}");
+    }
+    assert_eq!(fake.refusals().len(), 4);
+    // The script's turn is still there for a valid request.
+    let reply = run(&fake.config(ProviderKind::Anthropic), request()).await.0.expect("reply");
+    assert_eq!(reply.text, "ok");
 }

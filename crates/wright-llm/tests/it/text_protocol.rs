@@ -17,6 +17,7 @@ fn request(history: Vec<Event>) -> Request {
             name: "get_time".to_owned(),
             description: "The time in a city".to_owned(),
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+            pauses: false,
         }]),
         ..Request::default()
     }
@@ -33,7 +34,7 @@ async fn a_block_split_across_deltas_becomes_one_call_and_generation_stops_there
     config.tool_calls = ToolCallMode::Text;
     let provider = config.build().expect("provider");
     let history =
-        vec![Event { seq: 1, kind: EventKind::User, content: "Time in Oslo?".to_owned(), data_json: json!({}) }];
+        vec![ev(1, EventKind::User, "Time in Oslo?".to_owned(), json!({}))];
     let reply = collect(provider.stream(request(history), CancellationToken::new()), |_| {}).await.expect("reply");
     assert_eq!(reply.text, "Let me check.");
     assert_eq!(reply.tool_calls.len(), 1, "a block runs once, and nothing after it");
@@ -59,25 +60,10 @@ async fn calls_and_results_go_back_as_blocks_in_the_conversation() {
     config.tool_calls = ToolCallMode::Text;
     let provider = config.build().expect("provider");
     let history = vec![
-        Event { seq: 1, kind: EventKind::User, content: "Time in Oslo?".to_owned(), data_json: json!({}) },
-        Event {
-            seq: 2,
-            kind: EventKind::Assistant,
-            content: "Let me check.".to_owned(),
-            data_json: json!({"text": "Let me check."}),
-        },
-        Event {
-            seq: 3,
-            kind: EventKind::ToolCall,
-            content: "get_time".to_owned(),
-            data_json: json!({"id": "call_1", "name": "get_time", "arguments": {"city": "Oslo"}}),
-        },
-        Event {
-            seq: 4,
-            kind: EventKind::ToolResult,
-            content: "12:00".to_owned(),
-            data_json: json!({"tool_call_id": "call_1", "name": "get_time", "output": "12:00", "success": true}),
-        },
+        ev(1, EventKind::User, "Time in Oslo?".to_owned(), json!({})),
+        ev(2, EventKind::Assistant, "Let me check.".to_owned(), json!({"text": "Let me check."})),
+        ev(3, EventKind::ToolCall, "get_time".to_owned(), json!({"id": "call_1", "name": "get_time", "arguments": {"city": "Oslo"}})),
+        ev(4, EventKind::ToolResult, "12:00".to_owned(), json!({"tool_call_id": "call_1", "name": "get_time", "output": "12:00", "success": true})),
     ];
     let reply = collect(provider.stream(request(history), CancellationToken::new()), |_| {}).await.expect("reply");
     assert_eq!(reply.text, "It is noon.");
@@ -88,4 +74,12 @@ async fn calls_and_results_go_back_as_blocks_in_the_conversation() {
         json!({"role": "assistant", "content": "Let me check.<||TOOL.CALL>{\"name\":\"get_time\",\"arguments\":{\"city\":\"Oslo\"}}<TOOL.CALL||>"})
     );
     assert_eq!(messages[3], json!({"role": "user", "content": "<||TOOL.OUTPUT>12:00<TOOL.OUTPUT||>"}));
+}
+
+/// An event from its stored columns; a user event's text is its content.
+fn ev(seq: i64, kind: EventKind, content: String, mut data_json: serde_json::Value) -> Event {
+    if kind == EventKind::User {
+        data_json["text"] = serde_json::Value::String(content.clone());
+    }
+    Event::from_stored(seq, kind, content, data_json).expect("a valid event")
 }
