@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use wright_store::{StateLimits, Store};
+use wright_core::ConversationStatus;
+use wright_store::{Finished, Lease, RunEnd, StateLimits, Store};
 use wright_tools::Services;
 
 use super::*;
@@ -67,6 +68,9 @@ struct StoreTranscript {
     conversation: String,
     deltas: Mutex<String>,
     parked: Mutex<Vec<String>>,
+    /// When set, a parked call is answered at once with this, as if the person answered while
+    /// the turn's other calls still ran.
+    answer_when_parked: Mutex<Option<Value>>,
 }
 
 fn message(error: impl std::fmt::Display) -> String {
@@ -90,7 +94,7 @@ impl Transcript for StoreTranscript {
             Ok(stored.into_iter().map(|stored| stored.event).collect())
         })
     }
-    fn append(&self, events: Vec<(EventKind, String, Value)>) -> BoxFuture<'_, Result<Vec<Event>, String>> {
+    fn append(&self, events: Vec<NewEvent>) -> BoxFuture<'_, Result<Vec<Event>, String>> {
         Box::pin(async move {
             let stored = self.store.append_events(&self.conversation, &events).await.map_err(message)?;
             Ok(stored.into_iter().map(|stored| stored.event).collect())
@@ -108,12 +112,56 @@ impl Transcript for StoreTranscript {
                     &call.render,
                 )
                 .await
-                .map_err(message)
+                .map_err(message)?;
+            let answer = self.answer_when_parked.lock().unwrap().clone();
+            if let Some(answer) = answer {
+                // The run holds the conversation, so the answer leaves it to the run.
+                let other = Lease { owner: "another-tab", seconds: 60 };
+                let (answered, _) = self
+                    .store
+                    .answer_pending_call(&self.conversation, &call.tool_call_id, &answer, other)
+                    .await
+                    .map_err(message)?;
+                assert_eq!(answered, wright_store::Answered::RunGoing { owner: OWNER.to_owned() });
+            }
+            Ok(())
+        })
+    }
+    fn finish(&self, outcome: &RunOutcome, closing: Vec<NewEvent>) -> BoxFuture<'_, Result<Finish, String>> {
+        // The same mapping as the server's transcript.
+        let (status, close_open_calls) = match outcome {
+            RunOutcome::Completed | RunOutcome::TurnLimit => (ConversationStatus::Idle, None),
+            RunOutcome::Parked => (ConversationStatus::Waiting, None),
+            RunOutcome::Cancelled => (ConversationStatus::Idle, Some(wright_core::Unfinished::Cancelled)),
+            RunOutcome::Failed { .. } => (ConversationStatus::Error, Some(wright_core::Unfinished::Failed)),
+        };
+        Box::pin(async move {
+            let end = RunEnd { closing, status, close_open_calls };
+            match self.store.finish_run(&self.conversation, OWNER, &end).await.map_err(message)? {
+                Finished::Ended(_) => Ok(Finish::Ended),
+                Finished::Continue(_) => Ok(Finish::Continue),
+            }
         })
     }
     fn text_delta(&self, text: &str) {
         self.deltas.lock().unwrap().push_str(text);
     }
+}
+
+/// The run's owner in these tests.
+const OWNER: &str = "test-owner";
+
+fn lease() -> Lease<'static> {
+    Lease { owner: OWNER, seconds: 60 }
+}
+
+fn user(text: &str) -> NewEvent {
+    NewEvent::new(text, EventBody::User { text: text.into(), component: None })
+}
+
+/// A stored event's body as its stored JSON, for assertions.
+fn data(event: &Event) -> Value {
+    event.body.to_data_json()
 }
 
 struct Fixture {
@@ -127,7 +175,7 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("wright.db"), StateLimits::default()).await.unwrap();
         store.create_conversation(&AgentId::default_agent(), "c1", "test").await.unwrap();
-        store.append_events("c1", &[(EventKind::User, "hello".into(), json!({}))]).await.unwrap();
+        store.append_events("c1", &[user("hello")]).await.unwrap();
         // These tests never run code: no worker is started (pool of 0), and the egress client
         // is never used.
         let sandbox_config = wright_sandbox::SandboxConfig {
@@ -147,13 +195,16 @@ impl Fixture {
             conversation: "c1".into(),
             deltas: Mutex::new(String::new()),
             parked: Mutex::new(Vec::new()),
+            answer_when_parked: Mutex::new(None),
         };
         Self { _dir: dir, tools, transcript }
     }
 
-    async fn run(&self, model: &ScriptedModel, config: &LoopConfig, cancel: &CancellationToken) -> RunOutcome {
+    async fn run(&self, model: &dyn Model, config: &LoopConfig, cancel: &CancellationToken) -> RunOutcome {
         let agent = AgentId::default_agent();
         let context = RunContext { agent: &agent, conversation_id: "c1", tools: &self.tools, config, cancel };
+        let claim = self.transcript.store.claim_run("c1", lease()).await.unwrap();
+        assert!(matches!(claim, wright_store::Claim::Claimed(_)), "{claim:?}");
         run(model, &self.transcript, context).await.unwrap()
     }
 
@@ -165,8 +216,8 @@ impl Fixture {
         self.events()
             .await
             .into_iter()
-            .filter(|event| event.kind == EventKind::ToolResult)
-            .map(|event| event.data_json)
+            .filter(|event| event.kind() == EventKind::ToolResult)
+            .map(|event| data(&event))
             .collect()
     }
 }
@@ -178,7 +229,7 @@ async fn a_plain_answer_completes_and_streams() {
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
     assert_eq!(*fixture.transcript.deltas.lock().unwrap(), "Hi there.");
     let events = fixture.events().await;
-    assert_eq!((events[1].kind, events[1].content.as_str()), (EventKind::Assistant, "Hi there."));
+    assert_eq!((events[1].kind(), events[1].content.as_str()), (EventKind::Assistant, "Hi there."));
     let (system, history, tools) = &model.seen()[0];
     assert!(system.contains("improve yourself"));
     assert_eq!((*history, *tools > 20), (1, true));
@@ -226,7 +277,7 @@ async fn the_turn_limit_sends_a_last_request_without_tools_and_says_so() {
     assert!(seen[..3].iter().all(|(_, _, tools)| *tools > 0));
     assert_eq!(seen[3].2, 0, "the final request has tools disabled");
     let last = fixture.events().await.pop().unwrap();
-    assert_eq!(last.data_json["type"], "turn_limit");
+    assert_eq!(data(&last)["type"], "turn_limit");
     assert!(last.content.contains("3 tool turns"));
 }
 
@@ -256,7 +307,7 @@ async fn a_cancelled_run_says_so() {
     cancel.cancel();
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &cancel).await, RunOutcome::Cancelled);
     assert!(model.seen().is_empty());
-    assert_eq!(fixture.events().await.pop().unwrap().data_json["type"], "cancelled");
+    assert_eq!(data(&fixture.events().await.pop().unwrap())["type"], "cancelled");
 }
 
 #[tokio::test]
@@ -268,8 +319,14 @@ async fn compaction_summarises_older_turns_without_losing_events() {
             .append_events(
                 "c1",
                 &[
-                    (EventKind::Assistant, format!("answer {index} {}", "x".repeat(200)), json!({})),
-                    (EventKind::User, format!("question {index}"), json!({})),
+                    NewEvent::new(
+                        "",
+                        EventBody::Assistant {
+                            text: format!("answer {index} {}", "x".repeat(200)),
+                            provider: Value::Null,
+                        },
+                    ),
+                    user(&format!("question {index}")),
                 ],
             )
             .await
@@ -281,8 +338,8 @@ async fn compaction_summarises_older_turns_without_losing_events() {
     assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
     let events = fixture.events().await;
     assert_eq!(events.len(), before + 2, "every old event is kept; a notice and the answer are added");
-    let notice = events.iter().find(|event| event.data_json["type"] == "compaction").unwrap();
-    assert_eq!(notice.data_json["summary"], "SUMMARY: six questions were asked.");
+    let notice = events.iter().map(data).find(|data| data["type"] == "compaction").unwrap();
+    assert_eq!(notice["summary"], "SUMMARY: six questions were asked.");
     let seen = model.seen();
     assert_eq!(seen[0].2, 0, "the summary request has no tools");
     assert!(seen[1].0.contains("## Earlier in this conversation (summary)\nSUMMARY: six questions"));
@@ -296,8 +353,8 @@ async fn large_results_are_cut_with_a_marker() {
     let model = ScriptedModel::new(vec![calls(&[("g", "get_state", Ok(json!({"key": "big"})))]), text("ok")]);
     let config = LoopConfig { max_output_size: 1000, ..LoopConfig::default() };
     fixture.run(&model, &config, &CancellationToken::new()).await;
-    let result = fixture.events().await.into_iter().find(|event| event.kind == EventKind::ToolResult).unwrap();
-    let output = result.data_json["output"].as_str().unwrap();
+    let result = fixture.events().await.into_iter().find(|event| event.kind() == EventKind::ToolResult).unwrap();
+    let output = data(&result)["output"].as_str().unwrap().to_owned();
     assert!(output.ends_with("[output truncated: 4012 of 5012 bytes cut]"), "{}", &output[output.len() - 60..]);
 }
 
@@ -316,4 +373,67 @@ async fn render_and_wait_parks_with_its_compiled_component_or_comes_back_as_an_e
     let results = fixture.results().await;
     assert_eq!(results[0]["output"]["category"], "not_found");
     assert!(results[1]["output"]["error"].as_str().unwrap().contains("does not compile"));
+}
+
+/// A model that cancels the run as its reply arrives: the person pressed Stop while the
+/// model's two parallel calls were about to run.
+struct StoppedDuringTools(ScriptedModel);
+
+impl Model for StoppedDuringTools {
+    fn reply<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_text: &'a (dyn Fn(&str) + Send + Sync),
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        Box::pin(async move {
+            let reply = self.0.reply(request, on_text, cancel).await;
+            cancel.cancel();
+            reply
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_during_parallel_calls_gives_every_call_a_result_and_leaves_the_conversation_usable() {
+    let fixture = Fixture::new().await;
+    let model = StoppedDuringTools(ScriptedModel::new(vec![calls(&[
+        ("a", "set_state", Ok(json!({"key": "k", "value": 1}))),
+        ("b", "ask_user", Ok(json!({"question": "?"}))),
+    ])]));
+    let cancel = CancellationToken::new();
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &cancel).await, RunOutcome::Cancelled);
+    let results = fixture.results().await;
+    let closed: Vec<(&str, &str)> = results
+        .iter()
+        .map(|result| (result["tool_call_id"].as_str().unwrap(), result["output"]["category"].as_str().unwrap()))
+        .collect();
+    assert_eq!(closed, [("a", "cancelled"), ("b", "cancelled")]);
+    assert_eq!(data(&fixture.events().await.pop().unwrap())["type"], "cancelled");
+    let conversation = fixture.transcript.store.conversation("c1").await.unwrap();
+    assert_eq!(conversation.status, ConversationStatus::Idle);
+    // The next run claims the conversation and its request pairs every call with its result.
+    fixture.transcript.store.append_events("c1", &[user("again")]).await.unwrap();
+    let next = ScriptedModel::new(vec![text("Fine.")]);
+    assert_eq!(fixture.run(&next, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+}
+
+#[tokio::test]
+async fn an_answer_given_while_the_turn_still_runs_resumes_the_run() {
+    let fixture = Fixture::new().await;
+    *fixture.transcript.answer_when_parked.lock().unwrap() = Some(json!({"answer": "b"}));
+    let model = ScriptedModel::new(vec![
+        calls(&[
+            ("q", "ask_user", Ok(json!({"question": "Which one?", "options": ["a", "b"]}))),
+            ("s", "set_state", Ok(json!({"key": "asked", "value": true}))),
+        ]),
+        text("You chose b."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let seen = model.seen();
+    assert_eq!(seen.len(), 2, "the run went on instead of parking");
+    assert_eq!(seen[1].1, 1 + 1 + 2 + 2, "the second request carries both calls and both results");
+    let conversation = fixture.transcript.store.conversation("c1").await.unwrap();
+    assert_eq!(conversation.status, ConversationStatus::Idle);
+    assert!(fixture.transcript.store.pending_calls("c1").await.unwrap().is_empty());
 }
