@@ -12,11 +12,11 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wright_agent::{
-    LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, SystemParts,
-    Transcript, run,
+    Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext,
+    RunOutcome, SystemParts, Transcript, run,
 };
-use wright_core::{AgentId, DocumentKind, Event, EventKind};
-use wright_store::{ExecutionFilter, StateLimits, Store};
+use wright_core::{AgentId, ConversationStatus, DocumentKind, Event, EventBody, NewEvent};
+use wright_store::{ExecutionFilter, Lease, RunEnd, StateLimits, Store};
 use wright_tools::{Services, ToolRegistry};
 
 const TURNS: usize = 40;
@@ -89,7 +89,7 @@ impl Transcript for StoreTranscript {
                 .collect())
         })
     }
-    fn append(&self, events: Vec<(EventKind, String, Value)>) -> BoxFuture<'_, Result<Vec<Event>, String>> {
+    fn append(&self, events: Vec<NewEvent>) -> BoxFuture<'_, Result<Vec<Event>, String>> {
         Box::pin(async move {
             let started = Instant::now();
             let stored = self.store.append_events(&self.conversation, &events).await.map_err(message)?;
@@ -100,8 +100,17 @@ impl Transcript for StoreTranscript {
     fn park<'a>(&'a self, _call: &'a ParkedCall) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async { Ok(()) })
     }
+    fn finish(&self, _outcome: &RunOutcome, closing: Vec<NewEvent>) -> BoxFuture<'_, Result<Finish, String>> {
+        Box::pin(async move {
+            let end = RunEnd { closing, status: ConversationStatus::Idle, close_open_calls: None };
+            self.store.finish_run(&self.conversation, OWNER, &end).await.map_err(message)?;
+            Ok(Finish::Ended)
+        })
+    }
     fn text_delta(&self, _text: &str) {}
 }
+
+const OWNER: &str = "bench";
 
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -128,7 +137,8 @@ async fn main() {
     for index in 0..RUNS {
         let conversation = format!("c{index}");
         store.create_conversation(&agent, &conversation, "bench").await.unwrap();
-        store.append_events(&conversation, &[(EventKind::User, "go".into(), json!({}))]).await.unwrap();
+        let go = NewEvent::new("go", EventBody::User { text: "go".into(), component: None });
+        store.start_run_with_message(&conversation, Lease { owner: OWNER, seconds: 60 }, &go).await.unwrap();
         let transcript =
             StoreTranscript { store: store.clone(), conversation: conversation.clone(), append_us: Mutex::new(0.0) };
         let model = InstantModel { turn: Mutex::new(0) };

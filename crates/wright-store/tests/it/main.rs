@@ -300,29 +300,34 @@ async fn executions_are_recorded_and_filtered() {
 
 mod conversations {
     use super::*;
-    use wright_core::EventKind;
-    use wright_store::PendingResolution;
+    use wright_core::{ConversationStatus, EventBody, EventKind, NewEvent, Notice, Unfinished};
+    use wright_store::{Answered, Claim, Finished, Lease, RunEnd};
+
+    fn user(text: &str) -> NewEvent {
+        NewEvent::new(text, EventBody::User { text: text.into(), component: None })
+    }
+
+    fn call(id: &str, name: &str) -> NewEvent {
+        NewEvent::new(
+            name,
+            EventBody::ToolCall { id: id.into(), name: name.into(), arguments: json!({}), provider: json!(null) },
+        )
+    }
+
+    fn lease(owner: &str) -> Lease<'_> {
+        Lease { owner, seconds: 60 }
+    }
 
     #[tokio::test]
     async fn events_append_in_order_and_reload_after_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let store = open(&dir).await;
         let conversation = store.create_conversation(&default_agent(), "c1", "Hello").await.unwrap();
-        assert_eq!(conversation.status, "idle");
-        let first = store.append_events("c1", &[(EventKind::User, "hi".into(), json!({}))]).await.unwrap();
+        assert_eq!(conversation.status, ConversationStatus::Idle);
+        let first = store.append_events("c1", &[user("hi")]).await.unwrap();
         assert_eq!(first[0].event.seq, 1);
         let more = store
-            .append_events(
-                "c1",
-                &[
-                    (
-                        EventKind::ToolCall,
-                        "get_state".into(),
-                        json!({"id": "t1", "name": "get_state", "arguments": {}}),
-                    ),
-                    (EventKind::ToolResult, "{}".into(), json!({"tool_call_id": "t1", "output": {}, "success": true})),
-                ],
-            )
+            .append_events("c1", &[call("t1", "get_state"), wright_store::tool_result_event("t1", "get_state", json!({}), true)])
             .await
             .unwrap();
         assert_eq!(more.iter().map(|stored| stored.event.seq).collect::<Vec<_>>(), [2, 3]);
@@ -330,10 +335,10 @@ mod conversations {
         let store = open(&dir).await;
         let events = store.events_after("c1", 1).await.unwrap();
         assert_eq!(events.len(), 2);
-        assert_eq!(events[0].event.kind, EventKind::ToolCall);
-        assert_eq!(events[1].event.data_json["tool_call_id"], "t1");
+        assert_eq!(events[0].event.kind(), EventKind::ToolCall);
+        assert!(matches!(&events[1].event.body, EventBody::ToolResult { tool_call_id, .. } if tool_call_id == "t1"));
         assert!(matches!(
-            store.append_events("missing", &[(EventKind::User, "x".into(), json!({}))]).await,
+            store.append_events("missing", &[user("x")]).await,
             Err(StoreError::ConversationNotFound(_))
         ));
         assert_eq!(store.list_conversations(&default_agent()).await.unwrap().len(), 1);
@@ -345,28 +350,29 @@ mod conversations {
         let store = Arc::new(open(&dir).await);
         store.create_conversation(&default_agent(), "c1", "Batch").await.unwrap();
         let awkward = "quotes \" and \\ backslash, ünïcode ✓ 🚀, a NUL-free $[0] path, ' and --";
-        let batch: Vec<(EventKind, String, serde_json::Value)> = (0..5)
+        let batch: Vec<NewEvent> = (0..5)
             .map(|index| {
-                (
-                    if index == 0 { EventKind::Assistant } else { EventKind::ToolCall },
-                    format!("{awkward} #{index}"),
-                    json!({"index": index, "nested": {"text": awkward, "list": [1, null, true]}, "big": 1u64 << 60}),
-                )
+                let arguments = json!({"index": index, "nested": {"text": awkward, "list": [1, null, true]}, "big": 1u64 << 60});
+                let body = if index == 0 {
+                    EventBody::Assistant { text: awkward.into(), provider: arguments }
+                } else {
+                    EventBody::ToolCall { id: format!("c{index}"), name: awkward.into(), arguments, provider: json!(null) }
+                };
+                NewEvent::new(format!("{awkward} #{index}"), body)
             })
             .collect();
         let stored = store.append_events("c1", &batch).await.unwrap();
         assert_eq!(stored.iter().map(|event| event.event.seq).collect::<Vec<_>>(), [1, 2, 3, 4, 5]);
         let reloaded = store.events_after("c1", 0).await.unwrap();
-        for ((kind, content, data), event) in batch.iter().zip(&reloaded) {
-            assert_eq!((&event.event.kind, &event.event.content, &event.event.data_json), (kind, content, data));
+        for (given, event) in batch.iter().zip(&reloaded) {
+            assert_eq!((&event.event.content, &event.event.body), (&given.content, &given.body));
         }
         assert_eq!(stored, reloaded);
         // Concurrent batches interleave as wholes: each keeps its events contiguous.
         let writers = (0..20).map(|writer| {
             let store = Arc::clone(&store);
             tokio::spawn(async move {
-                let events: Vec<_> =
-                    (0..3).map(|part| (EventKind::ToolResult, format!("w{writer}p{part}"), json!({}))).collect();
+                let events: Vec<_> = (0..3).map(|part| user(&format!("w{writer}p{part}"))).collect();
                 store.append_events("c1", &events).await.unwrap()
             })
         });
@@ -379,38 +385,94 @@ mod conversations {
     }
 
     #[tokio::test]
-    async fn a_pending_call_is_answered_exactly_once() {
+    async fn a_pending_call_is_answered_exactly_once_and_the_last_answer_claims_the_run() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(open(&dir).await);
         store.create_conversation(&default_agent(), "c1", "t").await.unwrap();
+        store.append_events("c1", &[user("hi"), call("call-1", "ask_user")]).await.unwrap();
         store.create_pending_call("c1", "call-1", "ask_user", &json!({"question": "?"}), &json!(null)).await.unwrap();
         assert_eq!(store.pending_calls("c1").await.unwrap().len(), 1);
         let racers: Vec<_> = (0..10)
             .map(|index| {
                 let store = Arc::clone(&store);
                 tokio::spawn(async move {
-                    store
-                        .resolve_pending_call("c1", "call-1", PendingResolution::Answered, &json!({"answer": index}))
-                        .await
+                    let owner = format!("tab-{index}");
+                    store.answer_pending_call("c1", "call-1", &json!({"answer": index}), lease(&owner)).await
                 })
             })
             .collect();
         let mut wins = 0;
         for racer in racers {
             match racer.await.unwrap() {
-                Ok(call) => {
+                Ok((answered, events)) => {
                     wins += 1;
-                    assert_eq!(call.tool_name, "ask_user");
+                    assert_eq!(answered, Answered::Resume);
+                    assert_eq!(events.len(), 1, "the result is stored with the answer");
                 }
                 Err(error) => assert!(matches!(error, StoreError::AlreadyAnswered(_)), "{error}"),
             }
         }
         assert_eq!(wins, 1);
         assert!(store.pending_calls("c1").await.unwrap().is_empty());
+        assert_eq!(store.conversation("c1").await.unwrap().status, ConversationStatus::Running);
         assert!(matches!(
-            store.resolve_pending_call("c1", "nope", PendingResolution::Dismissed, &json!(null)).await,
+            store.answer_pending_call("c1", "nope", &json!(null), lease("x")).await,
             Err(StoreError::PendingNotFound(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn one_owner_at_a_time_and_a_dead_owners_run_is_closed_with_every_call_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        store.create_conversation(&default_agent(), "c1", "t").await.unwrap();
+        let claim = store.start_run_with_message("c1", lease("server"), &user("go")).await.unwrap();
+        assert!(matches!(claim, Claim::Claimed(ref events) if events.len() == 1));
+        assert_eq!(
+            store.start_run_with_message("c1", lease("cli"), &user("me too")).await.unwrap(),
+            Claim::Busy { owner: "server".into() },
+            "a second owner is refused and its message is not stored"
+        );
+        // The server dies mid-turn: two parallel calls, one answered, one parked.
+        store
+            .append_events(
+                "c1",
+                &[
+                    NewEvent::new("", EventBody::Assistant { text: String::new(), provider: json!(null) }),
+                    call("a", "set_state"),
+                    call("b", "ask_user"),
+                    wright_store::tool_result_event("a", "set_state", json!({"ok": true}), true),
+                ],
+            )
+            .await
+            .unwrap();
+        store.create_pending_call("c1", "b", "ask_user", &json!({}), &json!(null)).await.unwrap();
+        assert!(matches!(
+            store.finish_run("c1", "cli", &RunEnd { closing: vec![], status: ConversationStatus::Idle, close_open_calls: None }).await,
+            Err(StoreError::RunNotOwned(_))
+        ));
+        let end = RunEnd {
+            closing: vec![NewEvent::notice(Notice::Interrupted)],
+            status: ConversationStatus::Idle,
+            close_open_calls: Some(Unfinished::Interrupted),
+        };
+        let Finished::Ended(events) = store.finish_run("c1", "server", &end).await.unwrap() else { panic!() };
+        assert_eq!(events.len(), 2);
+        assert!(matches!(&events[0].event.body,
+            EventBody::ToolResult { tool_call_id, success: false, output, .. } if tool_call_id == "b" && output["category"] == "interrupted"));
+        assert!(matches!(events[1].event.body, EventBody::Notice(Notice::Interrupted)));
+        assert!(store.pending_calls("c1").await.unwrap().is_empty(), "the parked call was closed too");
+        assert_eq!(store.conversation("c1").await.unwrap().status, ConversationStatus::Idle);
+        assert!(store.claimed_runs().await.unwrap().is_empty());
+        // A run that parks after its call was answered during the turn goes on.
+        let Claim::Claimed(_) = store.start_run_with_message("c1", lease("cli"), &user("again")).await.unwrap() else { panic!() };
+        store.append_events("c1", &[call("q", "ask_user")]).await.unwrap();
+        store.create_pending_call("c1", "q", "ask_user", &json!({}), &json!(null)).await.unwrap();
+        let (answered, _) = store.answer_pending_call("c1", "q", &json!({"answer": "x"}), lease("tab")).await.unwrap();
+        assert_eq!(answered, Answered::RunGoing { owner: "cli".into() });
+        let park = RunEnd { closing: vec![], status: ConversationStatus::Waiting, close_open_calls: None };
+        assert!(matches!(store.finish_run("c1", "cli", &park).await.unwrap(), Finished::Continue(_)));
+        assert_eq!(store.conversation("c1").await.unwrap().status, ConversationStatus::Running);
     }
 }
 
