@@ -28,7 +28,11 @@ pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
             continue;
         }
         let mut updates = state.hub.subscribe(&id);
-        state.runs.send_message(&id, &line, crate::runs::Sender::Person).await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
+        state
+            .runs
+            .send_message(&id, &line, crate::runs::Sender::Person)
+            .await
+            .map_err(|error| anyhow::anyhow!("{}", error.message))?;
         loop {
             match follow_run(&mut updates).await {
                 RunEnd::Idle | RunEnd::Error => break,

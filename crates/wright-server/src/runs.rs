@@ -334,9 +334,8 @@ impl Runs {
                 config: &runs.config,
                 cancel: &cancel,
             };
-            let outcome = AssertUnwindSafe(wright_agent::run(model.model.as_ref(), &transcript, context))
-                .catch_unwind()
-                .await;
+            let outcome =
+                AssertUnwindSafe(wright_agent::run(model.model.as_ref(), &transcript, context)).catch_unwind().await;
             let failure = match outcome {
                 Ok(Ok(_)) => return,
                 Ok(Err(error)) => error.to_string(),

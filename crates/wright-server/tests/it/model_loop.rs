@@ -42,40 +42,12 @@ impl Drop for Server {
 
 impl Server {
     fn start(data_dir: &Path, fake: &FakeProvider, wire: Wire) -> Self {
-        let mut command = Command::new(WRIGHT);
-        command
-            .arg("--data-dir")
-            .arg(data_dir)
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .env_clear()
-            .env("WRIGHT_TOKEN", TOKEN)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        // The variables a user would set for each: the vendor's key and base URL, and the model.
-        // `openai-chat` keeps OpenAI's own dialect at a base URL that is not api.openai.com; plain
-        // `openai` there means the compatible dialect.
-        let (key, base, kind, model) = match wire {
-            Wire::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL", ProviderKind::Openai, "openai-chat/fake-model"),
-            Wire::Responses => {
-                ("OPENAI_API_KEY", "OPENAI_BASE_URL", ProviderKind::OpenaiResponses, "openai-responses/fake-model")
-            }
-            Wire::Compatible => {
-                ("OPENAI_API_KEY", "OPENAI_BASE_URL", ProviderKind::OpenaiCompatible, "openai/fake-model")
-            }
-            Wire::Anthropic => {
-                ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", ProviderKind::Anthropic, "anthropic/fake-model")
-            }
-            Wire::Gemini => ("GEMINI_API_KEY", "GEMINI_BASE_URL", ProviderKind::Gemini, "gemini/fake-model"),
-            // A local server without a key, taught the text protocol.
-            Wire::Text => ("", "OPENAI_BASE_URL", ProviderKind::OpenaiCompatible, "openai-compatible/fake-model"),
-        };
-        if !key.is_empty() {
-            command.env(key, "test-key");
-        }
-        command.env(base, fake.base_url(kind)).env("WRIGHT_MODEL", model);
-        if matches!(wire, Wire::Text) {
-            command.env("WRIGHT_TOOL_CALLS", "text");
-        }
+        Self::start_with(data_dir, fake, wire, &[])
+    }
+
+    fn start_with(data_dir: &Path, fake: &FakeProvider, wire: Wire, extra_env: &[(&str, &str)]) -> Self {
+        let mut command = model_command(data_dir, fake, wire);
+        command.args(["serve", "--bind", "127.0.0.1:0"]).envs(extra_env.iter().copied());
         let mut child = command.spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         lines.next();
@@ -137,7 +109,7 @@ fn results(detail: &Value) -> Vec<Value> {
         .unwrap()
         .iter()
         .filter(|event| event["kind"] == "tool_result")
-        .map(|event| event["data_json"].clone())
+        .map(|event| event.clone())
         .collect()
 }
 
@@ -163,6 +135,40 @@ fn said_and_called(wire: Wire, text: &str, calls: Vec<(&str, Value)>) -> Vec<Tur
             calls: calls.into_iter().map(|(name, arguments)| FakeCall::new(name, arguments)).collect(),
         }],
     }
+}
+
+/// `wright --data-dir DIR` with the environment a user sets for `wire`, pointed at `fake`.
+fn model_command(data_dir: &Path, fake: &FakeProvider, wire: Wire) -> Command {
+    let mut command = Command::new(WRIGHT);
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_clear()
+        .env("WRIGHT_TOKEN", TOKEN)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // The variables a user would set for each: the vendor's key and base URL, and the model.
+    // `openai-chat` keeps OpenAI's own dialect at a base URL that is not api.openai.com; plain
+    // `openai` there means the compatible dialect.
+    let (key, base, kind, model) = match wire {
+        Wire::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL", ProviderKind::Openai, "openai-chat/fake-model"),
+        Wire::Responses => {
+            ("OPENAI_API_KEY", "OPENAI_BASE_URL", ProviderKind::OpenaiResponses, "openai-responses/fake-model")
+        }
+        Wire::Compatible => ("OPENAI_API_KEY", "OPENAI_BASE_URL", ProviderKind::OpenaiCompatible, "openai/fake-model"),
+        Wire::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", ProviderKind::Anthropic, "anthropic/fake-model"),
+        Wire::Gemini => ("GEMINI_API_KEY", "GEMINI_BASE_URL", ProviderKind::Gemini, "gemini/fake-model"),
+        // A local server without a key, taught the text protocol.
+        Wire::Text => ("", "OPENAI_BASE_URL", ProviderKind::OpenaiCompatible, "openai-compatible/fake-model"),
+    };
+    if !key.is_empty() {
+        command.env(key, "test-key");
+    }
+    command.env(base, fake.base_url(kind)).env("WRIGHT_MODEL", model);
+    if matches!(wire, Wire::Text) {
+        command.env("WRIGHT_TOOL_CALLS", "text");
+    }
+    command
 }
 
 #[tokio::test]
@@ -226,7 +232,7 @@ async fn the_turn_limit_a_429_and_a_context_length_error_on_every_wire() {
         let detail = server.say(&id, "loop forever").await;
         let events = detail["events"].as_array().unwrap();
         let notice = events.last().unwrap();
-        assert_eq!(notice["data_json"]["type"], "turn_limit", "{wire:?}: {detail}");
+        assert_eq!(notice["type"], "turn_limit", "{wire:?}: {detail}");
         assert_eq!(events[events.len() - 2]["content"], "Stopping here.", "{wire:?}");
         let final_request = &fake.requests()[2].body;
         assert!(
@@ -264,7 +270,7 @@ async fn cancel_mid_stream_closes_the_connection_and_says_so_on_every_wire() {
         assert_eq!(status, 200);
         let detail = server.settle(&id).await;
         let last = detail["events"].as_array().unwrap().last().unwrap().clone();
-        assert_eq!(last["data_json"]["type"], "cancelled", "{wire:?}: {detail}");
+        assert_eq!(last["type"], "cancelled", "{wire:?}: {detail}");
         assert_eq!(detail["conversation"]["status"], "idle", "{wire:?}");
         let started = Instant::now();
         while fake.disconnects() == 0 {
@@ -301,7 +307,7 @@ async fn a_run_killed_mid_way_reloads_with_every_stored_event_on_every_wire() {
             before["events"].as_array().unwrap()[..4],
             "{wire:?}: {after}"
         );
-        assert_eq!(after["events"][4]["data_json"]["type"], "interrupted", "{wire:?}: {after}");
+        assert_eq!(after["events"][4]["type"], "interrupted", "{wire:?}: {after}");
         assert_eq!(after["conversation"]["status"], "idle", "{wire:?}");
         let state = server.get("/api/agents/default/state/k").await;
         assert_eq!(state["value"], 1, "{wire:?}: the tool's effect survived the kill");
@@ -331,7 +337,7 @@ async fn a_long_conversation_is_compacted_without_losing_events_on_every_wire() 
         let detail = server.say(&id, "third").await;
         let events = detail["events"].as_array().unwrap();
         assert!(
-            events.iter().any(|event| event["data_json"]["summary"] == "SUMMARY: two long answers were given."),
+            events.iter().any(|event| event["summary"] == "SUMMARY: two long answers were given."),
             "{wire:?}: {detail}"
         );
         assert_eq!(events.iter().filter(|event| event["kind"] == "user").count(), 3, "{wire:?}: no event was lost");
@@ -392,4 +398,270 @@ async fn a_pending_question_survives_a_restart_is_answered_once_and_resumes_the_
         .find(|result| result["name"] == "ask_user" && result["output"]["action"] == "dismissed");
     assert!(dismissed.is_some(), "{detail}");
     assert!(detail["pending"].as_array().unwrap().is_empty());
+}
+
+/// Sandbox code that keeps its worker busy for `millis`: a tool that runs for a while.
+fn slow_code(millis: u64) -> Value {
+    json!({"code": format!("const end = Date.now() + {millis}; while (Date.now() < end) {{}} return 'slept';"), "timeout_ms": 20000})
+}
+
+/// Every tool call has exactly one result before the next user or assistant message.
+fn assert_paired(detail: &Value, context: &str) {
+    let mut open: Vec<String> = Vec::new();
+    for event in detail["events"].as_array().unwrap() {
+        match event["kind"].as_str().unwrap() {
+            "tool_call" => open.push(event["id"].as_str().unwrap().to_owned()),
+            "tool_result" => {
+                let id = event["tool_call_id"].as_str().unwrap();
+                let position = open.iter().position(|open_id| open_id == id);
+                assert!(position.is_some(), "{context}: a result without its call: {event}");
+                open.remove(position.unwrap());
+            }
+            "user" | "assistant" => {
+                assert!(open.is_empty(), "{context}: calls {open:?} left without results: {detail}")
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn wait_for(server: &Server, id: &str, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let detail = server.get(&format!("/api/conversations/{id}")).await;
+        if ready(&detail) {
+            return detail;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "never saw {what}: {detail}");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+}
+
+#[tokio::test]
+async fn stop_during_a_tool_of_two_parallel_calls_then_the_next_message_is_answered_on_every_wire() {
+    for wire in WIRES {
+        // The text protocol makes one call per turn: there, the stop comes during the only call.
+        let parallel = match wire {
+            Wire::Text => vec![("run_sandbox_code", slow_code(8000))],
+            _ => vec![("run_sandbox_code", slow_code(8000)), ("set_state", json!({"key": "k", "value": 1}))],
+        };
+        let mut script = calls(wire, parallel);
+        script.push(Turn::text("Back again."));
+        let fake = FakeProvider::start(script).await;
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::start(dir.path(), &fake, wire);
+        let id = server.conversation().await;
+        let (status, _) = server.post(&format!("/api/conversations/{id}/messages"), json!({"text": "go"})).await;
+        assert_eq!(status, 202);
+        wait_for(&server, &id, "the tool call", |detail| kinds(detail).contains(&"tool_call".to_owned())).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let started = Instant::now();
+        let (status, _) = server.post(&format!("/api/conversations/{id}/cancel"), json!({})).await;
+        assert_eq!(status, 200);
+        let detail = server.settle(&id).await;
+        assert!(started.elapsed() < Duration::from_secs(5), "{wire:?}: the running tool was stopped, not awaited");
+        assert_eq!(detail["conversation"]["status"], "idle", "{wire:?}: {detail}");
+        assert_paired(&detail, &format!("{wire:?}"));
+        let categories: Vec<Value> =
+            results(&detail).iter().map(|result| result["output"]["category"].clone()).collect();
+        assert!(categories.iter().all(|category| category == "cancelled"), "{wire:?}: {detail}");
+        assert_eq!(detail["events"].as_array().unwrap().last().unwrap()["type"], "cancelled", "{wire:?}");
+        let state = server.get("/api/agents/default/state/k").await;
+        assert!(state["value"].is_null(), "{wire:?}: the call after the cancel never ran: {state}");
+        // Unanswered calls would make every later request fail; this one is answered.
+        let detail = server.say(&id, "are you there?").await;
+        let last = detail["events"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["content"], "Back again.", "{wire:?}: {detail}");
+        assert!(fake.refusals().is_empty(), "{wire:?}: {:?}", fake.refusals());
+    }
+}
+
+#[tokio::test]
+async fn an_answer_given_while_the_same_turn_still_runs_resumes_the_run() {
+    // The text protocol makes one call per turn, so a turn cannot hold a pause and another call.
+    for wire in [Wire::Openai, Wire::Responses, Wire::Compatible, Wire::Anthropic, Wire::Gemini] {
+        let mut script =
+            calls(wire, vec![("ask_user", json!({"question": "Tea?"})), ("run_sandbox_code", slow_code(1500))]);
+        script.push(Turn::text("Tea, then."));
+        let fake = FakeProvider::start(script).await;
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::start(dir.path(), &fake, wire);
+        let id = server.conversation().await;
+        server.post(&format!("/api/conversations/{id}/messages"), json!({"text": "drink?"})).await;
+        let detail = wait_for(&server, &id, "the pending question", |detail| {
+            detail["pending"].as_array().is_some_and(|pending| !pending.is_empty())
+        })
+        .await;
+        assert_eq!(detail["conversation"]["status"], "running", "{wire:?}: the sandbox call still runs");
+        let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
+        let (status, body) = server
+            .post(&format!("/api/conversations/{id}/pending/{call_id}"), json!({"answer": {"answer": "yes"}}))
+            .await;
+        assert_eq!(status, 200, "{wire:?}: {body}");
+        let detail = wait_for(&server, &id, "the final answer", |detail| {
+            detail["events"].as_array().unwrap().last().unwrap()["content"] == "Tea, then."
+        })
+        .await;
+        assert_eq!(detail["conversation"]["status"], "idle", "{wire:?}: {detail}");
+        assert_paired(&detail, &format!("{wire:?}"));
+        assert!(fake.refusals().is_empty(), "{wire:?}: {:?}", fake.refusals());
+    }
+}
+
+#[tokio::test]
+async fn a_tool_that_panics_leaves_the_conversation_usable() {
+    let fake = FakeProvider::start(vec![
+        Turn::tool_calls(vec![("list_state_keys", json!({})), ("set_state", json!({"key": "k", "value": 2}))]),
+        Turn::text("That tool broke; the other worked."),
+        Turn::text("Still here."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with(dir.path(), &fake, Wire::Openai, &[("WRIGHT_FAULT_PANIC_TOOL", "list_state_keys")]);
+    let id = server.conversation().await;
+    let detail = server.say(&id, "go").await;
+    assert_eq!(detail["conversation"]["status"], "idle", "{detail}");
+    let results = results(&detail);
+    assert_eq!(results[0]["output"]["category"], "internal", "{detail}");
+    assert_eq!(results[1]["success"], true);
+    let detail = server.say(&id, "and now?").await;
+    assert_eq!(detail["events"].as_array().unwrap().last().unwrap()["content"], "Still here.");
+    assert!(fake.refusals().is_empty(), "{:?}", fake.refusals());
+}
+
+#[tokio::test]
+async fn wright_chat_beside_wright_serve_leaves_the_servers_run_alone() {
+    let fake = FakeProvider::start(vec![Turn::Hang { text: "thinking".into() }]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &fake, Wire::Anthropic);
+    let id = server.conversation().await;
+    server.post(&format!("/api/conversations/{id}/messages"), json!({"text": "take your time"})).await;
+    wait_for(&server, &id, "the run", |detail| detail["conversation"]["status"] == "running").await;
+    while fake.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A terminal chat opens the same data directory and ends at once (no input).
+    let output = model_command(dir.path(), &fake, Wire::Anthropic)
+        .arg("chat")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let detail = server.get(&format!("/api/conversations/{id}")).await;
+    assert_eq!(detail["conversation"]["status"], "running", "the server's run was not marked interrupted: {detail}");
+    assert!(!kinds(&detail).contains(&"notice".to_owned()), "{detail}");
+    server.post(&format!("/api/conversations/{id}/cancel"), json!({})).await;
+    let detail = server.settle(&id).await;
+    assert_eq!(detail["events"].as_array().unwrap().last().unwrap()["type"], "cancelled", "{detail}");
+}
+
+/// A small deterministic generator, so a failing chaos run can be replayed from its seed.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % bound
+    }
+}
+
+#[tokio::test]
+async fn chaos_sigkill_at_random_moments_loses_nothing_and_every_conversation_goes_on() {
+    let seed = 0x5eed_2026;
+    let mut random = Lcg(seed);
+    // Each round of the script: parallel calls (one slow), a pause, an answer.
+    let round = || {
+        vec![
+            Turn::tool_calls(vec![
+                ("run_sandbox_code", slow_code(300)),
+                ("set_state", json!({"key": "k", "value": 1})),
+            ]),
+            Turn::tool_calls(vec![("ask_user", json!({"question": "Go on?"})), ("list_state_keys", json!({}))]),
+            Turn::text("Round done."),
+        ]
+    };
+    let fake = FakeProvider::start((0..40).flat_map(|_| round()).collect()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), &fake, Wire::Openai);
+    let conversations = [server.conversation().await, server.conversation().await];
+    let mut seen: Vec<Vec<Value>> = vec![Vec::new(); conversations.len()];
+    let started = Instant::now();
+    for kill in 0..20 {
+        // Nudge every conversation on: answer what waits, or say something.
+        for id in &conversations {
+            let detail = server.get(&format!("/api/conversations/{id}")).await;
+            match detail["conversation"]["status"].as_str().unwrap() {
+                "waiting" => {
+                    let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
+                    server
+                        .post(
+                            &format!("/api/conversations/{id}/pending/{call_id}"),
+                            json!({"answer": {"answer": "yes"}}),
+                        )
+                        .await;
+                }
+                "running" => {}
+                _ => {
+                    server
+                        .post(&format!("/api/conversations/{id}/messages"), json!({"text": format!("go {kill}")}))
+                        .await;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(random.below(600))).await;
+        for (index, id) in conversations.iter().enumerate() {
+            seen[index] = server.get(&format!("/api/conversations/{id}")).await["events"].as_array().unwrap().clone();
+        }
+        tokio::time::sleep(Duration::from_millis(random.below(100))).await;
+        server.child.kill().unwrap(); // SIGKILL
+        server.child.wait().unwrap();
+        server = Server::start(dir.path(), &fake, Wire::Openai);
+        for (index, id) in conversations.iter().enumerate() {
+            let detail = server.get(&format!("/api/conversations/{id}")).await;
+            let events = detail["events"].as_array().unwrap();
+            assert!(
+                events.len() >= seen[index].len() && events[..seen[index].len()] == seen[index][..],
+                "seed {seed:#x}, kill {kill}: events were lost: before {:?} after {detail}",
+                seen[index]
+            );
+            assert_paired(&detail, &format!("seed {seed:#x}, kill {kill}"));
+            assert_ne!(detail["conversation"]["status"], "error", "seed {seed:#x}, kill {kill}: {detail}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "the chaos run is bounded in time");
+    }
+    // Every conversation continues to a final answer.
+    for id in &conversations {
+        for _ in 0..10 {
+            let detail = server.get(&format!("/api/conversations/{id}")).await;
+            match detail["conversation"]["status"].as_str().unwrap() {
+                "waiting" => {
+                    let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
+                    server
+                        .post(
+                            &format!("/api/conversations/{id}/pending/{call_id}"),
+                            json!({"answer": {"answer": "yes"}}),
+                        )
+                        .await;
+                    server.settle(id).await;
+                }
+                "running" => {
+                    server.settle(id).await;
+                }
+                _ => {
+                    let last = detail["events"].as_array().unwrap().last().cloned().unwrap_or_default();
+                    if last["kind"] == "assistant" && !last["content"].as_str().unwrap_or_default().is_empty() {
+                        break;
+                    }
+                    server.say(id, "finish up").await;
+                }
+            }
+        }
+        let detail = server.get(&format!("/api/conversations/{id}")).await;
+        assert_eq!(detail["conversation"]["status"], "idle", "seed {seed:#x}: {detail}");
+        assert_eq!(detail["events"].as_array().unwrap().last().unwrap()["kind"], "assistant", "{detail}");
+        assert_paired(&detail, &format!("seed {seed:#x}, end"));
+    }
+    assert!(fake.refusals().is_empty(), "seed {seed:#x}: requests refused: {:?}", fake.refusals());
 }
