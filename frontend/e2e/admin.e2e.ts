@@ -46,11 +46,14 @@ describe.skipIf(!built || !hasChromium || !hasWright)('admin and marketplace pag
     await page.getByRole('button', { name: '+ New conversation' }).waitFor();
   });
   afterEach(async (context) => {
-    if (context.task.result?.state === 'fail') {
+    // the fake model refuses histories OpenAI would refuse; any refusal fails the test
+    const refused = fake.refused.splice(0);
+    if (context.task.result?.state === 'fail' || refused.length) {
       const name = context.task.name.replace(/\W+/g, '-').slice(0, 60);
       await page.screenshot({ path: join(import.meta.dirname, '..', 'test-results', `admin-${name}.png`) }).catch(() => {});
       console.error(`wright serve output:\n${wright.log().slice(-4000)}`);
     }
+    expect(refused.map((refusal) => ({ status: refusal.status, body: refusal.body, messages: refusal.request.messages })), 'requests the model refused').toEqual([]);
   });
   afterAll(async () => {
     await browser?.close();

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { extname, join, normalize } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ConversationDetail } from '../src/api/client';
 import { hasChromium, launch } from './browser';
 
 const dist = join(import.meta.dirname, '..', 'dist');
@@ -33,15 +34,15 @@ export default function Counter({ start }) {
 const detail = {
   conversation: { id: 'c1', agent_id: 'default', title: 'Canvas test', status: 'waiting', created_at: at, updated_at: at },
   events: [
-    { seq: 1, kind: 'user', content: 'show me', data_json: null, created_at: at },
-    { seq: 2, kind: 'tool_call', content: '', data_json: { id: 'call-c', name: 'render_and_wait', arguments: { component: 'counter', props: { start: 5 }, title: 'A counter' } }, created_at: at },
-    { seq: 3, kind: 'tool_call', content: '', data_json: { id: 'call-f', name: 'render_blocks', arguments: { title: 'Details', blocks: [{ type: 'form', submitLabel: 'Save', fields: [{ name: 'city', label: 'City', type: 'text', required: true }, { name: 'days', label: 'Days', type: 'number', default: 2 }] }] } }, created_at: at },
+    { seq: 1, kind: 'user', content: 'show me', text: 'show me', created_at: at },
+    { seq: 2, kind: 'tool_call', content: '', id: 'call-c', name: 'render_and_wait', arguments: { component: 'counter', props: { start: 5 }, title: 'A counter' }, provider: null, created_at: at },
+    { seq: 3, kind: 'tool_call', content: '', id: 'call-f', name: 'render_blocks', arguments: { title: 'Details', blocks: [{ type: 'form', submitLabel: 'Save', fields: [{ name: 'city', label: 'City', type: 'text', required: true }, { name: 'days', label: 'Days', type: 'number', default: 2 }] }] }, provider: null, created_at: at },
   ],
   pending: [
     { tool_call_id: 'call-c', tool_name: 'render_and_wait', args: { component: 'counter', props: { start: 5 }, title: 'A counter' }, created_at: at, component: { name: 'counter', version: 1, compiled_js: COMPONENT } },
     { tool_call_id: 'call-f', tool_name: 'render_blocks', args: {}, created_at: at },
   ],
-};
+} satisfies ConversationDetail;
 
 describe.skipIf(!built || !hasChromium)('canvas in Chromium (mocked API)', () => {
   let server: Server;

@@ -36,16 +36,63 @@ export interface ModelRequest {
 
 export type ModelReply = { text: string } | { toolCalls: { name: string; arguments: unknown }[] };
 
+/** A request the fake model refused, with the status and body it answered. */
+export interface Refusal {
+  status: number;
+  body: unknown;
+  request: ModelRequest;
+}
+
 export interface FakeModel {
   baseUrl: string;
   requests: ModelRequest[];
+  /** Every request answered with an error (a history OpenAI would refuse, or a script that threw). */
+  refused: Refusal[];
   /** When each reply's last byte was written (Date.now()), in the order of `requests`. */
   repliedAt: number[];
   close(): Promise<void>;
 }
 
+/** OpenAI's error envelope for a request it refuses as invalid. */
+function invalidRequest(message: string, param: string | null = 'messages') {
+  return { error: { message, type: 'invalid_request_error', param, code: null } };
+}
+
+/**
+ * Checks a Chat Completions history the way OpenAI does: an assistant message with
+ * `tool_calls` must be followed, right after it, by one `tool` message per call id; a `tool`
+ * message must answer a call of the assistant message that precedes its run of tool messages.
+ * Returns OpenAI's error body for the first violation, or null for a valid history.
+ */
+export function validateHistory(messages: WireMessage[]): ReturnType<typeof invalidRequest> | null {
+  for (let index = 0; index < messages.length; index += 1) {
+    const message = messages[index];
+    if (message.role === 'tool') {
+      return invalidRequest("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", 'messages.[' + index + '].role');
+    }
+    if (message.role !== 'assistant' || !message.tool_calls?.length) continue;
+    const unanswered = message.tool_calls.map((call) => call.id);
+    while (index + 1 < messages.length && messages[index + 1].role === 'tool') {
+      index += 1;
+      const at = unanswered.indexOf(messages[index].tool_call_id ?? '');
+      if (at < 0) {
+        return invalidRequest("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", 'messages.[' + index + '].role');
+      }
+      unanswered.splice(at, 1);
+    }
+    if (unanswered.length) {
+      return invalidRequest(
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " +
+          unanswered.join(', '),
+      );
+    }
+  }
+  return null;
+}
+
 export async function startFakeModel(script: (request: ModelRequest) => ModelReply): Promise<FakeModel> {
   const requests: ModelRequest[] = [];
+  const refused: Refusal[] = [];
   const repliedAt: number[] = [];
   let calls = 0;
   const server: Server = createServer(async (request, response) => {
@@ -55,12 +102,18 @@ export async function startFakeModel(script: (request: ModelRequest) => ModelRep
     }
     const body = JSON.parse(await readBody(request)) as ModelRequest;
     requests.push(body);
+    const refuse = (error: unknown) => {
+      refused.push({ status: 400, body: error, request: body });
+      repliedAt[requests.indexOf(body)] = Date.now();
+      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(error));
+    };
+    const invalid = validateHistory(body.messages ?? []);
+    if (invalid) return refuse(invalid);
     let reply: ModelReply;
     try {
       reply = script(body);
     } catch (error) {
-      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: String(error), type: 'invalid_request_error' } }));
-      return;
+      return refuse(invalidRequest(String(error), null));
     }
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     const chunk = (delta: unknown, finish: string | null = null) =>
@@ -85,6 +138,7 @@ export async function startFakeModel(script: (request: ModelRequest) => ModelRep
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     requests,
+    refused,
     repliedAt,
     close: () => new Promise((done) => server.close(() => done())),
   };

@@ -153,6 +153,12 @@ export default function Attack(props) {
   return <Card><Text>{report ? 'Attacks done' : 'Attacking…'}</Text></Card>;
 }`;
 
+const NOTE = { title: 'A note', blocks: [{ type: 'markdown', content: 'Nothing to fill in here.' }] };
+
+const MESSENGER = `export default function Messenger() {
+  return <Card><Button variant="primary" onClick={() => sendMessage('Teal, please')}>Tell the agent</Button></Card>;
+}`;
+
 /** The scripted model: the first user message names the scenario; tool results drive it on. */
 function model(canaryOf: () => Canary, api: () => string) {
   return (request: ModelRequest): ModelReply => {
@@ -167,6 +173,19 @@ function model(canaryOf: () => Canary, api: () => string) {
         return { toolCalls: [{ name: 'ask_user', arguments: { question: 'Deploy to production now?', options: ['Deploy', 'Wait until Monday'] } }] };
       case 'component':
         return { toolCalls: [{ name: 'render_and_wait', arguments: { title: 'Pick a colour', code: PICKER, props: { colours: ['teal', 'amber', 'violet'] } } }] };
+      case 'dismiss':
+        return { toolCalls: [{ name: 'render_blocks', arguments: NOTE }] };
+      case 'parallel':
+      case 'moveon':
+        // two calls that wait for the person, in one turn
+        return {
+          toolCalls: [
+            { name: 'render_blocks', arguments: NOTE },
+            { name: 'ask_user', arguments: { question: 'Which day?', options: ['Monday', 'Friday'] } },
+          ],
+        };
+      case 'sender':
+        return { toolCalls: [{ name: 'render_and_wait', arguments: { title: 'Messenger', code: MESSENGER, props: {} } }] };
       case 'attack':
         return { toolCalls: [{ name: 'render_and_wait', arguments: { title: 'Totally harmless', code: ATTACK, props: { canary: canaryOf().url, stun: canaryOf().stun, api: api() } } }] };
       default:
@@ -225,18 +244,25 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright ser
     await login();
   });
   afterEach(async (context) => {
+    // The fake model validates every history as OpenAI does; a refused request fails the test
+    // that caused it (against the real API the conversation would be dead).
+    const refused = fake.refused.splice(0);
     // a failing test leaves a picture of the page and the server's output behind
-    if (context.task.result?.state === 'fail') {
+    if (context.task.result?.state === 'fail' || refused.length) {
       const name = context.task.name.replace(/\W+/g, '-').slice(0, 60);
       await page.screenshot({ path: join(import.meta.dirname, '..', 'test-results', `live-${name}.png`) }).catch(() => {});
       console.error(`wright serve output:\n${wright.log().slice(-4000)}`);
     }
+    expect(refused.map((refusal) => ({ status: refusal.status, body: refusal.body, messages: refusal.request.messages })), 'requests the model refused').toEqual([]);
   });
   afterAll(async () => {
+    // a request refused after the last test's check (a run that went on) still fails the file
+    const late = fake?.refused.map((refusal) => refusal.body) ?? [];
     await browser?.close();
     await wright?.stop();
     await fake?.close();
     await canary?.close();
+    expect(late, 'requests the model refused after the last test').toEqual([]);
   });
 
   it('the model renders a form; the filled form reaches the model, which answers', async () => {
@@ -283,6 +309,53 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright ser
     await canvas.getByRole('button', { name: 'Set budget' }).click();
     expect(await resultSeenByModel('restart')).toEqual({ action: 'submit', data: { budget: 99, shop: 'Market', remind: false } });
     await page.getByText(/Model received: .*"budget":99/).waitFor();
+  });
+
+  it('dismissing blocks answers {action: "dismissed"}, the spelling the model is told', async () => {
+    await startConversation('dismiss');
+    const canvas = page.getByRole('region', { name: 'Canvas' });
+    await canvas.getByText('Nothing to fill in here.').waitFor();
+    await canvas.getByRole('button', { name: 'Dismiss' }).click();
+    expect(await resultSeenByModel('dismiss')).toEqual({ action: 'dismissed' });
+    await canvas.getByText('Dismissed').waitFor();
+    await page.getByText(/Model received: .*dismissed/).waitFor();
+  });
+
+  it('two calls waiting in one turn: the run resumes once both are answered, each answer paired with its call', async () => {
+    await startConversation('parallel');
+    const canvas = page.getByRole('region', { name: 'Canvas' });
+    await canvas.getByRole('button', { name: 'Dismiss' }).click();
+    await canvas.getByText('Dismissed').waitFor();
+    await page.getByRole('group', { name: 'The agent asks' }).getByRole('button', { name: 'Friday' }).click();
+    await page.getByText(/Model received: .*Friday/).waitFor();
+    const resumed = fake.requests.filter((request) => scenarioOf(request) === 'parallel' && toolResults(request).length > 0);
+    expect(resumed).toHaveLength(1);
+    expect(toolResults(resumed[0]).map((result) => JSON.parse(result))).toEqual([{ action: 'dismissed' }, expect.objectContaining({ answer: 'Friday' })]);
+  });
+
+  it('a new message while two calls wait dismisses both, and the model answers it', async () => {
+    await startConversation('moveon');
+    await page.getByRole('group', { name: 'The agent asks' }).waitFor();
+    const message = page.getByLabel('Message');
+    await message.fill('Never mind, something else');
+    await message.press('Enter');
+    await page.getByText(/Model received: .*dismissed/).waitFor();
+    const last = fake.requests.filter((request) => scenarioOf(request) === 'moveon').at(-1)!;
+    expect(toolResults(last).map((result) => JSON.parse(result))).toEqual([{ action: 'dismissed' }, { action: 'dismissed' }]);
+    expect(last.messages.at(-1)).toMatchObject({ role: 'user', content: expect.stringContaining('Never mind') });
+  });
+
+  it('a message a component sends is shown as the component’s, not as the person’s', async () => {
+    await startConversation('sender');
+    const frame = page.frameLocator('iframe[title="Messenger"]');
+    await frame.getByRole('button', { name: 'Tell the agent' }).click();
+    const chat = page.getByRole('region', { name: 'Chat' });
+    await chat.getByText('sent by component Messenger').waitFor();
+    await chat.locator('.msg-component').getByText('Teal, please').waitFor();
+    await chat.getByText(/Model received:/).waitFor();
+    await page.screenshot({ path: join(import.meta.dirname, '..', 'test-results', 'live-component-message.png') });
+    const last = fake.requests.filter((request) => scenarioOf(request) === 'sender').at(-1)!;
+    expect(JSON.stringify(last.messages)).toContain('Teal, please');
   });
 
   it('a component cannot reach cookies, storage, the API, the network or other windows', async () => {

@@ -6,7 +6,14 @@ export type Schemas = components['schemas'];
 export type Agent = Schemas['AgentView'];
 export type Conversation = Schemas['ConversationView'];
 export type ConversationDetail = Schemas['ConversationDetail'];
+/** A stored event: `{seq, content, created_at}` and its body, a union tagged by `kind`. */
 export type StoredEvent = Schemas['EventView'];
+/** One kind of stored event, narrowed by its `kind` tag. */
+export type EventOf<K extends StoredEvent['kind']> = Extract<StoredEvent, { kind: K }>;
+export type ToolCallEvent = EventOf<'tool_call'>;
+export type ToolResultEvent = EventOf<'tool_result'>;
+export type NoticeEvent = EventOf<'notice'>;
+export type ConversationStatus = Schemas['ConversationStatus'];
 export type Pending = Schemas['PendingView'];
 export type Status = Schemas['StatusView'];
 export type Tool = Schemas['ToolView'];
@@ -98,8 +105,9 @@ export const api = {
   createConversation: (agent: string, body: Schemas['CreateConversation'] = {}) =>
     request<Conversation>('POST', `/api/agents/${enc(agent)}/conversations`, body),
   conversation: (id: string) => request<ConversationDetail>('GET', `/api/conversations/${enc(id)}`),
-  postMessage: (id: string, text: string) =>
-    request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/messages`, { text } satisfies Schemas['PostMessage']),
+  /** `component` names the canvas component that sends the message for the person (its `sendMessage`). */
+  postMessage: (id: string, text: string, component?: string) =>
+    request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/messages`, (component ? { text, component } : { text }) satisfies Schemas['PostMessage']),
   cancel: (id: string) => request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/cancel`),
   answerPending: (id: string, toolCallId: string, answer: unknown) =>
     request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/pending/${enc(toolCallId)}`, {

@@ -820,12 +820,16 @@ export interface components {
             events: components["schemas"]["EventView"][];
             pending: components["schemas"]["PendingView"][];
         };
+        /**
+         * @description Where a conversation's run stands.
+         * @enum {string}
+         */
+        ConversationStatus: "idle" | "running" | "waiting" | "error";
         ConversationView: {
             id: string;
             agent_id: string;
             title: string;
-            /** @description idle, running, waiting or error. */
-            status: string;
+            status: components["schemas"]["ConversationStatus"];
             created_at: string;
             updated_at: string;
         };
@@ -897,13 +901,48 @@ export interface components {
             /** @description What went wrong, for a person. */
             message: string;
         };
-        EventView: {
+        /**
+         * @description What an event is: the one closed set every writer and reader of a conversation uses. Its
+         *     serde form is tagged by `kind` (the stored `kind` column); the stored `data_json` is the
+         *     same object without the tag.
+         */
+        EventBody: {
+            text: string;
+            component?: string | null;
+            /** @enum {string} */
+            kind: "user";
+        } | {
+            text: string;
+            /** @description Whatever the provider needs sent back with the message (e.g. thinking blocks). */
+            provider?: unknown;
+            /** @enum {string} */
+            kind: "assistant";
+        } | {
+            id: string;
+            name: string;
+            arguments: unknown;
+            provider?: unknown;
+            /** @enum {string} */
+            kind: "tool_call";
+        } | {
+            tool_call_id: string;
+            name: string;
+            output: unknown;
+            success: boolean;
+            /** @enum {string} */
+            kind: "tool_result";
+        } | (components["schemas"]["Notice"] & {
+            /** @enum {string} */
+            kind: "notice";
+        });
+        /**
+         * @description One event of a conversation: its number, time and line for a person, and its body — a
+         *     union tagged by `kind` whose fields are the event's own.
+         */
+        EventView: components["schemas"]["EventBody"] & {
             /** Format: int64 */
             seq: number;
-            /** @description system, user, assistant, tool_call, tool_result or notice. */
-            kind: string;
             content: string;
-            data_json: unknown;
             created_at: string;
         };
         ExecutionView: {
@@ -1006,6 +1045,31 @@ export interface components {
             /** Format: int64 */
             version: number;
         };
+        /**
+         * @description What happened to a conversation, shown to the person and never sent to a model (except
+         *     a compaction's summary, which goes into the system message).
+         */
+        Notice: {
+            /** @enum {string} */
+            type: "cancelled";
+        } | {
+            /** @enum {string} */
+            type: "interrupted";
+        } | {
+            max_tool_turns?: number;
+            /** @enum {string} */
+            type: "turn_limit";
+        } | {
+            summary: string;
+            /** Format: int64 */
+            through_seq: number;
+            /** @enum {string} */
+            type: "compaction";
+        } | {
+            message: string;
+            /** @enum {string} */
+            type: "error";
+        };
         Ok: {
             ok: boolean;
         };
@@ -1015,7 +1079,7 @@ export interface components {
         PendingAnswer: {
             /**
              * @description Any JSON: ask_user `{answer}`, render_blocks `{action: "submit", data}` or
-             *     `{action: "dismiss"}`, render_and_wait whatever the component passed to callTool.
+             *     `{action: "dismissed"}`, render_and_wait whatever the component passed to callTool.
              */
             answer: unknown;
         };
@@ -1037,6 +1101,12 @@ export interface components {
         };
         PostMessage: {
             text: string;
+            /**
+             * @description Set by the canvas when a component sends the message (`sendMessage`): the name of the
+             *     component. Such messages are marked as the component's in the transcript and for the
+             *     model, and limited per conversation (429 beyond the limit).
+             */
+            component?: string | null;
         };
         ProviderView: {
             kind: string;

@@ -77,7 +77,7 @@ export function Blocks({ blocks, onAnswer, disabled }: { blocks: Block[]; onAnsw
       ))}
       {!hasForm && onAnswer && (
         <div className="form-actions">
-          <button type="button" className="button" disabled={disabled} onClick={() => onAnswer({ action: 'dismiss' })}>
+          <button type="button" className="button" disabled={disabled} onClick={() => onAnswer({ action: 'dismissed' })}>
             Dismiss
           </button>
         </div>

@@ -136,11 +136,11 @@ describe('other blocks', () => {
     expect(container.querySelector('img')).toBeNull();
   });
 
-  it('offers Dismiss when there is no form, answering {action: "dismiss"}', () => {
+  it('offers Dismiss when there is no form, answering {action: "dismissed"} as the server spells it', () => {
     const onAnswer = vi.fn();
     render(<Blocks blocks={[{ type: 'markdown', content: 'hi' }]} onAnswer={onAnswer} />);
     fireEvent.click(screen.getByRole('button', { name: 'Dismiss' }));
-    expect(onAnswer).toHaveBeenCalledWith({ action: 'dismiss' });
+    expect(onAnswer).toHaveBeenCalledWith({ action: 'dismissed' });
   });
 
   it('is read-only without onAnswer', () => {

@@ -33,5 +33,5 @@ export interface RenderBlocksArgs {
   title?: string;
 }
 
-/** The answers a render_blocks call resolves with. */
-export type BlocksAnswer = { action: 'submit'; data: Record<string, unknown> } | { action: 'dismiss' };
+/** The answers a render_blocks call resolves with (the server and the tool's description spell a dismissal `dismissed`). */
+export type BlocksAnswer = { action: 'submit'; data: Record<string, unknown> } | { action: 'dismissed' };

@@ -7,7 +7,7 @@ import { Blocks } from '../blocks/Blocks';
 import type { Block } from '../blocks/types';
 import { ComponentFrame } from '../frame/ComponentFrame';
 import { transcript, type ConversationState } from '../state/conversation';
-import { resultInfo } from './ToolCall';
+import { resultInfo, type Unfinished } from './ToolCall';
 
 interface CanvasItem {
   id: string;
@@ -15,6 +15,8 @@ interface CanvasItem {
   args: Record<string, unknown>;
   pending: PendingWithComponent | null;
   answer: unknown;
+  /** Why the call ended without an answer (a cancel, a restart), when it did. */
+  unfinished: Unfinished | null;
   createdAt: string;
 }
 
@@ -23,28 +25,31 @@ export function canvasItems(state: ConversationState): CanvasItem[] {
   const items: CanvasItem[] = [];
   for (const item of transcript(state.events)) {
     if (item.kind !== 'tool' || (item.name !== 'render_blocks' && item.name !== 'render_and_wait')) continue;
+    const result = resultInfo(item.result);
     items.push({
       id: item.id,
       name: item.name,
       args: (item.args ?? {}) as Record<string, unknown>,
       pending: pending.get(item.id) ?? null,
-      answer: item.result ? resultInfo(item.result)?.output : state.answered[item.id],
+      answer: result ? result.output : state.answered[item.id],
+      unfinished: result?.unfinished?.reason ?? null,
       createdAt: item.call.created_at,
     });
   }
   // A pending call whose tool_call event we have not seen yet (it arrives on the stream).
   for (const call of state.pending) {
     if ((call.tool_name === 'render_blocks' || call.tool_name === 'render_and_wait') && !items.some((item) => item.id === call.tool_call_id)) {
-      items.push({ id: call.tool_call_id, name: call.tool_name, args: (call.args ?? {}) as Record<string, unknown>, pending: call, answer: state.answered[call.tool_call_id], createdAt: call.created_at });
+      items.push({ id: call.tool_call_id, name: call.tool_name, args: (call.args ?? {}) as Record<string, unknown>, pending: call, answer: state.answered[call.tool_call_id], unfinished: null, createdAt: call.created_at });
     }
   }
   return items.reverse();
 }
 
-function answerLabel(answer: unknown): string {
+function answerLabel(answer: unknown, unfinished: Unfinished | null): string {
+  if (unfinished) return unfinished === 'failed' ? 'Not answered' : `Not answered (${unfinished})`;
   if (answer === undefined) return 'No answer';
-  const action = (answer as { action?: unknown })?.action;
-  if (action === 'dismiss' || action === 'dismissed') return 'Dismissed';
+  const action = typeof answer === 'object' && answer !== null && 'action' in answer ? answer.action : undefined;
+  if (action === 'dismissed') return 'Dismissed';
   if (action === 'submit') return 'Submitted';
   return typeof action === 'string' ? `Answered: ${action}` : 'Answered';
 }
@@ -75,6 +80,12 @@ function useComponentCode(agent: string, item: CanvasItem): { code: string | nul
   return fetched;
 }
 
+/** How a component is named when it sends a message: its stored name, or its title when inline. */
+function componentName(item: CanvasItem): string {
+  const name = typeof item.args.component === 'string' ? item.args.component : typeof item.args.title === 'string' ? item.args.title : '';
+  return name.trim().slice(0, 128) || 'inline component';
+}
+
 function ComponentItem({ agent, conversationId, item, onAnswer }: { agent: string; conversationId: string; item: CanvasItem; onAnswer: (toolCallId: string, answer: unknown) => Promise<void> }) {
   const { code, error } = useComponentCode(agent, item);
   const props = (item.args.props ?? {}) as Record<string, unknown>;
@@ -85,7 +96,7 @@ function ComponentItem({ agent, conversationId, item, onAnswer }: { agent: strin
       code={code}
       props={props}
       title={typeof item.args.title === 'string' ? item.args.title : undefined}
-      context={{ agent, conversationId, onAnswer: item.pending ? (answer) => onAnswer(item.id, answer) : undefined }}
+      context={{ agent, conversationId, component: componentName(item), onAnswer: item.pending ? (answer) => onAnswer(item.id, answer) : undefined }}
     />
   );
 }
@@ -131,7 +142,7 @@ export function Canvas({ agent, state, focus, onAnswer }: { agent: string; state
         <article key={item.id} id={`canvas-${item.id}`} className={`canvas-card ${item.pending ? 'pending' : 'done'} ${focus === item.id ? 'focused' : ''}`}>
           <header className="canvas-card-head">
             <h3>{typeof item.args.title === 'string' && item.args.title ? item.args.title : item.name === 'render_blocks' ? 'Blocks' : `Component${typeof item.args.component === 'string' ? ` · ${item.args.component}` : ''}`}</h3>
-            <span className={`pill ${item.pending ? 'pill-accent' : ''}`}>{item.pending ? 'Waiting for you' : answerLabel(item.answer)}</span>
+            <span className={`pill ${item.pending ? 'pill-accent' : ''}`}>{item.pending ? 'Waiting for you' : answerLabel(item.answer, item.unfinished)}</span>
           </header>
           {item.name === 'render_blocks' ? (
             <Blocks blocks={(item.args.blocks ?? []) as Block[]} onAnswer={item.pending ? (value) => answer(item.id, value) : undefined} />

@@ -2,7 +2,6 @@
 // pending ask_user question, and the composer.
 import { useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react';
 import type { ApiError, Status } from '../api/client';
-import type { Pending as PendingWithComponent } from '../api/client';
 import { Markdown } from '../blocks/Markdown';
 import { transcript, type ConversationState, type TranscriptItem } from '../state/conversation';
 import { AskUser } from './AskUser';
@@ -29,11 +28,22 @@ function Item({ item, pendingIds, running, onShowCanvas }: { item: TranscriptIte
     // A pending question is asked by the AskUser box at the end of the transcript.
     if (item.name === 'ask_user' && pendingIds.has(item.id)) return null;
     if (item.name === 'ask_user') {
-      const answer = resultInfo(item.result)?.output as { answer?: unknown; action?: unknown } | undefined;
+      const info = resultInfo(item.result);
+      const answer = info?.output;
+      const given = typeof answer === 'object' && answer !== null && 'answer' in answer ? answer.answer : undefined;
+      const dismissed = typeof answer === 'object' && answer !== null && 'action' in answer && answer.action === 'dismissed';
       return (
         <div className="msg msg-assistant ask-done">
           <Markdown content={String(args.question ?? '')} />
-          <div className="ask-answer">{answer?.answer !== undefined ? `↳ ${String(answer.answer)}` : answer?.action === 'dismissed' ? '↳ (no answer; the conversation moved on)' : ''}</div>
+          <div className="ask-answer">
+            {info?.unfinished
+              ? `↳ (not answered: the call was ${info.unfinished.reason})`
+              : given !== undefined
+                ? `↳ ${String(given)}`
+                : dismissed
+                  ? '↳ (no answer; the conversation moved on)'
+                  : ''}
+          </div>
         </div>
       );
     }
@@ -51,30 +61,37 @@ function Item({ item, pendingIds, running, onShowCanvas }: { item: TranscriptIte
   const { event } = item;
   switch (event.kind) {
     case 'user':
-      return (
+      return event.component ? (
+        <div className="msg msg-user msg-component">
+          <div className="msg-sender">sent by component {event.component}</div>
+          <div className="bubble">{event.text}</div>
+          <div className="msg-time">{time(event.created_at)}</div>
+        </div>
+      ) : (
         <div className="msg msg-user">
-          <div className="bubble">{event.content}</div>
+          <div className="bubble">{event.text}</div>
           <div className="msg-time">{time(event.created_at)}</div>
         </div>
       );
     case 'assistant':
-      return event.content.trim() ? (
+      return event.text.trim() ? (
         <div className="msg msg-assistant">
-          <Markdown content={event.content} />
+          <Markdown content={event.text} />
         </div>
       ) : null;
     case 'notice':
+      if (event.type === 'compaction') {
+        return (
+          <details className="notice-detail">
+            <summary>{event.content}</summary>
+            <Markdown content={event.summary} />
+          </details>
+        );
+      }
       return (
-        <div className="notice" role="note">
+        <div className={`notice notice-${event.type}`} role="note">
           {event.content}
         </div>
-      );
-    case 'system':
-      return (
-        <details className="system-event">
-          <summary>System</summary>
-          <pre className="tool-text">{event.content}</pre>
-        </details>
       );
     case 'tool_result': // a result whose call we do not have
       return (
@@ -82,7 +99,7 @@ function Item({ item, pendingIds, running, onShowCanvas }: { item: TranscriptIte
           {event.content}
         </div>
       );
-    default:
+    case 'tool_call': // paired into a tool item by transcript()
       return null;
   }
 }
@@ -110,7 +127,7 @@ export function Chat({
   const stick = useRef(true);
   const items = transcript(state.events);
   const pendingIds = new Set(state.pending.map((call) => call.tool_call_id));
-  const question = state.pending.find((call) => call.tool_name === 'ask_user') as PendingWithComponent | undefined;
+  const question = state.pending.find((call) => call.tool_name === 'ask_user');
   const running = state.status === 'running';
   const noProvider = status !== null && !status.provider;
 

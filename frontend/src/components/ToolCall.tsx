@@ -1,7 +1,9 @@
 // One tool call in the transcript: name, arguments and result, folded by default.
-// Errors open by themselves; an image result (a screenshot) is shown as the image.
+// Errors open by themselves; an image result (a screenshot) is shown as the image. A call
+// that never finished (the run was cancelled, or the server stopped) has an error result
+// whose output names why: `{error, category: "cancelled" | "interrupted" | "failed"}`.
 import { useState } from 'react';
-import type { StoredEvent } from '../api/client';
+import type { ToolResultEvent } from '../api/client';
 import { imageInResult } from '../blocks/image';
 import { JsonView } from '../blocks/JsonView';
 
@@ -18,15 +20,28 @@ export function parseOutput(output: unknown): unknown {
   return output;
 }
 
+/** Why a call got a result without finishing, as the server writes it. */
+export type Unfinished = 'cancelled' | 'interrupted' | 'failed';
+
 export interface ToolResultInfo {
   success: boolean;
   output: unknown;
+  /** Set when the call never finished: why, and the server's sentence about it. */
+  unfinished: { reason: Unfinished; message: string } | null;
 }
 
-export function resultInfo(result: StoredEvent | null): ToolResultInfo | null {
+function unfinishedOf(output: unknown): ToolResultInfo['unfinished'] {
+  if (typeof output !== 'object' || output === null || !('category' in output)) return null;
+  const { category } = output;
+  const error = 'error' in output ? output.error : undefined;
+  if (category !== 'cancelled' && category !== 'interrupted' && category !== 'failed') return null;
+  return { reason: category, message: typeof error === 'string' ? error : '' };
+}
+
+export function resultInfo(result: ToolResultEvent | null): ToolResultInfo | null {
   if (!result) return null;
-  const data = (result.data_json ?? {}) as { success?: boolean; output?: unknown };
-  return { success: data.success !== false, output: parseOutput(data.output ?? result.content) };
+  const output = parseOutput(result.output ?? result.content);
+  return { success: result.success, output, unfinished: result.success ? null : unfinishedOf(output) };
 }
 
 function Value({ value }: { value: unknown }) {
@@ -46,14 +61,17 @@ function summary(args: unknown): string {
   return text.length > 60 ? text.slice(0, 59) + '…' : text;
 }
 
-export function ToolCall({ name, args, result, waiting, running }: { name: string; args: unknown; result: StoredEvent | null; waiting?: boolean; running?: boolean }) {
+const UNFINISHED_LABELS: Record<Unfinished, string> = { cancelled: 'cancelled', interrupted: 'interrupted', failed: 'not finished' };
+
+export function ToolCall({ name, args, result, waiting, running }: { name: string; args: unknown; result: ToolResultEvent | null; waiting?: boolean; running?: boolean }) {
   const info = resultInfo(result);
-  const [open, setOpen] = useState(info ? !info.success : false);
+  // A call cut short by a cancel or a restart is expected, not a fault to look into: closed.
+  const [open, setOpen] = useState(info ? !info.success && !info.unfinished : false);
   const image = info ? imageInResult(info.output) : null;
   const state = info ? (info.success ? 'ok' : 'error') : waiting ? 'waiting' : running ? 'running' : 'stopped';
-  const stateLabel = { ok: 'done', error: 'failed', waiting: 'waiting for you', running: 'running…', stopped: 'no result' }[state];
+  const stateLabel = info?.unfinished ? UNFINISHED_LABELS[info.unfinished.reason] : { ok: 'done', error: 'failed', waiting: 'waiting for you', running: 'running…', stopped: 'no result' }[state];
   return (
-    <div className={`tool-call tool-${state}`}>
+    <div className={`tool-call tool-${state}${info?.unfinished ? ` tool-${info.unfinished.reason}` : ''}`}>
       <button type="button" className="tool-head" aria-expanded={open} onClick={() => setOpen(!open)}>
         <span className="tool-caret" aria-hidden="true">
           {open ? '▾' : '▸'}
@@ -69,8 +87,14 @@ export function ToolCall({ name, args, result, waiting, running }: { name: strin
           <Value value={args ?? {}} />
           {info && (
             <>
-              <div className="tool-section">{info.success ? 'Result' : 'Error'}</div>
-              {image ? <img className="tool-image" src={image.src} alt={`${name} result`} /> : <Value value={info.output} />}
+              <div className="tool-section">{info.success ? 'Result' : info.unfinished ? `Not finished (${info.unfinished.reason})` : 'Error'}</div>
+              {image ? (
+                <img className="tool-image" src={image.src} alt={`${name} result`} />
+              ) : info.unfinished?.message ? (
+                <p className="tool-unfinished">{info.unfinished.message}</p>
+              ) : (
+                <Value value={info.output} />
+              )}
             </>
           )}
         </div>

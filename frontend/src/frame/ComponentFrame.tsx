@@ -20,6 +20,8 @@ const MAX_HEIGHT = 4000;
 export interface FrameContext {
   agent: string;
   conversationId: string;
+  /** The component's name, sent with its messages so the transcript shows them as its own. */
+  component: string;
   /** Set while the call waits: callTool answers it. Absent for history (read-only). */
   onAnswer?: (answer: Record<string, unknown>) => Promise<void>;
 }
@@ -70,7 +72,7 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
       );
     };
     const handle = (message: FrameMessage) => {
-      const { agent, conversationId, onAnswer } = contextRef.current;
+      const { agent, conversationId, component, onAnswer } = contextRef.current;
       switch (message.type) {
         case 'ready':
           send({ type: 'init', code, props: propsRef.current, interactive: Boolean(onAnswer), theme: themeRef.current });
@@ -92,7 +94,7 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
         case 'sendMessage':
           return respond(message.id, async () => {
             if (!sendMessages.take()) throw new Error('too many messages; wait a minute');
-            await api.postMessage(conversationId, message.text);
+            await api.postMessage(conversationId, message.text, component);
             return true;
           });
         case 'getState':

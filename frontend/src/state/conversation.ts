@@ -3,10 +3,11 @@
 //
 // The stream replays stored events after the last seq we have, so after a reconnect the
 // same event may arrive twice: events are keyed by seq and a known seq is ignored.
-import type { ConversationDetail, Conversation, StoredEvent } from '../api/client';
+import type { ConversationDetail, Conversation, ConversationStatus, StoredEvent, ToolCallEvent, ToolResultEvent } from '../api/client';
 import type { Pending as PendingWithComponent } from '../api/client';
 
-export type RunStatus = 'idle' | 'running' | 'waiting' | 'error';
+export type RunStatus = ConversationStatus;
+const RUN_STATUSES = ['idle', 'running', 'waiting', 'error'] as const satisfies readonly RunStatus[];
 
 export interface ConversationState {
   conversation: Conversation | null;
@@ -47,8 +48,9 @@ export const initialConversationState: ConversationState = {
   loaded: false,
 };
 
+/** A status read from the stream's `status` message (not in the OpenAPI document); unknown ones read as idle. */
 export function asRunStatus(status: string): RunStatus {
-  return status === 'running' || status === 'waiting' || status === 'error' ? status : 'idle';
+  return RUN_STATUSES.find((known) => known === status) ?? 'idle';
 }
 
 function mergeEvents(known: StoredEvent[], incoming: StoredEvent[]): StoredEvent[] {
@@ -60,9 +62,7 @@ function mergeEvents(known: StoredEvent[], incoming: StoredEvent[]): StoredEvent
 
 /** The tool_call_id a tool_result event answers, if it is one. */
 export function resultCallId(event: StoredEvent): string | null {
-  if (event.kind !== 'tool_result') return null;
-  const data = event.data_json as { tool_call_id?: unknown } | null;
-  return typeof data?.tool_call_id === 'string' ? data.tool_call_id : null;
+  return event.kind === 'tool_result' ? event.tool_call_id : null;
 }
 
 export function conversationReducer(state: ConversationState, action: ConversationAction): ConversationState {
@@ -75,8 +75,8 @@ export function conversationReducer(state: ConversationState, action: Conversati
         conversation: action.detail.conversation,
         events,
         lastSeq: Math.max(lastSeq, state.lastSeq),
-        status: asRunStatus(action.detail.conversation.status),
-        pending: action.detail.pending as PendingWithComponent[],
+        status: action.detail.conversation.status,
+        pending: action.detail.pending,
         loaded: true,
       };
     }
@@ -123,27 +123,23 @@ export function conversationReducer(state: ConversationState, action: Conversati
 /** One line of the transcript: a stored event, or a tool call paired with its result. */
 export type TranscriptItem =
   | { kind: 'message'; event: StoredEvent }
-  | { kind: 'tool'; call: StoredEvent; result: StoredEvent | null; id: string; name: string; args: unknown };
+  | { kind: 'tool'; call: ToolCallEvent; result: ToolResultEvent | null; id: string; name: string; args: unknown };
 
 /** Pairs each tool_call with its tool_result (by call id), keeping the order of the calls. */
 export function transcript(events: StoredEvent[]): TranscriptItem[] {
-  const results = new Map<string, StoredEvent>();
+  const results = new Map<string, ToolResultEvent>();
   for (const event of events) {
-    const id = resultCallId(event);
-    if (id) results.set(id, event);
+    if (event.kind === 'tool_result') results.set(event.tool_call_id, event);
   }
   const paired = new Set<string>();
   const items: TranscriptItem[] = [];
   for (const event of events) {
     if (event.kind === 'tool_call') {
-      const data = (event.data_json ?? {}) as { id?: string; name?: string; arguments?: unknown };
-      const id = data.id ?? `seq-${event.seq}`;
-      const result = results.get(id) ?? null;
-      if (result) paired.add(id);
-      items.push({ kind: 'tool', call: event, result, id, name: data.name ?? 'tool', args: data.arguments });
+      const result = results.get(event.id) ?? null;
+      if (result) paired.add(event.id);
+      items.push({ kind: 'tool', call: event, result, id: event.id, name: event.name, args: event.arguments });
     } else if (event.kind === 'tool_result') {
-      const id = resultCallId(event);
-      if (!id || !paired.has(id)) items.push({ kind: 'message', event });
+      if (!paired.has(event.tool_call_id)) items.push({ kind: 'message', event });
     } else {
       items.push({ kind: 'message', event });
     }

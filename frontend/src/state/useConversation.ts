@@ -2,7 +2,6 @@
 // a dropped connection (or a server that ended a lagging stream) loses nothing.
 import { useCallback, useEffect, useReducer, useRef } from 'react';
 import { api, type StoredEvent } from '../api/client';
-import type { Pending as PendingWithComponent } from '../api/client';
 import { conversationReducer, initialConversationState, type ConversationState } from './conversation';
 
 const PAUSING_TOOLS = new Set(['render_and_wait', 'render_blocks', 'ask_user']);
@@ -28,7 +27,7 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
   const refreshPending = useCallback(async () => {
     try {
       const detail = await api.conversation(id);
-      dispatch({ type: 'pending', pending: detail.pending as PendingWithComponent[] });
+      dispatch({ type: 'pending', pending: detail.pending });
     } catch {
       /* the stream will tell us again */
     }
@@ -50,8 +49,7 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
         attempts = 0;
         const event = JSON.parse((message as MessageEvent<string>).data) as StoredEvent;
         dispatch({ type: 'event', event });
-        const name = (event.data_json as { name?: string } | null)?.name;
-        if (event.kind === 'tool_call' && name && PAUSING_TOOLS.has(name)) void refreshPending();
+        if (event.kind === 'tool_call' && PAUSING_TOOLS.has(event.name)) void refreshPending();
       });
       source.addEventListener('delta', (message) => {
         const { text } = JSON.parse((message as MessageEvent<string>).data) as { text: string };
