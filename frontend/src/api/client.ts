@@ -98,8 +98,10 @@ export const api = {
   createConversation: (agent: string, body: Schemas['CreateConversation'] = {}) =>
     request<Conversation>('POST', `/api/agents/${enc(agent)}/conversations`, body),
   conversation: (id: string) => request<ConversationDetail>('GET', `/api/conversations/${enc(id)}`),
-  postMessage: (id: string, text: string) =>
-    request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/messages`, { text } satisfies Schemas['PostMessage']),
+  /** `component`: the message comes from this component, not typed by the person (the server
+   * marks it so, shows it so to the model and caps such messages per conversation). */
+  postMessage: (id: string, text: string, component?: string) =>
+    request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/messages`, component === undefined ? ({ text } satisfies Schemas['PostMessage']) : { text, component }),
   cancel: (id: string) => request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/cancel`),
   answerPending: (id: string, toolCallId: string, answer: unknown) =>
     request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/pending/${enc(toolCallId)}`, {

@@ -16,6 +16,13 @@ function time(iso: string): string {
   return Number.isNaN(date.getTime()) ? '' : date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 }
 
+/** The component that sent a user message (`data_json.component`, set by the server when a
+ * component's sendMessage posted it), or null for a message the person typed. */
+export function sentByComponent(event: { data_json?: unknown }): string | null {
+  const component = (event.data_json as { component?: unknown } | null | undefined)?.component;
+  return typeof component === 'string' ? component : null;
+}
+
 function Item({ item, pendingIds, running, onShowCanvas }: { item: TranscriptItem; pendingIds: Set<string>; running: boolean; onShowCanvas: (id: string) => void }) {
   if (item.kind === 'tool') {
     const args = (item.args ?? {}) as Record<string, unknown>;
@@ -50,13 +57,25 @@ function Item({ item, pendingIds, running, onShowCanvas }: { item: TranscriptIte
   }
   const { event } = item;
   switch (event.kind) {
-    case 'user':
+    case 'user': {
+      const component = sentByComponent(event);
+      if (component !== null) {
+        // Not the person's words: shown apart, on the agent's side, under the component's name.
+        return (
+          <div className="msg msg-component" role="note" aria-label={`Message from the component ${component}`}>
+            <div className="msg-component-label">▣ sent by the component “{component}”, not by you</div>
+            <div className="bubble">{event.content}</div>
+            <div className="msg-time">{time(event.created_at)}</div>
+          </div>
+        );
+      }
       return (
         <div className="msg msg-user">
           <div className="bubble">{event.content}</div>
           <div className="msg-time">{time(event.created_at)}</div>
         </div>
       );
+    }
     case 'assistant':
       return event.content.trim() ? (
         <div className="msg msg-assistant">
