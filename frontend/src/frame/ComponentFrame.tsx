@@ -52,11 +52,10 @@ const REQUESTS_PER_MINUTE = 240;
 
 export function ComponentFrame({ code, props, context, title }: { code: string; props: Record<string, unknown>; context: FrameContext; title?: string }) {
   const frame = useRef<HTMLIFrameElement>(null);
-  const wrapper = useRef<HTMLDivElement>(null);
   const [runtime, setRuntime] = useState<string | null>(null);
   const [height, setHeight] = useState(80);
   const [error, setError] = useState<string | null>(null);
-  const [dead, setDead] = useState(false);
+  const [stopped, setStopped] = useState<string | null>(null);
   const { theme } = useTheme();
   const themeRef = useRef(theme);
   themeRef.current = theme;
@@ -145,7 +144,7 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
     // The document loads once; a second load means the component navigated its frame away.
     const onLoad = () => {
       loads += 1;
-      if (loads > 1) setDead(true);
+      if (loads > 1) setStopped('This component navigated away from the canvas and was stopped.');
     };
     window.addEventListener('message', onMessage);
     element.addEventListener('load', onLoad);
@@ -156,29 +155,17 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
   }, [srcDoc, code, nonces]);
 
   useEffect(() => {
-    if (!wrapper.current || !frame.current) return;
-    const guard = guardFocus(wrapper.current, frame.current);
-    return () => guard.dispose();
+    if (!frame.current) return;
+    return guardFocus(frame.current, () => setStopped('This component kept taking the keyboard focus on its own and was stopped.'));
   }, [srcDoc]);
 
   useEffect(() => {
     frame.current?.contentWindow?.postMessage({ protocol: PROTOCOL, nonce: nonces.bridge, type: 'theme', theme }, '*');
   }, [theme, nonces]);
 
-  if (dead) return <div className="alert alert-danger">This component navigated away from the canvas and was stopped.</div>;
+  if (stopped) return <div className="alert alert-danger">{stopped}</div>;
   return (
-    <div
-      className="component-frame"
-      ref={wrapper}
-      // Keyboard users reach a component by Tab: landing on its wrapper is the person's action.
-      tabIndex={srcDoc ? 0 : undefined}
-      onFocus={(event) => {
-        // (not when focus comes back out of the frame: Shift+Tab would be caught in a loop)
-        if (event.target !== wrapper.current || !frame.current || event.relatedTarget === frame.current) return;
-        frame.current.inert = false;
-        frame.current.focus();
-      }}
-    >
+    <div className="component-frame">
       {srcDoc ? (
         <iframe
           ref={frame}

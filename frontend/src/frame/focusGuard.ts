@@ -1,42 +1,57 @@
 // Focus moves into a component frame only by the person's own action. A component can call
-// `input.focus()` whenever it likes, and a focused frame receives every key the person types
-// — into what they believe is the chat box. The parent cannot see clicks inside the frame (they
-// go to another document) and learns of a focus change only after keys may already have gone
-// there, so refusing afterwards is too late. Instead a frame is `inert` (it can take no focus
-// and no input) until the person's pointer is over it or they Tab onto it; it becomes inert
-// again when the pointer leaves, or when they type in the app, unless focus is inside it.
-// What remains: a component under a resting pointer can take focus before the next key; the
-// person then sees the chat box lose its caret (ARCHITECTURE.md, frontend invariants).
+// `input.focus()` whenever it likes, and a focused frame receives every key the person types —
+// into what they believe is the chat box. Nothing the parent can set stops that inside the frame
+// (`inert` on the iframe does not, in Chromium, for a sandboxed frame's own focus()), and the
+// parent sees neither clicks nor pointer moves over the frame. What it does see: its window
+// losing focus to the iframe, its own keys, and user activation, which a click inside the frame
+// passes up to the parent. So focus that enters a frame with the person's activation and no key
+// or click in the app just before, or just after Tab, is the person's; any other entry is undone
+// (focus goes back where it was), and a frame that does it twice is stopped. What may still
+// reach a component: a key typed in the few milliseconds before the parent takes focus back, or
+// after the person paused in the app for a second within the activation's 5 seconds.
 
-export interface FocusGuard {
-  /** The person moved the pointer over the frame, or moved keyboard focus onto its wrapper. */
-  arm(): void;
-  dispose(): void;
-}
+const TAB_GRACE_MS = 1000;
+/** Keys or clicks in the app this recently mean the person is working there, not in a component. */
+const ACTING_MS = 1000;
+/** One entry on its own is forgiven (a component that autofocuses a field); the second is not. */
+const STRIKES = 2;
 
-export function guardFocus(wrapper: HTMLElement, frame: HTMLIFrameElement): FocusGuard {
-  const hasFocus = () => document.activeElement === frame;
-  const disarm = () => {
-    if (!hasFocus()) frame.inert = true;
+export function guardFocus(frame: HTMLIFrameElement, onStop: () => void): () => void {
+  let tabAt = -Infinity;
+  let inputAt = -Infinity;
+  let strikes = 0;
+  let previous: HTMLElement | null = document.activeElement instanceof HTMLElement && document.activeElement !== frame ? document.activeElement : null;
+  const onFocusIn = (event: FocusEvent) => {
+    if (event.target instanceof HTMLElement && event.target.tagName !== 'IFRAME') previous = event.target;
   };
-  const arm = () => {
-    frame.inert = false;
+  const onKeyDown = (event: KeyboardEvent) => {
+    if (event.key === 'Tab') tabAt = performance.now();
+    else inputAt = performance.now();
   };
-  // An inert frame is skipped by hit testing, so the pointer's events reach the wrapper.
-  const onPointerMove = () => frame.inert && arm();
-  // Keys typed in the app (not in a frame: those never reach this document) mean the person is
-  // working outside the components.
-  const onKeyDown = () => disarm();
-  frame.inert = true;
-  wrapper.addEventListener('pointermove', onPointerMove);
-  wrapper.addEventListener('pointerleave', disarm);
+  // A click in the app (the parent sees none made inside a frame) gives activation too.
+  const onPointerDown = () => (inputAt = performance.now());
+  const onBlur = () => {
+    if (document.activeElement !== frame) return;
+    const now = performance.now();
+    if (now - tabAt < TAB_GRACE_MS || (navigator.userActivation?.isActive && now - inputAt > ACTING_MS)) return;
+    strikes += 1;
+    // Taken back in a task of its own: Chromium ignores a focus() made inside the blur handler.
+    // (also when the frame was stopped meanwhile: focus would otherwise be left on nothing)
+    setTimeout(() => {
+      if (document.activeElement !== frame && frame.isConnected) return;
+      if (previous?.isConnected) previous.focus();
+      else frame.blur();
+    });
+    if (strikes >= STRIKES) onStop();
+  };
+  document.addEventListener('focusin', onFocusIn, true);
   document.addEventListener('keydown', onKeyDown, true);
-  return {
-    arm,
-    dispose() {
-      wrapper.removeEventListener('pointermove', onPointerMove);
-      wrapper.removeEventListener('pointerleave', disarm);
-      document.removeEventListener('keydown', onKeyDown, true);
-    },
+  document.addEventListener('pointerdown', onPointerDown, true);
+  window.addEventListener('blur', onBlur);
+  return () => {
+    document.removeEventListener('focusin', onFocusIn, true);
+    document.removeEventListener('keydown', onKeyDown, true);
+    document.removeEventListener('pointerdown', onPointerDown, true);
+    window.removeEventListener('blur', onBlur);
   };
 }

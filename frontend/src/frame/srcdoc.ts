@@ -40,10 +40,9 @@ export function inlineRuntime(runtime: string): string {
 }
 
 export function frameDocument({ runtime, cspNonce, bridgeNonce }: { runtime: string; cspNonce: string; bridgeNonce: string }): string {
-  // A srcdoc document's base URL is its parent's URL (path and query: the conversation), which
-  // document.baseURI would hand to the component. The <base> comes before the policy, whose
-  // base-uri 'none' refuses any later one; a component that removes it falls back to the app's
-  // own <base href="/"> (index.html), the origin it already sees on every parent message.
+  // A srcdoc document's base URL is its parent's base URL, which document.baseURI hands to the
+  // component: the app's <base href="/"> (index.html) makes that the origin alone — which the
+  // frame already sees on every parent message — never the path and query (the conversation).
   // The bridge nonce travels in a meta element, not a script: the frame then has one inline
   // script, the same for every frame, whose hash the app's CSP can allow. The runtime reads the
   // element and removes it before component code runs.
@@ -52,7 +51,6 @@ export function frameDocument({ runtime, cspNonce, bridgeNonce }: { runtime: str
 <html>
 <head>
 <meta charset="utf-8">
-<base href="about:srcdoc">
 <meta http-equiv="Content-Security-Policy" content="${frameCsp(cspNonce)}">
 <meta name="referrer" content="no-referrer">
 <meta name="wright-bridge" content="${attribute}">
