@@ -5,7 +5,7 @@ import { defineConfig, type Plugin } from 'vite';
 import { inlineRuntime } from './src/frame/srcdoc';
 
 /**
- * The app's script policy, as a meta element in the built index.html: scripts only from the
+ * The app's script and image policy, as a meta element in the built index.html: scripts only from the
  * app's own origin, blob: modules (how a component frame loads a component) and the component
  * frame's runtime, pinned by the hash of its exact text. A srcdoc frame inherits its parent's
  * policy, so the runtime must be allowed here as well as by the frame's own nonce; nothing
@@ -19,7 +19,9 @@ function scriptPolicy(): Plugin {
     transformIndexHtml(html) {
       const runtime = readFileSync(new URL('./build/frame/frame-runtime.js', import.meta.url), 'utf8');
       const hash = createHash('sha256').update(inlineRuntime(runtime), 'utf8').digest('base64');
-      const policy = `script-src 'self' blob: 'sha256-${hash}'`;
+      // Images (and audio, video) only from data the page holds: an agent-chosen address would be requested by the
+      // person's browser (src/blocks/image.ts).
+      const policy = `script-src 'self' blob: 'sha256-${hash}'; img-src 'self' data: blob:; media-src 'self' data: blob:`;
       return html.replace('<head>', `<head>\n    <meta http-equiv="Content-Security-Policy" content="${policy}" />`);
     },
   };

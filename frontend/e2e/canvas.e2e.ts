@@ -78,6 +78,8 @@ describe.skipIf(!built || !hasChromium)('canvas in Chromium (mocked API)', () =>
       if (path === '/api/agents') return route.fulfill(json([{ id: 'default', name: 'Default', created_at: at }]));
       if (path === '/api/agents/default/conversations') return route.fulfill(json([detail.conversation]));
       if (path === '/api/conversations/c1') return route.fulfill(json(detail));
+      // a stored component runs as the server has it now, fetched when it is shown
+      if (path === '/api/agents/default/components/counter') return route.fulfill(json({ name: 'counter', description: '', version: 1, enabled: true, code: '', compiled_js: COMPONENT, props_schema: null }));
       if (path === '/api/conversations/c1/stream') return route.fulfill({ status: 200, contentType: 'text/event-stream', body: 'event: status\ndata: {"status":"waiting"}\n\n' });
       if (path === '/api/agents/default/state/clicks') {
         if (method === 'PUT') {

@@ -3,7 +3,7 @@
 import { Chart } from './Chart';
 import { CodeBlock } from './CodeBlock';
 import { Form } from './Form';
-import { imageSource } from './image';
+import { imageSource, remoteImage } from './image';
 import { JsonView } from './JsonView';
 import { Markdown } from './Markdown';
 import { Table } from './Table';
@@ -25,6 +25,17 @@ export function BlockView({ block, onSubmit, disabled }: { block: Block; onSubmi
       return <CodeBlock language={block.language} content={String(block.content ?? '')} />;
     case 'image': {
       const src = imageSource(String(block.url ?? ''));
+      const remote = src ? null : remoteImage(String(block.url ?? ''));
+      if (remote) {
+        return (
+          <div className="block-empty">
+            Image not loaded (the page loads no address the agent chose):{' '}
+            <a href={remote.href} target="_blank" rel="noopener noreferrer">
+              {block.alt || remote.host}
+            </a>
+          </div>
+        );
+      }
       return src ? (
         <figure className="block-image">
           <img src={src} alt={block.alt ?? ''} loading="lazy" />

@@ -125,8 +125,12 @@ describe('other blocks', () => {
     expect(screen.getByText('2')).toBeTruthy();
   });
 
-  it('shows images from http(s), data URLs and bare base64, and refuses others', () => {
-    expect(imageSource('https://e.test/a.png')).toBe('https://e.test/a.png');
+  it('shows images from data URLs and bare base64, never loads an address, and refuses others', () => {
+    expect(imageSource('https://e.test/a.png')).toBeNull();
+    const remote = render(<BlockView block={{ type: 'image', url: 'http://127.0.0.1:9/a.png', alt: 'chart' }} />);
+    expect(remote.container.querySelector('img')).toBeNull();
+    expect(remote.container.querySelector('a')?.getAttribute('href')).toBe('http://127.0.0.1:9/a.png');
+    expect(renderMarkdown('![x](http://127.0.0.1:9/m.png) <img src="http://127.0.0.1:9/h.png">')).not.toContain('<img');
     expect(imageSource('javascript:alert(1)')).toBeNull();
     expect(imageSource('data:text/html;base64,PHNjcmlwdD4=')).toBeNull();
     const png = 'iVBORw0KGgo' + 'A'.repeat(80);

@@ -3,6 +3,7 @@
 import DOMPurify from 'dompurify';
 import { Marked } from 'marked';
 import { highlight } from './highlight';
+import { remoteImage } from './image';
 
 const marked = new Marked({
   gfm: true,
@@ -21,6 +22,21 @@ function purifier() {
   if (!hooked) {
     // Links open outside the app and carry no referrer.
     DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+      // An image only from data the agent holds (image.ts); an address becomes a link to it.
+      if (node.tagName === 'IMG') {
+        const src = node.getAttribute('src') ?? '';
+        if (!/^data:image\/(png|jpe?g|gif|webp|avif);base64,/i.test(src)) {
+          node.removeAttribute('src');
+          node.removeAttribute('srcset');
+          const link = node.ownerDocument.createElement('a');
+          const remote = remoteImage(src);
+          link.textContent = `[image: ${node.getAttribute('alt') || remote?.host || 'not shown'}]`;
+          if (remote) link.setAttribute('href', remote.href);
+          node.replaceWith(link);
+          if (!remote) return;
+          node = link;
+        }
+      }
       if (node.tagName === 'A' && node.getAttribute('href')) {
         node.setAttribute('target', '_blank');
         node.setAttribute('rel', 'noopener noreferrer');

@@ -1,11 +1,10 @@
 // The canvas: what the agent rendered (render_blocks, render_and_wait), newest first.
 // Calls that wait for the person are answerable; answered ones stay as a read-only record.
 import { useEffect, useState } from 'react';
-import { api } from '../api/client';
 import type { Pending as PendingWithComponent } from '../api/client';
 import { Blocks } from '../blocks/Blocks';
 import type { Block } from '../blocks/types';
-import { ComponentFrame } from '../frame/ComponentFrame';
+import { ComponentFrame, runnableCode } from '../frame/ComponentFrame';
 import { transcript, type ConversationState } from '../state/conversation';
 import { resultInfo, type Unfinished } from './ToolCall';
 
@@ -54,27 +53,33 @@ function answerLabel(answer: unknown, unfinished: Unfinished | null): string {
   return typeof action === 'string' ? `Answered: ${action}` : 'Answered';
 }
 
-/** Finds the compiled code of a render_and_wait call: given with the pending call, or the stored component's. */
-/** Compiled code seen with a pending call, kept for the page's life so an answered component stays as it was. */
-const seenCode = new Map<string, string>();
+/** Inline code seen with a pending call, kept for the page's life so an answered inline
+ * component stays as it was (the server keeps inline code only while its call waits). */
+const seenInlineCode = new Map<string, string>();
 
+/**
+ * The code a render_and_wait call runs. A stored component (`component: name`) runs only as the
+ * server has it now — current version, enabled — fetched at render time (runnableCode), never
+ * the copy in the pending row or the tool call in history: deleted, rolled back or unreviewed
+ * code does not come back. Inline code has no other copy than the call's own.
+ */
 function useComponentCode(agent: string, item: CanvasItem): { code: string | null; error: string | null } {
-  const fromPending = item.pending?.component?.compiled_js ?? null;
-  if (fromPending) seenCode.set(item.id, fromPending);
-  const given = fromPending ?? seenCode.get(item.id) ?? null;
   const name = typeof item.args.component === 'string' ? item.args.component : null;
+  const inline = name ? null : (item.pending?.component?.compiled_js ?? null);
+  if (inline) seenInlineCode.set(item.id, inline);
+  const given = name ? null : (inline ?? seenInlineCode.get(item.id) ?? null);
   const [fetched, setFetched] = useState<{ code: string | null; error: string | null }>({ code: null, error: null });
   useEffect(() => {
-    if (given || !name) return;
+    if (!name) return;
     let live = true;
-    api.component(agent, name).then(
-      (detail) => live && setFetched({ code: detail.compiled_js, error: null }),
-      (failure: Error) => live && setFetched({ code: null, error: `Component “${name}” could not be loaded: ${failure.message}` }),
+    runnableCode(agent, name).then(
+      (code) => live && setFetched({ code, error: null }),
+      (failure: Error) => live && setFetched({ code: null, error: `Component “${name}” is not shown: ${failure.message}` }),
     );
     return () => {
       live = false;
     };
-  }, [agent, name, given]);
+  }, [agent, name]);
   if (given) return { code: given, error: null };
   if (!name) return { code: null, error: item.pending ? 'This inline component has not been compiled by the server yet.' : 'Inline component (not kept after it was answered).' };
   return fetched;

@@ -60,19 +60,24 @@ function Item({ item, pendingIds, running, onShowCanvas }: { item: TranscriptIte
   }
   const { event } = item;
   switch (event.kind) {
-    case 'user':
-      return event.component ? (
-        <div className="msg msg-user msg-component">
-          <div className="msg-sender">sent by component {event.component}</div>
-          <div className="bubble">{event.text}</div>
-          <div className="msg-time">{time(event.created_at)}</div>
-        </div>
-      ) : (
+    case 'user': {
+      if (event.component) {
+        // Not the person's words: shown apart, on the agent's side, under the component's name.
+        return (
+          <div className="msg msg-component" role="note" aria-label={`Message from the component ${event.component}`}>
+            <div className="msg-component-label">▣ sent by the component “{event.component}”, not by you</div>
+            <div className="bubble">{event.text}</div>
+            <div className="msg-time">{time(event.created_at)}</div>
+          </div>
+        );
+      }
+      return (
         <div className="msg msg-user">
           <div className="bubble">{event.text}</div>
           <div className="msg-time">{time(event.created_at)}</div>
         </div>
       );
+    }
     case 'assistant':
       return event.text.trim() ? (
         <div className="msg msg-assistant">

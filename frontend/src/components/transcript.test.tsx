@@ -57,7 +57,7 @@ describe('chat transcript', () => {
       { seq: 1, content: 'hello', created_at: at, kind: 'user', text: 'hello' },
       { seq: 2, content: 'picked amber', created_at: at, kind: 'user', text: 'picked amber', component: 'picker' },
     ]);
-    expect(screen.getByText('sent by component picker')).toBeTruthy();
+    expect(screen.getByText('▣ sent by the component “picker”, not by you')).toBeTruthy();
     const own = container.querySelectorAll('.msg-user:not(.msg-component)');
     expect(own).toHaveLength(1);
     expect(own[0].textContent).toContain('hello');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { callToolAnswer, checkFrameMessage, RateLimit } from './bridge';
+import { callToolAnswer, checkFrameMessage, RateLimit, RequestQueue } from './bridge';
 import { MAX_MESSAGE_BYTES, PROTOCOL } from './protocol';
 import { frameCsp, frameDocument, inlineRuntime } from './srcdoc';
 
@@ -44,18 +44,20 @@ describe('frame message checks', () => {
 
   it('rejects oversized messages', () => {
     const big = 'x'.repeat(MAX_MESSAGE_BYTES);
-    expect(checkFrameMessage(message({ type: 'callTool', id: 1, action: 'a', payload: { big } }), frame)).toEqual({ ok: false, reason: 'too large' });
+    expect(checkFrameMessage(message({ type: 'callTool', id: 1, action: 'a', payload: { big } }), frame)).toEqual({ ok: false, reason: 'too large', id: 1 });
     expect(checkFrameMessage(message({ type: 'setState', id: 1, key: 'k', value: big }), frame).ok).toBe(true);
-    expect(checkFrameMessage(message({ type: 'setState', id: 1, key: 'k', value: 'x'.repeat(2 * 1024 * 1024) }), frame)).toEqual({ ok: false, reason: 'too large' });
+    expect(checkFrameMessage(message({ type: 'setState', id: 1, key: 'k', value: 'x'.repeat(2 * 1024 * 1024) }), frame)).toEqual({ ok: false, reason: 'too large', id: 1 });
   });
 
   it('rejects wrong field types', () => {
     expect(checkFrameMessage(message({ type: 'callTool', id: 'one', action: 'a' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
-    expect(checkFrameMessage(message({ type: 'callTool', id: 1, action: '' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
-    expect(checkFrameMessage(message({ type: 'callTool', id: 1, action: 'a', payload: [1] }), frame)).toEqual({ ok: false, reason: 'bad fields' });
-    expect(checkFrameMessage(message({ type: 'sendMessage', id: 1, text: '   ' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
-    expect(checkFrameMessage(message({ type: 'importModule', id: 1, name: '../admin' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
+    expect(checkFrameMessage(message({ type: 'callTool', id: 1, action: '' }), frame)).toEqual({ ok: false, reason: 'bad fields', id: 1 });
+    expect(checkFrameMessage(message({ type: 'callTool', id: 1, action: 'a', payload: [1] }), frame)).toEqual({ ok: false, reason: 'bad fields', id: 1 });
+    expect(checkFrameMessage(message({ type: 'sendMessage', id: 1, text: '   ' }), frame)).toEqual({ ok: false, reason: 'bad fields', id: 1 });
+    expect(checkFrameMessage(message({ type: 'importModule', id: 1, name: '../admin' }), frame)).toEqual({ ok: false, reason: 'not a component name', id: 1 });
     expect(checkFrameMessage(message({ type: 'resize', height: 'tall' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
+    // a request is answered with its refusal (the id above); without a usable id it is dropped
+    expect(checkFrameMessage(message({ type: 'importModule', id: -1, name: '../admin' }), frame)).toEqual({ ok: false, reason: 'not a component name' });
   });
 });
 
@@ -91,5 +93,35 @@ describe('frame document', () => {
   it('carries the bridge nonce in a meta element, never markup from it', () => {
     const html = frameDocument({ runtime: '', cspNonce: 'c', bridgeNonce: '0a1b"><script>x</script>' });
     expect(html).toContain('<meta name="wright-bridge" content="0a1bscriptxscript">');
+  });
+});
+
+describe('the request queue of a frame', () => {
+  it('runs a few at a time, refuses beyond its queue and its rate', async () => {
+    const queue = new RequestQueue(2, 3, 100);
+    let running = 0;
+    let most = 0;
+    const release: (() => void)[] = [];
+    const work = () =>
+      new Promise<number>((done) => {
+        running += 1;
+        most = Math.max(most, running);
+        release.push(() => {
+          running -= 1;
+          done(1);
+        });
+      });
+    const accepted = Array.from({ length: 5 }, () => queue.run(work));
+    await expect(queue.run(work)).rejects.toThrow(/too many requests/);
+    expect(running).toBe(2);
+    while (release.length) {
+      release.shift()!();
+      await new Promise((done) => setTimeout(done, 0));
+    }
+    expect(await Promise.all(accepted)).toEqual([1, 1, 1, 1, 1]);
+    expect(most).toBe(2);
+    const limited = new RequestQueue(2, 10, 3);
+    await Promise.all([limited.run(async () => 1), limited.run(async () => 1), limited.run(async () => 1)]);
+    await expect(limited.run(async () => 1)).rejects.toThrow(/too many requests/);
   });
 });

@@ -23,7 +23,9 @@ export interface FrameIdentity {
   nonce: string;
 }
 
-export type CheckResult = { ok: true; message: FrameMessage } | { ok: false; reason: string };
+/** A refused message; `id` is set when it was a request from the frame itself (right source,
+ * nonce and type) whose fields failed, so the frame gets an error reply instead of waiting. */
+export type CheckResult = { ok: true; message: FrameMessage } | { ok: false; reason: string; id?: number };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -48,7 +50,8 @@ export function checkFrameMessage(event: Pick<MessageEvent, 'origin' | 'source' 
   const type = data.type;
   if (typeof type !== 'string' || !(FRAME_MESSAGE_TYPES as readonly string[]).includes(type)) return { ok: false, reason: 'unknown type' };
   const size = jsonSize(data);
-  if (size > (type === 'setState' ? MAX_STATE_BYTES : MAX_MESSAGE_BYTES)) return { ok: false, reason: 'too large' };
+  const refused = (reason: string): CheckResult => (isId(data.id) ? { ok: false, reason, id: data.id } : { ok: false, reason });
+  if (size > (type === 'setState' ? MAX_STATE_BYTES : MAX_MESSAGE_BYTES)) return refused('too large');
 
   switch (type) {
     case 'ready':
@@ -62,23 +65,23 @@ export function checkFrameMessage(event: Pick<MessageEvent, 'origin' | 'source' 
     case 'callTool': {
       const payload = data.payload === undefined || data.payload === null ? {} : data.payload;
       if (!isId(data.id) || typeof data.action !== 'string' || !data.action || data.action.length > MAX_ACTION_CHARS || !isRecord(payload)) {
-        return { ok: false, reason: 'bad fields' };
+        return refused('bad fields');
       }
       return { ok: true, message: { type, id: data.id, action: data.action, payload } };
     }
     case 'sendMessage':
-      if (!isId(data.id) || typeof data.text !== 'string' || !data.text.trim() || data.text.length > MAX_TEXT_CHARS) return { ok: false, reason: 'bad fields' };
+      if (!isId(data.id) || typeof data.text !== 'string' || !data.text.trim() || data.text.length > MAX_TEXT_CHARS) return refused('bad fields');
       return { ok: true, message: { type, id: data.id, text: data.text } };
     case 'getState':
-      if (!isId(data.id) || typeof data.key !== 'string' || !data.key || data.key.length > MAX_KEY_CHARS) return { ok: false, reason: 'bad fields' };
+      if (!isId(data.id) || typeof data.key !== 'string' || !data.key || data.key.length > MAX_KEY_CHARS) return refused('bad fields');
       return { ok: true, message: { type, id: data.id, key: data.key } };
     case 'setState':
       if (!isId(data.id) || typeof data.key !== 'string' || !data.key || data.key.length > MAX_KEY_CHARS || data.value === undefined) {
-        return { ok: false, reason: 'bad fields' };
+        return refused('bad fields');
       }
       return { ok: true, message: { type, id: data.id, key: data.key, value: data.value } };
     case 'importModule':
-      if (!isId(data.id) || typeof data.name !== 'string' || !COMPONENT_NAME.test(data.name)) return { ok: false, reason: 'bad fields' };
+      if (!isId(data.id) || typeof data.name !== 'string' || !COMPONENT_NAME.test(data.name)) return refused('not a component name');
       return { ok: true, message: { type, id: data.id, name: data.name } };
   }
   return { ok: false, reason: 'unknown type' };
@@ -98,7 +101,7 @@ export function newNonce(): string {
   return [...bytes].map((byte) => byte.toString(16).padStart(2, '0')).join('');
 }
 
-/** A sliding-window limiter for requests that have effects outside the frame (sendMessage). */
+/** A sliding-window limiter for requests that have effects outside the frame. */
 export class RateLimit {
   private times: number[] = [];
   constructor(
@@ -110,5 +113,40 @@ export class RateLimit {
     if (this.times.length >= this.max) return false;
     this.times.push(now);
     return true;
+  }
+}
+
+/**
+ * The frame's requests to the API, at most `inFlight` at a time and `queued` waiting: the
+ * browser opens only a few connections per host, and a component that asks without pause
+ * would otherwise hold them all and stall the app's own requests. Beyond the queue, and beyond
+ * `perMinute`, a request is refused at once (the component gets an error, not a hang).
+ */
+export class RequestQueue {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+  private readonly rate: RateLimit;
+  constructor(
+    private readonly inFlight: number,
+    private readonly queued: number,
+    perMinute: number,
+  ) {
+    this.rate = new RateLimit(perMinute, 60_000);
+  }
+  run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.waiting.length >= this.queued || !this.rate.take()) return Promise.reject(new Error('too many requests from this component; slow down'));
+    return new Promise<T>((resolve, reject) => {
+      const start = () => {
+        this.running += 1;
+        work()
+          .then(resolve, reject)
+          .finally(() => {
+            this.running -= 1;
+            this.waiting.shift()?.();
+          });
+      };
+      if (this.running < this.inFlight) start();
+      else this.waiting.push(start);
+    });
   }
 }

@@ -40,6 +40,9 @@ export function inlineRuntime(runtime: string): string {
 }
 
 export function frameDocument({ runtime, cspNonce, bridgeNonce }: { runtime: string; cspNonce: string; bridgeNonce: string }): string {
+  // A srcdoc document's base URL is its parent's base URL, which document.baseURI hands to the
+  // component: the app's <base href="/"> (index.html) makes that the origin alone — which the
+  // frame already sees on every parent message — never the path and query (the conversation).
   // The bridge nonce travels in a meta element, not a script: the frame then has one inline
   // script, the same for every frame, whose hash the app's CSP can allow. The runtime reads the
   // element and removes it before component code runs.
