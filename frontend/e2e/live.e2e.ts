@@ -350,7 +350,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright ser
     const frame = page.frameLocator('iframe[title="Messenger"]');
     await frame.getByRole('button', { name: 'Tell the agent' }).click();
     const chat = page.getByRole('region', { name: 'Chat' });
-    await chat.getByText('sent by component Messenger').waitFor();
+    await chat.getByText(/sent by the component “Messenger”/).waitFor();
     await chat.locator('.msg-component').getByText('Teal, please').waitFor();
     await chat.getByText(/Model received:/).waitFor();
     await page.screenshot({ path: join(import.meta.dirname, '..', 'test-results', 'live-component-message.png') });
