@@ -22,3 +22,8 @@ END;
 -- whose owner is gone.
 ALTER TABLE conversations ADD COLUMN run_owner TEXT;
 ALTER TABLE conversations ADD COLUMN run_lease_until TEXT;
+
+-- A run an older version left 'running' (it crashed) has no owner: give it one whose lease
+-- has long run out, so the next start recovers it like any run whose owner is gone.
+UPDATE conversations SET run_owner = 'before-leases', run_lease_until = '1970-01-01T00:00:00.000Z'
+    WHERE status = 'running';

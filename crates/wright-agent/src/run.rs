@@ -127,7 +127,9 @@ pub enum RunOutcome {
     TurnLimit,
     Cancelled,
     /// The model failed in a way its retries did not cure; the message is stored as a notice.
-    Failed { message: String },
+    Failed {
+        message: String,
+    },
 }
 
 /// What ending a run did.
@@ -308,7 +310,12 @@ pub async fn run(
                 Dispatched::Finished { output, success } => {
                     let result = NewEvent::new(
                         preview(&output),
-                        EventBody::ToolResult { tool_call_id: call.id.clone(), name: call.name.clone(), output, success },
+                        EventBody::ToolResult {
+                            tool_call_id: call.id.clone(),
+                            name: call.name.clone(),
+                            output,
+                            success,
+                        },
                     );
                     if index + 1 == calls.len() && parked {
                         last_result = Some(result);
@@ -392,11 +399,7 @@ async fn compact(
                  facts learned, open tasks and the state of the work. Be complete but brief."
             .to_owned(),
     };
-    older.push(Event {
-        seq: 0,
-        content: String::new(),
-        body: EventBody::User { text: instruction, component: None },
-    });
+    older.push(Event { seq: 0, content: String::new(), body: EventBody::User { text: instruction, component: None } });
     let request = ModelRequest {
         system: "You summarise conversations between a person and their agent, faithfully and briefly.".to_owned(),
         history: &older,

@@ -185,8 +185,7 @@ impl NewEvent {
 /// What an event is: the one closed set every writer and reader of a conversation uses. Its
 /// serde form is tagged by `kind` (the stored `kind` column); the stored `data_json` is the
 /// same object without the tag.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[derive(utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventBody {
     /// A message of the person — or of a component in the canvas speaking for them, which
@@ -213,12 +212,7 @@ pub enum EventBody {
         provider: Value,
     },
     /// The one result of a tool call.
-    ToolResult {
-        tool_call_id: String,
-        name: String,
-        output: Value,
-        success: bool,
-    },
+    ToolResult { tool_call_id: String, name: String, output: Value, success: bool },
     /// Something that happened to the conversation; never sent to a model.
     Notice(Notice),
 }
@@ -276,10 +270,10 @@ string_enum!(
 impl Unfinished {
     pub fn message(self) -> &'static str {
         match self {
-            Unfinished::Cancelled => "the person cancelled the run before this call finished; it may not have taken effect",
-            Unfinished::Interrupted => {
-                "the server stopped before this call finished; it may not have taken effect"
+            Unfinished::Cancelled => {
+                "the person cancelled the run before this call finished; it may not have taken effect"
             }
+            Unfinished::Interrupted => "the server stopped before this call finished; it may not have taken effect",
             Unfinished::Failed => "the run failed before this call finished; it may not have taken effect",
         }
     }
@@ -287,8 +281,7 @@ impl Unfinished {
 
 /// What happened to a conversation, shown to the person and never sent to a model (except
 /// a compaction's summary, which goes into the system message).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[derive(utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Notice {
     /// The person cancelled the run.

@@ -58,3 +58,64 @@ fn edits_that_cannot_apply_quote_what_was_not_found() {
     );
     check(DocumentEdit::Delete { content: text("") }, "t", Err("must not be empty"));
 }
+
+/// Events stored before the protocol was typed (user text and error messages only in
+/// `content`) read back as typed bodies after migration 6, with nothing rewritten but their
+/// representation, and the append-only trigger is back afterwards.
+#[tokio::test]
+async fn events_stored_before_the_typed_protocol_read_back_typed() {
+    use std::borrow::Cow;
+    use std::str::FromStr;
+
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    use wright_core::{EventBody, Notice};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wright.db");
+    let options =
+        sqlx::sqlite::SqliteConnectOptions::from_str("sqlite:").unwrap().filename(&path).create_if_missing(true);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let before_typing: Vec<Migration> = MIGRATIONS
+        .iter()
+        .filter(|(version, _, _)| *version < 6)
+        .map(|(version, description, sql)| {
+            let sql = sqlx::SqlSafeStr::into_sql_str(*sql);
+            Migration::new(*version, Cow::Borrowed(*description), MigrationType::Simple, sql, false)
+        })
+        .collect();
+    Migrator { migrations: Cow::Owned(before_typing), ..Migrator::DEFAULT }.run(&pool).await.unwrap();
+    sqlx::query("INSERT INTO agents (id, name) VALUES ('default', 'Default')").execute(&pool).await.unwrap();
+    sqlx::query("INSERT INTO conversations (id, agent_id, title, status) VALUES ('old', 'default', 'Old', 'running')")
+        .execute(&pool)
+        .await
+        .unwrap();
+    for (seq, kind, content, data) in [
+        (1, "user", "hello there", "{}"),
+        (2, "assistant", "Hi.", r#"{"text":"Hi.","provider":null}"#),
+        (3, "notice", "model error: rate limited", r#"{"type":"error"}"#),
+        (4, "notice", "Stopped after 2 tool turns", r#"{"type":"turn_limit"}"#),
+    ] {
+        sqlx::query("INSERT INTO events (conversation_id, seq, kind, content, data_json) VALUES ('old', ?, ?, ?, ?)")
+            .bind(seq)
+            .bind(kind)
+            .bind(content)
+            .bind(data)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+    let store = crate::Store::open(&path, crate::StateLimits::default()).await.unwrap();
+    let bodies: Vec<EventBody> =
+        store.events_after("old", 0).await.unwrap().into_iter().map(|stored| stored.event.body).collect();
+    assert_eq!(bodies[0], EventBody::User { text: "hello there".into(), component: None });
+    assert_eq!(bodies[2], EventBody::Notice(Notice::Error { message: "model error: rate limited".into() }));
+    assert_eq!(bodies[3], EventBody::Notice(Notice::TurnLimit { max_tool_turns: 0 }));
+    let orphans = store.claimed_runs().await.unwrap();
+    assert!(
+        orphans.len() == 1 && orphans[0].expired,
+        "the old running conversation is recovered at start: {orphans:?}"
+    );
+    let rewrite = sqlx::query("UPDATE events SET content = 'x'").execute(&store.writer).await;
+    assert!(rewrite.unwrap_err().to_string().contains("append-only"));
+}
