@@ -642,6 +642,13 @@ mod code_and_web {
         assert_eq!(error.category(), "timeout");
         let error = fixture.call("run_sandbox_code", json!({"code": "return (;"})).await.unwrap_err();
         assert_eq!(error.category(), "syntax");
+        // A model may not ask for any deadline it likes: above [sandbox] max_deadline_ms it is refused.
+        let error = fixture
+            .call("run_sandbox_code", json!({"code": "return 1", "timeout_ms": 999_999_999_999u64}))
+            .await
+            .unwrap_err();
+        assert_eq!(error.category(), "limit");
+        assert!(error.to_string().contains("above the limit of 60000 ms"), "{error}");
     }
 
     #[tokio::test]
