@@ -17,6 +17,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, "ui_components", include_str!("../../../migrations/0003_ui_components.sql")),
     (4, "marketplace", include_str!("../../../migrations/0004_marketplace.sql")),
     (5, "execution_tool_version", include_str!("../../../migrations/0005_execution_tool_version.sql")),
+    (6, "sessions_and_provenance", include_str!("../../../migrations/0006_sessions_and_provenance.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {
