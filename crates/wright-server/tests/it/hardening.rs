@@ -170,7 +170,7 @@ async fn large_diffs_run_off_the_async_threads_and_over_the_cap_are_refused() {
     let (_dir, state) = state_with(|config| config.limits.max_diff_lines = 50_000).await;
     let agent = wright_core::AgentId::default_agent();
     let meta = wright_store::VersionMeta::new(wright_core::Author::Admin);
-    for prefix in ["old line ", "new line "] {
+    for prefix in ["o", "n"] {
         let edit = wright_store::DocumentEdit::Replace { content: numbered_lines(prefix, 40_000) };
         state.store.edit_document(&agent, wright_core::DocumentKind::LearnedNotes, &edit, &meta).await.unwrap();
     }
@@ -199,7 +199,7 @@ async fn large_diffs_run_off_the_async_threads_and_over_the_cap_are_refused() {
     task.await.unwrap();
 
     let (_dir, state) = state_with(|_| {}).await;
-    for prefix in ["old line ", "new line "] {
+    for prefix in ["o", "n"] {
         let edit = wright_store::DocumentEdit::Replace { content: numbered_lines(prefix, 40_000) };
         state.store.edit_document(&agent, wright_core::DocumentKind::LearnedNotes, &edit, &meta).await.unwrap();
     }
@@ -310,7 +310,7 @@ async fn an_idle_connection_is_closed_after_the_idle_timeout() {
 
 /// Guards the shutdown that waited for every open event stream: SIGTERM with a stream open
 /// ends the process within the grace period.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_with_an_open_event_stream_exits_promptly() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = Server::start(dir.path(), None);
