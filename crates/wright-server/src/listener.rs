@@ -101,31 +101,24 @@ pub async fn run(listener: TcpListener, router: Router, limits: ListenerLimits, 
     }
 }
 
-fn serve_connection(
-    stream: TcpStream,
-    router: Router,
-    limits: ListenerLimits,
-    shutdown: CancellationToken,
-) -> impl Future<Output = ()> + Send + 'static {
-    async move {
-        stream.set_nodelay(true).ok();
-        let io = TokioIo::new(IdleTimeout::new(stream, limits.idle_timeout));
-        let service = hyper_util::service::TowerToHyperService::new(router);
-        let mut builder = hyper::server::conn::http1::Builder::new();
-        builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
-        let connection = builder.serve_connection(io, service);
-        tokio::pin!(connection);
-        let result = tokio::select! {
-            result = connection.as_mut() => result,
-            () = shutdown.cancelled() => {
-                connection.as_mut().graceful_shutdown();
-                connection.await
-            }
-        };
-        if let Err(error) = result {
-            // Timeouts and clients that vanish end here; none of it is the server's fault.
-            tracing::debug!(%error, "connection ended with an error");
+async fn serve_connection(stream: TcpStream, router: Router, limits: ListenerLimits, shutdown: CancellationToken) {
+    stream.set_nodelay(true).ok();
+    let io = TokioIo::new(IdleTimeout::new(stream, limits.idle_timeout));
+    let service = hyper_util::service::TowerToHyperService::new(router);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        () = shutdown.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
         }
+    };
+    if let Err(error) = result {
+        // Timeouts and clients that vanish end here; none of it is the server's fault.
+        tracing::debug!(%error, "connection ended with an error");
     }
 }
 

@@ -97,6 +97,9 @@ pub struct ListingStats {
     pub recent_error_categories: Vec<String>,
 }
 
+/// version, description, bundle, hash, publisher, source, source installation, time.
+type ListingVersionRow = (i64, String, String, String, String, String, Option<String>, String);
+
 type ListingRow = (i64, String, String, String, String, i64, String, String, String);
 
 const LISTING_SELECT: &str = "SELECT l.id, l.kind, l.name, l.publisher_agent, v.description, v.version, v.hash, l.created_at, l.origin \
@@ -249,7 +252,7 @@ impl Store {
 
     /// Every version of a listing, newest first.
     pub async fn listing_versions(&self, listing_id: i64) -> Result<Vec<ListingVersion>, StoreError> {
-        let rows: Vec<(i64, String, String, String, String, String, Option<String>, String)> = sqlx::query_as(
+        let rows: Vec<ListingVersionRow> = sqlx::query_as(
             "SELECT version, description, bundle, hash, publisher_agent, source, source_installation, created_at \
              FROM market_listing_versions \
              WHERE listing_id = ? ORDER BY version DESC",

@@ -145,7 +145,7 @@ pub fn app(state: AppState) -> Router {
     } else {
         router
     };
-    router.layer(middleware::from_fn(security_headers)).layer(host_check)
+    router.layer(host_check).layer(middleware::from_fn(security_headers))
 }
 
 fn is_api_path(path: &str) -> bool {

@@ -209,6 +209,27 @@ async fn large_diffs_run_off_the_async_threads_and_over_the_cap_are_refused() {
     assert!(body["error"]["message"].as_str().unwrap().contains("40000 lines"), "{body}");
 }
 
+/// Tool and component diffs share the bound: an agent tool whose code grew past the diff cap
+/// answers "too large to diff" on its diff route.
+#[tokio::test]
+async fn agent_tool_diffs_are_bounded_too() {
+    let (_dir, state) = state_with(|_| {}).await;
+    let agent = wright_core::AgentId::default_agent();
+    let meta = wright_store::VersionMeta::new(wright_core::Author::Agent);
+    let content = wright_store::ToolContent {
+        description: "Grows.".into(),
+        parameter_schema: json!({"type": "object"}),
+        code: numbered_lines("// o", 30_000),
+        limits: Value::Null,
+    };
+    state.store.create_agent_tool(&agent, "grows", &content, true, None, &meta).await.unwrap();
+    let patch = wright_store::ToolPatch { code: Some(numbered_lines("// n", 30_000)), ..Default::default() };
+    state.store.update_agent_tool(&agent, "grows", &patch, None, &meta).await.unwrap();
+    let path = "/api/agents/default/agent-tools/grows/diff?from=1&to=2";
+    let (status, _, body) = send(&state, authed(Method::GET, path, None)).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("too_large_to_diff")));
+}
+
 /// Guards the leak of a 1,024-slot channel per conversation whose stream was opened once:
 /// after opening and closing the streams of 2,000 conversations no channel is left.
 #[tokio::test]
