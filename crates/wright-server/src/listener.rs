@@ -7,7 +7,9 @@
 //!
 //! - **Cap:** a permit of a `Semaphore` is taken *before* `accept`, so at the cap new clients
 //!   wait in the kernel's backlog instead of taking descriptors; a permit is returned when its
-//!   connection's task ends.
+//!   connection's task ends. The cap is lowered to fit under the process's open-file limit,
+//!   leaving [`RESERVED_DESCRIPTORS`] for the rest of the server, so accepting can never starve
+//!   the database, the sandbox's workers or the egress of descriptors.
 //! - **Header timeout:** hyper's, from the moment it waits for a request head (on a new
 //!   connection, or between requests on a kept-alive one) until the head is complete.
 //! - **Idle timeout:** [`IdleTimeout`] fails the socket's reads and writes once no byte has
@@ -54,11 +56,49 @@ impl From<&ServerConfig> for ListenerLimits {
     }
 }
 
+/// Descriptors kept for everything but client connections: the database files, the sandbox
+/// workers' pipes, the browser, outbound requests, the listener itself.
+pub const RESERVED_DESCRIPTORS: u64 = 64;
+
+/// The configured cap, lowered to fit under `open_file_limit` with the reserve left over.
+pub fn effective_max_connections(configured: usize, open_file_limit: Option<u64>) -> usize {
+    match open_file_limit {
+        Some(limit) => {
+            let room = usize::try_from(limit.saturating_sub(RESERVED_DESCRIPTORS)).unwrap_or(usize::MAX);
+            configured.min(room).max(1)
+        }
+        None => configured.max(1),
+    }
+}
+
+/// The process's soft limit on open files, when there is one.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn open_file_limit() -> Option<u64> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `limit` is a valid, writable rlimit for the duration of the call.
+    let status = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    (status == 0 && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
+}
+
+#[cfg(not(unix))]
+fn open_file_limit() -> Option<u64> {
+    None
+}
+
 /// Serves `router` on `listener` until `shutdown` is cancelled, then drains for at most
 /// `limits.shutdown_grace`.
 pub async fn run(listener: TcpListener, router: Router, limits: ListenerLimits, shutdown: CancellationToken) {
+    let max_connections = effective_max_connections(limits.max_connections, open_file_limit());
+    if max_connections < limits.max_connections {
+        tracing::warn!(
+            configured = limits.max_connections,
+            max_connections,
+            "[server] max_connections lowered to fit the open-file limit (raise it with `ulimit -n`)"
+        );
+    }
     // Owned by this loop; each connection task holds one permit until it ends. Never closed.
-    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let permits = Arc::new(Semaphore::new(max_connections));
     // Every connection task, so shutdown can wait for them (and abort the stragglers).
     let mut connections = JoinSet::new();
     loop {
@@ -210,5 +250,18 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for IdleTimeout<I> {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_cap_fits_under_the_open_file_limit() {
+        assert_eq!(effective_max_connections(256, None), 256);
+        assert_eq!(effective_max_connections(256, Some(20_000)), 256);
+        assert_eq!(effective_max_connections(256, Some(256)), 192);
+        assert_eq!(effective_max_connections(256, Some(10)), 1);
     }
 }
