@@ -4,7 +4,8 @@
 //! and the usage statistics drawn from `tool_executions`.
 //!
 //! Provenance is what this installation knows: a version published here records this
-//! installation's id and the publishing agent (or `admin`); an imported one records neither
+//! installation's id and the agent whose tool it is (published by that agent or by the admin);
+//! an imported one records neither
 //! (`source_installation` NULL, publisher empty) because a file's claims cannot be checked.
 //! An import never adds a version to a listing published here unless the caller says so
 //! ([`PublishSource::Import`]'s `into_local_listing`), and nothing local is ever published
