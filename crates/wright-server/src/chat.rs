@@ -59,7 +59,7 @@ enum RunEnd {
 }
 
 /// Prints the run's updates until its status says it stopped.
-async fn follow_run(updates: &mut tokio::sync::broadcast::Receiver<Update>) -> RunEnd {
+async fn follow_run(updates: &mut crate::hub::Subscription) -> RunEnd {
     let mut stdout = std::io::stdout();
     loop {
         match updates.recv().await {

@@ -109,7 +109,15 @@ enum EgressCommand {
 #[derive(Subcommand)]
 enum MarketCommand {
     /// Listings, optionally matching words in their name or description.
-    List { query: Option<String> },
+    List {
+        query: Option<String>,
+        /// Show at most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        /// Skip this many first.
+        #[arg(long, default_value_t = 0)]
+        offset: u64,
+    },
     /// Publish an agent's tool (or component) as the next version of its listing.
     Publish {
         name: String,
@@ -144,7 +152,13 @@ enum MarketCommand {
         output: Option<PathBuf>,
     },
     /// Import a bundle file: verify its hash and content, show its code, add it as a listing.
-    Import { file: PathBuf },
+    Import {
+        file: PathBuf,
+        /// Add it as a new version of the listing of the same name published here (refused
+        /// without this flag).
+        #[arg(long)]
+        into_local_listing: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -206,7 +220,11 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // Blocking tasks (a diff, a browser call) still running must not hold the exit up; each is
+    // bounded on its own, this bounds the wait for all of them.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    match outcome {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -329,7 +347,9 @@ async fn shutdown_signal() {
 
 async fn open_store(config: &Config) -> anyhow::Result<Store> {
     std::fs::create_dir_all(&config.data_dir)?;
-    Ok(Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?)
+    Ok(Store::open(&config.data_dir.join("wright.db"), config.state.clone())
+        .await?
+        .with_text_limits(config.limits.clone()))
 }
 
 /// The hidden first argument that makes this binary a sandbox worker (see wright-sandbox).
@@ -371,16 +391,20 @@ async fn market_command(config: Config, command: MarketCommand) -> anyhow::Resul
     let store = services.store.clone();
     let outcome: anyhow::Result<()> = async {
         match command {
-            MarketCommand::List { query } => {
-                for listing in store.list_listings(query.as_deref()).await? {
+            MarketCommand::List { query, limit, offset } => {
+                let page = store.list_listings(query.as_deref(), limit, offset).await?;
+                for listing in &page.listings {
                     println!(
                         "{:<9} {:<24} v{:<3} by {:<12} {}",
                         listing.kind, listing.name, listing.latest_version, listing.publisher_agent, listing.description
                     );
                 }
+                if page.total > offset as i64 + page.listings.len() as i64 {
+                    println!("({} listings in all; --offset to see more)", page.total);
+                }
             }
             MarketCommand::Publish { name, agent, kind } => {
-                let (listing, version, hash) = market::publish(&services, &AgentId::parse(&agent)?, &kind, &name, "admin").await?;
+                let (listing, version, hash) = market::publish(&services, &AgentId::parse(&agent)?, &kind, &name, market::Publisher::Admin).await?;
                 println!("published {kind} {listing} v{version} sha256:{hash}");
             }
             MarketCommand::Install { listing, agent, kind, version, rename_to } => {
@@ -399,10 +423,10 @@ async fn market_command(config: Config, command: MarketCommand) -> anyhow::Resul
                     None => println!("{text}"),
                 }
             }
-            MarketCommand::Import { file } => {
+            MarketCommand::Import { file, into_local_listing } => {
                 let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
                 let value: Value = serde_json::from_str(&text).context("the bundle file is not JSON")?;
-                let (kind, listing, version, hash) = market::import(&services, &value).await?;
+                let (kind, listing, version, hash) = market::import(&services, &value, into_local_listing).await?;
                 println!("imported {kind} {listing} v{version} sha256:{hash}; nothing was installed. Its code:\n");
                 println!("{}", value["bundle"]["code"].as_str().unwrap_or_default());
             }

@@ -14,7 +14,7 @@ use wright_agentdb::AgentDbConfig;
 use wright_browser::BrowserConfig;
 use wright_egress::EgressConfig;
 use wright_sandbox::SandboxConfig;
-use wright_store::StateLimits;
+use wright_store::{StateLimits, TextLimits};
 
 /// The whole configuration of one installation.
 #[derive(Debug, Clone)]
@@ -22,6 +22,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub server: ServerConfig,
     pub state: StateLimits,
+    /// `[limits]`: caps on stored text (documents, names, descriptions) and on diffs.
+    pub limits: TextLimits,
     pub agent: LoopConfig,
     pub runs: RunsConfig,
     pub sandbox: SandboxConfig,
@@ -45,6 +47,31 @@ pub struct ServerConfig {
     pub request_timeout_secs: u64,
     /// Where the built canvas app is; served at `/` when the folder exists.
     pub frontend_dir: PathBuf,
+    /// Connections served at once. At the cap the server stops accepting (new clients wait
+    /// in the kernel's backlog) rather than run out of file descriptors.
+    pub max_connections: usize,
+    /// Longest wait for a request's head: from a new connection, or between requests on a
+    /// kept-alive one, until the head is complete. Slow or silent clients are closed after it.
+    pub header_read_timeout_secs: u64,
+    /// A connection on which no byte moved either way for this long is closed. Longer than
+    /// `request_timeout_secs` and the event stream's 15 s keep-alive, so it only ends a client
+    /// that stopped reading or writing.
+    pub idle_timeout_secs: u64,
+    /// On shutdown, open requests (event streams end at once) get this long to finish before
+    /// their connections are dropped.
+    pub shutdown_grace_secs: u64,
+    /// Host names (with or without `:port`) the server answers besides IP literals and
+    /// `localhost`, e.g. the name of a reverse proxy in front of it. Any other `Host` is
+    /// refused, which stops DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// Mark the session cookie `Secure`: set this when the app is reached over HTTPS.
+    pub secure_cookies: bool,
+    /// Trust `X-Forwarded-Proto: https` from a reverse proxy to mark the cookie `Secure`.
+    pub trust_forwarded_proto: bool,
+    /// How long a browser session lasts.
+    pub session_lifetime_secs: u64,
+    /// Login attempts allowed per minute, for the whole installation (there is one owner).
+    pub login_attempts_per_minute: u32,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +80,15 @@ impl Default for ServerConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             request_timeout_secs: 120,
             frontend_dir: PathBuf::from("frontend/dist"),
+            max_connections: 256,
+            header_read_timeout_secs: 15,
+            idle_timeout_secs: 300,
+            shutdown_grace_secs: 10,
+            allowed_hosts: Vec::new(),
+            secure_cookies: false,
+            trust_forwarded_proto: false,
+            session_lifetime_secs: 30 * 24 * 3600,
+            login_attempts_per_minute: 10,
         }
     }
 }
@@ -60,6 +96,22 @@ impl Default for ServerConfig {
 impl ServerConfig {
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout_secs)
+    }
+
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_secs(self.header_read_timeout_secs)
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_secs)
+    }
+
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
+
+    pub fn session_lifetime(&self) -> Duration {
+        Duration::from_secs(self.session_lifetime_secs)
     }
 }
 
@@ -87,6 +139,7 @@ impl Default for RunsConfig {
 struct ConfigFile {
     server: ServerConfig,
     state: StateLimits,
+    limits: TextLimits,
     agent: LoopConfig,
     runs: RunsConfig,
     sandbox: SandboxConfig,
@@ -118,6 +171,7 @@ impl Config {
             data_dir: data_dir.to_owned(),
             server: file.server,
             state: file.state,
+            limits: file.limits,
             agent: file.agent,
             runs: file.runs,
             sandbox,

@@ -11,12 +11,15 @@
 //! - Every failure, including JSON and path rejections, timeouts and unknown routes, answers
 //!   with one shape: `{"error": {"code", "message"}}`; 5xx bodies say nothing of internals.
 //! - Configuration is read once, here, and passed down; nothing below reads the environment.
+//! - The listener caps connections and times out slow and idle clients; shutdown ends event
+//!   streams and finishes within `[server] shutdown_grace_secs` ([`listener`]).
 
 pub mod api;
 pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod hub;
+pub mod listener;
 pub mod models;
 pub mod owner;
 pub mod runs;
@@ -26,6 +29,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 use wright_store::Store;
 use wright_tools::{Services, ToolRegistry};
 
@@ -40,6 +44,10 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub hub: Arc<hub::Hub>,
     pub runs: Arc<runs::Runs>,
+    /// Cancelled when the server shuts down; long-lived responses (event streams) watch it so
+    /// shutdown does not wait for the browser to go away.
+    pub shutdown: CancellationToken,
+    pub login_limiter: Arc<api::LoginLimiter>,
 }
 
 impl AppState {
@@ -64,7 +72,17 @@ impl AppState {
         ));
         runs.recover_orphaned().await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
         runs.spawn_heartbeat();
-        Ok(Self { store, tools, auth: Arc::new(auth), config: Arc::new(config), hub, runs })
+        let login_limiter = Arc::new(api::LoginLimiter::new(config.server.login_attempts_per_minute));
+        Ok(Self {
+            login_limiter,
+            store,
+            tools,
+            auth: Arc::new(auth),
+            config: Arc::new(config),
+            hub,
+            runs,
+            shutdown: CancellationToken::new(),
+        })
     }
 }
 
@@ -72,7 +90,9 @@ impl AppState {
 /// app database, the sandbox's worker pool, the egress client.
 pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     std::fs::create_dir_all(&config.data_dir)?;
-    let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?;
+    let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone())
+        .await?
+        .with_text_limits(config.limits.clone());
     let sandbox = wright_sandbox::Sandbox::new(config.sandbox.clone())?;
     let egress = wright_egress::Egress::new(config.egress.clone())?;
     let databases = wright_agentdb::AgentDatabases::new(config.data_dir.join("agents"), config.agentdb.clone());
@@ -81,15 +101,30 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     Ok(Services { store, sandbox, egress, databases, browsers })
 }
 
-/// Serves the app on `listener` until `shutdown` resolves, then lets in-flight requests finish.
+/// Serves the app on `listener` until `shutdown` resolves, then ends event streams, lets
+/// in-flight requests finish for at most `[server] shutdown_grace_secs`, and closes the store.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let store = state.store.clone();
+    let token = state.shutdown.clone();
+    let limits = listener::ListenerLimits::from(&state.config.server);
     let router = api::app(state);
-    axum::serve(listener, router).with_graceful_shutdown(shutdown).await?;
+    // Ends with the signal, or with the server when `listener::run` returns first.
+    let signal = tokio::spawn({
+        let token = token.clone();
+        async move {
+            tokio::select! {
+                () = shutdown => token.cancel(),
+                () = token.cancelled() => {}
+            }
+        }
+    });
+    listener::run(listener, router, limits, token.clone()).await;
+    token.cancel();
+    signal.await.ok();
     store.close().await;
     Ok(())
 }

@@ -1,9 +1,10 @@
-//! The access token and the session cookie derived from it.
+//! The access token, and the ids of the browser sessions opened with it.
 //!
 //! The token is 32 random bytes in hex, generated on first start into `<data-dir>/token`
-//! (mode 0600) unless `WRIGHT_TOKEN` gives one. The session cookie holds a SHA-256 of the
-//! token rather than the token itself, so a cookie leaked from a browser profile cannot be
-//! replayed as a `Bearer` token, and changing the token ends every session.
+//! (mode 0600) unless `WRIGHT_TOKEN` gives one. A login opens a session: a fresh random id in
+//! the cookie, its SHA-256 in the app database (`sessions`), so logout can end it and a
+//! leaked cookie is never the token. Sessions carry the token's fingerprint, so changing the
+//! token ends every session.
 
 use std::io::Write;
 use std::path::Path;
@@ -16,7 +17,7 @@ pub const SESSION_COOKIE: &str = "wright_session";
 /// How a request may prove it is the owner.
 pub struct Auth {
     token: String,
-    session: String,
+    fingerprint: String,
 }
 
 /// Where the token came from, so `serve` can say so once.
@@ -28,8 +29,8 @@ pub enum TokenSource {
 
 impl Auth {
     pub fn new(token: String) -> Self {
-        let session = hex::encode(Sha256::digest(format!("wright-session\0{token}").as_bytes()));
-        Self { token, session }
+        let fingerprint = hex::encode(Sha256::digest(format!("wright-session\0{token}").as_bytes()));
+        Self { token, fingerprint }
     }
 
     /// The token from `WRIGHT_TOKEN` (passed in by the binary), else from the data directory,
@@ -60,16 +61,22 @@ impl Auth {
         &self.token
     }
 
-    /// The value the session cookie carries.
-    pub fn session_value(&self) -> &str {
-        &self.session
+    /// Names the token without revealing it; stored with each session.
+    pub fn token_fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     pub fn accepts_token(&self, candidate: &str) -> bool {
         candidate.as_bytes().ct_eq(self.token.as_bytes()).into()
     }
+}
 
-    pub fn accepts_session(&self, candidate: &str) -> bool {
-        candidate.as_bytes().ct_eq(self.session.as_bytes()).into()
-    }
+/// A new session id for a cookie: 32 random bytes in hex.
+pub fn new_session_id() -> String {
+    hex::encode(rand::random::<[u8; 32]>())
+}
+
+/// What the database keeps of a session id.
+pub fn session_id_hash(session_id: &str) -> String {
+    hex::encode(Sha256::digest(session_id.as_bytes()))
 }

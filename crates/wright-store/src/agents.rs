@@ -59,8 +59,12 @@ impl Store {
             .ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))
     }
 
-    /// Creates an agent with the default system prompt and empty notes. Refuses an id in use.
+    /// Creates an agent with the default system prompt and empty notes. Refuses an id in use
+    /// and a name over [`crate::TextLimits::max_name_bytes`].
     pub async fn create_agent(&self, agent: &AgentId, name: Option<&str>) -> Result<Agent, StoreError> {
+        if let Some(name) = name {
+            crate::limits::check_name("the agent's name", name, &self.text_limits)?;
+        }
         let mut transaction = self.begin_write().await?;
         let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM agents WHERE id = ?")
             .bind(agent.as_str())

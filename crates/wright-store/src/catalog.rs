@@ -114,6 +114,7 @@ impl Catalog {
         rows.iter().map(|row| self.item_from_row(row)).collect()
     }
 
+    #[allow(clippy::too_many_arguments, reason = "one row's worth of columns, as the callers have them")]
     pub(crate) async fn create(
         &self,
         store: &Store,

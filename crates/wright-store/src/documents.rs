@@ -3,13 +3,14 @@
 //! An edit is read-modify-write inside one `BEGIN IMMEDIATE` transaction on the single writer
 //! connection: read the current text, apply the [`DocumentEdit`], write the new text and a
 //! version row. Edits that cannot apply (text to find is absent, a field missing) fail before
-//! anything is written.
+//! anything is written. The length of an edit's result is computed from its parts and checked
+//! against [`TextLimits::max_document_bytes`] before the new text is built.
 
 use serde::{Deserialize, Serialize};
-use similar::TextDiff;
 use wright_core::{AgentId, Author, DocumentKind};
 
-use crate::{Store, StoreError};
+use crate::limits::check_size;
+use crate::{Store, StoreError, TextLimits};
 
 /// The current text of a document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -87,7 +88,9 @@ pub enum DocumentEdit {
 
 impl DocumentEdit {
     /// Applies the edit to `current`, or says why it cannot apply. Pure: nothing is written.
-    pub fn apply(&self, current: &str) -> Result<String, StoreError> {
+    /// Refuses a result longer than `max_bytes` before building it.
+    pub fn apply(&self, current: &str, max_bytes: usize, kind: DocumentKind) -> Result<String, StoreError> {
+        self.check_result_length(current, max_bytes, kind)?;
         match self {
             DocumentEdit::Replace { content } => Ok(content.clone()),
             DocumentEdit::FindReplace { find, replace, replace_all } => {
@@ -122,6 +125,44 @@ impl DocumentEdit {
             }
         }
     }
+}
+
+impl DocumentEdit {
+    /// The length the result would have, from the lengths of the parts alone: a find/replace
+    /// counts its matches (the same non-overlapping ones `str::replace` would take) and adds
+    /// the length change once per match. Saturating arithmetic: a product too large for u64 is
+    /// over any cap anyway.
+    fn check_result_length(&self, current: &str, max_bytes: usize, kind: DocumentKind) -> Result<(), StoreError> {
+        let current_len = current.len() as u64;
+        let length = match self {
+            DocumentEdit::Replace { content } => content.len() as u64,
+            DocumentEdit::FindReplace { find, replace, replace_all } => {
+                if find.is_empty() {
+                    return Ok(()); // refused by `apply` with a clearer message
+                }
+                let matches = if *replace_all {
+                    current.matches(find.as_str()).count() as u64
+                } else {
+                    u64::from(current.contains(find.as_str()))
+                };
+                let removed = matches.saturating_mul(find.len() as u64);
+                let added = matches.saturating_mul(replace.len() as u64);
+                current_len.saturating_sub(removed).saturating_add(added)
+            }
+            // One line break may be added between the two.
+            DocumentEdit::Append { content } | DocumentEdit::Prepend { content } => {
+                current_len.saturating_add(content.len() as u64).saturating_add(1)
+            }
+            DocumentEdit::Delete { .. } => return Ok(()),
+        };
+        check_size(&format!("the {kind}"), length, max_bytes, "max_document_bytes")
+    }
+}
+
+/// Fails unless the reason stored with a version is within its cap.
+pub(crate) fn check_reason(meta: &VersionMeta, limits: &TextLimits) -> Result<(), StoreError> {
+    let size = meta.reason.as_ref().map_or(0, String::len) as u64;
+    check_size("the reason", size, limits.max_reason_bytes, "max_reason_bytes")
 }
 
 /// `first` then `second`, with a line break between them unless one is empty or `first`
@@ -177,6 +218,20 @@ impl Store {
         edit: &DocumentEdit,
         meta: &VersionMeta,
     ) -> Result<i64, StoreError> {
+        check_reason(meta, &self.text_limits)?;
+        // The edit's own text alone may already be over the cap: refuse before queueing
+        // for the write lock.
+        if let DocumentEdit::Replace { content }
+        | DocumentEdit::Append { content }
+        | DocumentEdit::Prepend { content } = edit
+        {
+            check_size(
+                &format!("the {kind}"),
+                content.len() as u64,
+                self.text_limits.max_document_bytes,
+                "max_document_bytes",
+            )?;
+        }
         let mut transaction = self.begin_write().await?;
         let current: Option<(String, i64)> =
             sqlx::query_as("SELECT content, version FROM documents WHERE agent_id = ? AND kind = ?")
@@ -185,7 +240,7 @@ impl Store {
                 .fetch_optional(&mut *transaction)
                 .await?;
         let (content, version) = current.ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))?;
-        let new_content = edit.apply(&content)?;
+        let new_content = edit.apply(&content, self.text_limits.max_document_bytes, kind)?;
         let new_version = version + 1;
         write_version(&mut transaction, agent, kind, new_version, &new_content, meta).await?;
         transaction.commit().await?;
@@ -215,8 +270,16 @@ impl Store {
                 .fetch_optional(&mut *transaction)
                 .await?;
         let (content,) = old.ok_or(StoreError::VersionNotFound { kind: kind.as_str(), version: to_version })?;
+        // An old version may predate a lowered cap; rolling back to it is an edit like any other.
+        check_size(
+            &format!("the {kind}"),
+            content.len() as u64,
+            self.text_limits.max_document_bytes,
+            "max_document_bytes",
+        )?;
         let reason = reason.or_else(|| Some(format!("rollback to version {to_version}")));
         let meta = VersionMeta::new(Author::Rollback).with_reason(reason);
+        check_reason(&meta, &self.text_limits)?;
         let new_version = version + 1;
         write_version(&mut transaction, agent, kind, new_version, &content, &meta).await?;
         transaction.commit().await?;
@@ -272,7 +335,7 @@ impl Store {
         version_from_row(row.ok_or(StoreError::VersionNotFound { kind: kind.as_str(), version })?)
     }
 
-    /// A unified diff from version `from` to version `to`.
+    /// A unified diff from version `from` to version `to`, bounded as [`Store::diff`] is.
     pub async fn document_diff(
         &self,
         agent: &AgentId,
@@ -282,13 +345,8 @@ impl Store {
     ) -> Result<String, StoreError> {
         let old = self.document_version(agent, kind, from).await?;
         let new = self.document_version(agent, kind, to).await?;
-        Ok(unified_diff(&old.content, &new.content, &format!("{kind} v{from}"), &format!("{kind} v{to}")))
+        self.diff(&old.content, &new.content, &format!("{kind} v{from}"), &format!("{kind} v{to}")).await
     }
-}
-
-/// A unified diff with three lines of context; empty when the texts are equal.
-pub fn unified_diff(old: &str, new: &str, old_label: &str, new_label: &str) -> String {
-    TextDiff::from_lines(old, new).unified_diff().context_radius(3).header(old_label, new_label).to_string()
 }
 
 async fn write_version(

@@ -15,6 +15,8 @@
 //! - Writes go through one connection and start with `BEGIN IMMEDIATE`, so read-modify-write
 //!   edits never lose an update, in this process or against another process (the CLI) that
 //!   opens the same file.
+//! - Every stored text has a cap ([`TextLimits`]) checked before the work that would build it;
+//!   diffs are bounded in input and time and never run on the async threads ([`limits`]).
 //! - The agent's own database is not here and cannot be reached from here (wright-agentdb).
 
 mod agent_tools;
@@ -24,8 +26,10 @@ mod components;
 pub mod conversations;
 pub mod documents;
 pub mod executions;
+pub mod limits;
 mod market;
 mod migrations;
+mod sessions;
 pub mod state;
 
 use std::path::Path;
@@ -42,7 +46,8 @@ pub use conversations::{
 };
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};
-pub use market::{Listing, ListingStats, ListingVersion};
+pub use limits::TextLimits;
+pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSource};
 pub use state::StateLimits;
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the
@@ -75,6 +80,12 @@ pub enum StoreError {
     /// A configured limit would be exceeded; the message names the limit and its value.
     #[error("{0}")]
     LimitExceeded(String),
+    /// A side of a diff is over the diff caps; the message names them.
+    #[error("too large to diff: {0}")]
+    TooLargeToDiff(String),
+    /// The diff's blocking task panicked or could not start: a bug, never the input's fault.
+    #[error("the diff failed: {0}")]
+    DiffFailed(String),
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
     #[error("migration failed: {0}")]
@@ -90,6 +101,9 @@ pub struct Store {
     /// read-modify-write edits (append, find_replace) safe without retry loops.
     writer: SqlitePool,
     state_limits: StateLimits,
+    text_limits: TextLimits,
+    /// How many diffs may run at once on the blocking pool (see [`limits`]); shared by clones.
+    diff_permits: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl Store {
@@ -118,7 +132,9 @@ impl Store {
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
-        let store = Self { reader, writer, state_limits };
+        let text_limits = TextLimits::default();
+        let diff_permits = std::sync::Arc::new(tokio::sync::Semaphore::new(text_limits.max_concurrent_diffs));
+        let store = Self { reader, writer, state_limits, text_limits, diff_permits };
         store.ensure_default_agent().await?;
         Ok(store)
     }

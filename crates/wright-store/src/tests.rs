@@ -16,7 +16,11 @@ fn every_migration_file_is_embedded_in_order() {
 }
 
 fn check(edit: DocumentEdit, before: &str, expect: Result<&str, &str>) {
-    match (edit.apply(before), expect) {
+    check_with_cap(edit, before, 1024, expect);
+}
+
+fn check_with_cap(edit: DocumentEdit, before: &str, max_bytes: usize, expect: Result<&str, &str>) {
+    match (edit.apply(before, max_bytes, wright_core::DocumentKind::LearnedNotes), expect) {
         (Ok(after), Ok(expected)) => assert_eq!(after, expected),
         (Err(error), Err(fragment)) => {
             let message = error.to_string();
@@ -57,6 +61,31 @@ fn edits_that_cannot_apply_quote_what_was_not_found() {
         Err("`find` must not be empty"),
     );
     check(DocumentEdit::Delete { content: text("") }, "t", Err("must not be empty"));
+}
+
+/// Guards the find/replace that grew the server to 23.8 GB: the result's length is known from
+/// the match count before any text is built, so this returns at once with the sizes.
+#[test]
+fn edits_over_the_document_cap_are_refused_before_the_result_is_built() {
+    let notes = "a".repeat(1_000_000);
+    let replace = "b".repeat(1_000_000);
+    check_with_cap(
+        DocumentEdit::FindReplace { find: text("a"), replace, replace_all: true },
+        &notes,
+        2_000_000,
+        Err("the learned_notes would be 1000000000000 bytes; the limit is 2000000 bytes ([limits] max_document_bytes)"),
+    );
+    check_with_cap(DocumentEdit::Append { content: text("bc") }, "a", 3, Err("would be 4 bytes; the limit is 3"));
+    check_with_cap(DocumentEdit::Append { content: text("b") }, "a", 3, Ok("a\nb"));
+    check_with_cap(DocumentEdit::Replace { content: text("four") }, "", 3, Err("would be 4 bytes"));
+    // Only the first match counts without replace_all; deleting always shrinks.
+    check_with_cap(
+        DocumentEdit::FindReplace { find: text("a"), replace: text("bb"), replace_all: false },
+        "aa",
+        3,
+        Ok("bba"),
+    );
+    check_with_cap(DocumentEdit::Delete { content: text("a") }, "aaaa", 2, Ok("aaa"));
 }
 
 /// Events stored before the protocol was typed (user text and error messages only in

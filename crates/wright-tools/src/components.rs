@@ -92,6 +92,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             |context, args| {
                 Box::pin(async move {
                     check_name(&args.name)?;
+                    crate::tool_management::check_description_size(&context.services, &args.description)?;
                     let props_schema =
                         args.props_schema.as_ref().map(check_props_schema).transpose()?.unwrap_or(Value::Null);
                     let compiled_js = compile(&args.code)?;
@@ -113,6 +114,9 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
              Returns {name, version}.",
             |context, args| {
                 Box::pin(async move {
+                    if let Some(description) = &args.description {
+                        crate::tool_management::check_description_size(&context.services, description)?;
+                    }
                     let props_schema = args.props_schema.as_ref().map(check_props_schema).transpose()?;
                     let code = match args.code {
                         Some(code) => {

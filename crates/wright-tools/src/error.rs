@@ -92,7 +92,10 @@ impl From<StoreError> for ToolError {
             | StoreError::RunNotOwned(_)
             | StoreError::ItemExists { .. } => ToolError::Rejected(error.to_string()),
             StoreError::LimitExceeded(message) => ToolError::LimitExceeded(message),
-            StoreError::Database(_) | StoreError::Migration(_) => ToolError::Internal(error.to_string()),
+            StoreError::TooLargeToDiff(_) => ToolError::LimitExceeded(error.to_string()),
+            StoreError::Database(_) | StoreError::Migration(_) | StoreError::DiffFailed(_) => {
+                ToolError::Internal(error.to_string())
+            }
         }
     }
 }

@@ -7,12 +7,16 @@
 //! form (keys sorted at every level, no whitespace). Every bundle is checked the same way on
 //! publish, import and install — name, schema, code — before anything is written, and an
 //! installed tool starts disabled until a person enables it after seeing its code.
+//!
+//! An import records only what this installation knows (see `wright_store::market`): the
+//! file's `publisher_agent` and any other claim outside the hashed bundle are ignored, and an
+//! import becomes a version of a listing published here only when the person asks for it.
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use wright_core::{AgentId, Author};
-use wright_store::{ComponentContent, ListingVersion, ToolContent, ToolPatch, VersionMeta};
+use wright_store::{ComponentContent, ListingVersion, PublishSource, ToolContent, ToolPatch, VersionMeta};
 
 use crate::{Services, ToolError};
 
@@ -46,13 +50,21 @@ pub struct UpdatePreview {
     pub diff: String,
 }
 
-/// A bundle exported to a file: the bundle, its hash, and where it came from.
+/// A bundle exported to a file: the bundle, its hash, and where it came from. Informative
+/// only: an import reads nothing but `bundle` and `hash`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExportedBundle {
     pub bundle: Value,
     pub hash: String,
     pub listing_version: i64,
     pub publisher_agent: String,
+}
+
+/// Who publishes: an agent itself or the admin on its behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publisher {
+    Agent,
+    Admin,
 }
 
 /// Keys sorted at every level, no whitespace: the form the hash is taken of.
@@ -98,9 +110,11 @@ pub fn check_bundle(services: &Services, bundle: &Value) -> Result<&'static str,
         return Err(reject(format!("the bundle has a field `{extra}` that bundles do not carry")));
     }
     let name = text_field(bundle, "name")?;
-    if text_field(bundle, "description")?.trim().is_empty() {
+    let description = text_field(bundle, "description")?;
+    if description.trim().is_empty() {
         return Err(reject("the bundle's description is empty"));
     }
+    crate::tool_management::check_description_size(services, description)?;
     let code = text_field(bundle, "code")?;
     if text_field(bundle, "kind")? == "tool" {
         crate::tool_management::check_name(name)?;
@@ -127,7 +141,7 @@ pub async fn publish(
     agent: &AgentId,
     kind: &str,
     name: &str,
-    source: &str,
+    publisher: Publisher,
 ) -> Result<(String, i64, String), ToolError> {
     let store = &services.store;
     let bundle = match kind {
@@ -152,9 +166,12 @@ pub async fn publish(
     check_bundle(services, &bundle)?;
     let hash = bundle_hash(&bundle);
     let description = text_field(&bundle, "description")?;
-    let (listing, version) = store
-        .publish_listing_version(kind, name, description, &canonical_json(&bundle), &hash, agent.as_str(), source)
-        .await?;
+    let source = match publisher {
+        Publisher::Agent => PublishSource::Agent(agent.as_str()),
+        Publisher::Admin => PublishSource::Admin(agent.as_str()),
+    };
+    let (listing, version) =
+        store.publish_listing_version(kind, name, description, &canonical_json(&bundle), &hash, source).await?;
     Ok((listing.name, version, hash))
 }
 
@@ -275,20 +292,27 @@ pub async fn update_preview(
     let schema_old =
         services.store.agent_tool(agent, name).await?.map(|tool| tool.parameter_schema).unwrap_or(Value::Null);
     let schema_new = &target.bundle["parameter_schema"];
-    let mut diff = wright_store::documents::unified_diff(
-        &current_code,
-        new_code,
-        &format!("{name} v{from_version} code"),
-        &format!("{listing} v{} code", target.version),
-    );
+    let store = &services.store;
+    let mut diff = store
+        .diff(
+            &current_code,
+            new_code,
+            &format!("{name} v{from_version} code"),
+            &format!("{listing} v{} code", target.version),
+        )
+        .await?;
     if &schema_old != schema_new {
         let pretty = |value: &Value| serde_json::to_string_pretty(value).unwrap_or_default() + "\n";
-        diff.push_str(&wright_store::documents::unified_diff(
-            &pretty(&schema_old),
-            &pretty(schema_new),
-            "parameter_schema (installed)",
-            "parameter_schema (new)",
-        ));
+        diff.push_str(
+            &store
+                .diff(
+                    &pretty(&schema_old),
+                    &pretty(schema_new),
+                    "parameter_schema (installed)",
+                    "parameter_schema (new)",
+                )
+                .await?,
+        );
     }
     Ok(UpdatePreview { name: name.to_owned(), from_version, to_version: target.version, diff })
 }
@@ -348,8 +372,13 @@ pub async fn export(
 }
 
 /// Imports an exported bundle file as a listing version, after checking its hash and content.
-/// Nothing is installed or enabled: installing is a separate, explicit step.
-pub async fn import(services: &Services, file: &Value) -> Result<(String, String, i64, String), ToolError> {
+/// Nothing is installed or enabled: installing is a separate, explicit step. The version is
+/// added to a listing published here of the same name only with `into_local_listing`.
+pub async fn import(
+    services: &Services,
+    file: &Value,
+    into_local_listing: bool,
+) -> Result<(String, String, i64, String), ToolError> {
     let bundle = file.get("bundle").ok_or_else(|| reject("the file has no `bundle`"))?;
     let claimed = file.get("hash").and_then(Value::as_str).ok_or_else(|| reject("the file has no `hash`"))?;
     let actual = bundle_hash(bundle);
@@ -360,7 +389,6 @@ pub async fn import(services: &Services, file: &Value) -> Result<(String, String
     }
     let kind = check_bundle(services, bundle)?;
     let name = text_field(bundle, "name")?;
-    let publisher = file.get("publisher_agent").and_then(Value::as_str).unwrap_or("import");
     let (listing, version) = services
         .store
         .publish_listing_version(
@@ -369,8 +397,7 @@ pub async fn import(services: &Services, file: &Value) -> Result<(String, String
             text_field(bundle, "description")?,
             &canonical_json(bundle),
             &actual,
-            publisher,
-            "import",
+            PublishSource::Import { into_local_listing },
         )
         .await?;
     Ok((kind.to_owned(), listing.name, version, actual))
@@ -394,7 +421,7 @@ pub(crate) fn tools() -> Vec<Box<dyn crate::builtin::Tool>> {
             Box::pin(async move {
                 let kind = args.kind.unwrap_or_else(|| "tool".to_owned());
                 let (listing, version, hash) =
-                    publish(&context.services, &context.agent, &kind, &args.name, "agent").await?;
+                    publish(&context.services, &context.agent, &kind, &args.name, Publisher::Agent).await?;
                 Ok(json!({ "listing": listing, "kind": kind, "version": version, "hash": hash }))
             })
         },

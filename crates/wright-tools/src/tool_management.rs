@@ -16,7 +16,6 @@ use crate::{Services, ToolContext, ToolError};
 /// runaway loop cannot fill the database with one call.
 const MAX_CODE_BYTES: usize = 256 * 1024;
 const MAX_SCHEMA_BYTES: usize = 64 * 1024;
-const MAX_DESCRIPTION_BYTES: usize = 4 * 1024;
 
 #[derive(Deserialize, JsonSchema)]
 pub(crate) struct CreateArgs {
@@ -113,12 +112,23 @@ pub(crate) fn check_schema(schema: &Value) -> Result<(), ToolError> {
     }
 }
 
-fn check_description(description: &str) -> Result<(), ToolError> {
+/// Refuses an empty description or one over the installation's cap.
+fn check_description(services: &Services, description: &str) -> Result<(), ToolError> {
     if description.trim().is_empty() {
         return Err(reject("description must not be empty: say what the tool does, for a model".into()));
     }
-    if description.len() > MAX_DESCRIPTION_BYTES {
-        return Err(reject(format!("description is longer than {MAX_DESCRIPTION_BYTES} bytes")));
+    check_description_size(services, description)
+}
+
+/// Refuses a description over the installation's cap (`[limits] max_description_bytes`);
+/// tools, components and bundles share it.
+pub(crate) fn check_description_size(services: &Services, description: &str) -> Result<(), ToolError> {
+    let limit = services.store.text_limits().max_description_bytes;
+    if description.len() > limit {
+        return Err(ToolError::LimitExceeded(format!(
+            "the description is {} bytes; the limit is {limit} bytes ([limits] max_description_bytes)",
+            description.len()
+        )));
     }
     Ok(())
 }
@@ -172,7 +182,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             |context, args| {
                 Box::pin(async move {
                     check_name(&args.name)?;
-                    check_description(&args.description)?;
+                    check_description(&context.services, &args.description)?;
                     check_schema(&args.parameter_schema)?;
                     check_code(&context.services, &args.code)?;
                     let content = ToolContent {
@@ -198,7 +208,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             |context, args| {
                 Box::pin(async move {
                     if let Some(description) = &args.description {
-                        check_description(description)?;
+                        check_description(&context.services, description)?;
                     }
                     if let Some(schema) = &args.parameter_schema {
                         check_schema(schema)?;

@@ -477,7 +477,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchanges the token for an HttpOnly, SameSite=Strict session cookie. */
+        /**
+         * Exchanges the token for an HttpOnly, SameSite=Strict cookie of a new session (`Secure`
+         *     when served over HTTPS). Rate-limited.
+         */
         post: operations["login"];
         delete?: never;
         options?: never;
@@ -494,7 +497,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Ends the browser session by expiring its cookie. */
+        /** Ends the browser session: deletes it on the server and expires its cookie. */
         post: operations["logout"];
         delete?: never;
         options?: never;
@@ -621,7 +624,8 @@ export interface paths {
         put?: never;
         /**
          * Imports a bundle file as a listing version after checking its hash and content. Nothing
-         *     is installed.
+         *     is installed. Only the bundle and its hash are read: who published it and where is not
+         *     taken from the file.
          */
         post: operations["import"];
         delete?: never;
@@ -654,7 +658,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Listings whose name or description matches `q`. */
+        /**
+         * Listings whose name or description matches `q`, by name, one page at a time; the
+         *     `X-Total-Count` header says how many match in all.
+         */
         get: operations["search"];
         put?: never;
         post?: never;
@@ -1023,8 +1030,15 @@ export interface components {
             /** @description The bundle: {format, kind, name, description, code, parameter_schema | props_schema}. */
             bundle: unknown;
             hash: string;
+            /** @description The agent that published it here; empty when imported. */
             publisher_agent: string;
+            /** @description agent, admin or import. */
             source: string;
+            /**
+             * @description The installation it was published on (this one's id); null when imported from a file,
+             *     whose claims about its origin cannot be checked.
+             */
+            source_installation?: string | null;
             created_at: string;
         };
         ListingView: {
@@ -1037,6 +1051,8 @@ export interface components {
             latest_version: number;
             latest_hash: string;
             created_at: string;
+            /** @description `local` (published on this installation) or `import` (made from a bundle file). */
+            origin: string;
         };
         LoginRequest: {
             token: string;
@@ -2099,6 +2115,14 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     logout: {
@@ -2297,7 +2321,13 @@ export interface operations {
     };
     import: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Add the bundle as a new version of the listing of the same name published on this
+                 *     installation. Without it such an import is refused.
+                 */
+                into_local_listing?: boolean;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2314,6 +2344,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Published"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2346,6 +2384,10 @@ export interface operations {
             query?: {
                 /** @description Words to find in names and descriptions. */
                 q?: string;
+                /** @description At most this many listings (default 50, at most 200). */
+                limit?: number;
+                /** @description Skip this many first (default 0). */
+                offset?: number;
             };
             header?: never;
             path?: never;
@@ -2355,6 +2397,8 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description Listings matching in all */
+                    "X-Total-Count"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -7,7 +7,6 @@ use axum::extract::{Path, Query, State};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
-use wright_store::documents::unified_diff;
 
 use super::agents::existing_agent;
 use super::{ApiError, ApiJson};
@@ -162,8 +161,14 @@ async fn component_versions(state: &AppState, agent: &str, name: &str) -> Result
         .collect())
 }
 
-/// A readable diff of two versions' content: the code, then the rest as pretty JSON.
-fn diff_versions(versions: &[ArtifactVersionView], from: i64, to: i64) -> Result<String, ApiError> {
+/// A readable diff of two versions' content: the code, then the rest as pretty JSON; bounded
+/// and off the async threads like every diff (`Store::diff`).
+async fn diff_versions(
+    store: &wright_store::Store,
+    versions: &[ArtifactVersionView],
+    from: i64,
+    to: i64,
+) -> Result<String, ApiError> {
     let find = |wanted: i64| {
         versions.iter().find(|version| version.version == wanted).ok_or_else(|| {
             ApiError::new(axum::http::StatusCode::NOT_FOUND, "not_found", format!("version {wanted} does not exist"))
@@ -178,8 +183,10 @@ fn diff_versions(versions: &[ArtifactVersionView], from: i64, to: i64) -> Result
         }
         serde_json::to_string_pretty(&content).unwrap_or_default() + "\n"
     };
-    let mut diff = unified_diff(&code(old), &code(new), &format!("code v{from}"), &format!("code v{to}"));
-    diff.push_str(&unified_diff(&rest(old), &rest(new), &format!("definition v{from}"), &format!("definition v{to}")));
+    let mut diff = store.diff(&code(old), &code(new), &format!("code v{from}"), &format!("code v{to}")).await?;
+    diff.push_str(
+        &store.diff(&rest(old), &rest(new), &format!("definition v{from}"), &format!("definition v{to}")).await?,
+    );
     Ok(diff)
 }
 
@@ -206,7 +213,7 @@ pub async fn agent_tool_diff(
     Query(query): Query<DiffQuery>,
 ) -> Result<Json<DiffText>, ApiError> {
     let versions = tool_versions(&state, &agent, &name).await?;
-    Ok(Json(DiffText { diff: diff_versions(&versions, query.from, query.to)? }))
+    Ok(Json(DiffText { diff: diff_versions(&state.store, &versions, query.from, query.to).await? }))
 }
 
 /// Makes an old version of an agent tool current again, as a new version.
@@ -260,7 +267,7 @@ pub async fn component_diff(
     Query(query): Query<DiffQuery>,
 ) -> Result<Json<DiffText>, ApiError> {
     let versions = component_versions(&state, &agent, &name).await?;
-    Ok(Json(DiffText { diff: diff_versions(&versions, query.from, query.to)? }))
+    Ok(Json(DiffText { diff: diff_versions(&state.store, &versions, query.from, query.to).await? }))
 }
 
 /// Makes an old version of a component current again, as a new version.

@@ -287,6 +287,7 @@ pub async fn stream(
     // Subscribe before reading the store, so an event stored in between is seen on the channel.
     let mut receiver = state.hub.subscribe(&id);
     let replay = state.store.events_after(&id, query.after.unwrap_or(0)).await?;
+    let shutdown = state.shutdown.clone();
     let stream = async_stream(move |sender| async move {
         let mut last_seq = query.after.unwrap_or(0);
         let status = Update::Status { status: conversation.status, error: None };
@@ -300,7 +301,15 @@ pub async fn stream(
             }
         }
         loop {
-            match receiver.recv().await {
+            // Also wait for the page to go away and for shutdown: otherwise a quiet
+            // conversation's stream (and its hub channel) would outlive the page, and a
+            // shutdown would wait for the browser to close.
+            let received = tokio::select! {
+                received = receiver.recv() => received,
+                () = sender.closed() => return,
+                () = shutdown.cancelled() => return,
+            };
+            match received {
                 Ok(Update::Event(stored)) if stored.event.seq <= last_seq => {}
                 Ok(update) => {
                     if let Update::Event(stored) = &update {

@@ -69,7 +69,10 @@ impl From<StoreError> for ApiError {
             | StoreError::RunNotOwned(_) => Self::new(StatusCode::CONFLICT, "conflict", error.to_string()),
             StoreError::InvalidEdit(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", error.to_string()),
             StoreError::LimitExceeded(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "limit", error.to_string()),
-            StoreError::Database(_) | StoreError::Migration(_) => Self::internal(&error),
+            StoreError::TooLargeToDiff(_) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "too_large_to_diff", error.to_string())
+            }
+            StoreError::Database(_) | StoreError::Migration(_) | StoreError::DiffFailed(_) => Self::internal(&error),
         }
     }
 }

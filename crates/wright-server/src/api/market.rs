@@ -22,6 +22,8 @@ pub struct ListingView {
     pub latest_version: i64,
     pub latest_hash: String,
     pub created_at: String,
+    /// `local` (published on this installation) or `import` (made from a bundle file).
+    pub origin: String,
 }
 
 impl From<wright_store::Listing> for ListingView {
@@ -34,6 +36,7 @@ impl From<wright_store::Listing> for ListingView {
             latest_version: listing.latest_version,
             latest_hash: listing.latest_hash,
             created_at: listing.created_at,
+            origin: listing.origin,
         }
     }
 }
@@ -45,8 +48,13 @@ pub struct ListingVersionView {
     /// The bundle: {format, kind, name, description, code, parameter_schema | props_schema}.
     pub bundle: Value,
     pub hash: String,
+    /// The agent that published it here; empty when imported.
     pub publisher_agent: String,
+    /// agent, admin or import.
     pub source: String,
+    /// The installation it was published on (this one's id); null when imported from a file,
+    /// whose claims about its origin cannot be checked.
+    pub source_installation: Option<String>,
     pub created_at: String,
 }
 
@@ -70,6 +78,23 @@ pub struct ListingDetail {
 pub struct SearchQuery {
     /// Words to find in names and descriptions.
     pub q: Option<String>,
+    /// At most this many listings (default 50, at most 200).
+    pub limit: Option<u32>,
+    /// Skip this many first (default 0).
+    pub offset: Option<u64>,
+}
+
+/// A page's size when the client names none, and the most it may ask for.
+const DEFAULT_PAGE: u32 = 50;
+const MAX_PAGE: u32 = 200;
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ImportQuery {
+    /// Add the bundle as a new version of the listing of the same name published on this
+    /// installation. Without it such an import is refused.
+    #[serde(default)]
+    pub into_local_listing: bool,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -155,13 +180,23 @@ pub struct Uninstalled {
     pub deleted: bool,
 }
 
-/// Listings whose name or description matches `q`.
-#[utoipa::path(get, path = "/api/market/listings", tag = "market", params(SearchQuery), responses((status = 200, body = Vec<ListingView>)))]
+/// Listings whose name or description matches `q`, by name, one page at a time; the
+/// `X-Total-Count` header says how many match in all.
+#[utoipa::path(
+    get, path = "/api/market/listings", tag = "market", params(SearchQuery),
+    responses((status = 200, body = Vec<ListingView>, headers(("X-Total-Count" = i64, description = "Listings matching in all")))),
+)]
 pub async fn search(
     State(state): State<AppState>,
     Query(query): Query<SearchQuery>,
-) -> Result<Json<Vec<ListingView>>, ApiError> {
-    Ok(Json(state.store.list_listings(query.q.as_deref()).await?.into_iter().map(ListingView::from).collect()))
+) -> Result<axum::response::Response, ApiError> {
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(ApiError::bad_request(format!("limit must be between 1 and {MAX_PAGE}, not {limit}")));
+    }
+    let page = state.store.list_listings(query.q.as_deref(), limit, query.offset.unwrap_or(0)).await?;
+    let listings: Vec<ListingView> = page.listings.into_iter().map(ListingView::from).collect();
+    Ok(axum::response::IntoResponse::into_response(([("x-total-count", page.total.to_string())], Json(listings))))
 }
 
 /// One listing: every version with its bundle (code and schema), and usage statistics.
@@ -189,6 +224,7 @@ pub async fn listing(
                 hash: version.hash,
                 publisher_agent: version.publisher_agent,
                 source: version.source,
+                source_installation: version.source_installation,
                 created_at: version.created_at,
             })
             .collect(),
@@ -209,7 +245,7 @@ pub async fn publish(
 ) -> Result<Json<Published>, ApiError> {
     let agent = existing_agent(&state, &request.agent).await?;
     let (listing, version, hash) =
-        market::publish(state.tools.services(), &agent, &request.kind, &request.name, "admin").await?;
+        market::publish(state.tools.services(), &agent, &request.kind, &request.name, market::Publisher::Admin).await?;
     Ok(Json(Published { kind: request.kind, listing, version, hash }))
 }
 
@@ -294,9 +330,18 @@ pub async fn export(
 }
 
 /// Imports a bundle file as a listing version after checking its hash and content. Nothing
-/// is installed.
-#[utoipa::path(post, path = "/api/market/import", tag = "market", request_body = Value, responses((status = 200, body = Published)))]
-pub async fn import(State(state): State<AppState>, ApiJson(file): ApiJson<Value>) -> Result<Json<Published>, ApiError> {
-    let (kind, listing, version, hash) = market::import(state.tools.services(), &file).await?;
+/// is installed. Only the bundle and its hash are read: who published it and where is not
+/// taken from the file.
+#[utoipa::path(
+    post, path = "/api/market/import", tag = "market", request_body = Value, params(ImportQuery),
+    responses((status = 200, body = Published), (status = 422, body = super::error::ErrorBody)),
+)]
+pub async fn import(
+    State(state): State<AppState>,
+    Query(query): Query<ImportQuery>,
+    ApiJson(file): ApiJson<Value>,
+) -> Result<Json<Published>, ApiError> {
+    let (kind, listing, version, hash) =
+        market::import(state.tools.services(), &file, query.into_local_listing).await?;
     Ok(Json(Published { kind, listing, version, hash }))
 }

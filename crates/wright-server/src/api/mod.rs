@@ -1,4 +1,10 @@
 //! The HTTP API: routes, the one error shape, authentication, the OpenAPI document.
+//!
+//! Invariant: every answer under `/api` that is an error has the shape
+//! `{"error": {"code", "message"}}` — handler errors through [`ApiError`], and everything
+//! axum or tower answers on its own (unknown path, wrong method, a query or path that does not
+//! parse, a timeout) through the [`json_errors`] layer. The app's HTML is served only outside
+//! `/api`.
 
 mod admin;
 mod agents;
@@ -15,13 +21,14 @@ use axum::error_handling::HandleErrorLayer;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::{BoxError, Json, Router, middleware};
-use tower::ServiceBuilder;
+use tower::{ServiceBuilder, ServiceExt};
 use tower_http::services::{ServeDir, ServeFile};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use auth::LoginLimiter;
 pub use conversations::SETUP_HINT;
 pub use error::{ApiError, ApiJson};
 
@@ -118,19 +125,105 @@ pub fn app(state: AppState) -> Router {
     let (api, _) = OpenApiRouter::new().merge(public).merge(protected).split_for_parts();
     let api = api.fallback(unknown_route).layer(
         ServiceBuilder::new()
+            .layer(middleware::from_fn(json_errors))
             .layer(HandleErrorLayer::new(timeout_error))
             .timeout(state.config.server.request_timeout()),
     );
     let frontend_dir = state.config.server.frontend_dir.clone();
+    let host_check = middleware::from_fn_with_state(state.clone(), auth::check_host);
     let router = api.with_state(state);
     let router = if frontend_dir.is_dir() {
-        // A single-page app: unknown paths outside /api get index.html and the app routes them.
+        // A single-page app: unknown paths outside /api get index.html (with a 404, as
+        // ServeDir answers them) and the app routes them.
+        // This fallback replaces the API's, so it sends /api paths back to `unknown_route`.
         let index = ServeFile::new(frontend_dir.join("index.html"));
-        router.fallback_service(ServeDir::new(frontend_dir).not_found_service(index))
+        let files = ServeDir::new(frontend_dir).not_found_service(index.clone());
+        router.fallback_service(tower::service_fn(move |request: axum::extract::Request| {
+            let (files, index) = (files.clone(), index.clone());
+            async move { Ok::<_, std::convert::Infallible>(frontend(files, index, request).await) }
+        }))
     } else {
         router
     };
-    router.layer(middleware::from_fn(security_headers))
+    router.layer(host_check).layer(middleware::from_fn(security_headers))
+}
+
+fn is_api_path(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/")
+}
+
+/// The canvas app's files, or its index.html for any other path outside /api. A path the
+/// file system cannot even look up (a name over 255 bytes) is just another unknown path.
+async fn frontend(
+    files: ServeDir<tower_http::set_status::SetStatus<ServeFile>>,
+    index: ServeFile,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    if is_api_path(request.uri().path()) {
+        return unknown_route(request.uri().clone()).await.into_response();
+    }
+    let response = match files.oneshot(request).await {
+        Ok(response) => response.map(axum::body::Body::new),
+        Err(never) => match never {},
+    };
+    if !response.status().is_server_error() {
+        return response;
+    }
+    // Answered as ServeDir answers any other unknown path: index.html with a 404.
+    let index_request = axum::http::Request::builder().uri("/").body(axum::body::Body::empty());
+    match index_request {
+        Ok(index_request) => match index.oneshot(index_request).await {
+            Ok(response) => {
+                let mut response = response.map(axum::body::Body::new);
+                *response.status_mut() = StatusCode::NOT_FOUND;
+                response
+            }
+            Err(never) => match never {},
+        },
+        Err(error) => ApiError::internal(&error).into_response(),
+    }
+}
+
+/// Rewrites any error under `/api` that is not already JSON — axum's own answers for a wrong
+/// method (405), a query or path that does not parse (400), a body too large (413) — into the
+/// one error shape, keeping the status and the headers a client acts on.
+async fn json_errors(request: axum::extract::Request, next: middleware::Next) -> axum::response::Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let code = match status {
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        status if status.is_server_error() => "internal",
+        _ => "bad_request",
+    };
+    let message = if status.is_server_error() {
+        "internal error; see the server log".to_owned()
+    } else {
+        // axum's rejection texts are short and say what was wrong; cap what we read anyway.
+        let text = axum::body::to_bytes(body, 4096).await.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        match text {
+            Ok(text) if !text.trim().is_empty() => text,
+            _ => status.canonical_reason().unwrap_or("error").to_owned(),
+        }
+    };
+    let mut error = ApiError::new(status, code, message).into_response();
+    for name in [axum::http::header::ALLOW, axum::http::header::WWW_AUTHENTICATE, axum::http::header::RETRY_AFTER] {
+        if let Some(value) = parts.headers.get(&name) {
+            error.headers_mut().insert(name, value.clone());
+        }
+    }
+    error
 }
 
 /// The page's own policy, inherited by the component frames it creates from `srcdoc`: no

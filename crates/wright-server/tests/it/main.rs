@@ -3,4 +3,5 @@
 
 mod api;
 mod binary;
+mod hardening;
 mod model_loop;
