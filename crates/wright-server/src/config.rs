@@ -70,7 +70,8 @@ pub struct ServerConfig {
     pub trust_forwarded_proto: bool,
     /// How long a browser session lasts.
     pub session_lifetime_secs: u64,
-    /// Login attempts allowed per minute, for the whole installation (there is one owner).
+    /// Failed login attempts (wrong tokens) allowed per minute, for the whole installation
+    /// (there is one owner); when they are used up, every attempt waits.
     pub login_attempts_per_minute: u32,
 }
 
