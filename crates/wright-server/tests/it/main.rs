@@ -3,4 +3,5 @@
 
 mod api;
 mod binary;
+mod images;
 mod model_loop;
