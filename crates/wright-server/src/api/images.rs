@@ -158,3 +158,27 @@ pub async fn image(
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=86400"));
     Ok(served)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sniff;
+
+    #[test]
+    fn each_served_format_is_recognised_by_its_leading_bytes_and_nothing_else_is() {
+        let check = |body: &[u8], expected: Option<&str>| assert_eq!(sniff(body), expected, "{body:?}");
+        check(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", Some("image/png"));
+        check(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10, b'J', b'F'], Some("image/jpeg"));
+        check(b"GIF89a\x01\0\x01\0", Some("image/gif"));
+        check(b"GIF87a\x01\0\x01\0", Some("image/gif"));
+        check(b"RIFF\x24\0\0\0WEBPVP8 ", Some("image/webp"));
+        check(b"\0\0\0\x1cftypavif\0\0\0\0", Some("image/avif"));
+        check(b"\0\0\0\x1cftypavis\0\0\0\0", Some("image/avif"));
+        // Not images, or not ones served: SVG, HTML, a HEIC, a RIFF that is not WebP, too short.
+        check(b"<svg xmlns='http://www.w3.org/2000/svg'/>", None);
+        check(b"<!doctype html><script>", None);
+        check(b"\0\0\0\x1cftypheic\0\0\0\0", None);
+        check(b"RIFF\x24\0\0\0WAVEfmt ", None);
+        check(b"\x89PNG", None);
+        check(b"", None);
+    }
+}
