@@ -64,6 +64,8 @@ const MARKER = `export default function Marker() {
 interface Canary {
   url: string;
   hits: string[];
+  /** Requests being answered now (a closed connection counts as answered). */
+  inFlight(): number;
   close(): Promise<void>;
 }
 
@@ -73,12 +75,17 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 /** An HTTP server on loopback that counts what it is asked and answers with `body` as a PNG. */
 async function startCanary(body: Buffer = Buffer.alloc(0)): Promise<Canary> {
   const hits: string[] = [];
+  let inFlight = 0;
   const http: Server = createServer((request, response) => {
     hits.push(`${request.method} ${request.url} ${request.headers['user-agent'] ?? ''}`);
-    response.writeHead(200, { 'content-type': 'image/png' }).end(body);
+    inFlight += 1;
+    response.on('close', () => (inFlight -= 1));
+    // /slow/…: a tarpit, answering only after 5 s
+    const delay = request.url?.startsWith('/slow/') ? 5000 : 0;
+    setTimeout(() => response.writeHead(200, { 'content-type': 'image/png' }).end(body), delay);
   });
   await new Promise<void>((done) => http.listen(0, '127.0.0.1', done));
-  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}`, hits, close: () => new Promise((done) => http.close(() => done())) };
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}`, hits, inFlight: () => inFlight, close: () => new Promise((done) => http.close(() => done())) };
 }
 
 function model(canary: () => Canary, allowed: () => Canary) {
@@ -122,6 +129,9 @@ function model(canary: () => Canary, allowed: () => Canary) {
           ],
         };
       }
+      case 'slow-images':
+        // eight images from a server that takes 5 s to answer each
+        return { text: Array.from({ length: 8 }, (_, index) => `![slow ${index}](${allowed().url}/slow/${index}.png)`).join(' ') };
       default:
         return { text: 'Hello.' };
     }
@@ -292,4 +302,23 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas isolation, second 
     expect(allowedImages.hits.length).toBeGreaterThanOrEqual(1);
     for (const hit of allowedImages.hits) expect(hit).toMatch(/^GET \/allowed\.png Wright\//);
   });
+
+  it("images from a slow server do not hold the page's connections from the app's own requests", async () => {
+    await startConversation('slow-images');
+    // attached, not visible: an image still loading has no size yet
+    await page.locator('img[alt="slow 0"]').waitFor({ state: 'attached' });
+    await page.waitForTimeout(500);
+    const took = await page.evaluate(async () => {
+      const started = performance.now();
+      await fetch('/api/agents', { credentials: 'same-origin' });
+      return performance.now() - started;
+    });
+    expect(took).toBeLessThan(2000);
+    // two at a time, as the slow server sees it (an image shown while the reply streamed and
+    // shown again when it ended may have been asked for once more; the first ask was dropped)
+    expect({ inFlight: allowedImages.inFlight(), loadingInPage: await page.locator('img[alt^="slow "][src]').count() }).toEqual({ inFlight: 2, loadingInPage: 2 });
+    // and they do show, in turn
+    const shown = () => page.locator('img[alt^="slow "]').evaluateAll((images: HTMLImageElement[]) => images.filter((image) => image.complete && image.naturalWidth === 1).length);
+    await expect.poll(shown, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+  }, 30_000);
 });

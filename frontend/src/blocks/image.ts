@@ -50,6 +50,59 @@ export function agentImageSource(remote: URL): string {
   return `/api/images?url=${encodeURIComponent(remote.href)}`;
 }
 
+// Images through the route load at most two at a time, page-wide. The browser opens at most six
+// connections to the app; an image from a slow server holds one until Wright gives up on it
+// (`[images] timeout_ms`), so without a cap a dozen of them would make the app's own API requests
+// wait that long. The images wait their turn instead.
+const MAX_LOADING = 2;
+// An image whose load never ends (it cannot, past the route's own timeout; this is the backstop)
+const SLOT_BACKSTOP_MS = 30_000;
+let loading = 0;
+const waiting: (() => void)[] = [];
+
+function pump() {
+  while (loading < MAX_LOADING && waiting.length) waiting.shift()!();
+}
+
+/**
+ * Gives `image` the source `src` when one of the page's image slots is free. The returned
+ * function gives up: it takes the image out of the queue or, if it is loading, stops the load
+ * (removing the source) and frees its slot — for images no longer shown.
+ */
+export function loadInTurn(image: HTMLImageElement, src: string): () => void {
+  let release: (() => void) | undefined = undefined;
+  let cancelled = false;
+  const start = () => {
+    // taken out of the page or given up while it waited: skip it
+    if (cancelled || !image.isConnected) return;
+    loading += 1;
+    const timer = setTimeout(() => release?.(), SLOT_BACKSTOP_MS);
+    release = () => {
+      release = undefined;
+      clearTimeout(timer);
+      loading -= 1;
+      image.removeEventListener('load', onSettled);
+      image.removeEventListener('error', onSettled);
+      pump();
+    };
+    const onSettled = () => release?.();
+    image.addEventListener('load', onSettled);
+    image.addEventListener('error', onSettled);
+    image.src = src;
+  };
+  waiting.push(start);
+  pump();
+  return () => {
+    cancelled = true;
+    const index = waiting.indexOf(start);
+    if (index >= 0) waiting.splice(index, 1);
+    if (release) {
+      image.removeAttribute('src');
+      release();
+    }
+  };
+}
+
 // Why Wright refused an address, per address, for this page's life: a refused image is shown as
 // refused from then on (markdown re-rendered while streaming does not ask again), and each
 // address is asked about once however many times it is shown.

@@ -3,7 +3,7 @@
 import DOMPurify from 'dompurify';
 import { Marked } from 'marked';
 import { highlight } from './highlight';
-import { agentImageSource, refusalOf, refusedImageElement, remoteImage } from './image';
+import { refusalOf, refusedImageElement, remoteImage } from './image';
 
 const marked = new Marked({
   gfm: true,
@@ -23,8 +23,8 @@ function purifier() {
     // Links open outside the app and carry no referrer.
     DOMPurify.addHook('afterSanitizeAttributes', (node) => {
       // An image only from data the agent holds, or from an address through Wright's image
-      // route (image.ts); `data-agent-image` marks the latter for Markdown.tsx's error handler,
-      // and only the hook sets it.
+      // route (image.ts); `data-agent-image` marks the latter for Markdown.tsx, which loads it
+      // and shows a refusal, and only the hook sets it.
       if (node.tagName === 'IMG') {
         node.removeAttribute('data-agent-image');
         node.removeAttribute('srcset');
@@ -33,9 +33,9 @@ function purifier() {
           const remote = remoteImage(src);
           const refusal = remote ? refusalOf(remote.href) : undefined;
           if (remote && refusal === undefined) {
-            node.setAttribute('src', agentImageSource(remote));
+            // no src yet: Markdown.tsx gives each its route address in turn (loadInTurn)
+            node.removeAttribute('src');
             node.setAttribute('data-agent-image', remote.href);
-            node.setAttribute('loading', 'lazy');
             return;
           }
           node.removeAttribute('src');
