@@ -4,8 +4,9 @@ import { renderMarkdown } from './markdown';
 
 /**
  * Markdown rendered to sanitized HTML (see markdown.ts). An image from an address loads through
- * Wright's image route, in turn with the page's other such images (loadInTurn); when Wright refuses it (the error event says nothing more), the image is
- * replaced by the refusal and its reason, asked of the route once per address (image.ts).
+ * Wright's image route, in turn with the page's other such images (loadInTurn); when Wright
+ * refuses it (the error event says nothing more), the image is replaced by the refusal and its
+ * reason, asked of the route once per address (image.ts).
  */
 export function Markdown({ content, className }: { content: string; className?: string }) {
   const html = useMemo(() => renderMarkdown(content), [content]);

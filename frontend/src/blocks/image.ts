@@ -145,7 +145,6 @@ export function refusedImageElement(document: Document, remote: URL, alt: string
   const note = document.createElement('span');
   note.className = 'image-refused';
   note.setAttribute('role', 'note');
-  note.setAttribute('data-refused-image', remote.href);
   note.append(`Image refused (${reason}): `);
   const link = document.createElement('a');
   link.href = remote.href;
