@@ -10,7 +10,7 @@
 // CARGO_TARGET_DIR or the repository) on a fresh data directory; `restart` stops it (SIGKILL:
 // a crash, not a polite shutdown) and starts it again on the same port and data.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -165,8 +165,10 @@ export interface Wright {
   log(): string;
 }
 
-export async function startWright(model: FakeModel): Promise<Wright> {
+/** `config`: the text of the data directory's `config.toml` (e.g. an egress allowlist). */
+export async function startWright(model: FakeModel, options: { config?: string } = {}): Promise<Wright> {
   const dataDir = mkdtempSync(join(tmpdir(), 'wright-e2e-'));
+  if (options.config !== undefined) writeFileSync(join(dataDir, 'config.toml'), options.config);
   const token = `e2e-${Math.random().toString(36).slice(2)}`;
   let output = '';
   let child: ChildProcess | null = null;

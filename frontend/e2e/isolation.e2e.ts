@@ -64,20 +64,31 @@ const MARKER = `export default function Marker() {
 interface Canary {
   url: string;
   hits: string[];
+  /** Requests being answered now (a closed connection counts as answered). */
+  inFlight(): number;
   close(): Promise<void>;
 }
 
-async function startCanary(): Promise<Canary> {
+/** A 1×1 PNG. */
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==', 'base64');
+
+/** An HTTP server on loopback that counts what it is asked and answers with `body` as a PNG. */
+async function startCanary(body: Buffer = Buffer.alloc(0)): Promise<Canary> {
   const hits: string[] = [];
+  let inFlight = 0;
   const http: Server = createServer((request, response) => {
-    hits.push(`${request.method} ${request.url}`);
-    response.writeHead(200, { 'content-type': 'image/png' }).end();
+    hits.push(`${request.method} ${request.url} ${request.headers['user-agent'] ?? ''}`);
+    inFlight += 1;
+    response.on('close', () => (inFlight -= 1));
+    // /slow/…: a tarpit, answering only after 5 s
+    const delay = request.url?.startsWith('/slow/') ? 5000 : 0;
+    setTimeout(() => response.writeHead(200, { 'content-type': 'image/png' }).end(body), delay);
   });
   await new Promise<void>((done) => http.listen(0, '127.0.0.1', done));
-  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}`, hits, close: () => new Promise((done) => http.close(() => done())) };
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}`, hits, inFlight: () => inFlight, close: () => new Promise((done) => http.close(() => done())) };
 }
 
-function model(canary: () => Canary) {
+function model(canary: () => Canary, allowed: () => Canary) {
   return (request: ModelRequest): ModelReply => {
     const scenario = scenarioOf(request);
     const results = toolResults(request);
@@ -99,7 +110,8 @@ function model(canary: () => Canary) {
         return { text: 'noted' };
       case 'images': {
         const image = (name: string) => `${canary().url}/${name}.png`;
-        if (results.length) return { text: `Here: ![chart](${image('text-markdown')}) <img src="${image('text-html')}">` };
+        if (results.length === 0) return { toolCalls: [{ name: 'send_message', arguments: { text: `Progress: ![progress](${image('send-message')})` } }] };
+        if (results.length === 2) return { text: `Here: ![chart](${image('text-markdown')}) <img src="${image('text-html')}">` };
         return {
           toolCalls: [
             {
@@ -110,12 +122,16 @@ function model(canary: () => Canary) {
                   { type: 'image', url: image('block'), alt: 'block' },
                   { type: 'markdown', content: `![md](${image('block-markdown')}) <img src="${image('block-html')}">` },
                   { type: 'alert', variant: 'info', content: `<img src="${image('alert')}">` },
+                  { type: 'image', url: `${allowed().url}/allowed.png`, alt: 'allowed' },
                 ],
               },
             },
           ],
         };
       }
+      case 'slow-images':
+        // eight images from a server that takes 5 s to answer each
+        return { text: Array.from({ length: 8 }, (_, index) => `![slow ${index}](${allowed().url}/slow/${index}.png)`).join(' ') };
       default:
         return { text: 'Hello.' };
     }
@@ -126,6 +142,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas isolation, second 
   let fake: FakeModel;
   let wright: Wright;
   let canary: Canary;
+  let allowedImages: Canary;
   let browser: Browser;
   let page: Page;
 
@@ -168,8 +185,10 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas isolation, second 
 
   beforeAll(async () => {
     canary = await startCanary();
-    fake = await startFakeModel(model(() => canary));
-    wright = await startWright(fake);
+    allowedImages = await startCanary(PNG);
+    fake = await startFakeModel(model(() => canary, () => allowedImages));
+    // The operator allows the one image server; the canary, another port of loopback, is not.
+    wright = await startWright(fake, { config: `[egress]\nallow = ["${new URL(allowedImages.url).host}"]\n` });
     browser = await launch();
     page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
     await login();
@@ -182,6 +201,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas isolation, second 
     await wright?.stop();
     await fake?.close();
     await canary?.close();
+    await allowedImages?.close();
   });
 
   it("the frame cannot read the app's URL through document.baseURI", async () => {
@@ -264,13 +284,41 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas isolation, second 
     expect(await page.locator('iframe[title="Marker"]').count()).toBe(0);
   });
 
-  it('the page loads no image address the agent chose (blocks, markdown, assistant text)', async () => {
+  it('agent images come only through the egress: a loopback canary is never asked, an allowlisted image shows', async () => {
     await startConversation('images');
     await page.getByRole('button', { name: 'Dismiss' }).click();
     await page.getByText('Here:').waitFor();
-    await page.waitForTimeout(1500);
+    // send_message, the image, markdown and alert blocks, and the assistant's text: all refused.
+    const refused = page.locator('.image-refused', { has: page.locator(`a[href^="${canary.url}/"]`) });
+    await expect.poll(() => refused.count(), { timeout: 10_000 }).toBe(7);
+    for (const text of await refused.allTextContents()) expect(text).toMatch(/^Image refused \(request denied by egress policy: .*loopback/);
+    const allowed = page.locator('img[alt="allowed"]');
+    await expect.poll(() => allowed.evaluate((image: HTMLImageElement) => image.complete && image.naturalWidth)).toBe(1);
+    expect(await allowed.getAttribute('src')).toBe(`/api/images?url=${encodeURIComponent(`${allowedImages.url}/allowed.png`)}`);
+    await page.waitForTimeout(1000);
+    // Nobody asked the canary: not the page, not the server.
     expect(canary.hits).toEqual([]);
-    // shown as links the person may open instead
-    expect(await page.locator(`a[href^="${canary.url}"]`).count()).toBeGreaterThanOrEqual(4);
+    // The allowed image was fetched by Wright (its egress's user agent), not by the browser.
+    expect(allowedImages.hits.length).toBeGreaterThanOrEqual(1);
+    for (const hit of allowedImages.hits) expect(hit).toMatch(/^GET \/allowed\.png Wright\//);
   });
+
+  it("images from a slow server do not hold the page's connections from the app's own requests", async () => {
+    await startConversation('slow-images');
+    // attached, not visible: an image still loading has no size yet
+    await page.locator('img[alt="slow 0"]').waitFor({ state: 'attached' });
+    await page.waitForTimeout(500);
+    const took = await page.evaluate(async () => {
+      const started = performance.now();
+      await fetch('/api/agents', { credentials: 'same-origin' });
+      return performance.now() - started;
+    });
+    expect(took).toBeLessThan(2000);
+    // two at a time, as the slow server sees it (an image shown while the reply streamed and
+    // shown again when it ended may have been asked for once more; the first ask was dropped)
+    expect({ inFlight: allowedImages.inFlight(), loadingInPage: await page.locator('img[alt^="slow "][src]').count() }).toEqual({ inFlight: 2, loadingInPage: 2 });
+    // and they do show, in turn
+    const shown = () => page.locator('img[alt^="slow "]').evaluateAll((images: HTMLImageElement[]) => images.filter((image) => image.complete && image.naturalWidth === 1).length);
+    await expect.poll(shown, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+  }, 30_000);
 });

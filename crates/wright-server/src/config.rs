@@ -26,6 +26,7 @@ pub struct Config {
     pub limits: TextLimits,
     pub agent: LoopConfig,
     pub runs: RunsConfig,
+    pub images: ImagesConfig,
     pub sandbox: SandboxConfig,
     pub egress: EgressConfig,
     pub agentdb: AgentDbConfig,
@@ -135,6 +136,31 @@ impl Default for RunsConfig {
     }
 }
 
+/// `[images]` in config.toml: the images the canvas shows through `GET /api/images`, fetched
+/// through the egress policy (its allowlist, redirect checks and caps apply as well).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImagesConfig {
+    /// Largest image served, in bytes; a larger one is refused (413). The egress's own
+    /// `max_body_bytes` caps it too. Default 5 MiB.
+    pub max_bytes: usize,
+    /// Longest time one image fetch may take, redirects and body included (it is also bounded
+    /// by the egress's `total_timeout_ms`). Default 15 000 ms.
+    pub timeout_ms: u64,
+}
+
+impl Default for ImagesConfig {
+    fn default() -> Self {
+        Self { max_bytes: 5 * 1024 * 1024, timeout_ms: 15_000 }
+    }
+}
+
+impl ImagesConfig {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct ConfigFile {
@@ -143,6 +169,7 @@ struct ConfigFile {
     limits: TextLimits,
     agent: LoopConfig,
     runs: RunsConfig,
+    images: ImagesConfig,
     sandbox: SandboxConfig,
     egress: EgressConfig,
     agentdb: AgentDbConfig,
@@ -175,6 +202,7 @@ impl Config {
             limits: file.limits,
             agent: file.agent,
             runs: file.runs,
+            images: file.images,
             sandbox,
             egress: file.egress,
             agentdb: file.agentdb,

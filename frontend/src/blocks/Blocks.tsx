@@ -3,6 +3,7 @@
 import { Chart } from './Chart';
 import { CodeBlock } from './CodeBlock';
 import { Form } from './Form';
+import { AgentImage } from './AgentImage';
 import { imageSource, remoteImage } from './image';
 import { JsonView } from './JsonView';
 import { Markdown } from './Markdown';
@@ -26,16 +27,7 @@ export function BlockView({ block, onSubmit, disabled }: { block: Block; onSubmi
     case 'image': {
       const src = imageSource(String(block.url ?? ''));
       const remote = src ? null : remoteImage(String(block.url ?? ''));
-      if (remote) {
-        return (
-          <div className="block-empty">
-            Image not loaded (the page loads no address the agent chose):{' '}
-            <a href={remote.href} target="_blank" rel="noopener noreferrer">
-              {block.alt || remote.host}
-            </a>
-          </div>
-        );
-      }
+      if (remote) return <AgentImage remote={remote} alt={block.alt ?? ''} />;
       return src ? (
         <figure className="block-image">
           <img src={src} alt={block.alt ?? ''} loading="lazy" />

@@ -1,8 +1,9 @@
-import { fireEvent, render, screen, within } from '@testing-library/react';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { describe, expect, it, vi } from 'vitest';
 import { Blocks, BlockView } from './Blocks';
 import { normalizeChart } from './chartData';
 import { imageInResult, imageSource } from './image';
+import { Markdown } from './Markdown';
 import { renderMarkdown } from './markdown';
 import { sortRows } from './Table';
 import type { Block } from './types';
@@ -125,12 +126,18 @@ describe('other blocks', () => {
     expect(screen.getByText('2')).toBeTruthy();
   });
 
-  it('shows images from data URLs and bare base64, never loads an address, and refuses others', () => {
+  it('shows images from data URLs and bare base64, loads an address only through Wright, and refuses others', () => {
     expect(imageSource('https://e.test/a.png')).toBeNull();
+    const route = `/api/images?url=${encodeURIComponent('http://127.0.0.1:9/a.png')}`;
     const remote = render(<BlockView block={{ type: 'image', url: 'http://127.0.0.1:9/a.png', alt: 'chart' }} />);
-    expect(remote.container.querySelector('img')).toBeNull();
-    expect(remote.container.querySelector('a')?.getAttribute('href')).toBe('http://127.0.0.1:9/a.png');
-    expect(renderMarkdown('![x](http://127.0.0.1:9/m.png) <img src="http://127.0.0.1:9/h.png">')).not.toContain('<img');
+    expect(remote.container.querySelector('img')?.getAttribute('src')).toBe(route);
+    const html = renderMarkdown('![x](http://127.0.0.1:9/m.png) <img src="http://127.0.0.1:9/h.png" srcset="http://127.0.0.1:9/s.png 2x" data-agent-image="http://evil.test/">');
+    // no source of its own: Markdown gives each its route address in turn
+    expect(html).not.toMatch(/ src=/);
+    expect([...html.matchAll(/data-agent-image="([^"]*)"/g)].map((match) => match[1])).toEqual(['http://127.0.0.1:9/m.png', 'http://127.0.0.1:9/h.png']);
+    expect(html).not.toContain('srcset');
+    expect(html).not.toContain('evil.test');
+    expect(renderMarkdown('<img src="ftp://e.test/a.png" alt="odd">')).not.toContain('<img');
     expect(imageSource('javascript:alert(1)')).toBeNull();
     expect(imageSource('data:text/html;base64,PHNjcmlwdD4=')).toBeNull();
     const png = 'iVBORw0KGgo' + 'A'.repeat(80);
@@ -138,6 +145,41 @@ describe('other blocks', () => {
     expect(imageInResult({ image: png, width: 800, height: 600 })).toEqual({ src: `data:image/png;base64,${png}`, width: 800, height: 600 });
     const { container } = render(<BlockView block={{ type: 'image', url: 'javascript:alert(1)' }} />);
     expect(container.querySelector('img')).toBeNull();
+  });
+
+  it('loads agent images two at a time: the next starts when one has loaded or failed', () => {
+    const { container } = render(<Markdown content={[1, 2, 3, 4].map((n) => `![${n}](http://e.test/turn-${n}.png)`).join(' ')} />);
+    const sources = () => [...container.querySelectorAll('img')].map((image) => Boolean(image.getAttribute('src')));
+    expect(sources()).toEqual([true, true, false, false]);
+    fireEvent.load(container.querySelectorAll('img')[0]);
+    expect(sources()).toEqual([true, true, true, false]);
+    fireEvent.load(container.querySelectorAll('img')[1]);
+    fireEvent.load(container.querySelectorAll('img')[2]);
+    fireEvent.load(container.querySelectorAll('img')[3]);
+    expect(sources()).toEqual([true, true, true, true]);
+  });
+
+  it('shows why Wright refused an image, asking the route once per address', async () => {
+    const reason = 'request denied by egress policy: 127.0.0.1 is loopback (127.0.0.0/8)';
+    const fetchMock = vi.fn(async () => new Response(JSON.stringify({ error: { code: 'denied', message: reason } }), { status: 403 }));
+    vi.stubGlobal('fetch', fetchMock);
+    try {
+      const { container } = render(<Markdown content="![chart](http://127.0.0.1:7/refused.png) and again ![again](http://127.0.0.1:7/refused.png)" />);
+      const route = `/api/images?url=${encodeURIComponent('http://127.0.0.1:7/refused.png')}`;
+      expect([...container.querySelectorAll('img')].map((image) => image.getAttribute('src'))).toEqual([route, route]);
+      for (const image of container.querySelectorAll('img')) fireEvent.error(image);
+      await waitFor(() => expect(container.querySelectorAll('[role="note"]').length).toBe(2));
+      expect(container.querySelector('img')).toBeNull();
+      expect(container.textContent).toContain(`Image refused (${reason})`);
+      expect(fetchMock).toHaveBeenCalledTimes(1);
+      // Shown again (a re-render while streaming): refused at once, without asking.
+      const block = render(<BlockView block={{ type: 'image', url: 'http://127.0.0.1:7/refused.png', alt: 'again' }} />);
+      expect(block.container.querySelector('img')).toBeNull();
+      expect(within(block.container).getByRole('note').textContent).toContain('Image refused');
+      expect(fetchMock).toHaveBeenCalledTimes(1);
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 
   it('offers Dismiss when there is no form, answering {action: "dismissed"} as the server spells it', () => {

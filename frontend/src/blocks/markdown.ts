@@ -3,7 +3,7 @@
 import DOMPurify from 'dompurify';
 import { Marked } from 'marked';
 import { highlight } from './highlight';
-import { remoteImage } from './image';
+import { refusalOf, refusedImageElement, remoteImage } from './image';
 
 const marked = new Marked({
   gfm: true,
@@ -22,19 +22,32 @@ function purifier() {
   if (!hooked) {
     // Links open outside the app and carry no referrer.
     DOMPurify.addHook('afterSanitizeAttributes', (node) => {
-      // An image only from data the agent holds (image.ts); an address becomes a link to it.
+      // An image only from data the agent holds, or from an address through Wright's image
+      // route (image.ts); `data-agent-image` marks the latter for Markdown.tsx, which loads it
+      // and shows a refusal, and only the hook sets it.
       if (node.tagName === 'IMG') {
+        node.removeAttribute('data-agent-image');
+        node.removeAttribute('srcset');
         const src = node.getAttribute('src') ?? '';
         if (!/^data:image\/(png|jpe?g|gif|webp|avif);base64,/i.test(src)) {
-          node.removeAttribute('src');
-          node.removeAttribute('srcset');
-          const link = node.ownerDocument.createElement('a');
           const remote = remoteImage(src);
-          link.textContent = `[image: ${node.getAttribute('alt') || remote?.host || 'not shown'}]`;
-          if (remote) link.setAttribute('href', remote.href);
-          node.replaceWith(link);
-          if (!remote) return;
-          node = link;
+          const refusal = remote ? refusalOf(remote.href) : undefined;
+          if (remote && refusal === undefined) {
+            // no src yet: Markdown.tsx gives each its route address in turn (loadInTurn)
+            node.removeAttribute('src');
+            node.setAttribute('data-agent-image', remote.href);
+            return;
+          }
+          node.removeAttribute('src');
+          if (remote && refusal !== undefined) {
+            node.replaceWith(refusedImageElement(node.ownerDocument, remote, node.getAttribute('alt') ?? '', refusal));
+            return;
+          }
+          const note = node.ownerDocument.createElement('span');
+          note.className = 'image-refused';
+          note.textContent = `[image not shown: ${node.getAttribute('alt') || 'unsupported address'}]`;
+          node.replaceWith(note);
+          return;
         }
       }
       if (node.tagName === 'A' && node.getAttribute('href')) {

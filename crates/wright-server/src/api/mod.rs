@@ -13,6 +13,7 @@ mod components;
 mod conversations;
 mod documents;
 mod error;
+mod images;
 mod market;
 mod state;
 mod tools;
@@ -84,6 +85,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(conversations::stream))
         .routes(routes!(components::list))
         .routes(routes!(components::detail))
+        .routes(routes!(images::image))
         .routes(routes!(admin::list_agent_tools))
         .routes(routes!(admin::agent_tool_versions))
         .routes(routes!(admin::agent_tool_diff))
@@ -238,10 +240,14 @@ pub const CONTENT_SECURITY_POLICY: &str =
 async fn security_headers(request: axum::extract::Request, next: middleware::Next) -> axum::response::Response {
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
-    headers.insert(
-        axum::http::header::CONTENT_SECURITY_POLICY,
-        axum::http::HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
+    // A route that sets a stricter policy of its own (an image: `default-src 'none'; sandbox`)
+    // keeps it; every other response gets the app's.
+    if !headers.contains_key(axum::http::header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            axum::http::header::CONTENT_SECURITY_POLICY,
+            axum::http::HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        );
+    }
     headers.insert(axum::http::header::X_CONTENT_TYPE_OPTIONS, axum::http::HeaderValue::from_static("nosniff"));
     headers.insert(axum::http::header::REFERRER_POLICY, axum::http::HeaderValue::from_static("no-referrer"));
     response

@@ -409,6 +409,7 @@ fn the_readme_config_example_loads() {
     assert_eq!(config.agent.max_tool_turns, 50);
     assert_eq!(config.sandbox.deadline_ms, 30_000);
     assert_eq!(config.egress.proxy, wright_egress::ProxyLimits::default());
+    assert_eq!((config.images.max_bytes, config.images.timeout_ms), (5 * 1024 * 1024, 15_000));
     std::fs::write(dir.path().join("config.toml"), "[egress.proxy]\nmax_connections = 4\n").unwrap();
     let config = wright_server::Config::load(dir.path()).unwrap();
     assert_eq!((config.egress.proxy.max_connections, config.egress.proxy.idle_timeout_ms), (4, 300_000));

@@ -4,4 +4,5 @@
 mod api;
 mod binary;
 mod hardening;
+mod images;
 mod model_loop;

@@ -109,7 +109,7 @@ fn results(detail: &Value) -> Vec<Value> {
         .unwrap()
         .iter()
         .filter(|event| event["kind"] == "tool_result")
-        .map(|event| event.clone())
+        .cloned()
         .collect()
 }
 
