@@ -341,7 +341,9 @@ async fn runaway_statements_stop_at_the_limit_and_roll_back() {
         let error = fixture.fails(&alice, sql, &[]).await;
         let took = started.elapsed();
         assert_eq!(error, AgentDbError::Timeout { limit: Duration::from_millis(300) }, "{sql}");
-        assert!(took < Duration::from_millis(400), "{sql}: stopped after {took:?}");
+        // Run to completion these take minutes; the bound is loose so a busy machine (CI, a
+        // parallel build) does not fail a limit that held.
+        assert!(took < Duration::from_millis(1500), "{sql}: stopped after {took:?}");
         assert_eq!(fixture.scalar(&alice, "SELECT count(*) FROM n").await, 2000, "{sql} was rolled back");
     }
     // Inside an explicit transaction, SQLite rolls the whole transaction back.
