@@ -29,6 +29,7 @@
 
 mod allocator;
 mod bench;
+mod compiled;
 mod config;
 mod confine;
 mod engine;
