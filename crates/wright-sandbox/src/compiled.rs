@@ -89,7 +89,8 @@ impl CodeCache {
         }
     }
 
-    /// `(entries, bytes, hits, misses)`, for tests and the breakdown.
+    /// `(entries, bytes, hits, misses)`.
+    #[cfg(test)]
     pub(crate) fn stats(&self) -> (usize, usize, u64, u64) {
         (self.entries.len(), self.bytes, self.hits, self.misses)
     }
