@@ -114,6 +114,7 @@ impl Catalog {
         rows.iter().map(|row| self.item_from_row(row)).collect()
     }
 
+    #[allow(clippy::too_many_arguments, reason = "one item's worth of columns, as in market.rs")]
     pub(crate) async fn create(
         &self,
         store: &Store,
