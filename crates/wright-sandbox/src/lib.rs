@@ -39,7 +39,7 @@ mod pool;
 mod protocol;
 mod worker;
 
-pub use bench::{RepeatReport, run_repeated};
+pub use bench::{RepeatReport, ThroughputReport, run_concurrently, run_repeated};
 pub use config::{Limits, RunLimits, SandboxConfig};
 pub use host::{FetchRequest, FetchResponse, HostFuture, MemoryHost, SandboxHost};
 pub use outcome::{ErrorKind, RunOutcome};
