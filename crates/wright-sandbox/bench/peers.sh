@@ -17,6 +17,8 @@
 # Last, an enforcement-only pass of the subprocess peer. `uptime` is printed between the parts. Results: JSON lines on stdout, then the
 # peers' Markdown table.
 #
+# PEERS, WORKLOADS (default w1,w2,w3) and THROUGHPUT=0 narrow a run, e.g.
+#   WORKLOADS=w1 PEERS=ivm-cold,bun THROUGHPUT=0 bash crates/wright-sandbox/bench/peers.sh 3
 # Needs a release build: cargo build --release -p wright-sandbox --bins --examples
 # and the peers installed (run.sh installs them with npm into PEERS_DIR on first use).
 set -euo pipefail
@@ -26,12 +28,14 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 PEERS_DIR="${PEERS_DIR:-$ROOT/../shared/bench/peers}"
 PEERS="${PEERS:-ivm-cold,ivm-warm,qjs-cold,qjs-warm,node,bun,wright-proc}"
+WORKLOADS="${WORKLOADS:-w1,w2,w3}"
+THROUGHPUT="${THROUGHPUT:-1}"
 W="$PEERS_DIR/workloads"
 load() { printf '{"load":"%s"}\n' "$(uptime | sed 's/.*load average: //')"; }
 input_for() { [ -f "$W/$1-input.json" ] && printf '%s\n' --input "$W/$1-input.json" || true; }
 load
 for rep in $(seq 1 "$REPS"); do
-  for w in w1 w2 w3; do
+  for w in ${WORKLOADS//,/ }; do
     mapfile -t input < <(input_for "$w")
     n=400; [ "$w" = w3 ] && n=20
     printf '{"rep":%s,"workload":"%s","what":"pool","report":%s}\n' "$rep" "$w" \
@@ -39,7 +43,8 @@ for rep in $(seq 1 "$REPS"); do
     printf '{"rep":%s,"workload":"%s","what":"quickjs-own","report":%s}\n' "$rep" "$w" \
       "$("$TARGET/examples/quickjs_work" "$W/$w.js" "${input[@]}" --repeat "$n" --warmup 10 | sed 's/,"result_json":.*}$/}/')"
   done
-  for w in w1 w2; do
+  for w in ${WORKLOADS//,/ }; do
+    [ "$THROUGHPUT" = 1 ] && [ "$w" != w3 ] || continue
     mapfile -t input < <(input_for "$w")
     printf '{"rep":%s,"workload":"%s","what":"throughput-2-workers","report":%s}\n' "$rep" "$w" \
       "$("$TARGET/examples/sandbox_run" "$W/$w.js" "${input[@]}" --repeat 10000 --warmup 50 --concurrency 2)"
@@ -50,7 +55,7 @@ for rep in $(seq 1 "$REPS"); do
   done
   load
 done
-PEERS_EXTRA="wright-proc=$TARGET/examples/peer" bash "$PEERS_DIR/run.sh" --reps="$REPS" --peers="$PEERS"
+PEERS_EXTRA="wright-proc=$TARGET/examples/peer" bash "$PEERS_DIR/run.sh" --reps="$REPS" --peers="$PEERS" --workloads="$WORKLOADS"
 load
 # Enforcement only, with a deadline short enough for E1 (the harness SIGKILLs at 100 ms).
 PEERS_EXTRA="wright-proc-e=$TARGET/examples/peer --deadline-ms 80" bash "$PEERS_DIR/run.sh" --no-bench --peers=wright-proc-e
