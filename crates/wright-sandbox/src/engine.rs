@@ -17,6 +17,8 @@
 //!   the caller's path; QuickJS's own collection trigger is pushed [`GC_HEADROOM_BYTES`] past
 //!   the live heap so that it rarely fires during a call or while a context is built.
 //! - Typed arrays are added only for code that names them ([`names_typed_arrays`]).
+//! - Code is compiled once per worker and text: later calls load its bytecode
+//!   ([`crate::compiled`]) into their fresh context instead of parsing it again.
 
 use crate::SandboxError;
 use crate::allocator::{Accounting, CountingAllocator};

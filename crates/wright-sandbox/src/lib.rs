@@ -20,6 +20,8 @@
 //!
 //! Guarantees:
 //! - Every call runs in a fresh context; nothing one call does is visible to the next.
+//! - A worker compiles a given code text once and keeps its bytecode under that exact text
+//!   (bounded): an edited or rolled-back tool never runs another text's bytecode.
 //! - Memory (QuickJS's allocator limit), stack and result size are capped per call; logs are
 //!   capped and marked when truncated; `fetch` is counted (20 per call by default).
 //! - The deadline holds for real: the interrupt handler and every host function check it, and
