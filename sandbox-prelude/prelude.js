@@ -209,6 +209,11 @@ export default function install(native) {
   define("resolve", function resolve(result) {
     settle(result);
   });
+  // `args` and `input` exist from here (while the context is prepared, off the caller's path),
+  // so that `start` only sets their values instead of adding two properties to the global
+  // object during the call.
+  define("args", undefined);
+  define("input", undefined);
 
   // JSON result rules: undefined becomes null; a function, a symbol or a BigInt is an error that
   // names where it is (JSON.stringify would drop the first two silently); a cycle is an error.
@@ -216,6 +221,10 @@ export default function install(native) {
   // holder. A shared (not cyclic) object may be named by either of its paths; that is fine.
   function toJson(result) {
     if (result === undefined) return "null";
+    // A primitive has no path to name and cannot hold a cycle, a function, a symbol or a
+    // BigInt: the replacer (and its Map) would only cost time.
+    const kind = typeof result;
+    if (result === null || kind === "string" || kind === "number" || kind === "boolean") return jsonStringify(result);
     const paths = new MapCtor();
     const replacer = function (key, item) {
       const holderPath = call(mapGet, paths, this);

@@ -1,6 +1,7 @@
 //! Running one piece of code many times and timing it: what `wright sandbox run FILE
 //! [--args JSON] [--input FILE] [--repeat N] [--json]` prints, and what the benchmark against
 //! the peer sandboxes (`../shared/bench/peers`) uses. The binary only parses arguments.
+//! [`run_concurrently`] measures the pool's throughput instead of one call's latency.
 
 use crate::host::SandboxHost;
 use crate::outcome::RunOutcome;
@@ -88,6 +89,75 @@ pub async fn run_repeated(
         p95_ms: nearest_rank(&samples, 0.95),
         runs_per_s: if total > 0.0 { runs as f64 / (total / 1000.0) } else { 0.0 },
         peak_rss_mb: peak_rss_mb("/proc/self/status") + worker_peak,
+    }
+}
+
+/// How many calls a pool serves per second when `concurrency` callers keep it busy.
+#[derive(Debug, Clone, Copy)]
+pub struct ThroughputReport {
+    pub concurrency: usize,
+    pub calls: usize,
+    /// Calls whose outcome was not a success (they count in `calls`, so a broken run shows).
+    pub failures: usize,
+    pub seconds: f64,
+    pub calls_per_s: f64,
+}
+
+impl ThroughputReport {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "concurrency": self.concurrency,
+            "calls": self.calls,
+            "failures": self.failures,
+            "seconds": self.seconds,
+            "calls_per_s": self.calls_per_s,
+        })
+    }
+}
+
+/// Runs `total` calls of `request` from `concurrency` callers at once (each starts its next call
+/// when its last one ends), after `warmup` untimed calls per caller. With `concurrency` equal
+/// to the pool size this is the pool's throughput: every worker always has a call waiting.
+pub async fn run_concurrently(
+    sandbox: &Sandbox,
+    request: &RunRequest,
+    host: Arc<dyn SandboxHost>,
+    concurrency: usize,
+    total: usize,
+    warmup: usize,
+) -> ThroughputReport {
+    let concurrency = concurrency.max(1);
+    let caller = |calls: usize| {
+        let (sandbox, request, host) = (sandbox.clone(), request.clone(), Arc::clone(&host));
+        async move {
+            let mut failures = 0;
+            for _ in 0..calls {
+                if !matches!(sandbox.run(request.clone(), Arc::clone(&host)).await, RunOutcome::Success { .. }) {
+                    failures += 1;
+                }
+            }
+            failures
+        }
+    };
+    let mut warmups = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        warmups.spawn(caller(warmup));
+    }
+    warmups.join_all().await;
+    let started = Instant::now();
+    let mut callers = tokio::task::JoinSet::new();
+    for index in 0..concurrency {
+        // Spread `total` over the callers; the first ones take the remainder.
+        callers.spawn(caller(total / concurrency + usize::from(index < total % concurrency)));
+    }
+    let failures = callers.join_all().await.into_iter().sum();
+    let seconds = started.elapsed().as_secs_f64();
+    ThroughputReport {
+        concurrency,
+        calls: total,
+        failures,
+        seconds,
+        calls_per_s: if seconds > 0.0 { total as f64 / seconds } else { 0.0 },
     }
 }
 

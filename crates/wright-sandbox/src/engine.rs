@@ -17,14 +17,17 @@
 //!   the caller's path; QuickJS's own collection trigger is pushed [`GC_HEADROOM_BYTES`] past
 //!   the live heap so that it rarely fires during a call or while a context is built.
 //! - Typed arrays are added only for code that names them ([`names_typed_arrays`]).
+//! - Code is compiled once per worker and text: later calls load its bytecode
+//!   ([`crate::compiled`]) into their fresh context instead of parsing it again.
 
 use crate::SandboxError;
 use crate::allocator::{Accounting, CountingAllocator};
+use crate::compiled::{self, CodeCache};
 use crate::config::Limits;
 use crate::outcome::ErrorKind;
 use crate::protocol::{HostCall, WireOutcome};
 use rquickjs::WriteOptions;
-use rquickjs::context::{EvalOptions, intrinsic};
+use rquickjs::context::intrinsic;
 use rquickjs::{
     CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Module, Object, Persistent, Runtime, Value,
 };
@@ -174,6 +177,8 @@ pub(crate) struct Engine {
     calls_on_runtime: u32,
     /// The memory and stack limits the runtime is set to, to skip resetting them.
     runtime_limits: Option<(usize, usize)>,
+    /// Bytecode of the code this engine has compiled; outlives runtimes (it is plain bytes).
+    code_cache: CodeCache,
 }
 
 impl Engine {
@@ -193,7 +198,14 @@ impl Engine {
             accounting: Rc::new(Accounting::default()),
             calls_on_runtime: 0,
             runtime_limits: None,
+            code_cache: CodeCache::default(),
         }
+    }
+
+    /// The compiled-code cache's `(entries, bytes, hits, misses)`.
+    #[cfg(test)]
+    pub(crate) fn code_cache_stats(&self) -> (usize, usize, u64, u64) {
+        self.code_cache.stats()
     }
 
     fn runtime(&mut self) -> Result<Runtime, SandboxError> {
@@ -323,11 +335,11 @@ impl Engine {
         self.accounting.refused.set(false);
         state.deadline.set(Instant::now() + limits.deadline());
 
+        let code_cache = &mut self.code_cache;
         let Some(prepared) = self.prepared.as_ref() else {
             return Err(SandboxError::Engine("no prepared context".to_string()));
         };
         let args_json = serde_json::to_string(args).map_err(|error| SandboxError::Engine(error.to_string()))?;
-        let source = wrap_code(code);
         if names_typed_arrays(code) {
             prepared.context.with(|ctx| add_typed_arrays(&ctx))?;
         }
@@ -335,11 +347,7 @@ impl Engine {
         // Compile and start: the body runs synchronously up to its first `await`.
         let started = prepared.context.with(|ctx| -> Result<Option<Failure>, SandboxError> {
             let runner = prepared.runner.clone().restore(&ctx).map_err(engine_error)?;
-            let mut options = EvalOptions::default();
-            options.strict = true;
-            options.backtrace_barrier = true;
-            options.filename = Some(CODE_FILE.to_string());
-            let function = match ctx.eval_with_options::<Function<'_>, _>(source, options).catch(&ctx) {
+            let function = match compiled::function_from_code(&ctx, code_cache, code).catch(&ctx) {
                 Ok(function) => function,
                 Err(caught) => return Ok(Some(Failure::from_caught(&caught, true))),
             };

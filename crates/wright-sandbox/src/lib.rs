@@ -20,6 +20,8 @@
 //!
 //! Guarantees:
 //! - Every call runs in a fresh context; nothing one call does is visible to the next.
+//! - A worker compiles a given code text once and keeps its bytecode under that exact text
+//!   (bounded): an edited or rolled-back tool never runs another text's bytecode.
 //! - Memory (QuickJS's allocator limit), stack and result size are capped per call; logs are
 //!   capped and marked when truncated; `fetch` is counted (20 per call by default).
 //! - The deadline holds for real: the interrupt handler and every host function check it, and
@@ -29,6 +31,7 @@
 
 mod allocator;
 mod bench;
+mod compiled;
 mod config;
 mod confine;
 mod engine;
@@ -38,12 +41,14 @@ mod pool;
 mod protocol;
 mod worker;
 
-pub use bench::{RepeatReport, run_repeated};
+pub use bench::{RepeatReport, ThroughputReport, run_concurrently, run_repeated};
 pub use config::{Limits, RunLimits, SandboxConfig};
 pub use host::{FetchRequest, FetchResponse, HostFuture, MemoryHost, SandboxHost};
 pub use outcome::{ErrorKind, RunOutcome};
 pub use pool::{RunRequest, Sandbox};
 pub use worker::worker_main;
+#[cfg(feature = "profiling")]
+pub use worker::serve_unconfined_for_profiling;
 
 /// What can go wrong around the code (the code's own failures are [`RunOutcome`]s).
 #[derive(Debug, thiserror::Error)]

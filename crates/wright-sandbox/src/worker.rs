@@ -41,6 +41,20 @@ fn serve() {
         eprintln!("wright-sandbox worker: cannot confine itself: {error}");
         return;
     }
+    serve_calls();
+}
+
+/// The worker's loop with none of [`crate::confine`]: valgrind cannot run a process that lowers
+/// its own descriptor limit, and the breakdown in ARCHITECTURE.md is measured under callgrind
+/// (`bench/callgrind.sh`, through `examples/worker_profile.rs`). Only with the `profiling`
+/// feature, which nothing that serves agents enables.
+#[cfg(feature = "profiling")]
+#[doc(hidden)]
+pub fn serve_unconfined_for_profiling() {
+    serve_calls();
+}
+
+fn serve_calls() {
     let mut engine = Engine::new(Box::new(PipeBridge));
     // Warm up before the first call arrives; a failure here shows again on the call.
     if let Err(error) = engine.prepare() {

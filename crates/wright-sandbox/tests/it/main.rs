@@ -562,6 +562,23 @@ async fn prelude_changes_do_not_leak_into_the_next_call() {
     assert_eq!(sandbox.worker_pids(), pids);
 }
 
+/// Workers keep compiled code by its text: a tool updated to a same-length text and then rolled
+/// back runs each version's own code on every worker, each call in a fresh context.
+#[tokio::test]
+async fn updated_and_rolled_back_tools_never_run_stale_bytecode() {
+    let sandbox = Sandbox::new(SandboxConfig { pool_size: 2, ..config() }).expect("sandbox starts");
+    let version_1 = "globalThis.n = (globalThis.n || 0) + 1; return 'v1:' + n + ':' + args.x;";
+    let version_2 = "globalThis.n = (globalThis.n || 0) + 1; return 'v2:' + n + ':' + args.x;";
+    assert_eq!(version_1.len(), version_2.len());
+    for (version, expected) in [(version_1, "v1:1:7"), (version_2, "v2:1:7"), (version_1, "v1:1:7")] {
+        // Four calls: both workers compile or load each version at least once.
+        for _ in 0..4 {
+            let outcome = run_with(&sandbox, RunRequest::new(version).with_args(json!({"x": 7}))).await;
+            assert_eq!(result(&outcome), &json!(expected));
+        }
+    }
+}
+
 /// A worker gives up new descriptors, processes, privileges and core dumps before any agent
 /// code runs (see `confine.rs`), and still serves calls.
 #[cfg(target_os = "linux")]

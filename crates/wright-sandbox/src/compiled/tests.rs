@@ -1,0 +1,127 @@
+//! The compiled-code cache: never stale, bounded, and invisible in what a call sees.
+
+use super::{CodeCache, MAX_BYTES, MAX_ENTRIES};
+use crate::config::Limits;
+use crate::engine::{Engine, NoHost};
+use crate::protocol::WireOutcome;
+use serde_json::json;
+
+fn engine() -> Engine {
+    Engine::new(Box::new(NoHost))
+}
+
+/// Runs `code` and returns its result's JSON text, or the error with its stack.
+fn run(engine: &mut Engine, code: &str) -> String {
+    match engine.run(code, &json!({"n": 2}), None, &Limits::default()) {
+        WireOutcome::Ok { result_json, .. } => result_json,
+        WireOutcome::Err { kind, error, stack, .. } => format!("{kind:?}: {error}\n{}", stack.unwrap_or_default()),
+    }
+}
+
+#[test]
+fn a_second_call_of_the_same_code_loads_its_bytecode() {
+    let mut engine = engine();
+    assert_eq!(run(&mut engine, "return args.n * 21;"), "42");
+    assert_eq!(run(&mut engine, "return args.n * 21;"), "42");
+    let (entries, _, hits, misses) = engine.code_cache_stats();
+    assert_eq!((entries, hits, misses), (1, 1, 1));
+}
+
+#[test]
+fn a_changed_tool_and_its_rollback_run_their_own_code() {
+    let mut engine = engine();
+    let version_1 = "return 'v1:' + args.n;";
+    let version_2 = "return 'v2:' + args.n;";
+    assert_eq!(run(&mut engine, version_1), r#""v1:2""#);
+    assert_eq!(run(&mut engine, version_1), r#""v1:2""#);
+    // The update differs by one character; it must not find version 1's bytecode.
+    assert_eq!(run(&mut engine, version_2), r#""v2:2""#);
+    assert_eq!(run(&mut engine, version_2), r#""v2:2""#);
+    // Rolling back finds version 1's entry again, not version 2's.
+    assert_eq!(run(&mut engine, version_1), r#""v1:2""#);
+    let (entries, _, hits, misses) = engine.code_cache_stats();
+    assert_eq!((entries, hits, misses), (2, 3, 2));
+}
+
+#[test]
+fn code_differing_only_after_a_shared_prefix_is_not_confused() {
+    // Same length, same start: a key made of a prefix or a length would mix them up.
+    let mut engine = engine();
+    assert_eq!(run(&mut engine, "return [1, 2, 3].length;"), "3");
+    assert_eq!(run(&mut engine, "return [1, 2, 3].at(-1);"), "3");
+    assert_eq!(run(&mut engine, "return [1, 2, 4].at(-1);"), "4");
+    assert_eq!(engine.code_cache_stats().3, 3);
+}
+
+#[test]
+fn cached_code_still_runs_in_a_fresh_context() {
+    let mut engine = engine();
+    let code = "globalThis.calls = (globalThis.calls || 0) + 1; return calls;";
+    for _ in 0..3 {
+        assert_eq!(run(&mut engine, code), "1");
+    }
+    assert_eq!(engine.code_cache_stats().2, 2);
+}
+
+#[test]
+fn errors_from_cached_code_keep_their_positions() {
+    let mut engine = engine();
+    let code = "const x = 1;\n  throw new Error('boom ' + x);";
+    let first = run(&mut engine, code);
+    let second = run(&mut engine, code);
+    assert!(first.contains("tool.js:2:"), "{first}");
+    assert_eq!(first, second);
+    assert_eq!(engine.code_cache_stats().2, 1);
+}
+
+#[test]
+fn syntax_errors_are_not_cached() {
+    let mut engine = engine();
+    let first = run(&mut engine, "return (;");
+    assert!(first.starts_with("Syntax"), "{first}");
+    assert_eq!(run(&mut engine, "return (;"), first);
+    let (entries, _, hits, _) = engine.code_cache_stats();
+    assert_eq!((entries, hits), (0, 0));
+}
+
+#[test]
+fn the_cache_survives_a_replaced_runtime() {
+    // An infinite loop times out, and a timed-out call throws its runtime away.
+    let mut engine = engine();
+    assert_eq!(run(&mut engine, "return 7;"), "7");
+    let limits = Limits { deadline_ms: 20, ..Limits::default() };
+    let looped = engine.run("while (true) {}", &json!({}), None, &limits);
+    assert!(matches!(looped, WireOutcome::Err { kind: crate::outcome::ErrorKind::Timeout, .. }));
+    assert_eq!(run(&mut engine, "return 7;"), "7");
+    assert_eq!(engine.code_cache_stats().2, 1);
+}
+
+#[test]
+fn entries_are_bounded_and_the_least_recently_used_goes_first() {
+    let mut cache = CodeCache::default();
+    cache.insert("kept", vec![0; 8]);
+    for index in 0..MAX_ENTRIES + 50 {
+        // Using "kept" keeps it the most recently used.
+        assert!(cache.get("kept").is_some(), "evicted at {index}");
+        cache.insert(&format!("return {index};"), vec![0; 8]);
+    }
+    let (entries, bytes, _, _) = cache.stats();
+    assert_eq!(entries, MAX_ENTRIES);
+    assert!(cache.get("return 0;").is_none());
+    assert!(cache.get(&format!("return {};", MAX_ENTRIES + 49)).is_some());
+    assert_eq!(bytes, cache.entries.iter().map(|(code, entry)| code.len() + entry.bytecode.len()).sum::<usize>());
+}
+
+#[test]
+fn bytes_are_bounded() {
+    let mut cache = CodeCache::default();
+    let chunk = MAX_BYTES / 10;
+    for index in 0..30 {
+        cache.insert(&format!("code {index}"), vec![0; chunk]);
+        assert!(cache.stats().1 <= MAX_BYTES);
+    }
+    assert!(cache.stats().0 < 10);
+    // Too big to keep at all.
+    cache.insert("huge", vec![0; MAX_BYTES / 2]);
+    assert!(cache.get("huge").is_none());
+}
