@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, Event, EventBody, EventKind, NewEvent, Notice, ToolSpec};
+use wright_core::{AgentId, Event, EventBody, EventKind, NewEvent, Notice, ToolSpec, transcript_line};
 use wright_tools::ToolRegistry;
 
 use crate::AgentError;
@@ -201,19 +201,6 @@ fn size(event: &Event) -> usize {
     event.content.len() + body
 }
 
-/// Short text for a tool call or result in the transcript.
-fn preview(value: &Value) -> String {
-    let text = match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    };
-    let mut shown: String = text.chars().take(300).collect();
-    if shown.len() < text.len() {
-        shown.push('…');
-    }
-    shown
-}
-
 /// Runs the loop until the model is done, a call parks, the turn limit is reached, the model
 /// fails, or the run is cancelled; each of those ends the run through [`Transcript::finish`].
 /// An error means the transcript could not be written: the caller must end the run itself.
@@ -285,7 +272,7 @@ pub async fn run(
                 Ok(arguments) => arguments.clone(),
                 Err(raw) => Value::String(raw.clone()),
             };
-            let content = format!("{}({})", call.name, preview(&arguments));
+            let content = format!("{}({})", call.name, transcript_line(&arguments));
             new_events.push(NewEvent::new(
                 content,
                 EventBody::ToolCall {
@@ -309,7 +296,7 @@ pub async fn run(
             match dispatch(&site, call).await {
                 Dispatched::Finished { output, success } => {
                     let result = NewEvent::new(
-                        preview(&output),
+                        transcript_line(&output),
                         EventBody::ToolResult {
                             tool_call_id: call.id.clone(),
                             name: call.name.clone(),

@@ -258,6 +258,20 @@ impl EventBody {
     }
 }
 
+/// The short line a person reads for a JSON value in the transcript (a tool call's
+/// arguments, a result): strings as they are, anything else as JSON, cut at 300 characters.
+pub fn transcript_line(value: &Value) -> String {
+    let text = match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let mut shown: String = text.chars().take(300).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    shown
+}
+
 string_enum!(
     /// Why a tool call got a result without finishing.
     Unfinished, "unfinished reason" {

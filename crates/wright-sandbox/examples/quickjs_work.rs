@@ -50,11 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut samples = Vec::with_capacity(repeat);
     for _ in 0..repeat.max(1) {
-        let (elapsed, _) = if fresh_context {
-            call(&Context::full(&runtime)?)?
-        } else {
-            call(&warm_context)?
-        };
+        let (elapsed, _) = if fresh_context { call(&Context::full(&runtime)?)? } else { call(&warm_context)? };
         samples.push(elapsed);
     }
     samples.sort_by(f64::total_cmp);

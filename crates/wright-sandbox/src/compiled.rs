@@ -167,12 +167,7 @@ fn read_bytecode<'js>(ctx: &Ctx<'js>, bytes: &[u8]) -> rquickjs::Result<Bytecode
     // (see the module's guarantees); QuickJS-NG copies what it reads (`JS_READ_OBJ_ROM_DATA` is
     // gone), so the slice need not outlive the value.
     let value = unsafe {
-        qjs::JS_ReadObject(
-            ctx.as_raw().as_ptr(),
-            bytes.as_ptr(),
-            bytes.len() as _,
-            qjs::JS_READ_OBJ_BYTECODE as i32,
-        )
+        qjs::JS_ReadObject(ctx.as_raw().as_ptr(), bytes.as_ptr(), bytes.len() as _, qjs::JS_READ_OBJ_BYTECODE as i32)
     };
     owned(ctx, value).map(Bytecode)
 }

@@ -46,9 +46,9 @@ pub use config::{Limits, RunLimits, SandboxConfig};
 pub use host::{FetchRequest, FetchResponse, HostFuture, MemoryHost, SandboxHost};
 pub use outcome::{ErrorKind, RunOutcome};
 pub use pool::{RunRequest, Sandbox};
-pub use worker::worker_main;
 #[cfg(feature = "profiling")]
 pub use worker::serve_unconfined_for_profiling;
+pub use worker::worker_main;
 
 /// What can go wrong around the code (the code's own failures are [`RunOutcome`]s).
 #[derive(Debug, thiserror::Error)]

@@ -24,7 +24,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::SqliteConnection;
-use wright_core::{AgentId, ConversationStatus, Event, EventBody, EventKind, NewEvent, Unfinished};
+use wright_core::{AgentId, ConversationStatus, Event, EventBody, EventKind, NewEvent, Unfinished, transcript_line};
 
 use crate::{Store, StoreError};
 
@@ -138,23 +138,10 @@ fn decode(error: impl std::error::Error + Send + Sync + 'static) -> StoreError {
 const CONVERSATION_COLUMNS: &str = "id, agent_id, title, status, created_at, updated_at";
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
-/// Short text of a JSON value for the transcript.
-fn preview(value: &Value) -> String {
-    let text = match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    };
-    let mut shown: String = text.chars().take(300).collect();
-    if shown.len() < text.len() {
-        shown.push('…');
-    }
-    shown
-}
-
 /// A tool result as stored: the line a person reads and its body.
 pub fn tool_result_event(tool_call_id: &str, name: &str, output: Value, success: bool) -> NewEvent {
     NewEvent::new(
-        preview(&output),
+        transcript_line(&output),
         EventBody::ToolResult { tool_call_id: tool_call_id.to_owned(), name: name.to_owned(), output, success },
     )
 }
@@ -286,7 +273,7 @@ async fn close_open_calls(
         .bind(id)
         .execute(&mut *connection)
         .await?;
-        results.push(NewEvent::new(preview(&output), body));
+        results.push(NewEvent::new(transcript_line(&output), body));
     }
     // A pending row whose call event is missing (a crash between the two writes) is closed too.
     sqlx::query(sqlx::AssertSqlSafe(format!(

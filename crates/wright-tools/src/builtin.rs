@@ -26,23 +26,21 @@ pub(crate) struct Builtin<A> {
 
 impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
     pub(crate) fn boxed(name: &str, description: &str, handler: Handler<A>) -> Box<dyn Tool> {
-        let spec = ToolSpec {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            parameters: schema_for::<A>(),
-            pauses: false,
-        };
-        Box::new(Builtin { spec, handler })
+        Self::with(name, description, handler, false)
     }
 
     /// A tool whose calls wait for the person: the loop validates and parks them instead of
     /// running `handler` (which answers only callers outside a conversation).
     pub(crate) fn pausing(name: &str, description: &str, handler: Handler<A>) -> Box<dyn Tool> {
+        Self::with(name, description, handler, true)
+    }
+
+    fn with(name: &str, description: &str, handler: Handler<A>, pauses: bool) -> Box<dyn Tool> {
         let spec = ToolSpec {
             name: name.to_owned(),
             description: description.to_owned(),
             parameters: schema_for::<A>(),
-            pauses: true,
+            pauses,
         };
         Box::new(Builtin { spec, handler })
     }

@@ -104,13 +104,7 @@ fn kinds(detail: &Value) -> Vec<String> {
 }
 
 fn results(detail: &Value) -> Vec<Value> {
-    detail["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|event| event["kind"] == "tool_result")
-        .cloned()
-        .collect()
+    detail["events"].as_array().unwrap().iter().filter(|event| event["kind"] == "tool_result").cloned().collect()
 }
 
 /// A script turn calling tools, in the wire's own way: native calls, or the text protocol's
@@ -557,6 +551,16 @@ async fn wright_chat_beside_wright_serve_leaves_the_servers_run_alone() {
     assert_eq!(detail["events"].as_array().unwrap().last().unwrap()["type"], "cancelled", "{detail}");
 }
 
+/// Answers the conversation's first waiting call, if one waits; says whether it did.
+async fn answer_first_pending(server: &Server, id: &str, detail: &Value) -> bool {
+    if detail["conversation"]["status"] != "waiting" {
+        return false;
+    }
+    let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
+    server.post(&format!("/api/conversations/{id}/pending/{call_id}"), json!({"answer": {"answer": "yes"}})).await;
+    true
+}
+
 /// A small deterministic generator, so a failing chaos run can be replayed from its seed.
 struct Lcg(u64);
 
@@ -592,22 +596,8 @@ async fn chaos_sigkill_at_random_moments_loses_nothing_and_every_conversation_go
         // Nudge every conversation on: answer what waits, or say something.
         for id in &conversations {
             let detail = server.get(&format!("/api/conversations/{id}")).await;
-            match detail["conversation"]["status"].as_str().unwrap() {
-                "waiting" => {
-                    let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
-                    server
-                        .post(
-                            &format!("/api/conversations/{id}/pending/{call_id}"),
-                            json!({"answer": {"answer": "yes"}}),
-                        )
-                        .await;
-                }
-                "running" => {}
-                _ => {
-                    server
-                        .post(&format!("/api/conversations/{id}/messages"), json!({"text": format!("go {kill}")}))
-                        .await;
-                }
+            if !answer_first_pending(&server, id, &detail).await && detail["conversation"]["status"] != "running" {
+                server.post(&format!("/api/conversations/{id}/messages"), json!({"text": format!("go {kill}")})).await;
             }
         }
         tokio::time::sleep(Duration::from_millis(random.below(600))).await;
@@ -635,28 +625,15 @@ async fn chaos_sigkill_at_random_moments_loses_nothing_and_every_conversation_go
     for id in &conversations {
         for _ in 0..10 {
             let detail = server.get(&format!("/api/conversations/{id}")).await;
-            match detail["conversation"]["status"].as_str().unwrap() {
-                "waiting" => {
-                    let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
-                    server
-                        .post(
-                            &format!("/api/conversations/{id}/pending/{call_id}"),
-                            json!({"answer": {"answer": "yes"}}),
-                        )
-                        .await;
-                    server.settle(id).await;
-                }
-                "running" => {
-                    server.settle(id).await;
-                }
-                _ => {
-                    let last = detail["events"].as_array().unwrap().last().cloned().unwrap_or_default();
-                    if last["kind"] == "assistant" && !last["content"].as_str().unwrap_or_default().is_empty() {
-                        break;
-                    }
-                    server.say(id, "finish up").await;
-                }
+            if answer_first_pending(&server, id, &detail).await || detail["conversation"]["status"] == "running" {
+                server.settle(id).await;
+                continue;
             }
+            let last = detail["events"].as_array().unwrap().last().cloned().unwrap_or_default();
+            if last["kind"] == "assistant" && !last["content"].as_str().unwrap_or_default().is_empty() {
+                break;
+            }
+            server.say(id, "finish up").await;
         }
         let detail = server.get(&format!("/api/conversations/{id}")).await;
         assert_eq!(detail["conversation"]["status"], "idle", "seed {seed:#x}: {detail}");
