@@ -12,8 +12,8 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wright_agent::{
-    Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, RunOutcome,
-    SystemParts, Transcript, run,
+    ApprovedCall, Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall,
+    RunContext, RunOutcome, SystemParts, Transcript, run,
 };
 use wright_core::{AgentId, ConversationStatus, DocumentKind, Event, EventBody, NewEvent};
 use wright_store::{ExecutionFilter, Lease, RunEnd, StateLimits, Store};
@@ -99,6 +99,9 @@ impl Transcript for StoreTranscript {
     }
     fn park<'a>(&'a self, _call: &'a ParkedCall) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async { Ok(()) })
+    }
+    fn approved_calls(&self) -> BoxFuture<'_, Result<Vec<ApprovedCall>, String>> {
+        Box::pin(async { Ok(Vec::new()) })
     }
     fn finish(&self, _outcome: &RunOutcome, closing: Vec<NewEvent>) -> BoxFuture<'_, Result<Finish, String>> {
         Box::pin(async move {

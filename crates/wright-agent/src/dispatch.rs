@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use wright_core::AgentId;
+use wright_core::{AgentId, DecidedBy, PendingKind, ToolPolicy};
 use wright_tools::{Invocation, ToolRegistry};
 
 use crate::run::ModelToolCall;
@@ -12,8 +12,9 @@ use crate::run::ModelToolCall;
 pub(crate) enum Dispatched {
     /// The call ran (or was refused); its result goes back to the model.
     Finished { output: Value, success: bool },
-    /// A valid pausing call: the run parks until the person answers.
-    Park { arguments: Value, render: Value },
+    /// A valid pausing call, or a call its policy says to ask about: the run parks until the
+    /// person answers (or approves).
+    Park { arguments: Value, render: Value, kind: PendingKind },
 }
 
 pub(crate) struct CallSite<'a> {
@@ -47,18 +48,52 @@ pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall) -> Dispa
     };
     if site.tools.pauses(&call.name) {
         return match site.tools.prepare_pause(site.agent, &call.name, &arguments).await {
-            Ok(render) => Dispatched::Park { arguments, render },
+            Ok(render) => Dispatched::Park { arguments, render, kind: PendingKind::Question },
             Err(error) => tool_failure(&error),
         };
     }
-    let invocation = Invocation {
+    let policy = match site.tools.policy(site.agent, &call.name).await {
+        Ok(policy) => policy,
+        Err(error) => return tool_failure(&error),
+    };
+    match policy {
+        ToolPolicy::Allow => run(site, &call.id, &call.name, arguments, DecidedBy::Policy).await,
+        ToolPolicy::Deny => {
+            let message = format!(
+                "the person's policy for `{}` is deny: it does not run in this agent; do without it or ask the person",
+                call.name
+            );
+            let invocation = invocation(site, &call.id, &call.name, arguments, DecidedBy::Policy);
+            site.tools.record_refusal(invocation, message.clone()).await;
+            failure(message, "denied")
+        }
+        ToolPolicy::Ask => match site.tools.validate(&call.name, &arguments) {
+            // The person is asked only about a call that could run.
+            Err(error @ wright_tools::ToolError::InvalidArguments { .. }) => tool_failure(&error),
+            _ => Dispatched::Park { arguments, render: Value::Null, kind: PendingKind::Approval },
+        },
+    }
+}
+
+/// Runs a call the person approved (with their edit of its arguments, if any).
+pub(crate) async fn run_approved(site: &CallSite<'_>, id: &str, name: &str, arguments: Value) -> Dispatched {
+    run(site, id, name, arguments, DecidedBy::Person).await
+}
+
+fn invocation(site: &CallSite<'_>, id: &str, name: &str, arguments: Value, decided_by: DecidedBy) -> Invocation {
+    Invocation {
         agent: site.agent.clone(),
-        name: call.name.clone(),
+        name: name.to_owned(),
         args: arguments,
         caller: "agent".into(),
         conversation_id: Some(site.conversation_id.to_owned()),
-        tool_call_id: Some(call.id.clone()),
-    };
+        tool_call_id: Some(id.to_owned()),
+        decided_by: Some(decided_by),
+    }
+}
+
+async fn run(site: &CallSite<'_>, id: &str, name: &str, arguments: Value, decided_by: DecidedBy) -> Dispatched {
+    let invocation = invocation(site, id, name, arguments, decided_by);
     match site.tools.invoke_cancellable(invocation, site.cancel).await {
         Ok(output) => Dispatched::Finished { output: cap_output(output, site.max_output_size), success: true },
         Err(error) => tool_failure(&error),

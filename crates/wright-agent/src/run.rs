@@ -5,12 +5,12 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, Event, EventBody, EventKind, NewEvent, Notice, ToolSpec, transcript_line};
+use wright_core::{AgentId, Event, EventBody, EventKind, NewEvent, Notice, PendingKind, ToolSpec, transcript_line};
 use wright_tools::ToolRegistry;
 
 use crate::AgentError;
 use crate::context::{SystemParts, system_message};
-use crate::dispatch::{CallSite, Dispatched, dispatch};
+use crate::dispatch::{CallSite, Dispatched, dispatch, run_approved};
 
 /// Limits of the loop; each is a config knob (`[agent]` in config.toml).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -97,6 +97,8 @@ pub trait Transcript: Send + Sync {
     fn append(&self, events: Vec<NewEvent>) -> BoxFuture<'_, Result<Vec<Event>, String>>;
     /// Records a call that waits for the person, with what the canvas will render for it.
     fn park<'a>(&'a self, call: &'a ParkedCall) -> BoxFuture<'a, Result<(), String>>;
+    /// Calls the person approved that have not run yet (their results are not stored).
+    fn approved_calls(&self) -> BoxFuture<'_, Result<Vec<ApprovedCall>, String>>;
     /// Ends the run: stores `closing` and the status `outcome` leaves, together. When the
     /// outcome is [`RunOutcome::Cancelled`] or [`RunOutcome::Failed`], every call still
     /// without a result gets one that says so in the same write. A run that parks when every
@@ -106,11 +108,22 @@ pub trait Transcript: Send + Sync {
     fn text_delta(&self, text: &str);
 }
 
+/// A call the person approved, to run before the model is asked again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovedCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    /// The person's edit of the arguments, or the model's own.
+    pub arguments: Value,
+}
+
 /// A call that waits for the person.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParkedCall {
     pub tool_call_id: String,
     pub tool_name: String,
+    /// An answer to give, or an approval to run it.
+    pub kind: PendingKind,
     pub arguments: Value,
     /// render_and_wait's compiled component (name, version, compiled_js); null otherwise.
     pub render: Value,
@@ -226,6 +239,7 @@ pub async fn run(
     // compacted (seed 002: a mid-conversation edit of the prompt reaches the context then);
     // the agent reads the stored version with read_system_prompt.
     let mut system = system_for(transcript, &view).await?;
+    run_approved_calls(&site, transcript, &mut view).await?;
     loop {
         if context.cancel.is_cancelled() {
             return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
@@ -310,9 +324,14 @@ pub async fn run(
                         view.extend(transcript.append(vec![result]).await.map_err(stored)?);
                     }
                 }
-                Dispatched::Park { arguments, render } => {
-                    let parked_call =
-                        ParkedCall { tool_call_id: call.id.clone(), tool_name: call.name.clone(), arguments, render };
+                Dispatched::Park { arguments, render, kind } => {
+                    let parked_call = ParkedCall {
+                        tool_call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        kind,
+                        arguments,
+                        render,
+                    };
                     transcript.park(&parked_call).await.map_err(stored)?;
                     parked = true;
                 }
@@ -328,10 +347,38 @@ pub async fn run(
             match transcript.finish(&RunOutcome::Parked, last_result.into_iter().collect()).await.map_err(stored)? {
                 Finish::Ended => return Ok(RunOutcome::Parked),
                 // Answered during the turn: the answers were stored by another writer.
-                Finish::Continue => view = ModelView::of(transcript.events().await.map_err(stored)?),
+                Finish::Continue => {
+                    view = ModelView::of(transcript.events().await.map_err(stored)?);
+                    run_approved_calls(&site, transcript, &mut view).await?;
+                }
             }
         }
     }
+}
+
+/// Runs the calls the person approved since the run last stopped, storing each result, so
+/// the model sees them answered. A cancel stops here; the run's end closes what is left.
+async fn run_approved_calls(
+    site: &CallSite<'_>,
+    transcript: &dyn Transcript,
+    view: &mut ModelView,
+) -> Result<(), AgentError> {
+    for approved in transcript.approved_calls().await.map_err(stored)? {
+        if site.cancel.is_cancelled() {
+            return Ok(());
+        }
+        let Dispatched::Finished { output, success } =
+            run_approved(site, &approved.tool_call_id, &approved.tool_name, approved.arguments).await
+        else {
+            unreachable!("an approved call runs; it never parks")
+        };
+        let result = NewEvent::new(
+            transcript_line(&output),
+            EventBody::ToolResult { tool_call_id: approved.tool_call_id, name: approved.tool_name, output, success },
+        );
+        view.extend(transcript.append(vec![result]).await.map_err(stored)?);
+    }
+    Ok(())
 }
 
 /// Ends the run with `outcome` (anything but parking, which may continue).

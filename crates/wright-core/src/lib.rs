@@ -343,6 +343,39 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// Whether a tool's calls run, wait for the person's approval, or are refused. Each tool
+    /// has a default (its spec's); an agent's own policy for a tool overrides it.
+    ToolPolicy, "tool policy" {
+        Allow => "allow",
+        Ask => "ask",
+        Deny => "deny",
+    }
+);
+
+impl Default for ToolPolicy {
+    fn default() -> Self {
+        ToolPolicy::Allow
+    }
+}
+
+string_enum!(
+    /// What a parked call waits for: an answer to a question (ask_user, a form, a component),
+    /// or the person's approval to run a call that a policy marks `ask`.
+    PendingKind, "pending kind" {
+        Question => "question",
+        Approval => "approval",
+    }
+);
+
+string_enum!(
+    /// Who let a call run or refused it, kept in the execution log.
+    DecidedBy, "decider" {
+        Policy => "policy",
+        Person => "person",
+    }
+);
+
 /// What a model is told about one tool: its name, a description written for a model, and
 /// the JSON Schema of its arguments; and what Wright knows of it besides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -354,6 +387,11 @@ pub struct ToolSpec {
     /// parks and the person's answer becomes its result.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pauses: bool,
+    /// The policy when the agent has none of its own for this tool: reads run (`allow`);
+    /// writes outside the agent's own data, commands and anything with outside effects wait
+    /// for the person (`ask`).
+    #[serde(default)]
+    pub policy: ToolPolicy,
 }
 
 /// A model's request to run one tool, with its arguments whole.

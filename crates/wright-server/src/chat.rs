@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
-use wright_core::{AgentId, ConversationStatus, EventBody};
+use wright_core::{AgentId, ConversationStatus, EventBody, PendingKind};
 
 use crate::AppState;
 use crate::hub::Update;
@@ -38,7 +38,10 @@ pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
                 RunEnd::Idle | RunEnd::Error => break,
                 RunEnd::Waiting => {
                     for call in state.store.pending_calls(&id).await? {
-                        let answer = ask(&call.tool_name, &call.args, &mut lines)?;
+                        let answer = match call.kind {
+                            PendingKind::Approval => approve(&call.tool_name, &call.args, &mut lines)?,
+                            PendingKind::Question => ask(&call.tool_name, &call.args, &mut lines)?,
+                        };
                         state
                             .runs
                             .answer_pending(&id, &call.tool_call_id, answer)
@@ -92,6 +95,22 @@ async fn follow_run(updates: &mut crate::hub::Subscription) -> RunEnd {
             Err(RecvError::Closed) => return RunEnd::Error,
         }
     }
+}
+
+/// Asks the person at the terminal whether a call its policy marks `ask` may run.
+fn approve(
+    tool: &str,
+    args: &Value,
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+) -> anyhow::Result<Value> {
+    eprint!("\n  The agent wants to run {tool}({args}). Run it? [y]es / [n]o / [a]lways for {tool}: ");
+    let reply = lines.next().transpose()?.unwrap_or_default();
+    let decision = match reply.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => "approve",
+        "a" | "always" => "always",
+        _ => "deny",
+    };
+    Ok(json!({ "decision": decision }))
 }
 
 /// Asks the person at the terminal what a pausing call asks, and shapes the answer as the

@@ -368,6 +368,7 @@ async fn call_tool(config: Config, name: &str, agent: &str, args: &str) -> anyho
         caller: "cli".into(),
         conversation_id: None,
         tool_call_id: None,
+        decided_by: None,
     };
     let outcome = registry.invoke(invocation).await;
     store.close().await;

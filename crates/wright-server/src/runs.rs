@@ -23,10 +23,15 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_agent::{Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript};
-use wright_core::{AgentId, ConversationStatus, DocumentKind, Event, EventBody, NewEvent, Notice, Unfinished};
-use wright_store::{Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
-use wright_tools::ToolRegistry;
+use wright_agent::{
+    ApprovedCall, Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
+};
+use wright_core::{
+    AgentId, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice, PendingKind, ToolPolicy,
+    Unfinished,
+};
+use wright_store::{AnswerResult, Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
+use wright_tools::{Invocation, ToolRegistry};
 
 use crate::api::ApiError;
 use crate::config::RunsConfig;
@@ -271,8 +276,15 @@ impl Runs {
     ) -> Result<(), ApiError> {
         let conversation = self.store.conversation(conversation_id).await?;
         let agent = AgentId::parse(&conversation.agent_id)?;
+        let waiting = self.store.pending_calls(conversation_id).await?;
+        let result = match waiting.iter().find(|call| call.tool_call_id == tool_call_id) {
+            Some(call) if call.kind == PendingKind::Approval => {
+                self.approval_result(&agent, conversation_id, call, &answer).await?
+            }
+            _ => AnswerResult::TheAnswer,
+        };
         let (answered, events) =
-            self.store.answer_pending_call(conversation_id, tool_call_id, &answer, self.lease()).await?;
+            self.store.answer_pending_call(conversation_id, tool_call_id, &answer, result, self.lease()).await?;
         self.publish_events(conversation_id, events);
         match answered {
             Answered::StillWaiting => Ok(()),
@@ -286,6 +298,52 @@ impl Runs {
                 }
             }
             Answered::Resume => self.resume(agent, conversation_id).await,
+        }
+    }
+
+    /// What the person's decision on an approval makes of the call: run it (approve; always
+    /// allow also sets the agent's policy for the tool), or a refusal the model reads (deny,
+    /// recorded in the execution log as the person's). Edited arguments must be an object.
+    async fn approval_result(
+        &self,
+        agent: &AgentId,
+        conversation_id: &str,
+        call: &wright_store::PendingCall,
+        answer: &Value,
+    ) -> Result<AnswerResult, ApiError> {
+        let decision = answer.get("decision").and_then(Value::as_str).unwrap_or_default();
+        if answer.get("arguments").is_some_and(|arguments| !arguments.is_object()) {
+            return Err(ApiError::bad_request("`arguments` must be a JSON object: the call's edited arguments"));
+        }
+        match decision {
+            "approve" => Ok(AnswerResult::RunTheCall),
+            "always" => {
+                self.store.set_tool_policy(agent, &call.tool_name, Some(ToolPolicy::Allow)).await?;
+                Ok(AnswerResult::RunTheCall)
+            }
+            "deny" => {
+                let message = format!("the person did not approve this call of `{}`; it did not run", call.tool_name);
+                let invocation = Invocation {
+                    agent: agent.clone(),
+                    name: call.tool_name.clone(),
+                    args: answer.get("arguments").cloned().unwrap_or_else(|| call.args.clone()),
+                    caller: "agent".into(),
+                    conversation_id: Some(conversation_id.to_owned()),
+                    tool_call_id: Some(call.tool_call_id.clone()),
+                    decided_by: Some(DecidedBy::Person),
+                };
+                self.tools.record_refusal(invocation, message.clone()).await;
+                let output = serde_json::json!({ "error": message, "category": "denied" });
+                Ok(AnswerResult::Event(wright_store::tool_result_event(
+                    &call.tool_call_id,
+                    &call.tool_name,
+                    output,
+                    false,
+                )))
+            }
+            other => Err(ApiError::bad_request(format!(
+                "an approval is answered with {{\"decision\": \"approve\" | \"deny\" | \"always\", \"arguments\"?: {{…}}}}, not {other:?}"
+            ))),
         }
     }
 
@@ -459,11 +517,26 @@ impl Transcript for StoreTranscript {
                     &self.conversation_id,
                     &call.tool_call_id,
                     &call.tool_name,
+                    call.kind,
                     &call.arguments,
                     &call.render,
                 )
                 .await
                 .map_err(message)
+        })
+    }
+
+    fn approved_calls(&self) -> BoxFuture<'_, Result<Vec<ApprovedCall>, String>> {
+        Box::pin(async move {
+            let approved = self.store.approved_calls(&self.conversation_id).await.map_err(message)?;
+            Ok(approved
+                .into_iter()
+                .map(|call| ApprovedCall {
+                    tool_call_id: call.tool_call_id,
+                    tool_name: call.tool_name,
+                    arguments: call.arguments,
+                })
+                .collect())
         })
     }
 

@@ -24,7 +24,10 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::SqliteConnection;
-use wright_core::{AgentId, ConversationStatus, Event, EventBody, EventKind, NewEvent, Unfinished, transcript_line};
+use wright_core::{
+    AgentId, ConversationStatus, Event, EventBody, EventKind, NewEvent, PendingKind, ToolPolicy, Unfinished,
+    transcript_line,
+};
 
 use crate::{Store, StoreError};
 
@@ -52,6 +55,8 @@ pub struct StoredEvent {
 pub struct PendingCall {
     pub tool_call_id: String,
     pub tool_name: String,
+    /// An answer to give, or an approval to run the call.
+    pub kind: PendingKind,
     pub args: Value,
     /// What the canvas renders (render_and_wait's compiled component), or null.
     pub render: Value,
@@ -100,6 +105,26 @@ pub enum Answered {
     RunGoing { owner: String },
     /// Other calls still wait.
     StillWaiting,
+}
+
+/// What becomes the result of an answered pending call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnswerResult {
+    /// The answer itself (ask_user, a form, a component).
+    TheAnswer,
+    /// This event (an approval the person refused).
+    Event(NewEvent),
+    /// Nothing yet: the call was approved and the run that resumes runs it.
+    RunTheCall,
+}
+
+/// A call the person approved that has not run yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovedCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    /// The arguments to run it with: the person's edit, or the model's own.
+    pub arguments: Value,
 }
 
 /// How a run ends: the events that close it and the status they leave.
@@ -371,16 +396,19 @@ impl Store {
         conversation_id: &str,
         tool_call_id: &str,
         tool_name: &str,
+        kind: PendingKind,
         args: &Value,
         render: &Value,
     ) -> Result<(), StoreError> {
         let mut transaction = self.begin_write().await?;
         sqlx::query(
-            "INSERT INTO pending_calls (conversation_id, tool_call_id, tool_name, args, render) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO pending_calls (conversation_id, tool_call_id, tool_name, kind, args, render) \
+             VALUES (?, ?, ?, ?, ?, ?)",
         )
         .bind(conversation_id)
         .bind(tool_call_id)
         .bind(tool_name)
+        .bind(kind.as_str())
         .bind(args.to_string())
         .bind(render.to_string())
         .execute(&mut *transaction)
@@ -391,18 +419,19 @@ impl Store {
 
     /// Calls of the conversation still waiting, oldest first.
     pub async fn pending_calls(&self, conversation_id: &str) -> Result<Vec<PendingCall>, StoreError> {
-        let rows: Vec<(String, String, String, String, String)> = sqlx::query_as(
-            "SELECT tool_call_id, tool_name, args, render, created_at FROM pending_calls \
+        let rows: Vec<(String, String, String, String, String, String)> = sqlx::query_as(
+            "SELECT tool_call_id, tool_name, kind, args, render, created_at FROM pending_calls \
              WHERE conversation_id = ? AND status = 'pending' ORDER BY id",
         )
         .bind(conversation_id)
         .fetch_all(&self.reader)
         .await?;
         rows.into_iter()
-            .map(|(tool_call_id, tool_name, args, render, created_at)| {
+            .map(|(tool_call_id, tool_name, kind, args, render, created_at)| {
                 Ok(PendingCall {
                     tool_call_id,
                     tool_name,
+                    kind: PendingKind::parse(&kind).map_err(decode)?,
                     args: serde_json::from_str(&args).map_err(decode)?,
                     render: serde_json::from_str(&render).map_err(decode)?,
                     created_at,
@@ -432,16 +461,26 @@ impl Store {
         if let busy @ Claim::Busy { .. } = claim_in(&mut transaction, conversation_id, lease).await? {
             return Ok(busy);
         }
-        let waiting: Vec<(String, String)> = sqlx::query_as(
-            "SELECT tool_call_id, tool_name FROM pending_calls WHERE conversation_id = ? AND status = 'pending' ORDER BY id",
+        let waiting: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT tool_call_id, tool_name, kind FROM pending_calls WHERE conversation_id = ? AND status = 'pending' \
+             ORDER BY id",
         )
         .bind(conversation_id)
         .fetch_all(&mut *transaction)
         .await?;
         let dismissed = json!({"action": "dismissed"});
         let mut events: Vec<NewEvent> = Vec::with_capacity(waiting.len() + 1);
-        for (tool_call_id, tool_name) in &waiting {
-            events.push(tool_result_event(tool_call_id, tool_name, dismissed.clone(), true));
+        for (tool_call_id, tool_name, kind) in &waiting {
+            events.push(if kind == PendingKind::Approval.as_str() {
+                // The call never ran: say so, as a failure the model can read.
+                let refused = json!({
+                    "error": "not run: the person sent a new message instead of approving this call",
+                    "category": "dismissed",
+                });
+                tool_result_event(tool_call_id, tool_name, refused, false)
+            } else {
+                tool_result_event(tool_call_id, tool_name, dismissed.clone(), true)
+            });
         }
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE pending_calls SET status = 'dismissed', answer = ?, answered_at = {NOW} \
@@ -459,13 +498,16 @@ impl Store {
 
     /// Answers a pending call: closes it, stores its result, and — when it was the last call
     /// waiting and no run holds the conversation — claims the run for `lease.owner`, all in
-    /// one transaction. Fails with [`StoreError::AlreadyAnswered`] if it was closed before,
-    /// and [`StoreError::PendingNotFound`] if there is no such call.
+    /// one transaction. The result is the answer itself (a question), `result` when given (a
+    /// refused approval), or none yet (an approved call: the run that resumes runs it; see
+    /// [`approved_calls`](Self::approved_calls)). Fails with [`StoreError::AlreadyAnswered`]
+    /// if it was closed before, and [`StoreError::PendingNotFound`] if there is no such call.
     pub async fn answer_pending_call(
         &self,
         conversation_id: &str,
         tool_call_id: &str,
         answer: &Value,
+        result: AnswerResult,
         lease: Lease<'_>,
     ) -> Result<(Answered, Vec<StoredEvent>), StoreError> {
         let mut transaction = self.begin_write().await?;
@@ -491,8 +533,12 @@ impl Store {
                 StoreError::PendingNotFound(tool_call_id.to_owned())
             });
         };
-        let result = tool_result_event(tool_call_id, &tool_name, answer.clone(), true);
-        let stored = insert_events(&mut transaction, conversation_id, &[result]).await?;
+        let result = match result {
+            AnswerResult::TheAnswer => Some(tool_result_event(tool_call_id, &tool_name, answer.clone(), true)),
+            AnswerResult::Event(event) => Some(event),
+            AnswerResult::RunTheCall => None,
+        };
+        let stored = insert_events(&mut transaction, conversation_id, result.as_slice()).await?;
         let answered = if pending_count(&mut transaction, conversation_id).await? > 0 {
             Answered::StillWaiting
         } else {
@@ -553,6 +599,92 @@ impl Store {
         .await?;
         transaction.commit().await?;
         Ok(renewed.rows_affected())
+    }
+
+    /// Calls the person approved whose result is not stored yet, oldest first. The arguments
+    /// are the edited ones when the answer carries `arguments`.
+    pub async fn approved_calls(&self, conversation_id: &str) -> Result<Vec<ApprovedCall>, StoreError> {
+        // A call id may come back in a later turn: a result counts only after the latest
+        // call event with that id.
+        let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+            "SELECT p.tool_call_id, p.tool_name, p.args, p.answer FROM pending_calls p \
+             WHERE p.conversation_id = ?1 AND p.kind = 'approval' AND p.status = 'answered' \
+             AND p.answer ->> '$.decision' IN ('approve', 'always') \
+             AND NOT EXISTS (SELECT 1 FROM events r WHERE r.conversation_id = ?1 AND r.kind = 'tool_result' \
+                 AND r.data_json ->> '$.tool_call_id' = p.tool_call_id \
+                 AND r.seq > (SELECT COALESCE(MAX(c.seq), 0) FROM events c WHERE c.conversation_id = ?1 \
+                     AND c.kind = 'tool_call' AND c.data_json ->> '$.id' = p.tool_call_id)) \
+             AND EXISTS (SELECT 1 FROM events c WHERE c.conversation_id = ?1 AND c.kind = 'tool_call' \
+                 AND c.data_json ->> '$.id' = p.tool_call_id) \
+             ORDER BY p.id",
+        )
+        .bind(conversation_id)
+        .fetch_all(&self.reader)
+        .await?;
+        rows.into_iter()
+            .map(|(tool_call_id, tool_name, args, answer)| {
+                let answer: Value = serde_json::from_str(&answer).map_err(decode)?;
+                let arguments = match answer.get("arguments") {
+                    Some(edited) if edited.is_object() => edited.clone(),
+                    _ => serde_json::from_str(&args).map_err(decode)?,
+                };
+                Ok(ApprovedCall { tool_call_id, tool_name, arguments })
+            })
+            .collect()
+    }
+
+    /// The agent's own policies, by tool name (tools without one follow their default).
+    pub async fn tool_policies(&self, agent: &AgentId) -> Result<Vec<(String, ToolPolicy)>, StoreError> {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT tool_name, policy FROM tool_policies WHERE agent_id = ? ORDER BY tool_name")
+                .bind(agent.as_str())
+                .fetch_all(&self.reader)
+                .await?;
+        rows.into_iter().map(|(name, policy)| Ok((name, ToolPolicy::parse(&policy).map_err(decode)?))).collect()
+    }
+
+    /// The agent's own policy for one tool, if it set one.
+    pub async fn tool_policy(&self, agent: &AgentId, tool_name: &str) -> Result<Option<ToolPolicy>, StoreError> {
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT policy FROM tool_policies WHERE agent_id = ? AND tool_name = ?")
+                .bind(agent.as_str())
+                .bind(tool_name)
+                .fetch_optional(&self.reader)
+                .await?;
+        row.map(|(policy,)| ToolPolicy::parse(&policy).map_err(decode)).transpose()
+    }
+
+    /// Sets the agent's policy for a tool, or (None) removes it so the tool's default applies.
+    pub async fn set_tool_policy(
+        &self,
+        agent: &AgentId,
+        tool_name: &str,
+        policy: Option<ToolPolicy>,
+    ) -> Result<(), StoreError> {
+        self.require_agent(agent).await?;
+        let mut transaction = self.begin_write().await?;
+        match policy {
+            Some(policy) => {
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "INSERT INTO tool_policies (agent_id, tool_name, policy) VALUES (?, ?, ?) \
+                     ON CONFLICT (agent_id, tool_name) DO UPDATE SET policy = excluded.policy, updated_at = {NOW}"
+                )))
+                .bind(agent.as_str())
+                .bind(tool_name)
+                .bind(policy.as_str())
+                .execute(&mut *transaction)
+                .await?;
+            }
+            None => {
+                sqlx::query("DELETE FROM tool_policies WHERE agent_id = ? AND tool_name = ?")
+                    .bind(agent.as_str())
+                    .bind(tool_name)
+                    .execute(&mut *transaction)
+                    .await?;
+            }
+        }
+        transaction.commit().await?;
+        Ok(())
     }
 
     /// The claim on one conversation's run, if it is held.

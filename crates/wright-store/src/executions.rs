@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use wright_core::AgentId;
+use wright_core::{AgentId, DecidedBy};
 
 use crate::{Store, StoreError};
 
@@ -23,6 +23,9 @@ pub struct ExecutionRecord {
     pub args: Value,
     pub outcome: Result<Value, (String, String)>,
     pub duration_us: i64,
+    /// Who let the call run or refused it, when a policy was applied (calls of the agent's
+    /// loop); None for the operator's own calls (`wright tool call`, the API).
+    pub decided_by: Option<DecidedBy>,
 }
 
 /// One recorded call as read back.
@@ -43,6 +46,7 @@ pub struct StoredExecution {
     pub error_category: Option<String>,
     pub success: bool,
     pub duration_us: i64,
+    pub decided_by: Option<String>,
     pub created_at: String,
 }
 
@@ -70,6 +74,7 @@ type ExecutionRow = (
     i64,
     i64,
     String,
+    Option<String>,
 );
 
 impl Store {
@@ -81,8 +86,8 @@ impl Store {
         // One INSERT is atomic on its own: no explicit transaction, one round trip.
         let inserted = sqlx::query(
             "INSERT INTO tool_executions (agent_id, tool_name, tool_kind, tool_version, caller, conversation_id, \
-             tool_call_id, args, result, error, error_category, success, duration_us) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             tool_call_id, args, result, error, error_category, success, duration_us, decided_by) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(record.agent.as_str())
         .bind(&record.tool_name)
@@ -97,6 +102,7 @@ impl Store {
         .bind(category)
         .bind(record.outcome.is_ok())
         .bind(record.duration_us)
+        .bind(record.decided_by.map(DecidedBy::as_str))
         .execute(&self.writer)
         .await?;
         Ok(inserted.last_insert_rowid())
@@ -111,7 +117,7 @@ impl Store {
         let limit = filter.limit.unwrap_or(100).clamp(1, 1000);
         let rows: Vec<ExecutionRow> = sqlx::query_as(
             "SELECT id, tool_name, tool_kind, tool_version, caller, conversation_id, tool_call_id, args, result, error, \
-             error_category, success, duration_us, created_at FROM tool_executions \
+             error_category, success, duration_us, created_at, decided_by FROM tool_executions \
              WHERE agent_id = ?1 AND (?2 IS NULL OR tool_name = ?2) AND (?3 IS NULL OR success = ?3) \
              AND (?4 IS NULL OR error_category = ?4) ORDER BY id DESC LIMIT ?5",
         )
@@ -141,6 +147,7 @@ impl Store {
                     success: row.11 != 0,
                     duration_us: row.12,
                     created_at: row.13,
+                    decided_by: row.14,
                 }
             })
             .collect())

@@ -42,7 +42,8 @@ pub use agent_tools::{AgentTool, ToolContent, ToolPatch, ToolVersion};
 pub use agents::Agent;
 pub use components::{ComponentContent, ComponentPatch, ComponentVersion, UiComponent};
 pub use conversations::{
-    Answered, Claim, ClaimedRun, Conversation, Finished, Lease, PendingCall, RunEnd, StoredEvent, tool_result_event,
+    AnswerResult, Answered, ApprovedCall, Claim, ClaimedRun, Conversation, Finished, Lease, PendingCall, RunEnd,
+    StoredEvent, tool_result_event,
 };
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};

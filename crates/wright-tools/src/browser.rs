@@ -78,7 +78,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 })
             },
         ),
-        Builtin::<ClickArgs>::boxed(
+        Builtin::<ClickArgs>::asking(
             "browser_click",
             "Click the element matching a CSS selector (waits briefly for it to appear). Returns {ok: true}.",
             |context, args| {
@@ -89,7 +89,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 })
             },
         ),
-        Builtin::<TypeArgs>::boxed(
+        Builtin::<TypeArgs>::asking(
             "browser_type",
             "Type text into the input matching a CSS selector, optionally clearing it first. Returns {ok: true}.",
             |context, args| {
@@ -130,7 +130,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 })
             },
         ),
-        Builtin::<EvaluateArgs>::boxed(
+        Builtin::<EvaluateArgs>::asking(
             "browser_evaluate",
             "Run JavaScript in the page and get its JSON result: {result}.",
             |context, args| {

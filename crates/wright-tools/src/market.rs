@@ -412,7 +412,7 @@ pub(crate) struct PublishArgs {
 }
 
 pub(crate) fn tools() -> Vec<Box<dyn crate::builtin::Tool>> {
-    vec![crate::builtin::Builtin::<PublishArgs>::boxed(
+    vec![crate::builtin::Builtin::<PublishArgs>::asking(
         "publish_tool",
         "Publish one of your tools (or, with kind \"component\", a UI component) to this installation's marketplace \
          so other agents can install it. Publishes its current version as the listing's next version, pinned by hash. \

@@ -10,7 +10,7 @@ use futures::FutureExt;
 use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, ToolKind, ToolSpec};
+use wright_core::{AgentId, DecidedBy, ToolKind, ToolPolicy, ToolSpec};
 use wright_store::{AgentTool, ExecutionRecord};
 
 use crate::builtin::Tool;
@@ -35,6 +35,8 @@ pub struct Invocation {
     pub caller: String,
     pub conversation_id: Option<String>,
     pub tool_call_id: Option<String>,
+    /// Who let the call run, when a policy applies (the agent's loop); None for the operator.
+    pub decided_by: Option<DecidedBy>,
 }
 
 /// Every built-in tool, freshly built.
@@ -122,6 +124,42 @@ impl ToolRegistry {
         self
     }
 
+    /// The policy that applies to `agent`'s calls of `name`: the agent's own for the tool,
+    /// else the tool's default (agent-made and unknown tools: allow).
+    pub async fn policy(&self, agent: &AgentId, name: &str) -> Result<ToolPolicy, ToolError> {
+        if let Some(policy) = self.services.store.tool_policy(agent, name).await? {
+            return Ok(policy);
+        }
+        Ok(self.default_policy(name))
+    }
+
+    /// The tool's own default policy.
+    pub fn default_policy(&self, name: &str) -> ToolPolicy {
+        self.builtins.get(name).map_or(ToolPolicy::Allow, |registered| registered.tool.spec().policy)
+    }
+
+    /// Records a call that was refused before it ran (a `deny` policy, or the person's
+    /// refusal of an approval), so the execution log shows the decision and who made it.
+    pub async fn record_refusal(&self, invocation: Invocation, message: String) {
+        let kind = if self.builtins.contains_key(&invocation.name) { ToolKind::Builtin } else { ToolKind::Agent };
+        let record = ExecutionRecord {
+            agent: invocation.agent,
+            tool_name: invocation.name,
+            tool_kind: kind.as_str(),
+            tool_version: None,
+            caller: invocation.caller,
+            conversation_id: invocation.conversation_id,
+            tool_call_id: invocation.tool_call_id,
+            args: invocation.args,
+            outcome: Err((message, "denied".to_owned())),
+            duration_us: 0,
+            decided_by: invocation.decided_by,
+        };
+        if let Err(error) = self.services.store.record_execution(&record).await {
+            tracing::warn!(%error, tool = %record.tool_name, "could not record a refused call");
+        }
+    }
+
     /// Whether calls of `name` wait for the person (a property of the tool's spec).
     pub fn pauses(&self, name: &str) -> bool {
         self.builtins.get(name).is_some_and(|registered| registered.tool.spec().pauses)
@@ -172,6 +210,8 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.parameter_schema,
                 pauses: false,
+                // An agent-made tool runs in the sandbox under the egress policy; its default is allow.
+                policy: ToolPolicy::Allow,
             }))
             .collect();
         self.agent_specs
@@ -268,6 +308,7 @@ impl ToolRegistry {
                 Err(error) => Err((error.to_string(), error.category().to_owned())),
             },
             duration_us,
+            decided_by: invocation.decided_by,
         };
         if let Err(error) = self.services.store.record_execution(&record).await {
             // The call itself happened; losing its record must not turn it into a failure.

@@ -468,6 +468,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/tools/{name}/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Sets the agent's policy for a tool (`allow`, `ask`: wait for the person's approval, `deny`),
+         *     or removes it (`null`) so the tool's default applies. Takes effect on the next call.
+         */
+        put: operations["set_policy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/login": {
         parameters: {
             query?: never;
@@ -989,6 +1009,11 @@ export interface components {
             success: boolean;
             /** Format: int64 */
             duration_us: number;
+            /**
+             * @description Who let the call run or refused it (`policy` or `person`); null for the operator's
+             *     own calls, to which no policy applies.
+             */
+            decided_by?: string | null;
             created_at: string;
         };
         ExportedView: {
@@ -1125,12 +1150,26 @@ export interface components {
             /** @description The compiled ES module the frame runs. */
             compiled_js: string;
         };
+        /**
+         * @description What a parked call waits for: an answer to a question (ask_user, a form, a component),
+         *     or the person's approval to run a call that a policy marks `ask`.
+         * @enum {string}
+         */
+        PendingKind: "question" | "approval";
         PendingView: {
             tool_call_id: string;
             tool_name: string;
+            /**
+             * @description `question`: answer it (ask_user, a form, a component); `approval`: a call its policy
+             *     says to ask about — answer `{"decision": "approve" | "deny" | "always", "arguments"?: {…}}`.
+             */
+            kind: components["schemas"]["PendingKind"];
             args: unknown;
             component?: null | components["schemas"]["PendingComponent"];
             created_at: string;
+        };
+        PolicyUpdate: {
+            policy?: null | components["schemas"]["ToolPolicy"];
         };
         PostMessage: {
             text: string;
@@ -1193,6 +1232,12 @@ export interface components {
             /** @description How to configure a model, for the canvas to show when none is. */
             setup_hint: string;
         };
+        /**
+         * @description Whether a tool's calls run, wait for the person's approval, or are refused. Each tool
+         *     has a default (its spec's); an agent's own policy for a tool overrides it.
+         * @enum {string}
+         */
+        ToolPolicy: "allow" | "ask" | "deny";
         ToolStat: {
             tool: string;
             /** Format: int64 */
@@ -1209,6 +1254,12 @@ export interface components {
             parameters: unknown;
             /** @description builtin or agent. */
             kind: string;
+            /** @description The policy the agent's calls of this tool follow: its own, or the tool's default. */
+            policy: components["schemas"]["ToolPolicy"];
+            /** @description The tool's default policy (reads allow; outside effects ask). */
+            default_policy: components["schemas"]["ToolPolicy"];
+            /** @description Whether the agent has a policy of its own for this tool. */
+            overridden: boolean;
         };
         Uninstalled: {
             deleted: boolean;
@@ -2094,6 +2145,40 @@ export interface operations {
                 };
             };
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_policy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyUpdate"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolView"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -108,6 +108,7 @@ impl Transcript for StoreTranscript {
                     &self.conversation,
                     &call.tool_call_id,
                     &call.tool_name,
+                    call.kind,
                     &call.arguments,
                     &call.render,
                 )
@@ -119,12 +120,31 @@ impl Transcript for StoreTranscript {
                 let other = Lease { owner: "another-tab", seconds: 60 };
                 let (answered, _) = self
                     .store
-                    .answer_pending_call(&self.conversation, &call.tool_call_id, &answer, other)
+                    .answer_pending_call(
+                        &self.conversation,
+                        &call.tool_call_id,
+                        &answer,
+                        wright_store::AnswerResult::TheAnswer,
+                        other,
+                    )
                     .await
                     .map_err(message)?;
                 assert_eq!(answered, wright_store::Answered::RunGoing { owner: OWNER.to_owned() });
             }
             Ok(())
+        })
+    }
+    fn approved_calls(&self) -> BoxFuture<'_, Result<Vec<ApprovedCall>, String>> {
+        Box::pin(async move {
+            let approved = self.store.approved_calls(&self.conversation).await.map_err(message)?;
+            Ok(approved
+                .into_iter()
+                .map(|call| ApprovedCall {
+                    tool_call_id: call.tool_call_id,
+                    tool_name: call.tool_name,
+                    arguments: call.arguments,
+                })
+                .collect())
         })
     }
     fn finish(&self, outcome: &RunOutcome, closing: Vec<NewEvent>) -> BoxFuture<'_, Result<Finish, String>> {

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use utoipa::{IntoParams, ToSchema};
 
-use wright_core::{ConversationStatus, EventBody};
+use wright_core::{ConversationStatus, EventBody, PendingKind};
 
 use super::agents::existing_agent;
 use super::{ApiError, ApiJson};
@@ -98,6 +98,9 @@ impl From<wright_store::StoredEvent> for EventView {
 pub struct PendingView {
     pub tool_call_id: String,
     pub tool_name: String,
+    /// `question`: answer it (ask_user, a form, a component); `approval`: a call its policy
+    /// says to ask about — answer `{"decision": "approve" | "deny" | "always", "arguments"?: {…}}`.
+    pub kind: PendingKind,
     pub args: Value,
     /// For render_and_wait: the component fixed when the call was made.
     pub component: Option<PendingComponent>,
@@ -206,6 +209,7 @@ pub async fn detail(
         pending: pending
             .into_iter()
             .map(|call| PendingView {
+                kind: call.kind,
                 tool_call_id: call.tool_call_id,
                 tool_name: call.tool_name,
                 component: call.render.get("compiled_js").and_then(Value::as_str).map(|compiled_js| PendingComponent {

@@ -1,10 +1,12 @@
-//! Tools: list what an agent can call, invoke one directly, read the execution log.
+//! Tools: list what an agent can call (with the policy each follows), set an agent's policy
+//! for a tool, invoke one directly, read the execution log.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
+use wright_core::ToolPolicy;
 use wright_store::ExecutionFilter;
 use wright_tools::Invocation;
 
@@ -20,6 +22,18 @@ pub struct ToolView {
     pub parameters: Value,
     /// builtin or agent.
     pub kind: String,
+    /// The policy the agent's calls of this tool follow: its own, or the tool's default.
+    pub policy: ToolPolicy,
+    /// The tool's default policy (reads allow; outside effects ask).
+    pub default_policy: ToolPolicy,
+    /// Whether the agent has a policy of its own for this tool.
+    pub overridden: bool,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct PolicyUpdate {
+    /// The agent's policy for the tool; null removes it, so the tool's default applies.
+    pub policy: Option<ToolPolicy>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -38,6 +52,9 @@ pub struct ExecutionView {
     pub error_category: Option<String>,
     pub success: bool,
     pub duration_us: i64,
+    /// Who let the call run or refused it (`policy` or `person`); null for the operator's
+    /// own calls, to which no policy applies.
+    pub decided_by: Option<String>,
     pub created_at: String,
 }
 
@@ -61,20 +78,58 @@ pub async fn list_tools(
     Path(agent): Path<String>,
 ) -> Result<Json<Vec<ToolView>>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
+    let own: std::collections::HashMap<String, ToolPolicy> =
+        state.store.tool_policies(&agent).await?.into_iter().collect();
     Ok(Json(
         state
             .tools
             .list(&agent)
             .await?
             .into_iter()
-            .map(|tool| ToolView {
-                name: tool.name,
-                description: tool.description,
-                parameters: tool.parameters,
-                kind: tool.kind.as_str().to_owned(),
+            .map(|tool| {
+                let default_policy = state.tools.default_policy(&tool.name);
+                let overridden = own.get(&tool.name).copied();
+                ToolView {
+                    policy: overridden.unwrap_or(default_policy),
+                    default_policy,
+                    overridden: overridden.is_some(),
+                    name: tool.name,
+                    description: tool.description,
+                    parameters: tool.parameters,
+                    kind: tool.kind.as_str().to_owned(),
+                }
             })
             .collect(),
     ))
+}
+
+/// Sets the agent's policy for a tool (`allow`, `ask`: wait for the person's approval, `deny`),
+/// or removes it (`null`) so the tool's default applies. Takes effect on the next call.
+#[utoipa::path(
+    put, path = "/api/agents/{agent}/tools/{name}/policy", tag = "tools", request_body = PolicyUpdate,
+    params(("agent" = String, Path), ("name" = String, Path)),
+    responses((status = 200, body = ToolView), (status = 404, body = super::error::ErrorBody)),
+)]
+pub async fn set_policy(
+    State(state): State<AppState>,
+    Path((agent, name)): Path<(String, String)>,
+    ApiJson(update): ApiJson<PolicyUpdate>,
+) -> Result<Json<ToolView>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    let tool = state.tools.list(&agent).await?.into_iter().find(|tool| tool.name == name).ok_or_else(|| {
+        ApiError::new(axum::http::StatusCode::NOT_FOUND, "not_found", format!("no tool named {name:?} for this agent"))
+    })?;
+    state.store.set_tool_policy(&agent, &name, update.policy).await?;
+    let default_policy = state.tools.default_policy(&name);
+    Ok(Json(ToolView {
+        policy: update.policy.unwrap_or(default_policy),
+        default_policy,
+        overridden: update.policy.is_some(),
+        name: tool.name,
+        description: tool.description,
+        parameters: tool.parameters,
+        kind: tool.kind.as_str().to_owned(),
+    }))
 }
 
 /// Runs a tool for the agent with the JSON body as its arguments and returns its JSON result.
@@ -89,7 +144,15 @@ pub async fn invoke_tool(
     ApiJson(args): ApiJson<Value>,
 ) -> Result<Json<Value>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
-    let invocation = Invocation { agent, name, args, caller: "api".into(), conversation_id: None, tool_call_id: None };
+    let invocation = Invocation {
+        agent,
+        name,
+        args,
+        caller: "api".into(),
+        conversation_id: None,
+        tool_call_id: None,
+        decided_by: None,
+    };
     Ok(Json(state.tools.invoke(invocation).await?))
 }
 
@@ -128,6 +191,7 @@ pub async fn list_executions(
                 error_category: execution.error_category,
                 success: execution.success,
                 duration_us: execution.duration_us,
+                decided_by: execution.decided_by,
                 created_at: execution.created_at,
             })
             .collect(),

@@ -642,3 +642,116 @@ async fn chaos_sigkill_at_random_moments_loses_nothing_and_every_conversation_go
     }
     assert!(fake.refusals().is_empty(), "seed {seed:#x}: requests refused: {:?}", fake.refusals());
 }
+
+impl Server {
+    async fn put(&self, path: &str, body: Value) -> (u16, Value) {
+        let response =
+            self.client.put(format!("{}{path}", self.url)).bearer_auth(TOKEN).json(&body).send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+}
+
+#[tokio::test]
+async fn a_call_its_policy_asks_about_waits_for_approval_across_a_restart_and_runs_as_edited() {
+    let fake = FakeProvider::start(vec![
+        Turn::tool_call("set_state", json!({"key": "k", "value": 1})),
+        Turn::text("Saved."),
+        Turn::tool_call("set_state", json!({"key": "k", "value": 3})),
+        Turn::text("Not saved, then."),
+        Turn::tool_call("set_state", json!({"key": "k", "value": 4})),
+        Turn::text("Refused by policy."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), &fake, Wire::Openai);
+    let (status, body) = server.put("/api/agents/default/tools/set_state/policy", json!({"policy": "ask"})).await;
+    assert_eq!((status, body["policy"].as_str(), body["default_policy"].as_str()), (200, Some("ask"), Some("allow")));
+    let id = server.conversation().await;
+    let detail = server.say(&id, "save it").await;
+    assert_eq!(detail["conversation"]["status"], "waiting", "{detail}");
+    assert_eq!(
+        (detail["pending"][0]["kind"].as_str(), detail["pending"][0]["tool_name"].as_str()),
+        (Some("approval"), Some("set_state"))
+    );
+    let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
+    assert!(server.get("/api/agents/default/state/k").await["value"].is_null(), "nothing ran before approval");
+    // The approval waits durably: a restart changes nothing.
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let server = Server::start(dir.path(), &fake, Wire::Openai);
+    let (status, body) = server
+        .post(&format!("/api/conversations/{id}/pending/{call_id}"), json!({"answer": {"decision": "maybe"}}))
+        .await;
+    assert_eq!(status, 400, "an unknown decision is refused: {body}");
+    let answer = json!({"answer": {"decision": "approve", "arguments": {"key": "k", "value": 2}}});
+    let (status, body) = server.post(&format!("/api/conversations/{id}/pending/{call_id}"), answer).await;
+    assert_eq!(status, 200, "{body}");
+    let detail = server.settle(&id).await;
+    assert_eq!(detail["events"].as_array().unwrap().last().unwrap()["content"], "Saved.", "{detail}");
+    assert_eq!(server.get("/api/agents/default/state/k").await["value"], 2, "it ran with the person's edit");
+    assert_paired(&detail, "approved");
+    // Denied: the model reads the refusal; nothing runs.
+    let detail = server.say(&id, "now 3").await;
+    let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
+    server.post(&format!("/api/conversations/{id}/pending/{call_id}"), json!({"answer": {"decision": "deny"}})).await;
+    let detail = server.settle(&id).await;
+    let last_result = results(&detail).last().unwrap().clone();
+    assert_eq!(
+        (last_result["success"].as_bool(), last_result["output"]["category"].as_str()),
+        (Some(false), Some("denied"))
+    );
+    assert_eq!(server.get("/api/agents/default/state/k").await["value"], 2);
+    // A deny policy refuses at once, without asking.
+    server.put("/api/agents/default/tools/set_state/policy", json!({"policy": "deny"})).await;
+    let detail = server.say(&id, "now 4").await;
+    assert_eq!(detail["conversation"]["status"], "idle", "{detail}");
+    assert_eq!(results(&detail).last().unwrap()["output"]["category"], "denied");
+    // The execution log says who decided.
+    let log = server.get("/api/agents/default/executions?tool=set_state").await;
+    let decisions: Vec<(Option<&str>, bool)> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|execution| (execution["decided_by"].as_str(), execution["success"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(decisions, [(Some("policy"), false), (Some("person"), false), (Some("person"), true)], "{log}");
+    assert!(fake.refusals().is_empty(), "{:?}", fake.refusals());
+}
+
+#[tokio::test]
+async fn always_allow_sets_the_policy_and_a_new_message_dismisses_a_waiting_approval() {
+    let fake = FakeProvider::start(vec![
+        Turn::tool_call("set_state", json!({"key": "a", "value": 1})),
+        Turn::tool_call("set_state", json!({"key": "b", "value": 1})),
+        Turn::text("Done."),
+        Turn::tool_call("set_state", json!({"key": "c", "value": 1})),
+        Turn::text("Ran without asking."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &fake, Wire::Anthropic);
+    server.put("/api/agents/default/tools/set_state/policy", json!({"policy": "ask"})).await;
+    let id = server.conversation().await;
+    let detail = server.say(&id, "a").await;
+    assert_eq!(detail["pending"][0]["kind"], "approval");
+    // The person writes instead of approving: the call is closed as not run.
+    let detail = server.say(&id, "never mind").await;
+    let dismissed = results(&detail).first().unwrap().clone();
+    assert_eq!(
+        (dismissed["success"].as_bool(), dismissed["output"]["category"].as_str()),
+        (Some(false), Some("dismissed"))
+    );
+    assert_eq!(detail["pending"][0]["kind"], "approval", "the model asked again: {detail}");
+    let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
+    server.post(&format!("/api/conversations/{id}/pending/{call_id}"), json!({"answer": {"decision": "always"}})).await;
+    server.settle(&id).await;
+    let tools = server.get("/api/agents/default/tools").await;
+    let set_state = tools.as_array().unwrap().iter().find(|tool| tool["name"] == "set_state").unwrap().clone();
+    assert_eq!((set_state["policy"].as_str(), set_state["overridden"].as_bool()), (Some("allow"), Some(true)));
+    let detail = server.say(&id, "c").await;
+    assert_eq!(detail["events"].as_array().unwrap().last().unwrap()["content"], "Ran without asking.", "{detail}");
+    assert_eq!(server.get("/api/agents/default/state/b").await["value"], 1);
+    assert!(server.get("/api/agents/default/state/a").await["value"].is_null());
+    assert!(fake.refusals().is_empty(), "{:?}", fake.refusals());
+}

@@ -273,6 +273,7 @@ async fn executions_are_recorded_and_filtered() {
         tool_call_id: None,
         args: json!({"key": "k"}),
         outcome,
+        decided_by: None,
         duration_us: 42,
     };
     store.record_execution(&record("get_state", Ok(json!({"value": null})))).await.unwrap();
@@ -300,8 +301,8 @@ async fn executions_are_recorded_and_filtered() {
 
 mod conversations {
     use super::*;
-    use wright_core::{ConversationStatus, EventBody, EventKind, NewEvent, Notice, Unfinished};
-    use wright_store::{Answered, Claim, Finished, Lease, RunEnd};
+    use wright_core::{ConversationStatus, EventBody, EventKind, NewEvent, Notice, PendingKind, Unfinished};
+    use wright_store::{AnswerResult, Answered, Claim, Finished, Lease, RunEnd};
 
     fn user(text: &str) -> NewEvent {
         NewEvent::new(text, EventBody::User { text: text.into(), component: None })
@@ -396,14 +397,32 @@ mod conversations {
         let store = Arc::new(open(&dir).await);
         store.create_conversation(&default_agent(), "c1", "t").await.unwrap();
         store.append_events("c1", &[user("hi"), call("call-1", "ask_user")]).await.unwrap();
-        store.create_pending_call("c1", "call-1", "ask_user", &json!({"question": "?"}), &json!(null)).await.unwrap();
+        store
+            .create_pending_call(
+                "c1",
+                "call-1",
+                "ask_user",
+                PendingKind::Question,
+                &json!({"question": "?"}),
+                &json!(null),
+            )
+            .await
+            .unwrap();
         assert_eq!(store.pending_calls("c1").await.unwrap().len(), 1);
         let racers: Vec<_> = (0..10)
             .map(|index| {
                 let store = Arc::clone(&store);
                 tokio::spawn(async move {
                     let owner = format!("tab-{index}");
-                    store.answer_pending_call("c1", "call-1", &json!({"answer": index}), lease(&owner)).await
+                    store
+                        .answer_pending_call(
+                            "c1",
+                            "call-1",
+                            &json!({"answer": index}),
+                            AnswerResult::TheAnswer,
+                            lease(&owner),
+                        )
+                        .await
                 })
             })
             .collect();
@@ -422,7 +441,7 @@ mod conversations {
         assert!(store.pending_calls("c1").await.unwrap().is_empty());
         assert_eq!(store.conversation("c1").await.unwrap().status, ConversationStatus::Running);
         assert!(matches!(
-            store.answer_pending_call("c1", "nope", &json!(null), lease("x")).await,
+            store.answer_pending_call("c1", "nope", &json!(null), AnswerResult::TheAnswer, lease("x")).await,
             Err(StoreError::PendingNotFound(_))
         ));
     }
@@ -452,7 +471,10 @@ mod conversations {
             )
             .await
             .unwrap();
-        store.create_pending_call("c1", "b", "ask_user", &json!({}), &json!(null)).await.unwrap();
+        store
+            .create_pending_call("c1", "b", "ask_user", PendingKind::Question, &json!({}), &json!(null))
+            .await
+            .unwrap();
         assert!(matches!(
             store
                 .finish_run(
@@ -481,8 +503,14 @@ mod conversations {
             panic!()
         };
         store.append_events("c1", &[call("q", "ask_user")]).await.unwrap();
-        store.create_pending_call("c1", "q", "ask_user", &json!({}), &json!(null)).await.unwrap();
-        let (answered, _) = store.answer_pending_call("c1", "q", &json!({"answer": "x"}), lease("tab")).await.unwrap();
+        store
+            .create_pending_call("c1", "q", "ask_user", PendingKind::Question, &json!({}), &json!(null))
+            .await
+            .unwrap();
+        let (answered, _) = store
+            .answer_pending_call("c1", "q", &json!({"answer": "x"}), AnswerResult::TheAnswer, lease("tab"))
+            .await
+            .unwrap();
         assert_eq!(answered, Answered::RunGoing { owner: "cli".into() });
         let park = RunEnd { closing: vec![], status: ConversationStatus::Waiting, close_open_calls: None };
         assert!(matches!(store.finish_run("c1", "cli", &park).await.unwrap(), Finished::Continue(_)));

@@ -57,6 +57,7 @@ impl Fixture {
                 caller: "test".into(),
                 conversation_id: Some("conv-1".into()),
                 tool_call_id: Some("call-1".into()),
+                decided_by: None,
             })
             .await
     }
@@ -261,6 +262,7 @@ async fn a_call_for_an_unknown_agent_is_not_found() {
             caller: "test".into(),
             conversation_id: None,
             tool_call_id: None,
+            decided_by: None,
         })
         .await
         .unwrap_err();
