@@ -39,8 +39,8 @@ const detail = {
     { seq: 3, kind: 'tool_call', content: '', id: 'call-f', name: 'render_blocks', arguments: { title: 'Details', blocks: [{ type: 'form', submitLabel: 'Save', fields: [{ name: 'city', label: 'City', type: 'text', required: true }, { name: 'days', label: 'Days', type: 'number', default: 2 }] }] }, provider: null, created_at: at },
   ],
   pending: [
-    { tool_call_id: 'call-c', tool_name: 'render_and_wait', args: { component: 'counter', props: { start: 5 }, title: 'A counter' }, created_at: at, component: { name: 'counter', version: 1, compiled_js: COMPONENT } },
-    { tool_call_id: 'call-f', tool_name: 'render_blocks', args: {}, created_at: at },
+    { tool_call_id: 'call-c', tool_name: 'render_and_wait', kind: 'question', args: { component: 'counter', props: { start: 5 }, title: 'A counter' }, created_at: at, component: { name: 'counter', version: 1, compiled_js: COMPONENT } },
+    { tool_call_id: 'call-f', tool_name: 'render_blocks', kind: 'question', args: {}, created_at: at },
   ],
 } satisfies ConversationDetail;
 

@@ -184,6 +184,12 @@ function model(canaryOf: () => Canary, api: () => string) {
             { name: 'ask_user', arguments: { question: 'Which day?', options: ['Monday', 'Friday'] } },
           ],
         };
+      case 'approve':
+        return { toolCalls: [{ name: 'set_state', arguments: { key: 'colour', value: 'red' } }] };
+      case 'approve-deny':
+        return { toolCalls: [{ name: 'set_state', arguments: { key: 'size', value: 'large' } }] };
+      case 'approve-restart':
+        return { toolCalls: [{ name: 'set_state', arguments: { key: 'shape', value: 'round' } }] };
       case 'sender':
         return { toolCalls: [{ name: 'render_and_wait', arguments: { title: 'Messenger', code: MESSENGER, props: {} } }] };
       case 'attack':
@@ -309,6 +315,58 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright ser
     await canvas.getByRole('button', { name: 'Set budget' }).click();
     expect(await resultSeenByModel('restart')).toEqual({ action: 'submit', data: { budget: 99, shop: 'Market', remind: false } });
     await page.getByText(/Model received: .*"budget":99/).waitFor();
+  });
+
+  it('a call its policy asks about waits for approval: edited and approved, denied, and approved after a restart', async () => {
+    /** Calls the API from the page, with its session. */
+    const call = (method: string, path: string, body?: unknown) =>
+      page.evaluate(
+        async ({ method, path, body }) => {
+          const response = await fetch(path, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+          return { status: response.status, body: await response.json() };
+        },
+        { method, path, body },
+      );
+    expect((await call('PUT', '/api/agents/default/tools/set_state/policy', { policy: 'ask' })).status).toBe(200);
+    try {
+      // Edited, then approved: the call runs with the person's arguments.
+      await startConversation('approve');
+      const card = page.getByRole('group', { name: 'Approve set_state?' });
+      await card.waitFor();
+      await expect.poll(async () => (await call('GET', '/api/agents/default/state/colour')).body.value).toBe(null);
+      await card.getByRole('button', { name: 'Edit arguments' }).click();
+      await card.getByLabel('Arguments').fill(JSON.stringify({ key: 'colour', value: 'blue' }));
+      await card.getByRole('button', { name: 'Approve as edited' }).click();
+      await page.getByText(/Model received: .*"ok"/).waitFor();
+      expect((await call('GET', '/api/agents/default/state/colour')).body.value).toBe('blue');
+
+      // Denied: nothing runs, and the model reads the refusal.
+      await startConversation('approve-deny');
+      await page.getByRole('group', { name: 'Approve set_state?' }).getByRole('button', { name: 'Deny' }).click();
+      await page.getByText(/Model received: .*denied/).waitFor();
+      expect((await call('GET', '/api/agents/default/state/size')).body.value).toBe(null);
+
+      // The approval waits durably: the server is killed and restarted, then the person approves.
+      const conversation = await startConversation('approve-restart');
+      await page.getByRole('group', { name: 'Approve set_state?' }).waitFor();
+      await wright.restart();
+      await page.goto(`${wright.url}/agents/default/c/${conversation}`);
+      if (await page.locator('#token').isVisible().catch(() => false)) {
+        await page.locator('#token').fill(wright.token);
+        await page.keyboard.press('Enter');
+      }
+      await page.getByRole('group', { name: 'Approve set_state?' }).getByRole('button', { name: 'Approve', exact: true }).click();
+      await page.getByText(/Model received: .*"ok"/).waitFor();
+      expect((await call('GET', '/api/agents/default/state/shape')).body.value).toBe('round');
+      const log = (await call('GET', '/api/agents/default/executions?tool=set_state')).body as { decided_by: string | null; success: boolean }[];
+      expect(log.map((entry) => [entry.decided_by, entry.success])).toEqual([
+        ['person', true],
+        ['person', false],
+        ['person', true],
+      ]);
+    } finally {
+      await call('PUT', '/api/agents/default/tools/set_state/policy', { policy: null });
+    }
   });
 
   it('dismissing blocks answers {action: "dismissed"}, the spelling the model is told', async () => {

@@ -353,6 +353,7 @@ string_enum!(
     }
 );
 
+#[allow(clippy::derivable_impls, reason = "string_enum! declares the enum and cannot mark a #[default] variant")]
 impl Default for ToolPolicy {
     fn default() -> Self {
         ToolPolicy::Allow

@@ -142,6 +142,9 @@ export const api = {
     request<ComponentSummary>('PUT', `/api/agents/${enc(agent)}/components/${enc(name)}/enabled`, { enabled } satisfies Schemas['SetEnabled']),
 
   tools: (agent: string) => request<Tool[]>('GET', `/api/agents/${enc(agent)}/tools`),
+  /** `null` removes the agent's own policy, so the tool's default applies. */
+  setToolPolicy: (agent: string, name: string, policy: Schemas['ToolPolicy'] | null) =>
+    request<Tool>('PUT', `/api/agents/${enc(agent)}/tools/${enc(name)}/policy`, { policy } satisfies Schemas['PolicyUpdate']),
   invokeTool: (agent: string, name: string, args: unknown) => request<unknown>('POST', `/api/agents/${enc(agent)}/tools/${enc(name)}/invoke`, args),
   agentTools: (agent: string) => request<AgentTool[]>('GET', `/api/agents/${enc(agent)}/agent-tools`),
   agentToolVersions: (agent: string, name: string) =>

@@ -2,7 +2,7 @@
 // components (each with its version timeline, diffs and rollback), and the tool execution log
 // with filters, the latest failures and the last 7 days' statistics.
 import { useCallback, useEffect, useMemo, useState } from 'react';
-import { api, type AgentTool, type ComponentDetail, type ComponentSummary, type DocumentKind, type DocumentView, type Execution, type ExecutionFilter, type Stats } from '../api/client';
+import { api, type AgentTool, type Schemas, type Tool, type ComponentDetail, type ComponentSummary, type DocumentKind, type DocumentView, type Execution, type ExecutionFilter, type Stats } from '../api/client';
 import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { History, when, type HistorySource } from '../admin/History';
 import { ADMIN_SECTIONS } from './Sidebar';
@@ -524,6 +524,60 @@ function Failure({ execution, codeOf }: { execution: Execution; codeOf: (executi
   );
 }
 
+const POLICY_LABELS: Record<Schemas['ToolPolicy'], string> = { allow: 'run', ask: 'ask me first', deny: 'never' };
+
+/** Per tool: whether the agent's calls run, wait for the person's approval, or are refused. */
+function Policies({ agent }: { agent: string }) {
+  const [tools, setTools] = useState<Tool[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    api.tools(agent).then(setTools, (failure: Error) => setError(failure.message));
+  }, [agent]);
+  const change = async (name: string, value: string) => {
+    setError(null);
+    try {
+      const policy = value === 'default' ? null : (value as Schemas['ToolPolicy']);
+      const updated = await api.setToolPolicy(agent, name, policy);
+      setTools((list) => list?.map((tool) => (tool.name === name ? updated : tool)) ?? list);
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+  if (error) return <ErrorAlert error={error} />;
+  if (!tools) return <div className="loading-line">Loading…</div>;
+  return (
+    <section className="card" aria-label="Approvals">
+      <h2>Approvals</h2>
+      <p className="muted">
+        What happens when the agent calls a tool in a conversation: it runs, it waits for you to approve it (with its
+        arguments shown, which you may edit), or it is refused. Reads run by default; tools with effects outside the agent's
+        own data ask first. Your own calls (<code>wright tool call</code>) are not asked about.
+      </p>
+      <table className="policy-table">
+        <tbody>
+          {[...tools]
+            .sort((left, right) => left.name.localeCompare(right.name))
+            .map((tool) => (
+              <tr key={tool.name}>
+                <td>
+                  <code>{tool.name}</code>
+                </td>
+                <td>
+                  <select aria-label={`Policy for ${tool.name}`} value={tool.overridden ? tool.policy : 'default'} onChange={(event) => void change(tool.name, event.target.value)}>
+                    <option value="default">default ({POLICY_LABELS[tool.default_policy]})</option>
+                    <option value="allow">run</option>
+                    <option value="ask">ask me first</option>
+                    <option value="deny">never</option>
+                  </select>
+                </td>
+              </tr>
+            ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
 export function Admin({ section, agent }: { section: string; agent: string | null }) {
   const label = ADMIN_SECTIONS.find((entry) => entry.id === section)?.label ?? 'Admin';
   return (
@@ -543,7 +597,10 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
             <DocumentCard agent={agent} kind="learned_notes" />
           </>
         ) : section === 'tools' ? (
-          <Tools agent={agent} />
+          <>
+            <Policies agent={agent} />
+            <Tools agent={agent} />
+          </>
         ) : section === 'components' ? (
           <Components agent={agent} />
         ) : section === 'executions' ? (

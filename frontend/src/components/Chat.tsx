@@ -4,6 +4,7 @@ import { useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from
 import type { ApiError, Status } from '../api/client';
 import { Markdown } from '../blocks/Markdown';
 import { transcript, type ConversationState, type TranscriptItem } from '../state/conversation';
+import { Approval } from './Approval';
 import { AskUser } from './AskUser';
 import { ProviderNotice } from './ProviderNotice';
 import { ToolCall, resultInfo } from './ToolCall';
@@ -133,6 +134,7 @@ export function Chat({
   const items = transcript(state.events);
   const pendingIds = new Set(state.pending.map((call) => call.tool_call_id));
   const question = state.pending.find((call) => call.tool_name === 'ask_user');
+  const approvals = state.pending.filter((call) => call.kind === 'approval');
   const running = state.status === 'running';
   const noProvider = status !== null && !status.provider;
 
@@ -223,6 +225,9 @@ export function Chat({
             onAnswer={(answer) => onAnswer(question.tool_call_id, answer)}
           />
         )}
+        {approvals.map((call) => (
+          <Approval key={call.tool_call_id} tool={call.tool_name} args={call.args} onAnswer={(answer) => onAnswer(call.tool_call_id, answer)} />
+        ))}
       </div>
       <div className="composer">
         {sendError && (

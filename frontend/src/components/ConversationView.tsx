@@ -10,7 +10,7 @@ export function ConversationView({ agent, id, status, onChanged }: { agent: stri
   const { state, send, cancel, answer, loadError, connection } = useConversation(id);
   const [focus, setFocus] = useState<string | null>(null);
   const [tab, setTab] = useState<'chat' | 'canvas'>('chat');
-  const waitingInCanvas = state.pending.some((call) => call.tool_name !== 'ask_user');
+  const waitingInCanvas = state.pending.some((call) => call.tool_name !== 'ask_user' && call.kind !== 'approval');
   const canvasCount = canvasItems(state).length;
 
   // The sidebar shows status and order; refresh it when this conversation's status changes.

@@ -78,7 +78,7 @@ describe('conversation reducer', () => {
   });
 
   it('drops a pending call once its result is stored', () => {
-    const pending = [{ tool_call_id: 'q1', tool_name: 'ask_user', args: { question: '?' }, created_at: at }];
+    const pending = [{ tool_call_id: 'q1', tool_name: 'ask_user', kind: 'question' as const, args: { question: '?' }, created_at: at }];
     let state = run([{ type: 'loaded', detail: detail([call(1, 'q1', 'ask_user')], 'waiting', pending) }]);
     expect(state.pending).toHaveLength(1);
     state = run([{ type: 'event', event: result(2, 'q1', 'ask_user', { answer: 'yes' }) }], state);
