@@ -209,7 +209,12 @@ impl HistoryItem {
                     Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
                     other => other.clone(),
                 };
-                Some(HistoryItem::ToolCall { id: id.clone(), name: name.clone(), arguments, provider: provider.clone() })
+                Some(HistoryItem::ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments,
+                    provider: provider.clone(),
+                })
             }
             EventBody::ToolResult { tool_call_id, name, output, success } => Some(HistoryItem::ToolResult {
                 tool_call_id: tool_call_id.clone(),
@@ -229,7 +234,9 @@ impl HistoryItem {
         let mut items = Vec::with_capacity(history.len());
         let mut calls: Vec<(String, String)> = Vec::new();
         let mut results: Vec<Option<HistoryItem>> = Vec::new();
-        let flush = |items: &mut Vec<HistoryItem>, calls: &mut Vec<(String, String)>, results: &mut Vec<Option<HistoryItem>>| {
+        let flush = |items: &mut Vec<HistoryItem>,
+                     calls: &mut Vec<(String, String)>,
+                     results: &mut Vec<Option<HistoryItem>>| {
             for ((id, name), result) in calls.drain(..).zip(results.drain(..)) {
                 items.push(result.unwrap_or_else(|| {
                     let EventBody::ToolResult { tool_call_id, name, output, success } =
@@ -316,7 +323,12 @@ mod tests {
     }
 
     fn call(id: &str) -> Event {
-        event(EventBody::ToolCall { id: id.into(), name: "f".into(), arguments: json!({"a": 1}), provider: Value::Null })
+        event(EventBody::ToolCall {
+            id: id.into(),
+            name: "f".into(),
+            arguments: json!({"a": 1}),
+            provider: Value::Null,
+        })
     }
 
     fn result(id: &str) -> Event {
@@ -335,7 +347,9 @@ mod tests {
                 HistoryItem::User(_) => "u".to_owned(),
                 HistoryItem::Assistant { .. } => "a".to_owned(),
                 HistoryItem::ToolCall { id, .. } => format!("c{id}"),
-                HistoryItem::ToolResult { tool_call_id, success, .. } => format!("r{tool_call_id}{}", if *success { "" } else { "!" }),
+                HistoryItem::ToolResult { tool_call_id, success, .. } => {
+                    format!("r{tool_call_id}{}", if *success { "" } else { "!" })
+                }
             })
             .collect()
     }
@@ -347,7 +361,8 @@ mod tests {
         let history = [user("q"), assistant(), call("1"), call("2"), result("1"), user("again")];
         assert_eq!(shape(&HistoryItem::all(&history)), ["u", "a", "c1", "c2", "r1", "r2!", "u"]);
         // Results out of order, a stray result, a second result: call order, once each.
-        let history = [user("q"), assistant(), call("1"), call("2"), result("2"), result("x"), result("1"), result("2")];
+        let history =
+            [user("q"), assistant(), call("1"), call("2"), result("2"), result("x"), result("1"), result("2")];
         assert_eq!(shape(&HistoryItem::all(&history)), ["u", "a", "c1", "c2", "r1", "r2"]);
         // A reused id in a later turn pairs with its own turn's result.
         let history = [assistant(), call("1"), result("1"), assistant(), call("1"), result("1")];

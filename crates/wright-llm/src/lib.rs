@@ -10,6 +10,8 @@
 //!   the [text protocol](text_protocol) for models without native tool calls.
 //! - [`ProviderConfig`] builds a provider; [`config_from_env`] picks one from the
 //!   environment values the binary passes in.
+//! - [`tool_schema`] translates tool schemas into the JSON Schema subset each server accepts
+//!   (Wright still validates calls against the full schema).
 //! - [`sse`] is the incremental SSE parser; `testing` (feature `testing`) is a scripted fake
 //!   provider server that speaks the real streaming formats.
 //!
@@ -34,6 +36,7 @@ mod provider;
 mod responses;
 pub mod sse;
 pub mod text_protocol;
+pub mod tool_schema;
 mod transport;
 
 #[cfg(test)]
@@ -53,7 +56,24 @@ pub use config::{
 pub use error::{ErrorInfo, LlmError};
 pub use provider::{HttpProvider, Provider};
 pub use text_protocol::{TextProtocol, TextProtocolProvider};
+pub use tool_schema::SchemaDialect;
 pub use transport::RetryPolicy;
+
+/// The HTTP body the provider `config` would send for `request`, as JSON: what real-server
+/// tests post to an endpoint of their own choosing, and what request sizes are measured on.
+pub fn request_body(config: &ProviderConfig, request: &Request) -> Result<serde_json::Value, LlmError> {
+    let rewritten;
+    let request = match config.tool_calls {
+        ToolCallMode::Native => request,
+        ToolCallMode::Text => {
+            rewritten = config.text_protocol.rewrite(request);
+            &rewritten
+        }
+    };
+    let call = config::wire_for(config).build(request)?;
+    serde_json::from_slice(&call.body)
+        .map_err(|error| LlmError::InvalidResponse(format!("the request body is not JSON: {error}")))
+}
 
 /// Decodes a recorded response body without a network, as the HTTP path would: `status`
 /// and `content_type` decide between error classification, SSE, a streamed JSON array and

@@ -400,16 +400,21 @@ fn check_history(format: Format, request: &Value) -> Result<(), String> {
         Format::Gemini => {
             let contents = list("contents");
             let count = |content: &Value, key: &str| {
-                content["parts"].as_array().map_or(0, |parts| parts.iter().filter(|part| part.get(key).is_some()).count())
+                content["parts"]
+                    .as_array()
+                    .map_or(0, |parts| parts.iter().filter(|part| part.get(key).is_some()).count())
             };
             for (index, content) in contents.iter().enumerate() {
                 let responses = count(content, "functionResponse");
-                let previous_calls = index.checked_sub(1).map_or(0, |previous| count(&contents[previous], "functionCall"));
+                let previous_calls =
+                    index.checked_sub(1).map_or(0, |previous| count(&contents[previous], "functionCall"));
                 let calls = count(content, "functionCall");
                 let next_responses = contents.get(index + 1).map_or(0, |next| count(next, "functionResponse"));
                 if (responses > 0 && previous_calls == 0) || (calls > 0 && next_responses == 0) {
-                    return Err("Please ensure that function response turn comes immediately after a function call turn."
-                        .to_owned());
+                    return Err(
+                        "Please ensure that function response turn comes immediately after a function call turn."
+                            .to_owned(),
+                    );
                 }
                 if calls > 0 && next_responses != calls {
                     return Err("Please ensure that the number of function response parts is equal to the number of \

@@ -31,7 +31,7 @@ mod web;
 pub use code::run_file;
 pub use error::ToolError;
 pub use interaction::check_pausing_call;
-pub use registry::{Invocation, ToolInfo, ToolRegistry};
+pub use registry::{Invocation, ToolInfo, ToolRegistry, builtin_specs};
 
 use std::sync::Arc;
 

@@ -52,6 +52,14 @@ fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
         .chain(crate::browser::tools())
 }
 
+/// The spec of every built-in tool, in name order: what a model is told about them (for
+/// checking that every server accepts their schemas, and for measuring their size).
+pub fn builtin_specs() -> Vec<ToolSpec> {
+    let mut specs: Vec<ToolSpec> = all_builtins().map(|tool| tool.spec().clone()).collect();
+    specs.sort_by(|left, right| left.name.cmp(&right.name));
+    specs
+}
+
 /// The names of the built-in tools; an agent's tool may not take one of them.
 pub(crate) fn builtin_names() -> &'static BTreeSet<String> {
     static NAMES: OnceLock<BTreeSet<String>> = OnceLock::new();

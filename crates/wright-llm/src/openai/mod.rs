@@ -23,6 +23,7 @@ use crate::canonical::{
 };
 use crate::config::Settings;
 use crate::error::{Class, ErrorInfo, mentions_context_overflow, retry_after_header, retry_hint_in_message};
+use crate::tool_schema::{self, SchemaDialect};
 use crate::transport::{Decoder, HttpCall, Wire};
 use wire::{
     ChatChunk, ChatCompletion, ChatFunction, ChatFunctionCall, ChatMessage, ChatRequest, ChatTool, ChatToolCall,
@@ -34,6 +35,18 @@ use wire::{
 pub(crate) enum Flavor {
     OpenAi,
     Compatible,
+}
+
+impl Flavor {
+    /// OpenAI takes JSON Schema; the compatible servers that constrain calls with a grammar
+    /// (llama.cpp, Ollama) refuse schemas without a type, so they all get the grammar subset,
+    /// which the hosted compatible APIs accept too.
+    pub(crate) fn schema_dialect(self) -> SchemaDialect {
+        match self {
+            Flavor::OpenAi => SchemaDialect::OpenAi,
+            Flavor::Compatible => SchemaDialect::Grammar,
+        }
+    }
 }
 
 pub(crate) struct ChatWire {
@@ -54,7 +67,7 @@ pub(crate) fn build_request(settings: &Settings, flavor: Flavor, request: &Reque
                 function: ChatFunction {
                     name: tool.name.clone(),
                     description: tool.description.clone(),
-                    parameters: tool.parameters.clone(),
+                    parameters: tool_schema::translate(&tool.parameters, flavor.schema_dialect()),
                 },
             })
             .collect(),

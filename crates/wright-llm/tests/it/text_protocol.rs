@@ -33,8 +33,7 @@ async fn a_block_split_across_deltas_becomes_one_call_and_generation_stops_there
     let mut config = fake.config(ProviderKind::OpenaiCompatible);
     config.tool_calls = ToolCallMode::Text;
     let provider = config.build().expect("provider");
-    let history =
-        vec![ev(1, EventKind::User, "Time in Oslo?".to_owned(), json!({}))];
+    let history = vec![ev(1, EventKind::User, "Time in Oslo?".to_owned(), json!({}))];
     let reply = collect(provider.stream(request(history), CancellationToken::new()), |_| {}).await.expect("reply");
     assert_eq!(reply.text, "Let me check.");
     assert_eq!(reply.tool_calls.len(), 1, "a block runs once, and nothing after it");
@@ -62,8 +61,18 @@ async fn calls_and_results_go_back_as_blocks_in_the_conversation() {
     let history = vec![
         ev(1, EventKind::User, "Time in Oslo?".to_owned(), json!({})),
         ev(2, EventKind::Assistant, "Let me check.".to_owned(), json!({"text": "Let me check."})),
-        ev(3, EventKind::ToolCall, "get_time".to_owned(), json!({"id": "call_1", "name": "get_time", "arguments": {"city": "Oslo"}})),
-        ev(4, EventKind::ToolResult, "12:00".to_owned(), json!({"tool_call_id": "call_1", "name": "get_time", "output": "12:00", "success": true})),
+        ev(
+            3,
+            EventKind::ToolCall,
+            "get_time".to_owned(),
+            json!({"id": "call_1", "name": "get_time", "arguments": {"city": "Oslo"}}),
+        ),
+        ev(
+            4,
+            EventKind::ToolResult,
+            "12:00".to_owned(),
+            json!({"tool_call_id": "call_1", "name": "get_time", "output": "12:00", "success": true}),
+        ),
     ];
     let reply = collect(provider.stream(request(history), CancellationToken::new()), |_| {}).await.expect("reply");
     assert_eq!(reply.text, "It is noon.");

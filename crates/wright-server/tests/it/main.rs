@@ -4,3 +4,4 @@
 mod api;
 mod binary;
 mod model_loop;
+mod real_model;
