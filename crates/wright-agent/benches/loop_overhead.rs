@@ -12,8 +12,8 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wright_agent::{
-    Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext,
-    RunOutcome, SystemParts, Transcript, run,
+    Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, RunOutcome,
+    SystemParts, Transcript, run,
 };
 use wright_core::{AgentId, ConversationStatus, DocumentKind, Event, EventBody, NewEvent};
 use wright_store::{ExecutionFilter, Lease, RunEnd, StateLimits, Store};

@@ -2,8 +2,8 @@
 //! model can cause becomes an error result it can read and recover from.
 
 use serde_json::{Value, json};
-use wright_core::AgentId;
 use tokio_util::sync::CancellationToken;
+use wright_core::AgentId;
 use wright_tools::{Invocation, ToolRegistry};
 
 use crate::run::ModelToolCall;

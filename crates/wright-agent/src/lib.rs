@@ -28,8 +28,8 @@ mod run;
 pub use context::{SystemParts, system_message};
 pub use provider_model::ProviderModel;
 pub use run::{
-    Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext,
-    RunOutcome, Transcript, run,
+    Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, RunOutcome,
+    Transcript, limit_reached, run,
 };
 
 /// The one error of a run that the loop cannot turn into a tool result: the model failed in a

@@ -25,6 +25,15 @@ pub struct LoopConfig {
     pub compact_above_chars: usize,
     /// How much recent history compaction keeps verbatim, in characters.
     pub keep_recent_chars: usize,
+    /// A call identical to one that ran earlier in this run (same tool, same arguments, and
+    /// no other call has succeeded since) is not run again: its result repeats the earlier one
+    /// and asks for the answer. Small models call a tool again after its result instead of
+    /// answering; this ends the loop they would otherwise run to `max_tool_turns`.
+    pub refuse_repeated_calls: bool,
+    /// When tools were offered and a reply made no call, calls written as text (bare JSON,
+    /// a ```json block, `<tool_call>` tags, the text protocol's blocks) are recovered into
+    /// real calls (`wright_llm::recover_calls`).
+    pub recover_text_calls: bool,
 }
 
 impl Default for LoopConfig {
@@ -34,6 +43,8 @@ impl Default for LoopConfig {
             max_output_size: 1024 * 1024,
             compact_above_chars: 400_000,
             keep_recent_chars: 100_000,
+            refuse_repeated_calls: true,
+            recover_text_calls: true,
         }
     }
 }
@@ -127,7 +138,9 @@ pub enum RunOutcome {
     TurnLimit,
     Cancelled,
     /// The model failed in a way its retries did not cure; the message is stored as a notice.
-    Failed { message: String },
+    Failed {
+        message: String,
+    },
 }
 
 /// What ending a run did.
@@ -146,6 +159,68 @@ pub struct RunContext<'a> {
     pub tools: &'a ToolRegistry,
     pub config: &'a LoopConfig,
     pub cancel: &'a CancellationToken,
+}
+
+/// What the last request of a run that reached `max_tool_turns` adds to the system message
+/// (seed 004's `limit_reached`): without it a model keeps trying to call tools that are gone.
+pub fn limit_reached(max_tool_turns: usize) -> String {
+    format!(
+        "## limit_reached\nThis run has used all of its {max_tool_turns} tool turns, so no tools are available now. \
+         Do not try to call a tool. Sum up for the person: what you did, what you found, and what is left to do."
+    )
+}
+
+/// The calls that ran in this run since the last one that succeeded with other arguments,
+/// with their results: what a repeated call is answered from. A call that succeeds clears
+/// the earlier ones, because it may have changed what they would return (a write, a click).
+#[derive(Default)]
+struct RecentCalls {
+    calls: Vec<(String, Value, Value, bool)>,
+}
+
+impl RecentCalls {
+    fn earlier(&self, name: &str, arguments: &Value) -> Option<(&Value, bool)> {
+        self.calls
+            .iter()
+            .find(|(earlier_name, earlier_arguments, _, _)| earlier_name == name && earlier_arguments == arguments)
+            .map(|(_, _, output, success)| (output, *success))
+    }
+
+    fn record(&mut self, name: &str, arguments: &Value, output: &Value, success: bool) {
+        if success {
+            self.calls.clear();
+        }
+        self.calls.push((name.to_owned(), arguments.clone(), output.clone(), success));
+    }
+}
+
+/// The result of a call that repeats an earlier one: the earlier result, and why it is back.
+fn repeated_result(name: &str, earlier: &Value) -> Value {
+    serde_json::json!({
+        "repeated_call": true,
+        "note": format!(
+            "You already called `{name}` with exactly these arguments in this run, so it was not run again; \
+             its result is repeated below. Do not call it again: answer the person now, using this result."
+        ),
+        "result": earlier,
+    })
+}
+
+/// The calls written as text in a reply that made none, if the run recovers them.
+fn recovered_calls(text: &str, tools: &[ToolSpec]) -> Option<(String, Vec<ModelToolCall>)> {
+    let offered = |name: &str| tools.iter().any(|tool| tool.name == name);
+    let recovered = wright_llm::recover_calls(text, &wright_llm::TextProtocol::default(), &offered)?;
+    let calls = recovered
+        .calls
+        .into_iter()
+        .map(|call| ModelToolCall {
+            arguments: serde_json::from_str::<Value>(&call.arguments_json).map_err(|_| call.arguments_json.clone()),
+            id: call.id,
+            name: call.name,
+            data: call.provider_data,
+        })
+        .collect();
+    Some((recovered.text, calls))
 }
 
 fn stored(error: String) -> AgentError {
@@ -229,6 +304,7 @@ pub async fn run(
     };
     let on_text = |text: &str| transcript.text_delta(text);
     let mut tool_turns = 0;
+    let mut recent_calls = RecentCalls::default();
     // Read once; the run keeps the view current with what it appends (the run owns the
     // conversation, so only answers to its own parked calls are written by others, and it
     // reloads after those).
@@ -253,7 +329,13 @@ pub async fn run(
         } else {
             Arc::default()
         };
-        let request = ModelRequest { system: system.clone(), history: &view.history, tools };
+        let offered = Arc::clone(&tools);
+        let system_now = if tools_enabled {
+            system.clone()
+        } else {
+            format!("{system}\n\n{}", limit_reached(context.config.max_tool_turns))
+        };
+        let request = ModelRequest { system: system_now, history: &view.history, tools };
         let reply = match model.reply(request, &on_text, context.cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled) => {
@@ -265,9 +347,18 @@ pub async fn run(
                 return end(transcript, RunOutcome::Failed { message }, vec![notice]).await;
             }
         };
-        let calls = if tools_enabled { reply.tool_calls } else { Vec::new() };
+        let mut reply_text = reply.text;
+        let mut calls = if tools_enabled { reply.tool_calls } else { Vec::new() };
+        if calls.is_empty()
+            && tools_enabled
+            && context.config.recover_text_calls
+            && let Some((text, recovered)) = recovered_calls(&reply_text, &offered)
+        {
+            reply_text = text;
+            calls = recovered;
+        }
         let assistant =
-            NewEvent::new(reply.text.clone(), EventBody::Assistant { text: reply.text, provider: reply.data });
+            NewEvent::new(reply_text.clone(), EventBody::Assistant { text: reply_text, provider: reply.data });
         if calls.is_empty() {
             // The answer and the status it leaves are one write.
             if !tools_enabled {
@@ -304,11 +395,35 @@ pub async fn run(
                 // The calls not run yet get their "cancelled" results in the closing write.
                 return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
             }
-            match dispatch(&site, call).await {
+            let repeat = match &call.arguments {
+                Ok(arguments) if context.config.refuse_repeated_calls && !context.tools.pauses(&call.name) => {
+                    recent_calls.earlier(&call.name, arguments).map(|(output, success)| Dispatched::Finished {
+                        output: repeated_result(&call.name, output),
+                        success,
+                    })
+                }
+                _ => None,
+            };
+            let dispatched = match repeat {
+                Some(repeat) => repeat,
+                None => {
+                    let dispatched = dispatch(&site, call).await;
+                    if let (Dispatched::Finished { output, success }, Ok(arguments)) = (&dispatched, &call.arguments) {
+                        recent_calls.record(&call.name, arguments, output, *success);
+                    }
+                    dispatched
+                }
+            };
+            match dispatched {
                 Dispatched::Finished { output, success } => {
                     let result = NewEvent::new(
                         preview(&output),
-                        EventBody::ToolResult { tool_call_id: call.id.clone(), name: call.name.clone(), output, success },
+                        EventBody::ToolResult {
+                            tool_call_id: call.id.clone(),
+                            name: call.name.clone(),
+                            output,
+                            success,
+                        },
                     );
                     if index + 1 == calls.len() && parked {
                         last_result = Some(result);
@@ -392,11 +507,7 @@ async fn compact(
                  facts learned, open tasks and the state of the work. Be complete but brief."
             .to_owned(),
     };
-    older.push(Event {
-        seq: 0,
-        content: String::new(),
-        body: EventBody::User { text: instruction, component: None },
-    });
+    older.push(Event { seq: 0, content: String::new(), body: EventBody::User { text: instruction, component: None } });
     let request = ModelRequest {
         system: "You summarise conversations between a person and their agent, faithfully and briefly.".to_owned(),
         history: &older,

@@ -12,6 +12,8 @@
 //!   environment values the binary passes in.
 //! - [`tool_schema`] translates tool schemas into the JSON Schema subset each server accepts
 //!   (Wright still validates calls against the full schema).
+//! - [`recover_calls`] finds tool calls a model wrote as text (bare JSON, ```json, `<tool_call>`,
+//!   text-protocol blocks) in a reply that made none.
 //! - [`sse`] is the incremental SSE parser; `testing` (feature `testing`) is a scripted fake
 //!   provider server that speaks the real streaming formats.
 //!
@@ -33,6 +35,7 @@ mod gemini;
 mod json_array;
 mod openai;
 mod provider;
+mod recovery;
 mod responses;
 pub mod sse;
 pub mod text_protocol;
@@ -55,6 +58,7 @@ pub use config::{
 };
 pub use error::{ErrorInfo, LlmError};
 pub use provider::{HttpProvider, Provider};
+pub use recovery::{Recovered, recover_calls};
 pub use text_protocol::{TextProtocol, TextProtocolProvider};
 pub use tool_schema::SchemaDialect;
 pub use transport::RetryPolicy;

@@ -276,6 +276,8 @@ async fn the_turn_limit_sends_a_last_request_without_tools_and_says_so() {
     assert_eq!(seen.len(), 4);
     assert!(seen[..3].iter().all(|(_, _, tools)| *tools > 0));
     assert_eq!(seen[3].2, 0, "the final request has tools disabled");
+    assert!(seen[3].0.ends_with(&limit_reached(3)), "the model is told: {}", seen[3].0);
+    assert!(!seen[2].0.contains("limit_reached"));
     let last = fixture.events().await.pop().unwrap();
     assert_eq!(data(&last)["type"], "turn_limit");
     assert!(last.content.contains("3 tool turns"));
@@ -436,4 +438,96 @@ async fn an_answer_given_while_the_turn_still_runs_resumes_the_run() {
     let conversation = fixture.transcript.store.conversation("c1").await.unwrap();
     assert_eq!(conversation.status, ConversationStatus::Idle);
     assert!(fixture.transcript.store.pending_calls("c1").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_repeated_call_is_not_run_again_until_another_call_succeeded() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "set_state", Ok(json!({"key": "k", "value": 1})))]),
+        calls(&[("b", "get_state", Ok(json!({"key": "k"})))]),
+        calls(&[("c", "get_state", Ok(json!({"key": "k"})))]),
+        calls(&[("d", "set_state", Ok(json!({"key": "k", "value": 2})))]),
+        // After a write succeeded, the same read runs again and sees the new value.
+        calls(&[("e", "get_state", Ok(json!({"key": "k"})))]),
+        // A repeat of a failed call repeats the failure.
+        calls(&[("f", "get_state", Ok(json!({"key": 5})))]),
+        calls(&[("g", "get_state", Ok(json!({"key": 5})))]),
+        text("Done."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let results = fixture.results().await;
+    assert_eq!(results[1]["output"], json!({"value": 1}));
+    let repeated = &results[2]["output"];
+    assert_eq!((repeated["repeated_call"].clone(), repeated["result"].clone()), (json!(true), json!({"value": 1})));
+    assert!(repeated["note"].as_str().unwrap().contains("answer the person now"));
+    assert_eq!(results[2]["success"], true);
+    assert_eq!(results[4]["output"], json!({"value": 2}));
+    assert_eq!(results[6]["output"]["repeated_call"], true);
+    assert_eq!(results[6]["success"], false);
+    let filter = wright_store::ExecutionFilter { tool_name: Some("get_state".into()), ..Default::default() };
+    let executions = fixture.transcript.store.list_executions(&AgentId::default_agent(), &filter).await.unwrap();
+    let ran: Vec<&str> = executions.iter().rev().filter_map(|execution| execution.tool_call_id.as_deref()).collect();
+    assert_eq!(ran, ["b", "e", "f"], "c and g did not run");
+}
+
+#[tokio::test]
+async fn repeated_calls_run_again_when_the_config_says_so() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        calls(&[("b", "get_state", Ok(json!({"key": "k"})))]),
+        calls(&[("c", "get_state", Ok(json!({"key": "k"})))]),
+        text("Done."),
+    ]);
+    let config = LoopConfig { refuse_repeated_calls: false, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(fixture.results().await[1]["output"], json!({"value": null}));
+}
+
+#[tokio::test]
+async fn calls_written_as_text_are_recovered_into_real_calls() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        text(
+            "Saving it.\n```json\n{\"name\": \"set_state\", \"arguments\": {\"key\": \"colour\", \"value\": \"green\"}}\n```",
+        ),
+        text("{\"name\": \"save_state\", \"arguments\": {}}"),
+        text("Saved."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let events = fixture.events().await;
+    let kinds: Vec<EventKind> = events.iter().map(Event::kind).collect();
+    use EventKind::{Assistant, ToolCall, ToolResult, User};
+    assert_eq!(kinds, [User, Assistant, ToolCall, ToolResult, Assistant, ToolCall, ToolResult, Assistant]);
+    assert_eq!(data(&events[1])["text"], "Saving it.", "the call's text is not kept as text");
+    assert_eq!(
+        (data(&events[2])["name"].clone(), data(&events[2])["arguments"]["value"].clone()),
+        (json!("set_state"), json!("green"))
+    );
+    assert_eq!(data(&events[3])["success"], true);
+    let state = fixture.transcript.store.get_state(&AgentId::default_agent(), "colour").await.unwrap();
+    assert_eq!(state, Some(json!("green")));
+    // An invented name in a pure call object becomes a call, answered with the closest names.
+    let unknown = data(&events[6]);
+    assert_eq!(unknown["output"]["category"], "unknown_tool");
+    assert!(unknown["output"]["error"].as_str().unwrap().contains("set_state"), "{unknown}");
+}
+
+#[tokio::test]
+async fn text_calls_stay_text_when_recovery_is_off() {
+    let fixture = Fixture::new().await;
+    let reply = "{\"name\": \"set_state\", \"arguments\": {\"key\": \"k\", \"value\": 1}}";
+    let model = ScriptedModel::new(vec![text(reply)]);
+    let config = LoopConfig { recover_text_calls: false, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(data(&fixture.events().await[1])["text"], reply);
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_answered_with_the_closest_real_names() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![calls(&[("a", "get_stat", Ok(json!({"key": "k"})))]), text("Oops.")]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let error = fixture.results().await[0]["output"]["error"].as_str().unwrap().to_owned();
+    assert!(error.starts_with("unknown tool `get_stat`; the closest real tools are: get_state, "), "{error}");
 }
