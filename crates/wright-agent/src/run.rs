@@ -1,16 +1,18 @@
 //! One run of the loop, and the two ports it talks through: [`Model`] and [`Transcript`].
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, Event, EventBody, EventKind, NewEvent, Notice, ToolSpec};
+use wright_core::{AgentId, Event, EventBody, EventKind, NewEvent, Notice, ToolLoading, ToolSettings, ToolSpec};
 use wright_tools::ToolRegistry;
 
 use crate::AgentError;
 use crate::context::{SystemParts, system_message};
 use crate::dispatch::{CallSite, Dispatched, dispatch};
+use crate::surface::{LOAD_TOOLS, load, surface};
 
 /// Limits of the loop; each is a config knob (`[agent]` in config.toml).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -158,6 +160,8 @@ pub struct RunContext<'a> {
     pub conversation_id: &'a str,
     pub tools: &'a ToolRegistry,
     pub config: &'a LoopConfig,
+    /// The agent's toolsets and how their schemas are sent (read when the run starts).
+    pub tool_settings: &'a ToolSettings,
     pub cancel: &'a CancellationToken,
 }
 
@@ -305,6 +309,8 @@ pub async fn run(
     let on_text = |text: &str| transcript.text_delta(text);
     let mut tool_turns = 0;
     let mut recent_calls = RecentCalls::default();
+    // The tools `load_tools` loaded in this run; their schemas are sent until it ends.
+    let mut loaded = BTreeSet::new();
     // Read once; the run keeps the view current with what it appends (the run owns the
     // conversation, so only answers to its own parked calls are written by others, and it
     // reloads after those).
@@ -324,17 +330,20 @@ pub async fn run(
             system = system_for(transcript, &view).await?;
         }
         let tools_enabled = tool_turns < context.config.max_tool_turns;
+        let all_tools: Arc<[ToolSpec]> =
+            context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?;
+        let mut system_now = system.clone();
         let tools = if tools_enabled {
-            context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?
+            let surface = surface(&all_tools, context.tool_settings, &loaded);
+            if !surface.catalogue.is_empty() {
+                system_now = format!("{system_now}\n\n{}", surface.catalogue);
+            }
+            surface.offered
         } else {
+            system_now = format!("{system_now}\n\n{}", limit_reached(context.config.max_tool_turns));
             Arc::default()
         };
         let offered = Arc::clone(&tools);
-        let system_now = if tools_enabled {
-            system.clone()
-        } else {
-            format!("{system}\n\n{}", limit_reached(context.config.max_tool_turns))
-        };
         let request = ModelRequest { system: system_now, history: &view.history, tools };
         let reply = match model.reply(request, &on_text, context.cancel).await {
             Ok(reply) => reply,
@@ -395,7 +404,26 @@ pub async fn run(
                 // The calls not run yet get their "cancelled" results in the closing write.
                 return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
             }
-            let repeat = match &call.arguments {
+            let on_demand = context.tool_settings.loading == ToolLoading::OnDemand;
+            let switched_off = all_tools
+                .iter()
+                .find(|spec| spec.name == call.name)
+                .and_then(|spec| spec.toolset.filter(|toolset| !context.tool_settings.enables(Some(*toolset))));
+            let answered = match (&call.arguments, switched_off) {
+                (Ok(arguments), None) if on_demand && call.name == LOAD_TOOLS => {
+                    let (output, success) = load(arguments, &all_tools, context.tool_settings, &mut loaded);
+                    Some(Dispatched::Finished { output, success })
+                }
+                (_, Some(toolset)) => Some(Dispatched::Finished {
+                    output: serde_json::json!({
+                        "error": format!("`{}` is in the toolset `{toolset}`, which is switched off for this agent", call.name),
+                        "category": "denied",
+                    }),
+                    success: false,
+                }),
+                _ => None,
+            };
+            let repeat = answered.or_else(|| match &call.arguments {
                 Ok(arguments) if context.config.refuse_repeated_calls && !context.tools.pauses(&call.name) => {
                     recent_calls.earlier(&call.name, arguments).map(|(output, success)| Dispatched::Finished {
                         output: repeated_result(&call.name, output),
@@ -403,7 +431,7 @@ pub async fn run(
                     })
                 }
                 _ => None,
-            };
+            });
             let dispatched = match repeat {
                 Some(repeat) => repeat,
                 None => {

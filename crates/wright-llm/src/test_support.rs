@@ -64,6 +64,7 @@ pub(crate) fn tool_turn(assistant_provider: Value, call_provider: Value) -> Requ
             description: "Weather in a city".to_owned(),
             parameters: json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}),
             pauses: false,
+            toolset: None,
         }]),
         model: None,
         max_output_tokens: Some(100),

@@ -212,7 +212,11 @@ async fn insert_events(
 }
 
 /// Takes the run if no live claim holds it: one conditional UPDATE decides.
-async fn claim_in(connection: &mut SqliteConnection, conversation_id: &str, lease: Lease<'_>) -> Result<Claim, StoreError> {
+async fn claim_in(
+    connection: &mut SqliteConnection,
+    conversation_id: &str,
+    lease: Lease<'_>,
+) -> Result<Claim, StoreError> {
     let claimed = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE conversations SET status = 'running', run_owner = ?, run_lease_until = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?), \
          updated_at = {NOW} WHERE id = ? AND (run_owner IS NULL OR run_lease_until < {NOW})"

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use wright_core::ToolSpec;
+use wright_core::{ToolSpec, Toolset};
 
 use crate::{ToolContext, ToolError, schema::schema_for};
 
@@ -16,6 +16,8 @@ pub(crate) type Handler<A> = fn(ToolContext, A) -> BoxFuture<'static, Result<Val
 /// A tool the registry can run. Object-safe so built-in and (later) agent-made tools share it.
 pub(crate) trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
+    /// Puts the tool in its toolset (done once, where the built-ins are gathered).
+    fn set_toolset(&mut self, toolset: Toolset);
     fn call(&self, context: ToolContext, args: Value) -> BoxFuture<'static, Result<Value, ToolError>>;
 }
 
@@ -31,6 +33,7 @@ impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
             description: description.to_owned(),
             parameters: schema_for::<A>(),
             pauses: false,
+            toolset: None,
         };
         Box::new(Builtin { spec, handler })
     }
@@ -43,6 +46,7 @@ impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
             description: description.to_owned(),
             parameters: schema_for::<A>(),
             pauses: true,
+            toolset: None,
         };
         Box::new(Builtin { spec, handler })
     }
@@ -51,6 +55,10 @@ impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
 impl<A: DeserializeOwned + JsonSchema + Send + 'static> Tool for Builtin<A> {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn set_toolset(&mut self, toolset: Toolset) {
+        self.spec.toolset = Some(toolset);
     }
 
     fn call(&self, context: ToolContext, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {

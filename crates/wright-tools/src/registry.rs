@@ -10,7 +10,7 @@ use futures::FutureExt;
 use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, ToolKind, ToolSpec};
+use wright_core::{AgentId, ToolKind, ToolSpec, Toolset};
 use wright_store::{AgentTool, ExecutionRecord};
 
 use crate::builtin::Tool;
@@ -37,19 +37,26 @@ pub struct Invocation {
     pub tool_call_id: Option<String>,
 }
 
-/// Every built-in tool, freshly built.
+/// Every built-in tool, freshly built, each in its toolset (a module's tools share one).
 fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
-    crate::self_modification::tools()
-        .into_iter()
-        .chain(crate::state::tools())
-        .chain(crate::tool_management::tools())
-        .chain(crate::interaction::tools())
-        .chain(crate::components::tools())
-        .chain(crate::market::tools())
-        .chain(crate::code::tools())
-        .chain(crate::web::tools())
-        .chain(crate::database::tools())
-        .chain(crate::browser::tools())
+    let groups: [(Toolset, Vec<Box<dyn Tool>>); 10] = [
+        (Toolset::SelfModification, crate::self_modification::tools()),
+        (Toolset::State, crate::state::tools()),
+        (Toolset::Tools, crate::tool_management::tools()),
+        (Toolset::Canvas, crate::interaction::tools()),
+        (Toolset::Canvas, crate::components::tools()),
+        (Toolset::Marketplace, crate::market::tools()),
+        (Toolset::Tools, crate::code::tools()),
+        (Toolset::Web, crate::web::tools()),
+        (Toolset::Database, crate::database::tools()),
+        (Toolset::Browser, crate::browser::tools()),
+    ];
+    groups.into_iter().flat_map(|(toolset, tools)| {
+        tools.into_iter().map(move |mut tool| {
+            tool.set_toolset(toolset);
+            tool
+        })
+    })
 }
 
 /// The spec of every built-in tool, in name order: what a model is told about them (for
@@ -180,6 +187,7 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.parameter_schema,
                 pauses: false,
+                toolset: None,
             }))
             .collect();
         self.agent_specs

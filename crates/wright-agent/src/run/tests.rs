@@ -166,6 +166,7 @@ fn data(event: &Event) -> Value {
 
 struct Fixture {
     _dir: tempfile::TempDir,
+    tool_settings: ToolSettings,
     tools: ToolRegistry,
     transcript: StoreTranscript,
 }
@@ -197,12 +198,21 @@ impl Fixture {
             parked: Mutex::new(Vec::new()),
             answer_when_parked: Mutex::new(None),
         };
-        Self { _dir: dir, tools, transcript }
+        // Every schema in every request, as before toolsets: most tests script calls directly.
+        let tool_settings = ToolSettings { loading: ToolLoading::All, ..ToolSettings::default() };
+        Self { _dir: dir, tool_settings, tools, transcript }
     }
 
     async fn run(&self, model: &dyn Model, config: &LoopConfig, cancel: &CancellationToken) -> RunOutcome {
         let agent = AgentId::default_agent();
-        let context = RunContext { agent: &agent, conversation_id: "c1", tools: &self.tools, config, cancel };
+        let context = RunContext {
+            agent: &agent,
+            conversation_id: "c1",
+            tools: &self.tools,
+            config,
+            tool_settings: &self.tool_settings,
+            cancel,
+        };
         let claim = self.transcript.store.claim_run("c1", lease()).await.unwrap();
         assert!(matches!(claim, wright_store::Claim::Claimed(_)), "{claim:?}");
         run(model, &self.transcript, context).await.unwrap()
@@ -530,4 +540,29 @@ async fn an_unknown_tool_is_answered_with_the_closest_real_names() {
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
     let error = fixture.results().await[0]["output"]["error"].as_str().unwrap().to_owned();
     assert!(error.starts_with("unknown tool `get_stat`; the closest real tools are: get_state, "), "{error}");
+}
+
+#[tokio::test]
+async fn on_demand_loading_starts_from_a_catalogue_and_sends_what_was_loaded() {
+    let mut fixture = Fixture::new().await;
+    fixture.tool_settings = ToolSettings::default();
+    let model = ScriptedModel::new(vec![
+        calls(&[("l", LOAD_TOOLS, Ok(json!({"names": ["set_state"]})))]),
+        calls(&[("s", "set_state", Ok(json!({"key": "k", "value": 1})))]),
+        // A tool of a toolset that is off is refused, loaded or not.
+        calls(&[("b", "browser_click", Ok(json!({"selector": "#go"})))]),
+        text("Done."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let seen = model.seen();
+    assert_eq!(seen[0].2, 1, "only load_tools is sent whole at first");
+    assert!(seen[0].0.contains("## More tools") && seen[0].0.contains("\n- set_state: "), "{}", seen[0].0);
+    assert!(!seen[0].0.contains("browser_click"), "tools of a toolset that is off are not listed");
+    assert_eq!(seen[1].2, 2, "set_state and load_tools");
+    assert!(!seen[1].0.contains("\n- set_state: "));
+    let results = fixture.results().await;
+    assert_eq!(results[0]["output"]["loaded"][0]["name"], "set_state");
+    assert_eq!(results[1]["success"], true);
+    assert_eq!(results[2]["output"]["category"], "denied");
+    assert!(results[2]["output"]["error"].as_str().unwrap().contains("toolset `browser`"));
 }

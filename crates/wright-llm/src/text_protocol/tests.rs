@@ -87,6 +87,7 @@ fn the_rewrite_teaches_the_format_and_drops_native_tools() {
             description: "does f".into(),
             parameters: json!({"type": "object"}),
             pauses: false,
+            toolset: None,
         }]),
         ..Request::default()
     };

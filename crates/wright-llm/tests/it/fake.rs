@@ -34,6 +34,7 @@ fn request() -> Request {
             description: "The time in a city".to_owned(),
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
             pauses: false,
+            toolset: None,
         }]),
         ..Request::default()
     }

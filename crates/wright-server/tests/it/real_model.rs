@@ -139,6 +139,7 @@ pub fn agent_tool_test_schemas() -> Vec<ToolSpec> {
             description: "An agent-written tool from the tests.".to_owned(),
             parameters,
             pauses: false,
+            toolset: None,
         })
         .collect()
 }
@@ -226,4 +227,84 @@ fn every_schema_wright_sends_fits_gemini_and_the_grammar_subset() {
         .map(|tool| tool.name.clone())
         .collect();
     assert!(!untranslated.is_empty(), "the checker finds the problems the untranslated schemas had");
+}
+
+/// One short task end to end: the real `wright serve` binary, configured as a user would
+/// (`OPENAI_BASE_URL`, `WRIGHT_MODEL`), with the 0.5B model and native tool calls. The agent
+/// has only the state toolset, with every schema sent, so the test costs about a minute here.
+/// Asserts mechanics from the stored conversation: a structured call of a real tool was made,
+/// it ran and its result went back, and the run ended on its own within its turn limit.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_small_model_drives_a_run_with_native_tool_calls() {
+    let model = tokio::task::spawn_blocking(|| RealModel::start("0.5b", 8192)).await.unwrap();
+    let data_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        data_dir.path().join("config.toml"),
+        "[agent]\nmax_tool_turns = 4\n\n[agents.default.tools]\ntoolsets = [\"state\"]\nloading = \"all\"\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wright"))
+        .arg("--data-dir")
+        .arg(data_dir.path())
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env_clear()
+        .env("WRIGHT_TOKEN", "real-token")
+        .env("OPENAI_BASE_URL", format!("{}/v1", model.base_url))
+        .env("WRIGHT_MODEL", "openai-compatible/qwen")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let url = loop {
+        let line = lines.next().expect("wright serve printed its address").unwrap();
+        if let Some(at) = line.find("http://") {
+            break line[at..].split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let client = reqwest::Client::new();
+    let post =
+        |path: &str, body: Value| client.post(format!("{url}{path}")).bearer_auth("real-token").json(&body).send();
+    let created: Value =
+        post("/api/agents/default/conversations", json!({"title": "real"})).await.unwrap().json().await.unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    let sent = post(
+        &format!("/api/conversations/{id}/messages"),
+        json!({"text": "Save my favourite colour, green, in your state under the key favourite_colour."}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(sent.status().as_u16(), 202);
+    let started = Instant::now();
+    let detail = loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let detail: Value = client
+            .get(format!("{url}/api/conversations/{id}"))
+            .bearer_auth("real-token")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let last = detail["events"].as_array().and_then(|events| events.last()).map(|event| event["kind"].clone());
+        if detail["conversation"]["status"] != "running" && last != Some(json!("user")) {
+            break detail;
+        }
+        assert!(started.elapsed() < Duration::from_secs(600), "the run did not end in 10 minutes: {detail}");
+    };
+    child.kill().ok();
+    child.wait().ok();
+    let events = detail["events"].as_array().unwrap();
+    let calls: Vec<&Value> = events.iter().filter(|event| event["kind"] == "tool_call").collect();
+    let results: Vec<&Value> = events.iter().filter(|event| event["kind"] == "tool_result").collect();
+    assert!(!calls.is_empty(), "the model made no structured call: {detail:#}");
+    let state_tools = ["get_state", "set_state", "delete_state", "list_state_keys"];
+    assert!(calls.iter().all(|call| state_tools.contains(&call["name"].as_str().unwrap())), "{detail:#}");
+    assert_eq!(calls.len(), results.len(), "every call has its result");
+    assert!(results.iter().any(|result| result["success"] == true), "no call ran successfully: {detail:#}");
+    assert_eq!(detail["conversation"]["status"], "idle", "{detail:#}");
+    let last = events.last().unwrap();
+    assert!(last["kind"] == "assistant" || last["kind"] == "notice", "the run ended on its own: {detail:#}");
+    eprintln!("real model run: {} calls, {:.0} s", calls.len(), started.elapsed().as_secs_f64());
 }

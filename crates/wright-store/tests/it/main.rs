@@ -327,7 +327,10 @@ mod conversations {
         let first = store.append_events("c1", &[user("hi")]).await.unwrap();
         assert_eq!(first[0].event.seq, 1);
         let more = store
-            .append_events("c1", &[call("t1", "get_state"), wright_store::tool_result_event("t1", "get_state", json!({}), true)])
+            .append_events(
+                "c1",
+                &[call("t1", "get_state"), wright_store::tool_result_event("t1", "get_state", json!({}), true)],
+            )
             .await
             .unwrap();
         assert_eq!(more.iter().map(|stored| stored.event.seq).collect::<Vec<_>>(), [2, 3]);
@@ -337,10 +340,7 @@ mod conversations {
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].event.kind(), EventKind::ToolCall);
         assert!(matches!(&events[1].event.body, EventBody::ToolResult { tool_call_id, .. } if tool_call_id == "t1"));
-        assert!(matches!(
-            store.append_events("missing", &[user("x")]).await,
-            Err(StoreError::ConversationNotFound(_))
-        ));
+        assert!(matches!(store.append_events("missing", &[user("x")]).await, Err(StoreError::ConversationNotFound(_))));
         assert_eq!(store.list_conversations(&default_agent()).await.unwrap().len(), 1);
     }
 
@@ -352,11 +352,17 @@ mod conversations {
         let awkward = "quotes \" and \\ backslash, ünïcode ✓ 🚀, a NUL-free $[0] path, ' and --";
         let batch: Vec<NewEvent> = (0..5)
             .map(|index| {
-                let arguments = json!({"index": index, "nested": {"text": awkward, "list": [1, null, true]}, "big": 1u64 << 60});
+                let arguments =
+                    json!({"index": index, "nested": {"text": awkward, "list": [1, null, true]}, "big": 1u64 << 60});
                 let body = if index == 0 {
                     EventBody::Assistant { text: awkward.into(), provider: arguments }
                 } else {
-                    EventBody::ToolCall { id: format!("c{index}"), name: awkward.into(), arguments, provider: json!(null) }
+                    EventBody::ToolCall {
+                        id: format!("c{index}"),
+                        name: awkward.into(),
+                        arguments,
+                        provider: json!(null),
+                    }
                 };
                 NewEvent::new(format!("{awkward} #{index}"), body)
             })
@@ -448,7 +454,13 @@ mod conversations {
             .unwrap();
         store.create_pending_call("c1", "b", "ask_user", &json!({}), &json!(null)).await.unwrap();
         assert!(matches!(
-            store.finish_run("c1", "cli", &RunEnd { closing: vec![], status: ConversationStatus::Idle, close_open_calls: None }).await,
+            store
+                .finish_run(
+                    "c1",
+                    "cli",
+                    &RunEnd { closing: vec![], status: ConversationStatus::Idle, close_open_calls: None }
+                )
+                .await,
             Err(StoreError::RunNotOwned(_))
         ));
         let end = RunEnd {
@@ -465,7 +477,9 @@ mod conversations {
         assert_eq!(store.conversation("c1").await.unwrap().status, ConversationStatus::Idle);
         assert!(store.claimed_runs().await.unwrap().is_empty());
         // A run that parks after its call was answered during the turn goes on.
-        let Claim::Claimed(_) = store.start_run_with_message("c1", lease("cli"), &user("again")).await.unwrap() else { panic!() };
+        let Claim::Claimed(_) = store.start_run_with_message("c1", lease("cli"), &user("again")).await.unwrap() else {
+            panic!()
+        };
         store.append_events("c1", &[call("q", "ask_user")]).await.unwrap();
         store.create_pending_call("c1", "q", "ask_user", &json!({}), &json!(null)).await.unwrap();
         let (answered, _) = store.answer_pending_call("c1", "q", &json!({"answer": "x"}), lease("tab")).await.unwrap();
@@ -521,4 +535,19 @@ mod agent_tools {
         assert_eq!(again.version, 1);
         assert_ne!(again.id, created.id);
     }
+}
+
+#[tokio::test]
+async fn tool_settings_are_unset_until_written_then_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    assert_eq!(store.tool_settings(&default_agent()).await.unwrap(), None);
+    let mut settings = wright_core::ToolSettings::default();
+    settings.toolsets = vec![wright_core::Toolset::State];
+    store.set_tool_settings(&default_agent(), &settings).await.unwrap();
+    settings.loading = wright_core::ToolLoading::All;
+    store.set_tool_settings(&default_agent(), &settings).await.unwrap();
+    assert_eq!(store.tool_settings(&default_agent()).await.unwrap(), Some(settings.clone()));
+    let missing = AgentId::parse("nobody").unwrap();
+    assert!(matches!(store.set_tool_settings(&missing, &settings).await, Err(StoreError::AgentNotFound(_))));
 }
