@@ -32,6 +32,12 @@ pub struct LoopConfig {
     /// and asks for the answer. Small models call a tool again after its result instead of
     /// answering; this ends the loop they would otherwise run to `max_tool_turns`.
     pub refuse_repeated_calls: bool,
+    /// The model's context window in tokens when its server does not say (llama.cpp's
+    /// `/props` and Ollama's `/api/show` do, and win). Unset: no fitting beyond
+    /// `compact_above_chars`.
+    pub context_window: Option<usize>,
+    /// Tokens kept free for the model's answer when a request is fitted into the window.
+    pub reserve_output_tokens: usize,
     /// When tools were offered and a reply made no call, calls written as text (bare JSON,
     /// a ```json block, `<tool_call>` tags, the text protocol's blocks) are recovered into
     /// real calls (`wright_llm::recover_calls`).
@@ -45,6 +51,8 @@ impl Default for LoopConfig {
             max_output_size: 1024 * 1024,
             compact_above_chars: 400_000,
             keep_recent_chars: 100_000,
+            context_window: None,
+            reserve_output_tokens: 2048,
             refuse_repeated_calls: true,
             recover_text_calls: true,
         }
@@ -97,6 +105,11 @@ pub trait Model: Send + Sync {
         on_text: &'a (dyn Fn(&str) + Send + Sync),
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>>;
+
+    /// The context window in tokens, when the model's server says it.
+    fn context_window(&self) -> BoxFuture<'_, Option<usize>> {
+        Box::pin(async { None })
+    }
 }
 
 /// The conversation, as the loop sees it; the server implements it over the store and the
@@ -164,6 +177,11 @@ pub struct RunContext<'a> {
     pub tool_settings: &'a ToolSettings,
     pub cancel: &'a CancellationToken,
 }
+
+/// Characters per token when a request is fitted into a context window: a conservative
+/// estimate (English prose is about 4, JSON schemas and code nearer 3), so a request that fits
+/// by this count fits for real.
+pub const CHARS_PER_TOKEN: usize = 3;
 
 /// What the last request of a run that reached `max_tool_turns` adds to the system message
 /// (seed 004's `limit_reached`): without it a model keeps trying to call tools that are gone.
@@ -311,6 +329,13 @@ pub async fn run(
     let mut recent_calls = RecentCalls::default();
     // The tools `load_tools` loaded in this run; their schemas are sent until it ends.
     let mut loaded = BTreeSet::new();
+    // The context window, in characters of request the model can take with room for its
+    // answer; `None` when neither the server nor the config says.
+    let window = model.context_window().await.or(context.config.context_window);
+    let budget_chars = window
+        .map(|tokens| tokens.saturating_sub(context.config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN));
+    // The settings this run uses: switched to on-demand loading when every schema would not fit.
+    let mut tool_settings = context.tool_settings.clone();
     // Read once; the run keeps the view current with what it appends (the run owns the
     // conversation, so only answers to its own parked calls are written by others, and it
     // reloads after those).
@@ -323,26 +348,36 @@ pub async fn run(
         if context.cancel.is_cancelled() {
             return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
         }
-        if view.chars > context.config.compact_above_chars
-            && compact(model, transcript, &view, context.config, context.cancel).await?
+        let tools_enabled = tool_turns < context.config.max_tool_turns;
+        let all_tools: Arc<[ToolSpec]> =
+            context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?;
+        let mut fitted = fit(&all_tools, &tool_settings, &loaded, tools_enabled, context.config);
+        // Fit the request before sending it rather than learn the window from a 400: first
+        // fewer schemas (the catalogue instead of every schema), then compaction.
+        let over = |fitted: &Fitted, system: &str, view: &ModelView| {
+            budget_chars.is_some_and(|budget| system.len() + fitted.chars + view.chars > budget)
+        };
+        if over(&fitted, &system, &view) && tool_settings.loading == ToolLoading::All {
+            tool_settings.loading = ToolLoading::OnDemand;
+            fitted = fit(&all_tools, &tool_settings, &loaded, tools_enabled, context.config);
+        }
+        let keep_recent = match budget_chars {
+            // Keep at most a third of the window verbatim, so the summary and the rest fit.
+            Some(budget) if over(&fitted, &system, &view) => context.config.keep_recent_chars.min(budget / 3),
+            _ => context.config.keep_recent_chars,
+        };
+        if (view.chars > context.config.compact_above_chars || over(&fitted, &system, &view))
+            && compact(model, transcript, &view, keep_recent, context.cancel).await?
         {
             view = ModelView::of(transcript.events().await.map_err(stored)?);
             system = system_for(transcript, &view).await?;
         }
-        let tools_enabled = tool_turns < context.config.max_tool_turns;
-        let all_tools: Arc<[ToolSpec]> =
-            context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?;
-        let mut system_now = system.clone();
-        let tools = if tools_enabled {
-            let surface = surface(&all_tools, context.tool_settings, &loaded);
-            if !surface.catalogue.is_empty() {
-                system_now = format!("{system_now}\n\n{}", surface.catalogue);
-            }
-            surface.offered
+        let system_now = if fitted.system_addition.is_empty() {
+            system.clone()
         } else {
-            system_now = format!("{system_now}\n\n{}", limit_reached(context.config.max_tool_turns));
-            Arc::default()
+            format!("{system}\n\n{}", fitted.system_addition)
         };
+        let tools = fitted.offered;
         let offered = Arc::clone(&tools);
         let request = ModelRequest { system: system_now, history: &view.history, tools };
         let reply = match model.reply(request, &on_text, context.cancel).await {
@@ -404,14 +439,14 @@ pub async fn run(
                 // The calls not run yet get their "cancelled" results in the closing write.
                 return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
             }
-            let on_demand = context.tool_settings.loading == ToolLoading::OnDemand;
+            let on_demand = tool_settings.loading == ToolLoading::OnDemand;
             let switched_off = all_tools
                 .iter()
                 .find(|spec| spec.name == call.name)
-                .and_then(|spec| spec.toolset.filter(|toolset| !context.tool_settings.enables(Some(*toolset))));
+                .and_then(|spec| spec.toolset.filter(|toolset| !tool_settings.enables(Some(*toolset))));
             let answered = match (&call.arguments, switched_off) {
                 (Ok(arguments), None) if on_demand && call.name == LOAD_TOOLS => {
-                    let (output, success) = load(arguments, &all_tools, context.tool_settings, &mut loaded);
+                    let (output, success) = load(arguments, &all_tools, &tool_settings, &mut loaded);
                     Some(Dispatched::Finished { output, success })
                 }
                 (_, Some(toolset)) => Some(Dispatched::Finished {
@@ -483,6 +518,35 @@ pub async fn run(
     }
 }
 
+/// The tool part of one request: the specs, what the system message says besides (the
+/// catalogue, or `limit_reached`), and their size in characters.
+struct Fitted {
+    offered: Arc<[ToolSpec]>,
+    system_addition: String,
+    chars: usize,
+}
+
+fn fit(
+    all_tools: &[ToolSpec],
+    settings: &ToolSettings,
+    loaded: &BTreeSet<String>,
+    tools_enabled: bool,
+    config: &LoopConfig,
+) -> Fitted {
+    if !tools_enabled {
+        let system_addition = limit_reached(config.max_tool_turns);
+        return Fitted { offered: Arc::default(), chars: system_addition.len(), system_addition };
+    }
+    let surface = surface(all_tools, settings, loaded);
+    let chars = surface.catalogue.len()
+        + surface
+            .offered
+            .iter()
+            .map(|spec| spec.name.len() + spec.description.len() + spec.parameters.to_string().len())
+            .sum::<usize>();
+    Fitted { offered: surface.offered, system_addition: surface.catalogue, chars }
+}
+
 /// Ends the run with `outcome` (anything but parking, which may continue).
 async fn end(
     transcript: &dyn Transcript,
@@ -508,7 +572,7 @@ async fn compact(
     model: &dyn Model,
     transcript: &dyn Transcript,
     view: &ModelView,
-    config: &LoopConfig,
+    keep_recent_chars: usize,
     cancel: &CancellationToken,
 ) -> Result<bool, AgentError> {
     let history = &view.history;
@@ -518,7 +582,7 @@ async fn compact(
         kept += size(event);
         if event.kind() == EventKind::User && index > 0 {
             cut = Some(index);
-            if kept >= config.keep_recent_chars {
+            if kept >= keep_recent_chars {
                 break;
             }
         }

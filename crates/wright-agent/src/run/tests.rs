@@ -14,11 +14,13 @@ use super::*;
 struct ScriptedModel {
     replies: Mutex<Vec<ModelReply>>,
     seen: Mutex<Vec<(String, usize, usize)>>,
+    /// The context window the model's server says it has.
+    window: Option<usize>,
 }
 
 impl ScriptedModel {
     fn new(replies: Vec<ModelReply>) -> Self {
-        Self { replies: Mutex::new(replies.into_iter().rev().collect()), seen: Mutex::new(Vec::new()) }
+        Self { replies: Mutex::new(replies.into_iter().rev().collect()), seen: Mutex::new(Vec::new()), window: None }
     }
 
     /// `(system, history length, tool count)` of every request.
@@ -40,6 +42,10 @@ impl Model for ScriptedModel {
             on_text(&reply.text);
             Ok(reply)
         })
+    }
+
+    fn context_window(&self) -> BoxFuture<'_, Option<usize>> {
+        Box::pin(async move { self.window })
     }
 }
 
@@ -565,4 +571,52 @@ async fn on_demand_loading_starts_from_a_catalogue_and_sends_what_was_loaded() {
     assert_eq!(results[1]["success"], true);
     assert_eq!(results[2]["output"]["category"], "denied");
     assert!(results[2]["output"]["error"].as_str().unwrap().contains("toolset `browser`"));
+}
+
+#[tokio::test]
+async fn a_request_too_big_for_the_window_is_sent_with_the_catalogue_instead_of_every_schema() {
+    let fixture = Fixture::new().await;
+    // Every built-in schema is about 20,000 characters; a 4,000-token window leaves 6,000.
+    let mut model = ScriptedModel::new(vec![text("Hi.")]);
+    model.window = Some(4_000);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let (system, _, tools) = model.seen()[0].clone();
+    assert_eq!(tools, 1, "only load_tools");
+    assert!(system.contains("## More tools"));
+
+    // The config's window is used when the server says none; a roomy one changes nothing.
+    let model = ScriptedModel::new(vec![text("Hi.")]);
+    let config = LoopConfig { context_window: Some(4_000), ..LoopConfig::default() };
+    fixture.transcript.store.append_events("c1", &[user("again")]).await.unwrap();
+    fixture.run(&model, &config, &CancellationToken::new()).await;
+    assert_eq!(model.seen()[0].2, 1);
+    let mut model = ScriptedModel::new(vec![text("Hi.")]);
+    model.window = Some(128_000);
+    fixture.transcript.store.append_events("c1", &[user("and again")]).await.unwrap();
+    fixture.run(&model, &config, &CancellationToken::new()).await;
+    assert!(model.seen()[0].2 > 20, "the server's window wins over the config's");
+}
+
+#[tokio::test]
+async fn a_history_too_big_for_the_window_is_compacted_before_sending() {
+    let fixture = Fixture::new().await;
+    let long = "x".repeat(3_000);
+    for index in 0..6 {
+        fixture.transcript.store.append_events("c1", &[user(&format!("{index} {long}"))]).await.unwrap();
+    }
+    let mut model = ScriptedModel::new(vec![text("They sent long messages."), text("Done.")]);
+    model.window = Some(6_000);
+    let config = LoopConfig::default();
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    let events = fixture.events().await;
+    assert!(
+        events.iter().any(|event| matches!(event.body, EventBody::Notice(Notice::Compaction { .. }))),
+        "a compaction notice was stored"
+    );
+    let seen = model.seen();
+    let (system, history, _) = &seen[1];
+    assert!(system.contains("They sent long messages."));
+    assert!(*history < 7, "older messages are summarised: {history}");
+    let sent_chars = system.len() + history * 3_010;
+    assert!(sent_chars < (6_000 - config.reserve_output_tokens) * CHARS_PER_TOKEN, "{sent_chars}");
 }

@@ -416,3 +416,46 @@ pub(crate) fn classify_in_stream(field: ErrorField) -> LlmError {
     let retry_after = retry_hint_in_message(&info.message);
     class.into_error(info, retry_after)
 }
+
+/// The context window a local server says it has: llama.cpp's `/props` (`n_ctx`), else
+/// Ollama's `/api/show` (`num_ctx` when the model sets one, else the model's
+/// `context_length`). `None` when the server says neither — hosted APIs, vLLM, LM Studio.
+pub(crate) async fn probe_context_window(client: &reqwest::Client, base_url: &str, model: &str) -> Option<u32> {
+    let root = base_url.trim_end_matches('/').trim_end_matches("/v1");
+    let timeout = std::time::Duration::from_secs(5);
+    if let Ok(response) = client.get(format!("{root}/props")).timeout(timeout).send().await
+        && response.status().is_success()
+        && let Ok(props) = response.json::<wire::LlamaProps>().await
+        && let Some(n_ctx) = props.default_generation_settings.and_then(|settings| settings.n_ctx).or(props.n_ctx)
+    {
+        return Some(n_ctx);
+    }
+    let response = client
+        .post(format!("{root}/api/show"))
+        .json(&serde_json::json!({ "model": model }))
+        .timeout(timeout)
+        .send()
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    ollama_context_window(&response.json::<wire::OllamaShow>().await.ok()?)
+}
+
+/// `num_ctx` from the Modelfile parameters, else the largest `*.context_length`.
+pub(crate) fn ollama_context_window(show: &wire::OllamaShow) -> Option<u32> {
+    let from_parameters = show.parameters.as_deref().and_then(|text| {
+        text.lines().find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some("num_ctx")).then(|| words.next()?.parse().ok()).flatten()
+        })
+    });
+    from_parameters.or_else(|| {
+        show.model_info
+            .as_ref()?
+            .iter()
+            .filter(|(key, _)| key.ends_with(".context_length"))
+            .find_map(|(_, value)| value.as_u64().and_then(|length| u32::try_from(length).ok()))
+    })
+}

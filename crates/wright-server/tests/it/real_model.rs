@@ -187,6 +187,9 @@ async fn the_real_llama_cpp_accepts_every_schema_wright_sends() {
     for tool in &tools {
         assert!(prompt.contains(&format!("\"{}\"", tool.name)), "{} is missing from the prompt", tool.name);
     }
+    // The server says its context window, which the loop fits requests into.
+    let provider = compatible(&model.base_url).build().unwrap();
+    assert_eq!(provider.context_window().await, Some(8192), "llama.cpp's /props n_ctx");
     // And one tool at a time, so a refusal names its tool.
     for tool in &tools {
         let body = wright_llm::request_body(&compatible(&model.base_url), &user_request(vec![tool.clone()])).unwrap();
