@@ -39,7 +39,7 @@ pub use run::{
     Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, RunOutcome,
     Transcript, limit_reached, run,
 };
-pub use surface::LOAD_TOOLS;
+pub use surface::{LOAD_TOOLS, first_request_tools};
 
 /// The one error of a run that the loop cannot turn into a tool result: the model failed in a
 /// way retries did not cure, or the transcript could not be written.

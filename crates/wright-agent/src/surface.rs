@@ -57,6 +57,14 @@ pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &BTreeS
     Surface { offered: offered.into(), catalogue: catalogue.trim_end().to_owned() }
 }
 
+/// What the first request of a run sends for `all` under `settings`: the specs, and the
+/// system message's catalogue section (empty when every tool is sent whole). For measuring
+/// request sizes (`wright tool surface`).
+pub fn first_request_tools(all: &[ToolSpec], settings: &ToolSettings) -> (Arc<[ToolSpec]>, String) {
+    let surface = surface(all, settings, &BTreeSet::new());
+    (surface.offered, surface.catalogue)
+}
+
 /// The meta-tool's spec. Its names are an enum, so a grammar-constrained model can only
 /// name tools that exist.
 fn load_tools_spec(names: &[&str]) -> ToolSpec {
