@@ -177,6 +177,10 @@ class Wright:
         threading.Thread(target=lambda: [None for _ in self.process.stdout], daemon=True).start()
 
     def stop(self):
+        if self.process.poll() is not None:
+            # Wright is not supposed to exit on its own: keep its log and say where it is.
+            print(f"wright serve exited ({self.process.returncode}); its log: {self.dir}/serve.log", flush=True)
+            return
         self.process.terminate()
         self.process.wait(10)
         shutil.rmtree(self.dir, ignore_errors=True)

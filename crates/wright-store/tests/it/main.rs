@@ -542,8 +542,7 @@ async fn tool_settings_are_unset_until_written_then_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir).await;
     assert_eq!(store.tool_settings(&default_agent()).await.unwrap(), None);
-    let mut settings = wright_core::ToolSettings::default();
-    settings.toolsets = vec![wright_core::Toolset::State];
+    let mut settings = wright_core::ToolSettings { toolsets: vec![wright_core::Toolset::State], ..Default::default() };
     store.set_tool_settings(&default_agent(), &settings).await.unwrap();
     settings.loading = wright_core::ToolLoading::All;
     store.set_tool_settings(&default_agent(), &settings).await.unwrap();
