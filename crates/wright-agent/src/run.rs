@@ -467,10 +467,29 @@ pub async fn run(
                 }
                 _ => None,
             });
+            // A tool called before it was loaded (small models call from the catalogue, and
+            // lenient servers let them): it is loaded now, and a call that failed its schema
+            // gets the schema in its result, so the next try can match it.
+            let unloaded = (on_demand && !offered.iter().any(|spec| spec.name == call.name))
+                .then(|| all_tools.iter().find(|spec| spec.name == call.name && tool_settings.enables(spec.toolset)))
+                .flatten();
             let dispatched = match repeat {
                 Some(repeat) => repeat,
                 None => {
-                    let dispatched = dispatch(&site, call).await;
+                    let mut dispatched = dispatch(&site, call).await;
+                    if let Some(spec) = unloaded {
+                        loaded.insert(spec.name.clone());
+                        if let Dispatched::Finished { output, success: false } = &mut dispatched
+                            && output["category"] == "invalid_arguments"
+                        {
+                            output["parameters"] = spec.parameters.clone();
+                            output["note"] = serde_json::json!(format!(
+                                "`{}` was not loaded; its full description is loaded now and its parameters are above. \
+                                 Call it again with arguments that match them.",
+                                spec.name
+                            ));
+                        }
+                    }
                     if let (Dispatched::Finished { output, success }, Ok(arguments)) = (&dispatched, &call.arguments) {
                         recent_calls.record(&call.name, arguments, output, *success);
                     }

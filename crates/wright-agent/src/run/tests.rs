@@ -620,3 +620,22 @@ async fn a_history_too_big_for_the_window_is_compacted_before_sending() {
     let sent_chars = system.len() + history * 3_010;
     assert!(sent_chars < (6_000 - config.reserve_output_tokens) * CHARS_PER_TOKEN, "{sent_chars}");
 }
+
+#[tokio::test]
+async fn a_tool_called_before_it_was_loaded_is_loaded_and_a_bad_call_gets_its_schema() {
+    let mut fixture = Fixture::new().await;
+    fixture.tool_settings = ToolSettings::default();
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "delete_state", Ok(json!({"temp": "string"})))]),
+        calls(&[("b", "delete_state", Ok(json!({"key": "temp"})))]),
+        text("Deleted."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let results = fixture.results().await;
+    assert_eq!(results[0]["output"]["category"], "invalid_arguments");
+    assert_eq!(results[0]["output"]["parameters"]["required"], json!(["key"]));
+    assert!(results[0]["output"]["note"].as_str().unwrap().contains("loaded now"));
+    assert_eq!(results[1]["success"], true);
+    let seen = model.seen();
+    assert_eq!((seen[0].2, seen[1].2), (1, 2), "delete_state is sent whole after its first call");
+}
