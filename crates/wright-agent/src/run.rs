@@ -42,6 +42,10 @@ pub struct LoopConfig {
     /// a ```json block, `<tool_call>` tags, the text protocol's blocks) are recovered into
     /// real calls (`wright_llm::recover_calls`).
     pub recover_text_calls: bool,
+    /// How many times a run asks again when the model's reply only repeats the last tool
+    /// result (small models parrot a result instead of answering or fixing the call); the
+    /// repeated reply is not stored. 0 turns this off.
+    pub max_echo_retries: usize,
 }
 
 impl Default for LoopConfig {
@@ -55,6 +59,7 @@ impl Default for LoopConfig {
             reserve_output_tokens: 2048,
             refuse_repeated_calls: true,
             recover_text_calls: true,
+            max_echo_retries: 2,
         }
     }
 }
@@ -228,6 +233,22 @@ fn repeated_result(name: &str, earlier: &Value) -> Value {
     })
 }
 
+/// What the request after a parroted result adds to the system message.
+pub const ECHO_NOTE: &str = "## Your last reply\nYour last reply only repeated the tool result. Do not repeat results. \
+Either call a tool again with correct arguments, or answer the person in plain words.";
+
+/// Whether `text` only repeats the output of the last tool result in `history`: its first
+/// JSON value equals that output.
+fn echoes_last_result(text: &str, history: &[Event]) -> bool {
+    let Some(EventBody::ToolResult { output, .. }) = history.last().map(|event| &event.body) else { return false };
+    let text = text.trim_start();
+    if !text.starts_with('{') {
+        return false;
+    }
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    matches!(values.next(), Some(Ok(value)) if &value == output)
+}
+
 /// The calls written as text in a reply that made none, if the run recovers them.
 fn recovered_calls(text: &str, tools: &[ToolSpec]) -> Option<(String, Vec<ModelToolCall>)> {
     let offered = |name: &str| tools.iter().any(|tool| tool.name == name);
@@ -336,6 +357,9 @@ pub async fn run(
         .map(|tokens| tokens.saturating_sub(context.config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN));
     // The settings this run uses: switched to on-demand loading when every schema would not fit.
     let mut tool_settings = context.tool_settings.clone();
+    let mut echo_retries = 0;
+    // Set when the last reply parroted a result and was dropped: the next request says so.
+    let mut echo_note = false;
     // Read once; the run keeps the view current with what it appends (the run owns the
     // conversation, so only answers to its own parked calls are written by others, and it
     // reloads after those).
@@ -372,11 +396,14 @@ pub async fn run(
             view = ModelView::of(transcript.events().await.map_err(stored)?);
             system = system_for(transcript, &view).await?;
         }
-        let system_now = if fitted.system_addition.is_empty() {
+        let mut system_now = if fitted.system_addition.is_empty() {
             system.clone()
         } else {
             format!("{system}\n\n{}", fitted.system_addition)
         };
+        if std::mem::take(&mut echo_note) {
+            system_now = format!("{system_now}\n\n{ECHO_NOTE}");
+        }
         let tools = fitted.offered;
         let offered = Arc::clone(&tools);
         let request = ModelRequest { system: system_now, history: &view.history, tools };
@@ -400,6 +427,15 @@ pub async fn run(
         {
             reply_text = text;
             calls = recovered;
+        }
+        if calls.is_empty()
+            && tools_enabled
+            && echo_retries < context.config.max_echo_retries
+            && echoes_last_result(&reply_text, &view.history)
+        {
+            echo_retries += 1;
+            echo_note = true;
+            continue;
         }
         let assistant =
             NewEvent::new(reply_text.clone(), EventBody::Assistant { text: reply_text, provider: reply.data });

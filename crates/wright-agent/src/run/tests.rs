@@ -639,3 +639,28 @@ async fn a_tool_called_before_it_was_loaded_is_loaded_and_a_bad_call_gets_its_sc
     let seen = model.seen();
     assert_eq!((seen[0].2, seen[1].2), (1, 2), "delete_state is sent whole after its first call");
 }
+
+#[tokio::test]
+async fn a_reply_that_only_repeats_the_result_is_asked_again_and_not_stored() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "get_state", Ok(json!({"key": "k"})))]),
+        text("{\"value\": null} and more"),
+        text("There is nothing under k."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let seen = model.seen();
+    assert_eq!(seen.len(), 3);
+    assert!(seen[2].0.ends_with(ECHO_NOTE) && !seen[1].0.contains(ECHO_NOTE));
+    let last = fixture.events().await.pop().unwrap();
+    assert_eq!(data(&last)["text"], "There is nothing under k.");
+    assert!(!fixture.events().await.iter().any(|event| event.content.contains("and more")));
+
+    // Off: the echo is the answer.
+    let model =
+        ScriptedModel::new(vec![calls(&[("b", "get_state", Ok(json!({"key": "k"})))]), text("{\"value\": null}")]);
+    fixture.transcript.store.append_events("c1", &[user("again")]).await.unwrap();
+    let config = LoopConfig { max_echo_retries: 0, ..LoopConfig::default() };
+    fixture.run(&model, &config, &CancellationToken::new()).await;
+    assert_eq!(data(&fixture.events().await.pop().unwrap())["text"], "{\"value\": null}");
+}
