@@ -15,7 +15,9 @@ use wright_agent::{
     ApprovedCall, Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall,
     RunContext, RunOutcome, SystemParts, Transcript, run,
 };
-use wright_core::{AgentId, ConversationStatus, DocumentKind, Event, EventBody, NewEvent};
+use wright_core::{
+    AgentId, ConversationStatus, DocumentKind, Event, EventBody, NewEvent, ToolLoading, ToolSettings, Toolset,
+};
 use wright_store::{ExecutionFilter, Lease, RunEnd, StateLimits, Store};
 use wright_tools::{Services, ToolRegistry};
 
@@ -135,7 +137,11 @@ async fn main() {
     let browsers = wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
     let tools = ToolRegistry::new(Arc::new(Services { store: store.clone(), sandbox, egress, databases, browsers }));
     let agent = AgentId::default_agent();
-    let config = LoopConfig::default();
+    // The model calls the same tool every turn: measure running it, not answering a repeat.
+    let config = LoopConfig { refuse_repeated_calls: false, ..LoopConfig::default() };
+    // Every schema in every request, as before toolsets: the overhead measured is the loop's.
+    let tool_settings =
+        ToolSettings { toolsets: Toolset::ALL.to_vec(), loading: ToolLoading::All, always_loaded: Vec::new() };
     let (mut overheads, mut totals, mut appends, mut specs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for index in 0..RUNS {
         let conversation = format!("c{index}");
@@ -151,6 +157,7 @@ async fn main() {
             conversation_id: &conversation,
             tools: &tools,
             config: &config,
+            tool_settings: &tool_settings,
             cancel: &cancel,
         };
         let started = Instant::now();

@@ -19,18 +19,27 @@
 //! - Every way a run ends goes through [`Transcript::finish`], which stores the closing
 //!   events with the status; a cancelled or failed run's open calls get their results there
 //!   (the pairing invariant). A running tool is stopped through the run's cancellation token.
+//! - Small-model robustness lives here, not in a model's template: a call identical to the last
+//!   ones (no other call succeeded since) is answered from the earlier result; calls written as
+//!   text in a reply without calls are recovered into real calls; an unknown tool's result
+//!   names the closest real tools; the last request at the turn limit says `limit_reached`.
+//! - The tool surface follows the agent's [`ToolSettings`](wright_core::ToolSettings): toolsets
+//!   switched off are neither offered nor run; with on-demand loading the model sees a
+//!   catalogue and [`LOAD_TOOLS`] until it loads what it needs (see `surface`).
 
 mod context;
 mod dispatch;
 mod provider_model;
 mod run;
+mod surface;
 
 pub use context::{SystemParts, system_message};
 pub use provider_model::ProviderModel;
 pub use run::{
-    ApprovedCall, Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall,
-    RunContext, RunOutcome, Transcript, run,
+    ApprovedCall, ECHO_NOTE, Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall,
+    ParkedCall, RunContext, RunOutcome, Transcript, limit_reached, run,
 };
+pub use surface::{LOAD_TOOLS, first_request_tools};
 
 /// The one error of a run that the loop cannot turn into a tool result: the model failed in a
 /// way retries did not cure, or the transcript could not be written.

@@ -56,4 +56,8 @@ impl Model for ProviderModel {
             Ok(ModelReply { text: reply.text, tool_calls, data })
         })
     }
+
+    fn context_window(&self) -> BoxFuture<'_, Option<usize>> {
+        Box::pin(async move { self.0.context_window().await.and_then(|tokens| usize::try_from(tokens).ok()) })
+    }
 }

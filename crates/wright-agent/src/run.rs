@@ -1,16 +1,21 @@
 //! One run of the loop, and the two ports it talks through: [`Model`] and [`Transcript`].
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, Event, EventBody, EventKind, NewEvent, Notice, PendingKind, ToolSpec, transcript_line};
+use wright_core::{
+    AgentId, Event, EventBody, EventKind, NewEvent, Notice, PendingKind, ToolLoading, ToolSettings, ToolSpec,
+    transcript_line,
+};
 use wright_tools::ToolRegistry;
 
 use crate::AgentError;
 use crate::context::{SystemParts, system_message};
 use crate::dispatch::{CallSite, Dispatched, dispatch, run_approved};
+use crate::surface::{LOAD_TOOLS, load, surface};
 
 /// Limits of the loop; each is a config knob (`[agent]` in config.toml).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -25,6 +30,25 @@ pub struct LoopConfig {
     pub compact_above_chars: usize,
     /// How much recent history compaction keeps verbatim, in characters.
     pub keep_recent_chars: usize,
+    /// A call identical to one that ran earlier in this run (same tool, same arguments, and
+    /// no other call has succeeded since) is not run again: its result repeats the earlier one
+    /// and asks for the answer. Small models call a tool again after its result instead of
+    /// answering; this ends the loop they would otherwise run to `max_tool_turns`.
+    pub refuse_repeated_calls: bool,
+    /// The model's context window in tokens when its server does not say (llama.cpp's
+    /// `/props` and Ollama's `/api/show` do, and win). Unset: no fitting beyond
+    /// `compact_above_chars`.
+    pub context_window: Option<usize>,
+    /// Tokens kept free for the model's answer when a request is fitted into the window.
+    pub reserve_output_tokens: usize,
+    /// When tools were offered and a reply made no call, calls written as text (bare JSON,
+    /// a ```json block, `<tool_call>` tags, the text protocol's blocks) are recovered into
+    /// real calls (`wright_llm::recover_calls`).
+    pub recover_text_calls: bool,
+    /// How many times a run asks again when the model's reply only repeats the last tool
+    /// result (small models parrot a result instead of answering or fixing the call); the
+    /// repeated reply is not stored. 0 turns this off.
+    pub max_echo_retries: usize,
 }
 
 impl Default for LoopConfig {
@@ -34,6 +58,11 @@ impl Default for LoopConfig {
             max_output_size: 1024 * 1024,
             compact_above_chars: 400_000,
             keep_recent_chars: 100_000,
+            context_window: None,
+            reserve_output_tokens: 2048,
+            refuse_repeated_calls: true,
+            recover_text_calls: true,
+            max_echo_retries: 2,
         }
     }
 }
@@ -84,6 +113,11 @@ pub trait Model: Send + Sync {
         on_text: &'a (dyn Fn(&str) + Send + Sync),
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>>;
+
+    /// The context window in tokens, when the model's server says it.
+    fn context_window(&self) -> BoxFuture<'_, Option<usize>> {
+        Box::pin(async { None })
+    }
 }
 
 /// The conversation, as the loop sees it; the server implements it over the store and the
@@ -160,7 +194,92 @@ pub struct RunContext<'a> {
     pub conversation_id: &'a str,
     pub tools: &'a ToolRegistry,
     pub config: &'a LoopConfig,
+    /// The agent's toolsets and how their schemas are sent (read when the run starts).
+    pub tool_settings: &'a ToolSettings,
     pub cancel: &'a CancellationToken,
+}
+
+/// Characters per token when a request is fitted into a context window: a conservative
+/// estimate (English prose is about 4, JSON schemas and code nearer 3), so a request that fits
+/// by this count fits for real.
+pub const CHARS_PER_TOKEN: usize = 3;
+
+/// What the last request of a run that reached `max_tool_turns` adds to the system message
+/// (seed 004's `limit_reached`): without it a model keeps trying to call tools that are gone.
+pub fn limit_reached(max_tool_turns: usize) -> String {
+    format!(
+        "## limit_reached\nThis run has used all of its {max_tool_turns} tool turns, so no tools are available now. \
+         Do not try to call a tool. Sum up for the person: what you did, what you found, and what is left to do."
+    )
+}
+
+/// The calls that ran in this run since the last one that succeeded with other arguments,
+/// with their results: what a repeated call is answered from. A call that succeeds clears
+/// the earlier ones, because it may have changed what they would return (a write, a click).
+#[derive(Default)]
+struct RecentCalls {
+    calls: Vec<(String, Value, Value, bool)>,
+}
+
+impl RecentCalls {
+    fn earlier(&self, name: &str, arguments: &Value) -> Option<(&Value, bool)> {
+        self.calls
+            .iter()
+            .find(|(earlier_name, earlier_arguments, _, _)| earlier_name == name && earlier_arguments == arguments)
+            .map(|(_, _, output, success)| (output, *success))
+    }
+
+    fn record(&mut self, name: &str, arguments: &Value, output: &Value, success: bool) {
+        if success {
+            self.calls.clear();
+        }
+        self.calls.push((name.to_owned(), arguments.clone(), output.clone(), success));
+    }
+}
+
+/// The result of a call that repeats an earlier one: the earlier result, and why it is back.
+fn repeated_result(name: &str, earlier: &Value) -> Value {
+    serde_json::json!({
+        "repeated_call": true,
+        "note": format!(
+            "You already called `{name}` with exactly these arguments in this run, so it was not run again; \
+             its result is repeated below. Do not call it again: answer the person now, using this result."
+        ),
+        "result": earlier,
+    })
+}
+
+/// What the request after a parroted result adds to the system message.
+pub const ECHO_NOTE: &str = "## Your last reply\nYour last reply only repeated the tool result. Do not repeat results. \
+Either call a tool again with correct arguments, or answer the person in plain words.";
+
+/// Whether `text` only repeats the output of the last tool result in `history`: its first
+/// JSON value equals that output.
+fn echoes_last_result(text: &str, history: &[Event]) -> bool {
+    let Some(EventBody::ToolResult { output, .. }) = history.last().map(|event| &event.body) else { return false };
+    let text = text.trim_start();
+    if !text.starts_with('{') {
+        return false;
+    }
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    matches!(values.next(), Some(Ok(value)) if &value == output)
+}
+
+/// The calls written as text in a reply that made none, if the run recovers them.
+fn recovered_calls(text: &str, tools: &[ToolSpec]) -> Option<(String, Vec<ModelToolCall>)> {
+    let offered = |name: &str| tools.iter().any(|tool| tool.name == name);
+    let recovered = wright_llm::recover_calls(text, &wright_llm::TextProtocol::default(), &offered)?;
+    let calls = recovered
+        .calls
+        .into_iter()
+        .map(|call| ModelToolCall {
+            arguments: serde_json::from_str::<Value>(&call.arguments_json).map_err(|_| call.arguments_json.clone()),
+            id: call.id,
+            name: call.name,
+            data: call.provider_data,
+        })
+        .collect();
+    Some((recovered.text, calls))
 }
 
 fn stored(error: String) -> AgentError {
@@ -231,6 +350,19 @@ pub async fn run(
     };
     let on_text = |text: &str| transcript.text_delta(text);
     let mut tool_turns = 0;
+    let mut recent_calls = RecentCalls::default();
+    // The tools `load_tools` loaded in this run; their schemas are sent until it ends.
+    let mut loaded = BTreeSet::new();
+    // The context window, in characters of request the model can take with room for its
+    // answer; `None` when neither the server nor the config says.
+    let window = model.context_window().await.or(context.config.context_window);
+    let budget_chars = window
+        .map(|tokens| tokens.saturating_sub(context.config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN));
+    // The settings this run uses: switched to on-demand loading when every schema would not fit.
+    let mut tool_settings = context.tool_settings.clone();
+    let mut echo_retries = 0;
+    // Set when the last reply parroted a result and was dropped: the next request says so.
+    let mut echo_note = false;
     // Read once; the run keeps the view current with what it appends (the run owns the
     // conversation, so only answers to its own parked calls are written by others, and it
     // reloads after those).
@@ -244,19 +376,41 @@ pub async fn run(
         if context.cancel.is_cancelled() {
             return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
         }
-        if view.chars > context.config.compact_above_chars
-            && compact(model, transcript, &view, context.config, context.cancel).await?
+        let tools_enabled = tool_turns < context.config.max_tool_turns;
+        let all_tools: Arc<[ToolSpec]> =
+            context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?;
+        let mut fitted = fit(&all_tools, &tool_settings, &loaded, tools_enabled, context.config);
+        // Fit the request before sending it rather than learn the window from a 400: first
+        // fewer schemas (the catalogue instead of every schema), then compaction.
+        let over = |fitted: &Fitted, system: &str, view: &ModelView| {
+            budget_chars.is_some_and(|budget| system.len() + fitted.chars + view.chars > budget)
+        };
+        if over(&fitted, &system, &view) && tool_settings.loading == ToolLoading::All {
+            tool_settings.loading = ToolLoading::OnDemand;
+            fitted = fit(&all_tools, &tool_settings, &loaded, tools_enabled, context.config);
+        }
+        let keep_recent = match budget_chars {
+            // Keep at most a third of the window verbatim, so the summary and the rest fit.
+            Some(budget) if over(&fitted, &system, &view) => context.config.keep_recent_chars.min(budget / 3),
+            _ => context.config.keep_recent_chars,
+        };
+        if (view.chars > context.config.compact_above_chars || over(&fitted, &system, &view))
+            && compact(model, transcript, &view, keep_recent, context.cancel).await?
         {
             view = ModelView::of(transcript.events().await.map_err(stored)?);
             system = system_for(transcript, &view).await?;
         }
-        let tools_enabled = tool_turns < context.config.max_tool_turns;
-        let tools = if tools_enabled {
-            context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?
+        let mut system_now = if fitted.system_addition.is_empty() {
+            system.clone()
         } else {
-            Arc::default()
+            format!("{system}\n\n{}", fitted.system_addition)
         };
-        let request = ModelRequest { system: system.clone(), history: &view.history, tools };
+        if std::mem::take(&mut echo_note) {
+            system_now = format!("{system_now}\n\n{ECHO_NOTE}");
+        }
+        let tools = fitted.offered;
+        let offered = Arc::clone(&tools);
+        let request = ModelRequest { system: system_now, history: &view.history, tools };
         let reply = match model.reply(request, &on_text, context.cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled) => {
@@ -268,9 +422,27 @@ pub async fn run(
                 return end(transcript, RunOutcome::Failed { message }, vec![notice]).await;
             }
         };
-        let calls = if tools_enabled { reply.tool_calls } else { Vec::new() };
+        let mut reply_text = reply.text;
+        let mut calls = if tools_enabled { reply.tool_calls } else { Vec::new() };
+        if calls.is_empty()
+            && tools_enabled
+            && context.config.recover_text_calls
+            && let Some((text, recovered)) = recovered_calls(&reply_text, &offered)
+        {
+            reply_text = text;
+            calls = recovered;
+        }
+        if calls.is_empty()
+            && tools_enabled
+            && echo_retries < context.config.max_echo_retries
+            && echoes_last_result(&reply_text, &view.history)
+        {
+            echo_retries += 1;
+            echo_note = true;
+            continue;
+        }
         let assistant =
-            NewEvent::new(reply.text.clone(), EventBody::Assistant { text: reply.text, provider: reply.data });
+            NewEvent::new(reply_text.clone(), EventBody::Assistant { text: reply_text, provider: reply.data });
         if calls.is_empty() {
             // The answer and the status it leaves are one write.
             if !tools_enabled {
@@ -307,7 +479,64 @@ pub async fn run(
                 // The calls not run yet get their "cancelled" results in the closing write.
                 return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
             }
-            match dispatch(&site, call).await {
+            let on_demand = tool_settings.loading == ToolLoading::OnDemand;
+            let switched_off = all_tools
+                .iter()
+                .find(|spec| spec.name == call.name)
+                .and_then(|spec| spec.toolset.filter(|toolset| !tool_settings.enables(Some(*toolset))));
+            let answered = match (&call.arguments, switched_off) {
+                (Ok(arguments), None) if on_demand && call.name == LOAD_TOOLS => {
+                    let (output, success) = load(arguments, &all_tools, &tool_settings, &mut loaded);
+                    Some(Dispatched::Finished { output, success })
+                }
+                (_, Some(toolset)) => Some(Dispatched::Finished {
+                    output: serde_json::json!({
+                        "error": format!("`{}` is in the toolset `{toolset}`, which is switched off for this agent", call.name),
+                        "category": "denied",
+                    }),
+                    success: false,
+                }),
+                _ => None,
+            };
+            let repeat = answered.or_else(|| match &call.arguments {
+                Ok(arguments) if context.config.refuse_repeated_calls && !context.tools.pauses(&call.name) => {
+                    recent_calls.earlier(&call.name, arguments).map(|(output, success)| Dispatched::Finished {
+                        output: repeated_result(&call.name, output),
+                        success,
+                    })
+                }
+                _ => None,
+            });
+            // A tool called before it was loaded (small models call from the catalogue, and
+            // lenient servers let them): it is loaded now, and a call that failed its schema
+            // gets the schema in its result, so the next try can match it.
+            let unloaded = (on_demand && !offered.iter().any(|spec| spec.name == call.name))
+                .then(|| all_tools.iter().find(|spec| spec.name == call.name && tool_settings.enables(spec.toolset)))
+                .flatten();
+            let dispatched = match repeat {
+                Some(repeat) => repeat,
+                None => {
+                    let mut dispatched = dispatch(&site, call).await;
+                    if let Some(spec) = unloaded {
+                        loaded.insert(spec.name.clone());
+                        if let Dispatched::Finished { output, success: false } = &mut dispatched
+                            && output["category"] == "invalid_arguments"
+                        {
+                            output["parameters"] = spec.parameters.clone();
+                            output["note"] = serde_json::json!(format!(
+                                "`{}` was not loaded; its full description is loaded now and its parameters are above. \
+                                 Call it again with arguments that match them.",
+                                spec.name
+                            ));
+                        }
+                    }
+                    if let (Dispatched::Finished { output, success }, Ok(arguments)) = (&dispatched, &call.arguments) {
+                        recent_calls.record(&call.name, arguments, output, *success);
+                    }
+                    dispatched
+                }
+            };
+            match dispatched {
                 Dispatched::Finished { output, success } => {
                     let result = NewEvent::new(
                         transcript_line(&output),
@@ -381,6 +610,35 @@ async fn run_approved_calls(
     Ok(())
 }
 
+/// The tool part of one request: the specs, what the system message says besides (the
+/// catalogue, or `limit_reached`), and their size in characters.
+struct Fitted {
+    offered: Arc<[ToolSpec]>,
+    system_addition: String,
+    chars: usize,
+}
+
+fn fit(
+    all_tools: &[ToolSpec],
+    settings: &ToolSettings,
+    loaded: &BTreeSet<String>,
+    tools_enabled: bool,
+    config: &LoopConfig,
+) -> Fitted {
+    if !tools_enabled {
+        let system_addition = limit_reached(config.max_tool_turns);
+        return Fitted { offered: Arc::default(), chars: system_addition.len(), system_addition };
+    }
+    let surface = surface(all_tools, settings, loaded);
+    let chars = surface.catalogue.len()
+        + surface
+            .offered
+            .iter()
+            .map(|spec| spec.name.len() + spec.description.len() + spec.parameters.to_string().len())
+            .sum::<usize>();
+    Fitted { offered: surface.offered, system_addition: surface.catalogue, chars }
+}
+
 /// Ends the run with `outcome` (anything but parking, which may continue).
 async fn end(
     transcript: &dyn Transcript,
@@ -406,7 +664,7 @@ async fn compact(
     model: &dyn Model,
     transcript: &dyn Transcript,
     view: &ModelView,
-    config: &LoopConfig,
+    keep_recent_chars: usize,
     cancel: &CancellationToken,
 ) -> Result<bool, AgentError> {
     let history = &view.history;
@@ -416,7 +674,7 @@ async fn compact(
         kept += size(event);
         if event.kind() == EventKind::User && index > 0 {
             cut = Some(index);
-            if kept >= config.keep_recent_chars {
+            if kept >= keep_recent_chars {
                 break;
             }
         }

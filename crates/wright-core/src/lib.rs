@@ -5,7 +5,9 @@
 //! - [`Author`] and [`DocumentKind`]: who wrote a version, and which document it belongs to;
 //! - [`Event`], [`EventBody`], [`Notice`] and [`ConversationStatus`]: the provider-neutral
 //!   conversation protocol (DESIGN.md §3), one closed set written and read everywhere;
-//! - [`ToolSpec`] and [`ToolCall`]: what a model is told about a tool, and what it asks for.
+//! - [`ToolSpec`] and [`ToolCall`]: what a model is told about a tool, and what it asks for;
+//! - [`Toolset`], [`ToolLoading`] and [`ToolSettings`]: which built-ins an agent has and how
+//!   their schemas reach the model.
 //!
 //! Invariants: an [`AgentId`] can only be built through [`AgentId::parse`], so code that
 //! turns one into a file path (`data/agents/<agent>/…`) never sees `..`, `/` or an empty name.
@@ -377,6 +379,67 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// What a built-in tool is for. An agent switches whole toolsets on or off: fewer tools
+    /// mean a shorter request and better tool choice, above all for small models. `tools` is
+    /// the sandbox and the agent's own tools (run_sandbox_code, create_tool, …); `canvas` is
+    /// talking to the person (ask_user, render_*, send_message, components).
+    Toolset, "toolset" {
+        SelfModification => "self_modification",
+        State => "state",
+        Database => "database",
+        Tools => "tools",
+        Canvas => "canvas",
+        Web => "web",
+        Browser => "browser",
+        Marketplace => "marketplace",
+    }
+);
+
+impl Toolset {
+    /// The toolsets of an agent nobody configured: everything but the browser (a heavy
+    /// process) and the marketplace (publishing is a deliberate act).
+    pub const DEFAULT: &'static [Toolset] =
+        &[Toolset::SelfModification, Toolset::State, Toolset::Database, Toolset::Tools, Toolset::Canvas, Toolset::Web];
+}
+
+string_enum!(
+    /// How the schemas of an agent's tools reach the model: `all` sends every enabled tool's
+    /// full schema in every request; `on_demand` sends a one-line catalogue in the system
+    /// message and a `load_tools` meta-tool that adds the full schemas of the tools the model
+    /// picks, for the rest of the run (the idea of Anthropic's tool search); tools in
+    /// `always_loaded` are sent whole from the start.
+    ToolLoading, "tool loading" {
+        All => "all",
+        OnDemand => "on_demand",
+    }
+);
+
+/// Which tools an agent has and how they are sent: set per agent in the API (and the admin
+/// page), with `[agents.<id>]` in config.toml as the default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolSettings {
+    /// The built-in toolsets switched on. The agent's own tools are always available.
+    pub toolsets: Vec<Toolset>,
+    pub loading: ToolLoading,
+    /// With `on_demand`: tools sent whole from the first request (names of enabled tools).
+    pub always_loaded: Vec<String>,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        Self { toolsets: Toolset::DEFAULT.to_vec(), loading: ToolLoading::OnDemand, always_loaded: Vec::new() }
+    }
+}
+
+impl ToolSettings {
+    /// Whether a tool of `toolset` is available (`None`: the agent's own tools, always).
+    pub fn enables(&self, toolset: Option<Toolset>) -> bool {
+        toolset.is_none_or(|toolset| self.toolsets.contains(&toolset))
+    }
+}
+
 /// What a model is told about one tool: its name, a description written for a model, and
 /// the JSON Schema of its arguments; and what Wright knows of it besides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -393,6 +456,9 @@ pub struct ToolSpec {
     /// for the person (`ask`).
     #[serde(default)]
     pub policy: ToolPolicy,
+    /// The toolset of a built-in; `None` for the agent's own tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolset: Option<Toolset>,
 }
 
 /// A model's request to run one tool, with its arguments whole.

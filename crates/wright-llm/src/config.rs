@@ -198,7 +198,11 @@ impl ProviderConfig {
         let client =
             http_client(Duration::from_secs(self.connect_timeout_secs), Duration::from_secs(self.idle_timeout_secs))?;
         let label = format!("{}/{}", self.kind.as_str(), self.model);
-        Ok(HttpProvider::new(label, client, wire, self.retry.clone()))
+        let provider = HttpProvider::new(label, client, wire, self.retry.clone());
+        Ok(match self.kind {
+            ProviderKind::OpenaiCompatible => provider.probing_context_window(base, self.model.clone()),
+            _ => provider,
+        })
     }
 
     /// Builds the provider this config describes.

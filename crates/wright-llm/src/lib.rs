@@ -10,6 +10,10 @@
 //!   the [text protocol](text_protocol) for models without native tool calls.
 //! - [`ProviderConfig`] builds a provider; [`config_from_env`] picks one from the
 //!   environment values the binary passes in.
+//! - [`tool_schema`] translates tool schemas into the JSON Schema subset each server accepts
+//!   (Wright still validates calls against the full schema).
+//! - [`recover_calls`] finds tool calls a model wrote as text (bare JSON, ```json, `<tool_call>`,
+//!   text-protocol blocks) in a reply that made none.
 //! - [`sse`] is the incremental SSE parser; `testing` (feature `testing`) is a scripted fake
 //!   provider server that speaks the real streaming formats.
 //!
@@ -31,9 +35,11 @@ mod gemini;
 mod json_array;
 mod openai;
 mod provider;
+mod recovery;
 mod responses;
 pub mod sse;
 pub mod text_protocol;
+pub mod tool_schema;
 mod transport;
 
 #[cfg(test)]
@@ -52,8 +58,26 @@ pub use config::{
 };
 pub use error::{ErrorInfo, LlmError};
 pub use provider::{HttpProvider, Provider};
+pub use recovery::{Recovered, recover_calls};
 pub use text_protocol::{TextProtocol, TextProtocolProvider};
+pub use tool_schema::SchemaDialect;
 pub use transport::RetryPolicy;
+
+/// The HTTP body the provider `config` would send for `request`, as JSON: what real-server
+/// tests post to an endpoint of their own choosing, and what request sizes are measured on.
+pub fn request_body(config: &ProviderConfig, request: &Request) -> Result<serde_json::Value, LlmError> {
+    let rewritten;
+    let request = match config.tool_calls {
+        ToolCallMode::Native => request,
+        ToolCallMode::Text => {
+            rewritten = config.text_protocol.rewrite(request);
+            &rewritten
+        }
+    };
+    let call = config::wire_for(config).build(request)?;
+    serde_json::from_slice(&call.body)
+        .map_err(|error| LlmError::InvalidResponse(format!("the request body is not JSON: {error}")))
+}
 
 /// Decodes a recorded response body without a network, as the HTTP path would: `status`
 /// and `content_type` decide between error classification, SSE, a streamed JSON array and

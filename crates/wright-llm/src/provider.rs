@@ -25,6 +25,12 @@ pub trait Provider: Send + Sync {
         "provider".to_owned()
     }
 
+    /// The model's context window in tokens, when the server says it (llama.cpp, Ollama);
+    /// asked once and remembered.
+    fn context_window(&self) -> BoxFuture<'_, Option<u32>> {
+        Box::pin(async { None })
+    }
+
     /// One turn, collected; `on_event` sees every event as it arrives.
     fn complete<'a>(
         &'a self,
@@ -43,11 +49,22 @@ pub struct HttpProvider {
     client: reqwest::Client,
     wire: Arc<dyn Wire>,
     retry: RetryPolicy,
+    /// Where to ask for the context window: `(base URL, model)` of an OpenAI-compatible
+    /// server; `None` for the hosted APIs, which do not say.
+    window_probe: Option<(String, String)>,
+    /// The answer, asked once (a `OnceCell` so concurrent runs ask together, not twice).
+    context_window: tokio::sync::OnceCell<Option<u32>>,
 }
 
 impl HttpProvider {
     pub(crate) fn new(label: String, client: reqwest::Client, wire: Arc<dyn Wire>, retry: RetryPolicy) -> Self {
-        Self { label, client, wire, retry }
+        Self { label, client, wire, retry, window_probe: None, context_window: tokio::sync::OnceCell::new() }
+    }
+
+    /// Asks `base_url`'s server for the context window (llama.cpp, Ollama).
+    pub(crate) fn probing_context_window(mut self, base_url: String, model: String) -> Self {
+        self.window_probe = Some((base_url, model));
+        self
     }
 
     /// The JSON body this provider would send for `request`, for inspection and tests.
@@ -64,5 +81,15 @@ impl Provider for HttpProvider {
 
     fn label(&self) -> String {
         self.label.clone()
+    }
+
+    fn context_window(&self) -> BoxFuture<'_, Option<u32>> {
+        Box::pin(async move {
+            let Some((base_url, model)) = &self.window_probe else { return None };
+            *self
+                .context_window
+                .get_or_init(|| crate::openai::probe_context_window(&self.client, base_url, model))
+                .await
+        })
     }
 }

@@ -65,6 +65,7 @@ pub(crate) fn tool_turn(assistant_provider: Value, call_provider: Value) -> Requ
             parameters: json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}),
             pauses: false,
             policy: Default::default(),
+            toolset: None,
         }]),
         model: None,
         max_output_tokens: Some(100),

@@ -209,6 +209,12 @@ enum Format {
 
 async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let path_and_query = uri.path_and_query().map(ToString::to_string).unwrap_or_default();
+    // The context-window probes of a compatible provider (llama.cpp's /props, Ollama's
+    // /api/show) are not model requests: the fake does not say a window, as a hosted API, and
+    // does not record them, so scripts count model turns only.
+    if matches!(uri.path(), "/props" | "/api/show") {
+        return plain(StatusCode::NOT_FOUND, "application/json", json!({"error": "not found"}).to_string());
+    }
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     shared.requests.lock().expect("requests lock").push(RecordedRequest {
         path_and_query: path_and_query.clone(),

@@ -418,6 +418,10 @@ impl Provider for TextProtocolProvider {
     fn label(&self) -> String {
         format!("{} (text protocol)", self.inner.label())
     }
+
+    fn context_window(&self) -> futures::future::BoxFuture<'_, Option<u32>> {
+        self.inner.context_window()
+    }
 }
 
 #[cfg(test)]

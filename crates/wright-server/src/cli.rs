@@ -172,6 +172,12 @@ enum ToolCommand {
         #[arg(long, default_value = "{}")]
         args: String,
     },
+    /// The size of an agent's first request on every wire: system message and tools as its
+    /// tool settings send them, beside every built-in schema sent whole.
+    Surface {
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -255,6 +261,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tool { command: ToolCommand::Call { name, agent, args } } => {
             call_tool(config, &name, &agent, &args).await
         }
+        Command::Tool { command: ToolCommand::Surface { agent } } => tool_surface(config, &agent).await,
         Command::Prompt { command } => document_command(config, DocumentKind::SystemPrompt, command).await,
         Command::Notes { command } => document_command(config, DocumentKind::LearnedNotes, command).await,
         Command::Market { command } => market_command(config, command).await,
@@ -354,6 +361,55 @@ async fn open_store(config: &Config) -> anyhow::Result<Store> {
 
 /// The hidden first argument that makes this binary a sandbox worker (see wright-sandbox).
 pub const SANDBOX_WORKER: &str = "__sandbox-worker";
+
+/// Prints, per wire, the bytes of a first request ("Hello") with every built-in schema sent
+/// whole and with the agent's tool settings, and an estimate in tokens (bytes / 4; a real
+/// server's `usage` is exact: scripts/eval-real-model.sh reads llama.cpp's).
+async fn tool_surface(config: Config, agent: &str) -> anyhow::Result<ExitCode> {
+    use wright_core::{Event, EventBody, ToolLoading, ToolSettings, Toolset};
+    use wright_llm::{ProviderConfig, ProviderKind, Request, ToolCallMode};
+    let agent = AgentId::parse(agent)?;
+    let services = crate::open_services(&config).await?;
+    let store = services.store.clone();
+    let registry = ToolRegistry::new(Arc::new(services));
+    let all = registry.specs(&agent).await?;
+    let configured = config.agents.get(agent.as_str()).map(|section| section.tools.clone());
+    let settings = store.tool_settings(&agent).await?.or(configured).unwrap_or_default();
+    let prompt = store.document(&agent, DocumentKind::SystemPrompt).await?.content;
+    let notes = store.document(&agent, DocumentKind::LearnedNotes).await?.content;
+    store.close().await;
+    let system = wright_agent::system_message(&wright_agent::SystemParts { prompt, notes, ..Default::default() });
+    let everything =
+        ToolSettings { toolsets: Toolset::ALL.to_vec(), loading: ToolLoading::All, always_loaded: Vec::new() };
+    let hello = Event {
+        seq: 1,
+        content: "Hello".to_owned(),
+        body: EventBody::User { text: "Hello".to_owned(), component: None },
+    };
+    let wires = [
+        ("openai", ProviderKind::Openai, ToolCallMode::Native),
+        ("openai_responses", ProviderKind::OpenaiResponses, ToolCallMode::Native),
+        ("anthropic", ProviderKind::Anthropic, ToolCallMode::Native),
+        ("gemini", ProviderKind::Gemini, ToolCallMode::Native),
+        ("openai_compatible", ProviderKind::OpenaiCompatible, ToolCallMode::Native),
+        ("text protocol", ProviderKind::OpenaiCompatible, ToolCallMode::Text),
+    ];
+    println!("{:<18} {:>22} {:>30}", "wire", "every schema: bytes", format!("{agent}'s settings: bytes"));
+    for (label, kind, mode) in wires {
+        let mut provider = ProviderConfig::new(kind, "model");
+        provider.api_key = Some("key".to_owned());
+        provider.tool_calls = mode;
+        let size = |settings: &ToolSettings| -> anyhow::Result<usize> {
+            let (tools, catalogue) = wright_agent::first_request_tools(&all, settings);
+            let system = if catalogue.is_empty() { system.clone() } else { format!("{system}\n\n{catalogue}") };
+            let request = Request { system, history: vec![hello.clone()], tools, ..Request::default() };
+            Ok(wright_llm::request_body(&provider, &request)?.to_string().len())
+        };
+        let (before, after) = (size(&everything)?, size(&settings)?);
+        println!("{label:<18} {before:>8} (~{:>5} tokens) {after:>14} (~{:>5} tokens)", before / 4, after / 4);
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 async fn call_tool(config: Config, name: &str, agent: &str, args: &str) -> anyhow::Result<ExitCode> {
     let agent = AgentId::parse(agent)?;

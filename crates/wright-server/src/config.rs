@@ -33,6 +33,8 @@ pub struct Config {
     pub browser: BrowserConfig,
     /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
     pub models: BTreeMap<String, String>,
+    /// Per-agent settings (`[agents.<id>]`), by agent id.
+    pub agents: BTreeMap<String, AgentConfig>,
     /// Debug builds only: a built-in tool that panics when called (`WRIGHT_FAULT_PANIC_TOOL`),
     /// for the end-to-end tests of the run lifecycle.
     #[cfg(debug_assertions)]
@@ -175,6 +177,15 @@ struct ConfigFile {
     agentdb: AgentDbConfig,
     browser: BrowserConfig,
     models: BTreeMap<String, String>,
+    agents: BTreeMap<String, AgentConfig>,
+}
+
+/// One agent's section, `[agents.<id>]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// `[agents.<id>.tools]`: toolsets and tool loading, used until the API sets them.
+    pub tools: wright_core::ToolSettings,
 }
 
 impl Config {
@@ -208,6 +219,7 @@ impl Config {
             agentdb: file.agentdb,
             browser: file.browser,
             models: file.models,
+            agents: file.agents,
             #[cfg(debug_assertions)]
             fault_panic_tool: None,
         })

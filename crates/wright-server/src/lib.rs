@@ -61,15 +61,20 @@ impl AppState {
         let tools = Arc::new(registry);
         let hub = Arc::new(hub::Hub::default());
         let owner = owner::RunOwner::acquire(&config.data_dir)?;
-        let runs = Arc::new(runs::Runs::new(
-            store.clone(),
-            Arc::clone(&hub),
-            Arc::clone(&tools),
-            models,
-            config.agent.clone(),
-            config.runs.clone(),
-            owner,
-        ));
+        let runs = Arc::new(
+            runs::Runs::new(
+                store.clone(),
+                Arc::clone(&hub),
+                Arc::clone(&tools),
+                models,
+                config.agent.clone(),
+                config.runs.clone(),
+                owner,
+            )
+            .with_configured_tools(
+                config.agents.iter().map(|(agent, section)| (agent.clone(), section.tools.clone())).collect(),
+            ),
+        );
         runs.recover_orphaned().await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
         runs.spawn_heartbeat();
         let login_limiter = Arc::new(api::LoginLimiter::new(config.server.login_attempts_per_minute));

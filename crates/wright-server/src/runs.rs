@@ -13,7 +13,7 @@
 //! a run whose owner died (a crash, SIGKILL) is ended as interrupted by the next process that
 //! finds it — at start, when the conversation is loaded, or when a message or answer arrives.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ use wright_agent::{
 };
 use wright_core::{
     AgentId, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice, PendingKind, ToolPolicy,
-    Unfinished,
+    ToolSettings, Unfinished,
 };
 use wright_store::{AnswerResult, Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
 use wright_tools::{Invocation, ToolRegistry};
@@ -70,6 +70,8 @@ pub struct Runs {
     models: Models,
     config: LoopConfig,
     runs_config: RunsConfig,
+    /// `[agents.<id>.tools]` from config.toml: an agent's tool settings until the API sets them.
+    configured_tools: BTreeMap<String, ToolSettings>,
     owner: RunOwner,
     /// Runs this process is running, by conversation. Held only to insert, remove or look up,
     /// never across an await.
@@ -98,11 +100,27 @@ impl Runs {
             models,
             config,
             runs_config,
+            configured_tools: BTreeMap::new(),
             owner,
             active: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
             component_messages: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The agents' tool settings from config.toml (`[agents.<id>.tools]`).
+    pub fn with_configured_tools(mut self, configured_tools: BTreeMap<String, ToolSettings>) -> Self {
+        self.configured_tools = configured_tools;
+        self
+    }
+
+    /// The agent's tool settings: as the API last set them, else as config.toml says, else
+    /// the defaults.
+    pub async fn tool_settings(&self, agent: &AgentId) -> Result<ToolSettings, StoreError> {
+        Ok(match self.store.tool_settings(agent).await? {
+            Some(settings) => settings,
+            None => self.configured_tools.get(agent.as_str()).cloned().unwrap_or_default(),
+        })
     }
 
     /// `(kind, model)` of the default provider, if any.
@@ -385,11 +403,18 @@ impl Runs {
                 conversation_id: conversation_id.clone(),
                 owner: runs.owner.id().to_owned(),
             };
+            // A store error here leaves the defaults: the run is better served than refused, and
+            // the same error will surface on the transcript's first write.
+            let tool_settings = runs.tool_settings(&agent).await.unwrap_or_else(|error| {
+                tracing::warn!(%error, %agent, "cannot read the agent's tool settings; using the defaults");
+                ToolSettings::default()
+            });
             let context = RunContext {
                 agent: &agent,
                 conversation_id: &conversation_id,
                 tools: &runs.tools,
                 config: &runs.config,
+                tool_settings: &tool_settings,
                 cancel: &cancel,
             };
             let outcome =

@@ -4,7 +4,7 @@
 //! and empty learned notes, written as ordinary version rows so the history starts complete.
 
 use serde::Serialize;
-use wright_core::{AgentId, Author, DocumentKind};
+use wright_core::{AgentId, Author, DocumentKind, ToolSettings};
 
 use crate::{Store, StoreError};
 
@@ -99,6 +99,36 @@ impl Store {
             .fetch_optional(&self.reader)
             .await?;
         exists.map(|_| ()).ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))
+    }
+}
+
+impl Store {
+    /// The agent's tool settings as last set through the API; `None` when never set.
+    pub async fn tool_settings(&self, agent: &AgentId) -> Result<Option<ToolSettings>, StoreError> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT settings_json FROM agent_tool_settings WHERE agent_id = ?")
+            .bind(agent.as_str())
+            .fetch_optional(&self.reader)
+            .await?;
+        row.map(|(json,)| {
+            serde_json::from_str(&json).map_err(|error| StoreError::Database(sqlx::Error::Decode(Box::new(error))))
+        })
+        .transpose()
+    }
+
+    /// Replaces the agent's tool settings.
+    pub async fn set_tool_settings(&self, agent: &AgentId, settings: &ToolSettings) -> Result<(), StoreError> {
+        self.require_agent(agent).await?;
+        let json = serde_json::to_string(settings).expect("tool settings always serialize");
+        sqlx::query(
+            "INSERT INTO agent_tool_settings (agent_id, settings_json) VALUES (?1, ?2) \
+             ON CONFLICT(agent_id) DO UPDATE SET settings_json = ?2, \
+             updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+        )
+        .bind(agent.as_str())
+        .bind(json)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use wright_core::{ToolPolicy, ToolSpec};
+use wright_core::{ToolPolicy, ToolSpec, Toolset};
 
 use crate::{ToolContext, ToolError, schema::schema_for};
 
@@ -16,6 +16,7 @@ pub(crate) type Handler<A> = fn(ToolContext, A) -> BoxFuture<'static, Result<Val
 /// A tool the registry can run. Object-safe so built-in and (later) agent-made tools share it.
 pub(crate) trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
+    fn set_toolset(&mut self, toolset: Toolset);
     fn call(&self, context: ToolContext, args: Value) -> BoxFuture<'static, Result<Value, ToolError>>;
 }
 
@@ -44,7 +45,14 @@ impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
 
     fn with(name: &str, description: &str, handler: Handler<A>, pauses: bool, policy: ToolPolicy) -> Box<dyn Tool> {
         let parameters = schema_for::<A>();
-        let spec = ToolSpec { name: name.to_owned(), description: description.to_owned(), parameters, pauses, policy };
+        let spec = ToolSpec {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            parameters,
+            pauses,
+            policy,
+            toolset: None,
+        };
         Box::new(Builtin { spec, handler })
     }
 }
@@ -52,6 +60,10 @@ impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
 impl<A: DeserializeOwned + JsonSchema + Send + 'static> Tool for Builtin<A> {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn set_toolset(&mut self, toolset: Toolset) {
+        self.spec.toolset = Some(toolset);
     }
 
     fn call(&self, context: ToolContext, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {

@@ -7,8 +7,11 @@ use wright_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
-    #[error("unknown tool `{name}`; available tools: {}", available.join(", "))]
-    UnknownTool { name: String, available: Vec<String> },
+    /// A name no tool has; `closest` are the real names nearest to it, best first (a small
+    /// model that invents `save_note` is better served by three candidates than by the whole
+    /// list of tools, which costs tokens on every mistake).
+    #[error("unknown tool `{name}`; the closest real tools are: {}. Call one of them by its exact name", closest.join(", "))]
+    UnknownTool { name: String, closest: Vec<String> },
     /// Arguments that do not fit the tool's schema, or a field an operation requires.
     #[error("invalid arguments for `{tool}`: {}", problems.join("; "))]
     InvalidArguments { tool: String, problems: Vec<String> },

@@ -31,7 +31,7 @@ mod web;
 pub use code::run_file;
 pub use error::ToolError;
 pub use interaction::check_pausing_call;
-pub use registry::{Invocation, ToolInfo, ToolRegistry};
+pub use registry::{CLOSEST_NAMES, Invocation, ToolInfo, ToolRegistry, builtin_specs, closest_names};
 
 use std::sync::Arc;
 

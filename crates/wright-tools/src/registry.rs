@@ -10,7 +10,7 @@ use futures::FutureExt;
 use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, DecidedBy, ToolKind, ToolPolicy, ToolSpec};
+use wright_core::{AgentId, DecidedBy, ToolKind, ToolPolicy, ToolSpec, Toolset};
 use wright_store::{AgentTool, ExecutionRecord};
 
 use crate::builtin::Tool;
@@ -39,19 +39,34 @@ pub struct Invocation {
     pub decided_by: Option<DecidedBy>,
 }
 
-/// Every built-in tool, freshly built.
+/// Every built-in tool, freshly built, each in its toolset (a module's tools share one).
 fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
-    crate::self_modification::tools()
-        .into_iter()
-        .chain(crate::state::tools())
-        .chain(crate::tool_management::tools())
-        .chain(crate::interaction::tools())
-        .chain(crate::components::tools())
-        .chain(crate::market::tools())
-        .chain(crate::code::tools())
-        .chain(crate::web::tools())
-        .chain(crate::database::tools())
-        .chain(crate::browser::tools())
+    let groups: [(Toolset, Vec<Box<dyn Tool>>); 10] = [
+        (Toolset::SelfModification, crate::self_modification::tools()),
+        (Toolset::State, crate::state::tools()),
+        (Toolset::Tools, crate::tool_management::tools()),
+        (Toolset::Canvas, crate::interaction::tools()),
+        (Toolset::Canvas, crate::components::tools()),
+        (Toolset::Marketplace, crate::market::tools()),
+        (Toolset::Tools, crate::code::tools()),
+        (Toolset::Web, crate::web::tools()),
+        (Toolset::Database, crate::database::tools()),
+        (Toolset::Browser, crate::browser::tools()),
+    ];
+    groups.into_iter().flat_map(|(toolset, tools)| {
+        tools.into_iter().map(move |mut tool| {
+            tool.set_toolset(toolset);
+            tool
+        })
+    })
+}
+
+/// The spec of every built-in tool, in name order: what a model is told about them (for
+/// checking that every server accepts their schemas, and for measuring their size).
+pub fn builtin_specs() -> Vec<ToolSpec> {
+    let mut specs: Vec<ToolSpec> = all_builtins().map(|tool| tool.spec().clone()).collect();
+    specs.sort_by(|left, right| left.name.cmp(&right.name));
+    specs
 }
 
 /// The names of the built-in tools; an agent's tool may not take one of them.
@@ -212,6 +227,7 @@ impl ToolRegistry {
                 pauses: false,
                 // An agent-made tool runs in the sandbox under the egress policy; its default is allow.
                 policy: ToolPolicy::Allow,
+                toolset: None,
             }))
             .collect();
         self.agent_specs
@@ -226,7 +242,7 @@ impl ToolRegistry {
     pub fn validate(&self, name: &str, args: &Value) -> Result<(), ToolError> {
         let registered = self.builtins.get(name).ok_or_else(|| ToolError::UnknownTool {
             name: name.to_owned(),
-            available: self.builtins.keys().cloned().collect(),
+            closest: closest_names(name, self.builtins.keys().map(String::as_str)),
         })?;
         check_arguments(name, &registered.validator, args)
     }
@@ -335,7 +351,8 @@ impl ToolRegistry {
         if let Ok(tools) = self.services.store.list_agent_tools(agent, false).await {
             available.extend(tools.into_iter().map(|tool| tool.name));
         }
-        ToolError::UnknownTool { name, available }
+        let closest = closest_names(&name, available.iter().map(String::as_str));
+        ToolError::UnknownTool { name, closest }
     }
 
     /// Validates the arguments against the agent tool's own schema and runs its code.
@@ -383,6 +400,49 @@ impl ToolRegistry {
         };
         registered.tool.call(context, invocation.args.clone()).await
     }
+}
+
+/// How many names an unknown-tool error suggests.
+pub const CLOSEST_NAMES: usize = 3;
+
+/// The [`CLOSEST_NAMES`] names of `names` nearest to `wanted`, best first: by edit distance
+/// between the names, with a name that contains the other (or shares a word with it) counted
+/// nearer — `save_note` should suggest `update_learned_notes`, not `save_tool`.
+pub fn closest_names<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let wanted = wanted.to_lowercase();
+    let wanted_words: Vec<&str> = wanted.split(['_', '-', '.', ' ']).filter(|word| word.len() > 2).collect();
+    let mut scored: Vec<(usize, &str)> = names
+        .map(|name| {
+            let lower = name.to_lowercase();
+            let mut score = edit_distance(&wanted, &lower) * 2;
+            if lower.contains(&wanted) || wanted.contains(&lower) {
+                score /= 4;
+            }
+            let shared = wanted_words
+                .iter()
+                .filter(|word| lower.split('_').any(|part| part.starts_with(&word[..word.len().min(4)])))
+                .count();
+            score = score.saturating_sub(shared * 6);
+            (score, name)
+        })
+        .collect();
+    scored.sort();
+    scored.into_iter().take(CLOSEST_NAMES).map(|(_, name)| name.to_owned()).collect()
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(left: &str, right: &str) -> usize {
+    let right: Vec<char> = right.chars().collect();
+    let mut previous: Vec<usize> = (0..=right.len()).collect();
+    for (row, left_char) in left.chars().enumerate() {
+        let mut current = vec![row + 1];
+        for (column, right_char) in right.iter().enumerate() {
+            let substitution = previous[column] + usize::from(left_char != *right_char);
+            current.push(substitution.min(previous[column + 1] + 1).min(current[column] + 1));
+        }
+        previous = current;
+    }
+    previous[right.len()]
 }
 
 /// Runs one call's future until it ends or `cancel` fires, and turns a panic into an error.

@@ -434,6 +434,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/tool-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agent's toolsets and how their schemas reach the model: as last set here, else as
+         *     `[agents.<id>.tools]` in config.toml says, else the defaults.
+         */
+        get: operations["get_tool_settings"];
+        /**
+         * Replaces the agent's tool settings; the next run uses them. `always_loaded` must name
+         *     tools the agent has.
+         */
+        put: operations["set_tool_settings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/tools": {
         parameters: {
             query?: never;
@@ -1233,11 +1257,45 @@ export interface components {
             setup_hint: string;
         };
         /**
+         * @description How the schemas of an agent's tools reach the model: `all` sends every enabled tool's
+         *     full schema in every request; `on_demand` sends a one-line catalogue in the system
+         *     message and a `load_tools` meta-tool that adds the full schemas of the tools the model
+         *     picks, for the rest of the run (the idea of Anthropic's tool search); tools in
+         *     `always_loaded` are sent whole from the start.
+         * @enum {string}
+         */
+        ToolLoading: "all" | "on_demand";
+        /**
          * @description Whether a tool's calls run, wait for the person's approval, or are refused. Each tool
          *     has a default (its spec's); an agent's own policy for a tool overrides it.
          * @enum {string}
          */
         ToolPolicy: "allow" | "ask" | "deny";
+        /**
+         * @description Which tools an agent has and how they are sent: set per agent in the API (and the admin
+         *     page), with `[agents.<id>]` in config.toml as the default.
+         */
+        ToolSettings: {
+            /**
+             * @description The built-in toolsets switched on. The agent's own tools are always available.
+             * @default [
+             *       "self_modification",
+             *       "state",
+             *       "database",
+             *       "tools",
+             *       "canvas",
+             *       "web"
+             *     ]
+             */
+            toolsets: components["schemas"]["Toolset"][];
+            /** @default on_demand */
+            loading: components["schemas"]["ToolLoading"];
+            /**
+             * @description With `on_demand`: tools sent whole from the first request (names of enabled tools).
+             * @default []
+             */
+            always_loaded: string[];
+        };
         ToolStat: {
             tool: string;
             /** Format: int64 */
@@ -1261,6 +1319,14 @@ export interface components {
             /** @description Whether the agent has a policy of its own for this tool. */
             overridden: boolean;
         };
+        /**
+         * @description What a built-in tool is for. An agent switches whole toolsets on or off: fewer tools
+         *     mean a shorter request and better tool choice, above all for small models. `tools` is
+         *     the sandbox and the agent's own tools (run_sandbox_code, create_tool, …); `canvas` is
+         *     talking to the person (ask_user, render_*, send_message, components).
+         * @enum {string}
+         */
+        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace";
         Uninstalled: {
             deleted: boolean;
         };
@@ -2087,6 +2153,60 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StatsView"];
+                };
+            };
+        };
+    };
+    get_tool_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolSettings"];
+                };
+            };
+        };
+    };
+    set_tool_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ToolSettings"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolSettings"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

@@ -14,11 +14,13 @@ use super::*;
 struct ScriptedModel {
     replies: Mutex<Vec<ModelReply>>,
     seen: Mutex<Vec<(String, usize, usize)>>,
+    /// The context window the model's server says it has.
+    window: Option<usize>,
 }
 
 impl ScriptedModel {
     fn new(replies: Vec<ModelReply>) -> Self {
-        Self { replies: Mutex::new(replies.into_iter().rev().collect()), seen: Mutex::new(Vec::new()) }
+        Self { replies: Mutex::new(replies.into_iter().rev().collect()), seen: Mutex::new(Vec::new()), window: None }
     }
 
     /// `(system, history length, tool count)` of every request.
@@ -40,6 +42,10 @@ impl Model for ScriptedModel {
             on_text(&reply.text);
             Ok(reply)
         })
+    }
+
+    fn context_window(&self) -> BoxFuture<'_, Option<usize>> {
+        Box::pin(async move { self.window })
     }
 }
 
@@ -186,6 +192,7 @@ fn data(event: &Event) -> Value {
 
 struct Fixture {
     _dir: tempfile::TempDir,
+    tool_settings: ToolSettings,
     tools: ToolRegistry,
     transcript: StoreTranscript,
 }
@@ -217,12 +224,21 @@ impl Fixture {
             parked: Mutex::new(Vec::new()),
             answer_when_parked: Mutex::new(None),
         };
-        Self { _dir: dir, tools, transcript }
+        // Every schema in every request, as before toolsets: most tests script calls directly.
+        let tool_settings = ToolSettings { loading: ToolLoading::All, ..ToolSettings::default() };
+        Self { _dir: dir, tool_settings, tools, transcript }
     }
 
     async fn run(&self, model: &dyn Model, config: &LoopConfig, cancel: &CancellationToken) -> RunOutcome {
         let agent = AgentId::default_agent();
-        let context = RunContext { agent: &agent, conversation_id: "c1", tools: &self.tools, config, cancel };
+        let context = RunContext {
+            agent: &agent,
+            conversation_id: "c1",
+            tools: &self.tools,
+            config,
+            tool_settings: &self.tool_settings,
+            cancel,
+        };
         let claim = self.transcript.store.claim_run("c1", lease()).await.unwrap();
         assert!(matches!(claim, wright_store::Claim::Claimed(_)), "{claim:?}");
         run(model, &self.transcript, context).await.unwrap()
@@ -296,6 +312,8 @@ async fn the_turn_limit_sends_a_last_request_without_tools_and_says_so() {
     assert_eq!(seen.len(), 4);
     assert!(seen[..3].iter().all(|(_, _, tools)| *tools > 0));
     assert_eq!(seen[3].2, 0, "the final request has tools disabled");
+    assert!(seen[3].0.ends_with(&limit_reached(3)), "the model is told: {}", seen[3].0);
+    assert!(!seen[2].0.contains("limit_reached"));
     let last = fixture.events().await.pop().unwrap();
     assert_eq!(data(&last)["type"], "turn_limit");
     assert!(last.content.contains("3 tool turns"));
@@ -456,4 +474,213 @@ async fn an_answer_given_while_the_turn_still_runs_resumes_the_run() {
     let conversation = fixture.transcript.store.conversation("c1").await.unwrap();
     assert_eq!(conversation.status, ConversationStatus::Idle);
     assert!(fixture.transcript.store.pending_calls("c1").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_repeated_call_is_not_run_again_until_another_call_succeeded() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "set_state", Ok(json!({"key": "k", "value": 1})))]),
+        calls(&[("b", "get_state", Ok(json!({"key": "k"})))]),
+        calls(&[("c", "get_state", Ok(json!({"key": "k"})))]),
+        calls(&[("d", "set_state", Ok(json!({"key": "k", "value": 2})))]),
+        // After a write succeeded, the same read runs again and sees the new value.
+        calls(&[("e", "get_state", Ok(json!({"key": "k"})))]),
+        // A repeat of a failed call repeats the failure.
+        calls(&[("f", "get_state", Ok(json!({"key": 5})))]),
+        calls(&[("g", "get_state", Ok(json!({"key": 5})))]),
+        text("Done."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let results = fixture.results().await;
+    assert_eq!(results[1]["output"], json!({"value": 1}));
+    let repeated = &results[2]["output"];
+    assert_eq!((repeated["repeated_call"].clone(), repeated["result"].clone()), (json!(true), json!({"value": 1})));
+    assert!(repeated["note"].as_str().unwrap().contains("answer the person now"));
+    assert_eq!(results[2]["success"], true);
+    assert_eq!(results[4]["output"], json!({"value": 2}));
+    assert_eq!(results[6]["output"]["repeated_call"], true);
+    assert_eq!(results[6]["success"], false);
+    let filter = wright_store::ExecutionFilter { tool_name: Some("get_state".into()), ..Default::default() };
+    let executions = fixture.transcript.store.list_executions(&AgentId::default_agent(), &filter).await.unwrap();
+    let ran: Vec<&str> = executions.iter().rev().filter_map(|execution| execution.tool_call_id.as_deref()).collect();
+    assert_eq!(ran, ["b", "e", "f"], "c and g did not run");
+}
+
+#[tokio::test]
+async fn repeated_calls_run_again_when_the_config_says_so() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        calls(&[("b", "get_state", Ok(json!({"key": "k"})))]),
+        calls(&[("c", "get_state", Ok(json!({"key": "k"})))]),
+        text("Done."),
+    ]);
+    let config = LoopConfig { refuse_repeated_calls: false, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(fixture.results().await[1]["output"], json!({"value": null}));
+}
+
+#[tokio::test]
+async fn calls_written_as_text_are_recovered_into_real_calls() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        text(
+            "Saving it.\n```json\n{\"name\": \"set_state\", \"arguments\": {\"key\": \"colour\", \"value\": \"green\"}}\n```",
+        ),
+        text("{\"name\": \"save_state\", \"arguments\": {}}"),
+        text("Saved."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let events = fixture.events().await;
+    let kinds: Vec<EventKind> = events.iter().map(Event::kind).collect();
+    use EventKind::{Assistant, ToolCall, ToolResult, User};
+    assert_eq!(kinds, [User, Assistant, ToolCall, ToolResult, Assistant, ToolCall, ToolResult, Assistant]);
+    assert_eq!(data(&events[1])["text"], "Saving it.", "the call's text is not kept as text");
+    assert_eq!(
+        (data(&events[2])["name"].clone(), data(&events[2])["arguments"]["value"].clone()),
+        (json!("set_state"), json!("green"))
+    );
+    assert_eq!(data(&events[3])["success"], true);
+    let state = fixture.transcript.store.get_state(&AgentId::default_agent(), "colour").await.unwrap();
+    assert_eq!(state, Some(json!("green")));
+    // An invented name in a pure call object becomes a call, answered with the closest names.
+    let unknown = data(&events[6]);
+    assert_eq!(unknown["output"]["category"], "unknown_tool");
+    assert!(unknown["output"]["error"].as_str().unwrap().contains("set_state"), "{unknown}");
+}
+
+#[tokio::test]
+async fn text_calls_stay_text_when_recovery_is_off() {
+    let fixture = Fixture::new().await;
+    let reply = "{\"name\": \"set_state\", \"arguments\": {\"key\": \"k\", \"value\": 1}}";
+    let model = ScriptedModel::new(vec![text(reply)]);
+    let config = LoopConfig { recover_text_calls: false, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(data(&fixture.events().await[1])["text"], reply);
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_answered_with_the_closest_real_names() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![calls(&[("a", "get_stat", Ok(json!({"key": "k"})))]), text("Oops.")]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let error = fixture.results().await[0]["output"]["error"].as_str().unwrap().to_owned();
+    assert!(error.starts_with("unknown tool `get_stat`; the closest real tools are: get_state, "), "{error}");
+}
+
+#[tokio::test]
+async fn on_demand_loading_starts_from_a_catalogue_and_sends_what_was_loaded() {
+    let mut fixture = Fixture::new().await;
+    fixture.tool_settings = ToolSettings::default();
+    let model = ScriptedModel::new(vec![
+        calls(&[("l", LOAD_TOOLS, Ok(json!({"names": ["set_state"]})))]),
+        calls(&[("s", "set_state", Ok(json!({"key": "k", "value": 1})))]),
+        // A tool of a toolset that is off is refused, loaded or not.
+        calls(&[("b", "browser_click", Ok(json!({"selector": "#go"})))]),
+        text("Done."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let seen = model.seen();
+    assert_eq!(seen[0].2, 1, "only load_tools is sent whole at first");
+    assert!(seen[0].0.contains("## More tools") && seen[0].0.contains("\n- set_state: "), "{}", seen[0].0);
+    assert!(!seen[0].0.contains("browser_click"), "tools of a toolset that is off are not listed");
+    assert_eq!(seen[1].2, 2, "set_state and load_tools");
+    assert!(!seen[1].0.contains("\n- set_state: "));
+    let results = fixture.results().await;
+    assert_eq!(results[0]["output"]["loaded"][0]["name"], "set_state");
+    assert_eq!(results[1]["success"], true);
+    assert_eq!(results[2]["output"]["category"], "denied");
+    assert!(results[2]["output"]["error"].as_str().unwrap().contains("toolset `browser`"));
+}
+
+#[tokio::test]
+async fn a_request_too_big_for_the_window_is_sent_with_the_catalogue_instead_of_every_schema() {
+    let fixture = Fixture::new().await;
+    // Every built-in schema is about 20,000 characters; a 4,000-token window leaves 6,000.
+    let mut model = ScriptedModel::new(vec![text("Hi.")]);
+    model.window = Some(4_000);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let (system, _, tools) = model.seen()[0].clone();
+    assert_eq!(tools, 1, "only load_tools");
+    assert!(system.contains("## More tools"));
+
+    // The config's window is used when the server says none; a roomy one changes nothing.
+    let model = ScriptedModel::new(vec![text("Hi.")]);
+    let config = LoopConfig { context_window: Some(4_000), ..LoopConfig::default() };
+    fixture.transcript.store.append_events("c1", &[user("again")]).await.unwrap();
+    fixture.run(&model, &config, &CancellationToken::new()).await;
+    assert_eq!(model.seen()[0].2, 1);
+    let mut model = ScriptedModel::new(vec![text("Hi.")]);
+    model.window = Some(128_000);
+    fixture.transcript.store.append_events("c1", &[user("and again")]).await.unwrap();
+    fixture.run(&model, &config, &CancellationToken::new()).await;
+    assert!(model.seen()[0].2 > 20, "the server's window wins over the config's");
+}
+
+#[tokio::test]
+async fn a_history_too_big_for_the_window_is_compacted_before_sending() {
+    let fixture = Fixture::new().await;
+    let long = "x".repeat(3_000);
+    for index in 0..6 {
+        fixture.transcript.store.append_events("c1", &[user(&format!("{index} {long}"))]).await.unwrap();
+    }
+    let mut model = ScriptedModel::new(vec![text("They sent long messages."), text("Done.")]);
+    model.window = Some(6_000);
+    let config = LoopConfig::default();
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    let events = fixture.events().await;
+    assert!(
+        events.iter().any(|event| matches!(event.body, EventBody::Notice(Notice::Compaction { .. }))),
+        "a compaction notice was stored"
+    );
+    let seen = model.seen();
+    let (system, history, _) = &seen[1];
+    assert!(system.contains("They sent long messages."));
+    assert!(*history < 7, "older messages are summarised: {history}");
+    let sent_chars = system.len() + history * 3_010;
+    assert!(sent_chars < (6_000 - config.reserve_output_tokens) * CHARS_PER_TOKEN, "{sent_chars}");
+}
+
+#[tokio::test]
+async fn a_tool_called_before_it_was_loaded_is_loaded_and_a_bad_call_gets_its_schema() {
+    let mut fixture = Fixture::new().await;
+    fixture.tool_settings = ToolSettings::default();
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "delete_state", Ok(json!({"temp": "string"})))]),
+        calls(&[("b", "delete_state", Ok(json!({"key": "temp"})))]),
+        text("Deleted."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let results = fixture.results().await;
+    assert_eq!(results[0]["output"]["category"], "invalid_arguments");
+    assert_eq!(results[0]["output"]["parameters"]["required"], json!(["key"]));
+    assert!(results[0]["output"]["note"].as_str().unwrap().contains("loaded now"));
+    assert_eq!(results[1]["success"], true);
+    let seen = model.seen();
+    assert_eq!((seen[0].2, seen[1].2), (1, 2), "delete_state is sent whole after its first call");
+}
+
+#[tokio::test]
+async fn a_reply_that_only_repeats_the_result_is_asked_again_and_not_stored() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "get_state", Ok(json!({"key": "k"})))]),
+        text("{\"value\": null} and more"),
+        text("There is nothing under k."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let seen = model.seen();
+    assert_eq!(seen.len(), 3);
+    assert!(seen[2].0.ends_with(ECHO_NOTE) && !seen[1].0.contains(ECHO_NOTE));
+    let last = fixture.events().await.pop().unwrap();
+    assert_eq!(data(&last)["text"], "There is nothing under k.");
+    assert!(!fixture.events().await.iter().any(|event| event.content.contains("and more")));
+
+    // Off: the echo is the answer.
+    let model =
+        ScriptedModel::new(vec![calls(&[("b", "get_state", Ok(json!({"key": "k"})))]), text("{\"value\": null}")]);
+    fixture.transcript.store.append_events("c1", &[user("again")]).await.unwrap();
+    let config = LoopConfig { max_echo_retries: 0, ..LoopConfig::default() };
+    fixture.run(&model, &config, &CancellationToken::new()).await;
+    assert_eq!(data(&fixture.events().await.pop().unwrap())["text"], "{\"value\": null}");
 }

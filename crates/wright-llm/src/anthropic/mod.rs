@@ -26,6 +26,7 @@ use crate::canonical::{
 };
 use crate::config::Settings;
 use crate::error::{Class, ErrorInfo, mentions_context_overflow, retry_after_header};
+use crate::tool_schema::{self, SchemaDialect};
 use crate::transport::{Decoder, HttpCall, Wire};
 use wire::{
     Block, ContentBlock, ErrorEnvelope, ErrorObject, Message, MessageResponse, MessagesRequest,
@@ -62,7 +63,7 @@ pub(crate) fn build_request(settings: &Settings, request: &Request) -> MessagesR
             .map(|tool| Tool {
                 name: tool.name.clone(),
                 description: tool.description.clone(),
-                input_schema: tool.parameters.clone(),
+                input_schema: tool_schema::translate(&tool.parameters, SchemaDialect::Anthropic),
             })
             .collect(),
         stream: settings.streaming,

@@ -27,6 +27,7 @@ use crate::canonical::{
 };
 use crate::config::Settings;
 use crate::error::{Class, ErrorInfo, mentions_context_overflow, parse_duration_text, retry_after_header};
+use crate::tool_schema::{self, SchemaDialect};
 use crate::transport::{Decoder, HttpCall, Wire};
 use wire::{
     Content, ErrorEnvelope, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateRequest, GenerateResponse,
@@ -58,7 +59,7 @@ pub(crate) fn build_request(settings: &Settings, request: &Request) -> GenerateR
                     .map(|tool| FunctionDeclaration {
                         name: tool.name.clone(),
                         description: tool.description.clone(),
-                        parameters_json_schema: schema_for_gemini(&tool.parameters),
+                        parameters_json_schema: tool_schema::translate(&tool.parameters, SchemaDialect::Gemini),
                     })
                     .collect(),
             }]
@@ -66,15 +67,6 @@ pub(crate) fn build_request(settings: &Settings, request: &Request) -> GenerateR
         generation_config: (max_output_tokens.is_some() || request.temperature.is_some())
             .then_some(GenerationConfig { max_output_tokens, temperature: request.temperature }),
     }
-}
-
-/// Gemini refuses the `$schema` keyword that schemars puts at the top of every schema.
-fn schema_for_gemini(schema: &Value) -> Value {
-    let mut schema = schema.clone();
-    if let Some(object) = schema.as_object_mut() {
-        object.remove("$schema");
-    }
-    schema
 }
 
 fn gemini_data<'a>(provider: &'a Value, key: &str) -> Option<&'a Value> {

@@ -27,7 +27,7 @@ fn signatures_and_api_ids_go_back_and_made_up_ids_do_not() {
         ])
     );
     let declaration = &body["tools"][0]["functionDeclarations"][0];
-    assert_eq!(declaration["parametersJsonSchema"], json!({"type": "object"}), "$schema is removed");
+    assert_eq!(declaration["parametersJsonSchema"], json!({"type": "object", "properties": {}}), "$schema is removed");
     assert_eq!(body["generationConfig"], json!({"maxOutputTokens": 100}));
 }
 

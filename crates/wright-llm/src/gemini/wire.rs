@@ -73,7 +73,8 @@ pub(crate) struct ToolDeclarations {
 pub(crate) struct FunctionDeclaration {
     pub name: String,
     pub description: String,
-    /// Full JSON Schema (`parameters` would take only Google's OpenAPI subset).
+    /// JSON Schema in the subset this field documents (`tool_schema::SchemaDialect::Gemini`);
+    /// `parameters` would take only Google's older OpenAPI subset.
     pub parameters_json_schema: Value,
 }
 

@@ -23,6 +23,7 @@ use crate::canonical::{
 };
 use crate::config::Settings;
 use crate::error::{Class, ErrorInfo, mentions_context_overflow, retry_after_header, retry_hint_in_message};
+use crate::tool_schema::{self, SchemaDialect};
 use crate::transport::{Decoder, HttpCall, Wire};
 use wire::{
     ChatChunk, ChatCompletion, ChatFunction, ChatFunctionCall, ChatMessage, ChatRequest, ChatTool, ChatToolCall,
@@ -34,6 +35,18 @@ use wire::{
 pub(crate) enum Flavor {
     OpenAi,
     Compatible,
+}
+
+impl Flavor {
+    /// OpenAI takes JSON Schema; the compatible servers that constrain calls with a grammar
+    /// (llama.cpp, Ollama) refuse schemas without a type, so they all get the grammar subset,
+    /// which the hosted compatible APIs accept too.
+    pub(crate) fn schema_dialect(self) -> SchemaDialect {
+        match self {
+            Flavor::OpenAi => SchemaDialect::OpenAi,
+            Flavor::Compatible => SchemaDialect::Grammar,
+        }
+    }
 }
 
 pub(crate) struct ChatWire {
@@ -54,7 +67,7 @@ pub(crate) fn build_request(settings: &Settings, flavor: Flavor, request: &Reque
                 function: ChatFunction {
                     name: tool.name.clone(),
                     description: tool.description.clone(),
-                    parameters: tool.parameters.clone(),
+                    parameters: tool_schema::translate(&tool.parameters, flavor.schema_dialect()),
                 },
             })
             .collect(),
@@ -402,4 +415,47 @@ pub(crate) fn classify_in_stream(field: ErrorField) -> LlmError {
         .unwrap_or(Class::Provider);
     let retry_after = retry_hint_in_message(&info.message);
     class.into_error(info, retry_after)
+}
+
+/// The context window a local server says it has: llama.cpp's `/props` (`n_ctx`), else
+/// Ollama's `/api/show` (`num_ctx` when the model sets one, else the model's
+/// `context_length`). `None` when the server says neither — hosted APIs, vLLM, LM Studio.
+pub(crate) async fn probe_context_window(client: &reqwest::Client, base_url: &str, model: &str) -> Option<u32> {
+    let root = base_url.trim_end_matches('/').trim_end_matches("/v1");
+    let timeout = std::time::Duration::from_secs(5);
+    if let Ok(response) = client.get(format!("{root}/props")).timeout(timeout).send().await
+        && response.status().is_success()
+        && let Ok(props) = response.json::<wire::LlamaProps>().await
+        && let Some(n_ctx) = props.default_generation_settings.and_then(|settings| settings.n_ctx).or(props.n_ctx)
+    {
+        return Some(n_ctx);
+    }
+    let response = client
+        .post(format!("{root}/api/show"))
+        .json(&serde_json::json!({ "model": model }))
+        .timeout(timeout)
+        .send()
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    ollama_context_window(&response.json::<wire::OllamaShow>().await.ok()?)
+}
+
+/// `num_ctx` from the Modelfile parameters, else the largest `*.context_length`.
+pub(crate) fn ollama_context_window(show: &wire::OllamaShow) -> Option<u32> {
+    let from_parameters = show.parameters.as_deref().and_then(|text| {
+        text.lines().find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some("num_ctx")).then(|| words.next()?.parse().ok()).flatten()
+        })
+    });
+    from_parameters.or_else(|| {
+        show.model_info
+            .as_ref()?
+            .iter()
+            .filter(|(key, _)| key.ends_with(".context_length"))
+            .find_map(|(_, value)| value.as_u64().and_then(|length| u32::try_from(length).ok()))
+    })
 }

@@ -99,3 +99,15 @@ fn errors_are_classified_by_code_before_status() {
     ));
     assert!(matches!(classify(502, json!("bad gateway")), LlmError::ServerError { .. }));
 }
+
+#[test]
+fn ollama_says_its_context_window_in_parameters_or_model_info() {
+    let show = |value: serde_json::Value| serde_json::from_value::<wire::OllamaShow>(value).unwrap();
+    let set = show(
+        json!({"parameters": "stop \"<|im_end|>\"\nnum_ctx                        8192", "model_info": {"qwen2.context_length": 32768}}),
+    );
+    assert_eq!(ollama_context_window(&set), Some(8192));
+    let trained = show(json!({"model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768}}));
+    assert_eq!(ollama_context_window(&trained), Some(32768));
+    assert_eq!(ollama_context_window(&show(json!({}))), None);
+}

@@ -185,3 +185,24 @@ pub(crate) struct ErrorObject {
     pub code: Option<Value>,
     pub param: Option<Value>,
 }
+
+/// llama.cpp's `GET /props`: the context size of the loaded model, per slot.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LlamaProps {
+    pub default_generation_settings: Option<LlamaGenerationSettings>,
+    /// Some versions put it at the top level.
+    pub n_ctx: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct LlamaGenerationSettings {
+    pub n_ctx: Option<u32>,
+}
+
+/// Ollama's `POST /api/show`: `parameters` is Modelfile text (`num_ctx 8192` when set);
+/// `model_info` holds `<architecture>.context_length`, the model's trained maximum.
+#[derive(Debug, Deserialize)]
+pub(crate) struct OllamaShow {
+    pub parameters: Option<String>,
+    pub model_info: Option<serde_json::Map<String, Value>>,
+}

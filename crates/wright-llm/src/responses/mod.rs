@@ -24,6 +24,7 @@ use crate::canonical::{
 use crate::config::Settings;
 use crate::error::{Class, ErrorInfo, retry_hint_in_message};
 use crate::openai::{class_of_marks, classify_http};
+use crate::tool_schema::{self, SchemaDialect};
 use crate::transport::{Decoder, HttpCall, Wire};
 use wire::{
     ErrorObject, FunctionTool, InputItem, OutputItem, ResponseObject, ResponsesRequest, ResponsesUsage,
@@ -65,7 +66,7 @@ pub(crate) fn build_request(settings: &Settings, request: &Request) -> Responses
                 kind: "function",
                 name: tool.name.clone(),
                 description: tool.description.clone(),
-                parameters: tool.parameters.clone(),
+                parameters: tool_schema::translate(&tool.parameters, SchemaDialect::OpenAi),
                 strict: false,
             })
             .collect(),

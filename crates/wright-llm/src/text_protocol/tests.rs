@@ -88,6 +88,7 @@ fn the_rewrite_teaches_the_format_and_drops_native_tools() {
             parameters: json!({"type": "object"}),
             pauses: false,
             policy: Default::default(),
+            toolset: None,
         }]),
         ..Request::default()
     };

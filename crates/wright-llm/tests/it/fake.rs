@@ -35,6 +35,7 @@ fn request() -> Request {
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
             pauses: false,
             policy: Default::default(),
+            toolset: None,
         }]),
         ..Request::default()
     }

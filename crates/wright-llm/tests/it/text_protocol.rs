@@ -19,6 +19,7 @@ fn request(history: Vec<Event>) -> Request {
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
             pauses: false,
             policy: Default::default(),
+            toolset: None,
         }]),
         ..Request::default()
     }

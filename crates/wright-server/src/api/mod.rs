@@ -75,6 +75,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(state::get_value, state::set_value, state::delete_value))
         .routes(routes!(tools::list_tools))
         .routes(routes!(tools::set_policy))
+        .routes(routes!(tools::get_tool_settings, tools::set_tool_settings))
         .routes(routes!(tools::invoke_tool))
         .routes(routes!(tools::list_executions))
         .routes(routes!(conversations::status))

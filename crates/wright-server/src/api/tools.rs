@@ -197,3 +197,42 @@ pub async fn list_executions(
             .collect(),
     ))
 }
+
+/// The agent's toolsets and how their schemas reach the model: as last set here, else as
+/// `[agents.<id>.tools]` in config.toml says, else the defaults.
+#[utoipa::path(
+    get, path = "/api/agents/{agent}/tool-settings", tag = "tools", params(("agent" = String, Path)),
+    responses((status = 200, body = wright_core::ToolSettings)),
+)]
+pub async fn get_tool_settings(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+) -> Result<Json<wright_core::ToolSettings>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    Ok(Json(state.runs.tool_settings(&agent).await?))
+}
+
+/// Replaces the agent's tool settings; the next run uses them. `always_loaded` must name
+/// tools the agent has.
+#[utoipa::path(
+    put, path = "/api/agents/{agent}/tool-settings", tag = "tools", params(("agent" = String, Path)),
+    request_body = wright_core::ToolSettings,
+    responses((status = 200, body = wright_core::ToolSettings), (status = 400, body = super::error::ErrorBody)),
+)]
+pub async fn set_tool_settings(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+    ApiJson(settings): ApiJson<wright_core::ToolSettings>,
+) -> Result<Json<wright_core::ToolSettings>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    let tools = state.tools.list(&agent).await?;
+    if let Some(unknown) = settings.always_loaded.iter().find(|name| !tools.iter().any(|tool| &tool.name == *name)) {
+        let closest = wright_tools::closest_names(unknown, tools.iter().map(|tool| tool.name.as_str()));
+        return Err(ApiError::bad_request(format!(
+            "always_loaded names `{unknown}`, which is not a tool of this agent (closest: {})",
+            closest.join(", ")
+        )));
+    }
+    state.store.set_tool_settings(&agent, &settings).await?;
+    Ok(Json(settings))
+}

@@ -240,3 +240,36 @@ fn egress_check_prints_the_verdict_and_the_rule() {
     assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stdout));
     assert!(String::from_utf8_lossy(&allowed.stdout).starts_with("allow "));
 }
+
+/// The first request with the default tool settings is a fraction of one with every schema,
+/// on every wire; `[agents.<id>.tools]` in config.toml changes it.
+#[test]
+fn tool_surface_reports_the_first_request_on_every_wire() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = |output: Output| -> Vec<(String, usize, usize)> {
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .skip(1)
+            .map(|line| {
+                let (wire, rest) = line.split_at(18);
+                let numbers: Vec<usize> = rest
+                    .split(|c: char| !c.is_ascii_digit())
+                    .filter(|part| !part.is_empty())
+                    .map(|part| part.parse().unwrap())
+                    .collect();
+                (wire.trim().to_owned(), numbers[0], numbers[2])
+            })
+            .collect()
+    };
+    let defaults = sizes(wright(dir.path(), &["tool", "surface"]));
+    assert_eq!(defaults.len(), 6);
+    for (wire, every_schema, default) in &defaults {
+        assert!(every_schema / default >= 3, "{wire}: {every_schema} vs {default}");
+        // The goal: at most 1,500 tokens of system message and tools (4 bytes a token).
+        assert!(*default < 1_500 * 4, "{wire}: {default}");
+    }
+    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
+    let all = sizes(wright(dir.path(), &["tool", "surface"]));
+    assert!(all.iter().zip(&defaults).all(|(all, default)| all.2 > default.2 * 2), "{all:?}");
+}

@@ -564,3 +564,17 @@ mod agent_tools {
         assert_ne!(again.id, created.id);
     }
 }
+
+#[tokio::test]
+async fn tool_settings_are_unset_until_written_then_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    assert_eq!(store.tool_settings(&default_agent()).await.unwrap(), None);
+    let mut settings = wright_core::ToolSettings { toolsets: vec![wright_core::Toolset::State], ..Default::default() };
+    store.set_tool_settings(&default_agent(), &settings).await.unwrap();
+    settings.loading = wright_core::ToolLoading::All;
+    store.set_tool_settings(&default_agent(), &settings).await.unwrap();
+    assert_eq!(store.tool_settings(&default_agent()).await.unwrap(), Some(settings.clone()));
+    let missing = AgentId::parse("nobody").unwrap();
+    assert!(matches!(store.set_tool_settings(&missing, &settings).await, Err(StoreError::AgentNotFound(_))));
+}

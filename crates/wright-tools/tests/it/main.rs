@@ -204,7 +204,7 @@ async fn schema_violations_list_each_failing_path() {
 async fn an_unknown_tool_is_named() {
     let fixture = Fixture::new().await;
     let error = fixture.call("rm_rf", json!({})).await.unwrap_err();
-    assert!(error.to_string().starts_with("unknown tool `rm_rf`; available tools: "), "{error}");
+    assert!(error.to_string().starts_with("unknown tool `rm_rf`; the closest real tools are: "), "{error}");
 }
 
 #[tokio::test]
@@ -906,4 +906,13 @@ mod database {
         let error = fixture.call("db_sql", json!({"sql": "SELECT * FROM agents"})).await.unwrap_err();
         assert!(error.to_string().contains("no such table"), "the app database is not reachable: {error}");
     }
+}
+
+#[test]
+fn closest_names_rank_small_typos_and_shared_words_first() {
+    let names = ["get_state", "set_state", "edit_learned_notes", "read_learned_notes", "fetch_url", "web_search"];
+    assert_eq!(wright_tools::closest_names("get_stat", names.into_iter())[0], "get_state");
+    let for_notes = wright_tools::closest_names("save_notes", names.into_iter());
+    assert!(for_notes[..2].iter().all(|name| name.ends_with("learned_notes")), "{for_notes:?}");
+    assert_eq!(wright_tools::closest_names("x", names.into_iter()).len(), wright_tools::CLOSEST_NAMES);
 }

@@ -1,0 +1,222 @@
+//! The tool surface of one request: which schemas go to the model, and what the system
+//! message says about the rest.
+//!
+//! An agent's [`ToolSettings`] switch toolsets on or off and choose how schemas are sent. With
+//! [`ToolLoading::OnDemand`] the model first sees a one-line catalogue and the `load_tools`
+//! meta-tool; the tools it loads are sent whole for the rest of the run. All 37 built-in
+//! schemas are about 6,200 tokens — more than a small local model reads in two minutes — while
+//! the catalogue is a few hundred.
+//!
+//! Invariants: a tool of a toolset that is off is never offered nor run; a tool of an enabled
+//! toolset that was not loaded still runs when called (loading only decides what the model
+//! is told); the surface changes only when a tool is loaded, so a server's prompt cache holds
+//! between the other turns of a run.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use wright_core::{ToolLoading, ToolSettings, ToolSpec};
+
+/// The name of the meta-tool that loads full schemas.
+pub const LOAD_TOOLS: &str = "load_tools";
+
+/// Longest catalogue line description, in characters.
+const CATALOGUE_LINE_CHARS: usize = 90;
+
+/// What one request offers.
+pub(crate) struct Surface {
+    /// The specs sent (with `load_tools` when anything is left to load).
+    pub(crate) offered: Arc<[ToolSpec]>,
+    /// The system message's catalogue section, empty when every tool is sent whole.
+    pub(crate) catalogue: String,
+}
+
+/// The surface for `all` (every tool of the agent), given the settings and the tools loaded in
+/// this run.
+pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &BTreeSet<String>) -> Surface {
+    let enabled = all.iter().filter(|spec| settings.enables(spec.toolset));
+    if settings.loading == ToolLoading::All {
+        return Surface { offered: enabled.cloned().collect(), catalogue: String::new() };
+    }
+    let (sent, rest): (Vec<&ToolSpec>, Vec<&ToolSpec>) =
+        enabled.partition(|spec| loaded.contains(&spec.name) || settings.always_loaded.contains(&spec.name));
+    let mut offered: Vec<ToolSpec> = sent.into_iter().cloned().collect();
+    if rest.is_empty() {
+        return Surface { offered: offered.into(), catalogue: String::new() };
+    }
+    let names: Vec<&str> = rest.iter().map(|spec| spec.name.as_str()).collect();
+    offered.push(load_tools_spec(&names));
+    let mut catalogue = format!(
+        "## More tools\nThese tools are available but not loaded. To use one, call {LOAD_TOOLS} with its name \
+         (several at once if you need them), then call it.\n"
+    );
+    for spec in rest {
+        catalogue.push_str(&format!("- {}: {}\n", spec.name, first_sentence(&spec.description)));
+    }
+    Surface { offered: offered.into(), catalogue: catalogue.trim_end().to_owned() }
+}
+
+/// What the first request of a run sends for `all` under `settings`: the specs, and the
+/// system message's catalogue section (empty when every tool is sent whole). For measuring
+/// request sizes (`wright tool surface`).
+pub fn first_request_tools(all: &[ToolSpec], settings: &ToolSettings) -> (Arc<[ToolSpec]>, String) {
+    let surface = surface(all, settings, &BTreeSet::new());
+    (surface.offered, surface.catalogue)
+}
+
+/// The meta-tool's spec. Its names are an enum, so a grammar-constrained model can only
+/// name tools that exist.
+fn load_tools_spec(names: &[&str]) -> ToolSpec {
+    ToolSpec {
+        name: LOAD_TOOLS.to_owned(),
+        description: "Load the full descriptions of tools listed under \"More tools\", so you can call them."
+            .to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"names": {"type": "array", "items": {"type": "string", "enum": names}, "minItems": 1}},
+            "required": ["names"],
+        }),
+        pauses: false,
+        // Loading a schema reads Wright's own list: nothing to approve.
+        policy: wright_core::ToolPolicy::Allow,
+        toolset: None,
+    }
+}
+
+/// A `load_tools` call: adds the enabled tools it names to `loaded` and says what happened.
+/// The result is the tools' full descriptions too, so a model that cannot see the next
+/// request's tool list (the text protocol repeats it; native servers do) still learns them.
+pub(crate) fn load(
+    arguments: &Value,
+    all: &[ToolSpec],
+    settings: &ToolSettings,
+    loaded: &mut BTreeSet<String>,
+) -> (Value, bool) {
+    let names: Vec<&str> = arguments
+        .get("names")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if names.is_empty() {
+        return (
+            json!({"error": "give the names of the tools to load: {\"names\": [\"tool_name\"]}", "category": "invalid_arguments"}),
+            false,
+        );
+    }
+    let mut done = Vec::new();
+    let mut unknown = Vec::new();
+    for name in names {
+        match all.iter().find(|spec| spec.name == name && settings.enables(spec.toolset)) {
+            Some(spec) => {
+                loaded.insert(spec.name.clone());
+                done.push(json!({"name": spec.name, "description": spec.description}));
+            }
+            None => unknown.push(name.to_owned()),
+        }
+    }
+    let mut output = json!({"loaded": done, "note": "Call the loaded tools directly now."});
+    if !unknown.is_empty() {
+        let enabled = all.iter().filter(|spec| settings.enables(spec.toolset)).map(|spec| spec.name.as_str());
+        let closest: Vec<Vec<String>> =
+            unknown.iter().map(|name| wright_tools::closest_names(name, enabled.clone())).collect();
+        output["unknown"] = json!(unknown);
+        output["closest"] = json!(closest);
+    }
+    let success = unknown.is_empty();
+    (output, success)
+}
+
+/// The first sentence of a description, at most [`CATALOGUE_LINE_CHARS`] characters.
+fn first_sentence(description: &str) -> String {
+    let sentence = description.split(". ").next().unwrap_or(description).trim_end_matches('.');
+    let mut line: String = sentence.chars().take(CATALOGUE_LINE_CHARS).collect();
+    if line.len() < sentence.len() {
+        line.push('…');
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use wright_core::Toolset;
+
+    use super::*;
+
+    fn spec(name: &str, toolset: Option<Toolset>) -> ToolSpec {
+        ToolSpec {
+            name: name.to_owned(),
+            description: format!("Does {name}. More detail here."),
+            parameters: json!({"type": "object"}),
+            pauses: false,
+            policy: wright_core::ToolPolicy::Allow,
+            toolset,
+        }
+    }
+
+    fn all() -> Vec<ToolSpec> {
+        vec![
+            spec("get_state", Some(Toolset::State)),
+            spec("set_state", Some(Toolset::State)),
+            spec("browser_click", Some(Toolset::Browser)),
+            spec("my_tool", None),
+        ]
+    }
+
+    fn names(surface: &Surface) -> Vec<&str> {
+        surface.offered.iter().map(|spec| spec.name.as_str()).collect()
+    }
+
+    #[test]
+    fn all_sends_every_enabled_tool_and_no_catalogue() {
+        let settings = ToolSettings { loading: ToolLoading::All, ..ToolSettings::default() };
+        let surface = surface(&all(), &settings, &BTreeSet::new());
+        assert_eq!(names(&surface), ["get_state", "set_state", "my_tool"], "browser is off by default");
+        assert!(surface.catalogue.is_empty());
+    }
+
+    #[test]
+    fn on_demand_sends_a_catalogue_and_the_loaded_tools() {
+        let settings = ToolSettings { always_loaded: vec!["get_state".into()], ..ToolSettings::default() };
+        let mut loaded = BTreeSet::new();
+        let first = surface(&all(), &settings, &loaded);
+        assert_eq!(names(&first), ["get_state", LOAD_TOOLS]);
+        assert_eq!(
+            first.catalogue.lines().skip(2).collect::<Vec<_>>(),
+            ["- set_state: Does set_state", "- my_tool: Does my_tool"]
+        );
+        assert_eq!(
+            first.offered[1].parameters["properties"]["names"]["items"]["enum"],
+            json!(["set_state", "my_tool"])
+        );
+
+        let (output, success) =
+            load(&json!({"names": ["set_state", "browser_click", "nope"]}), &all(), &settings, &mut loaded);
+        assert!(!success);
+        assert_eq!(output["loaded"][0]["name"], "set_state");
+        assert_eq!(
+            output["unknown"],
+            json!(["browser_click", "nope"]),
+            "a tool of a toolset that is off is not loaded"
+        );
+        let second = surface(&all(), &settings, &loaded);
+        assert_eq!(names(&second), ["get_state", "set_state", LOAD_TOOLS]);
+
+        load(&json!({"names": ["my_tool"]}), &all(), &settings, &mut loaded);
+        let third = surface(&all(), &settings, &loaded);
+        assert_eq!(names(&third), ["get_state", "set_state", "my_tool"], "nothing left to load: no meta-tool");
+        assert!(third.catalogue.is_empty());
+    }
+
+    #[test]
+    fn a_load_without_names_says_how() {
+        let (output, success) = load(&json!({}), &all(), &ToolSettings::default(), &mut BTreeSet::new());
+        assert!(!success && output["error"].as_str().unwrap().contains("names"));
+    }
+
+    #[test]
+    fn catalogue_lines_are_short() {
+        assert_eq!(first_sentence("Reads it. Then more."), "Reads it");
+        assert_eq!(first_sentence(&"x".repeat(200)).chars().count(), CATALOGUE_LINE_CHARS + 1);
+    }
+}
