@@ -6,7 +6,7 @@
 //!
 //! What lives here: agents ([`Agent`]), the versioned documents of each agent (system prompt
 //! and learned notes, [`documents`]), the agent's key-value state ([`state`]) and the record
-//! of every tool call ([`executions`]).
+//! of every tool call ([`executions`]), and layered memory ([`memory`]).
 //!
 //! Invariants:
 //! - Document history is append-only. Every successful edit writes one new version row; a
@@ -25,11 +25,13 @@ pub mod conversations;
 pub mod documents;
 pub mod executions;
 mod market;
+pub mod memory;
 mod migrations;
 pub mod state;
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
@@ -43,6 +45,9 @@ pub use conversations::{
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};
 pub use market::{Listing, ListingStats, ListingVersion};
+pub use memory::{
+    ArchivedReason, Memory, MemoryActor, MemoryChange, MemoryConfig, MemoryFilter, MemoryPatch, NewMemory,
+};
 pub use state::StateLimits;
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the
@@ -90,6 +95,9 @@ pub struct Store {
     /// read-modify-write edits (append, find_replace) safe without retry loops.
     writer: SqlitePool,
     state_limits: StateLimits,
+    memory_config: MemoryConfig,
+    /// Where time comes from wherever it decides behaviour (memory expiry); fixed in tests.
+    clock: Arc<dyn wright_core::Clock>,
 }
 
 impl Store {
@@ -118,9 +126,26 @@ impl Store {
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
-        let store = Self { reader, writer, state_limits };
+        let store = Self {
+            reader,
+            writer,
+            state_limits,
+            memory_config: MemoryConfig::default(),
+            clock: Arc::new(wright_core::SystemClock),
+        };
         store.ensure_default_agent().await?;
         Ok(store)
+    }
+
+    /// The same store with these memory settings and this clock (a fixed one in tests).
+    pub fn with_memory(mut self, memory_config: MemoryConfig, clock: Arc<dyn wright_core::Clock>) -> Self {
+        self.memory_config = memory_config;
+        self.clock = clock;
+        self
+    }
+
+    pub fn clock(&self) -> &Arc<dyn wright_core::Clock> {
+        &self.clock
     }
 
     pub fn state_limits(&self) -> &StateLimits {
