@@ -99,11 +99,12 @@ impl MemoryConfig {
         }
     }
 
-    /// The relevance of a match: BM25 (SQLite's `bm25()` is negative, better is lower) mapped
-    /// into 0..1, times the layer's weight and the recency factor.
-    pub fn relevance(&self, bm25: f64, layer: MemoryLayer, age_ms: i64) -> f64 {
-        let score = (-bm25).max(0.0);
-        let text = score / (score + 1.0);
+    /// The relevance of a match: its BM25 score relative to the best match of the same
+    /// query (SQLite's `bm25()` is negative, better is lower; its absolute size depends on the
+    /// corpus, and on a corpus of a few memories it is near zero), times the layer's weight and
+    /// the recency factor. In 0..1.
+    pub fn relevance(&self, bm25: f64, best_bm25: f64, layer: MemoryLayer, age_ms: i64) -> f64 {
+        let text = if best_bm25 < 0.0 { (bm25 / best_bm25).clamp(0.0, 1.0) } else { 1.0 };
         let age_days = age_ms.max(0) as f64 / DAY_MS as f64;
         let half_life = self.recency_half_life_days.max(f64::MIN_POSITIVE);
         let recency = self.recency_floor + (1.0 - self.recency_floor) * 0.5f64.powf(age_days / half_life);
@@ -543,10 +544,15 @@ impl Store {
         }
         let rows = statement.bind(pool as i64).fetch_all(&self.reader).await?;
         let mut memories = Vec::with_capacity(rows.len());
+        // Rows come best first.
+        let best: f64 = match rows.first() {
+            Some(row) => row.try_get("score")?,
+            None => return Ok(Vec::new()),
+        };
         for row in &rows {
             let mut memory = decode(row)?;
             let bm25: f64 = row.try_get("score")?;
-            memory.relevance = Some(self.memory_config.relevance(bm25, memory.layer, now - memory.created_at));
+            memory.relevance = Some(self.memory_config.relevance(bm25, best, memory.layer, now - memory.created_at));
             memories.push(memory);
         }
         memories.sort_by(|a, b| b.relevance.unwrap_or(0.0).total_cmp(&a.relevance.unwrap_or(0.0)));
