@@ -14,7 +14,7 @@ use wright_agentdb::AgentDbConfig;
 use wright_browser::BrowserConfig;
 use wright_egress::EgressConfig;
 use wright_sandbox::SandboxConfig;
-use wright_store::StateLimits;
+use wright_store::{MemoryConfig, StateLimits};
 
 /// The whole configuration of one installation.
 #[derive(Debug, Clone)]
@@ -22,6 +22,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub server: ServerConfig,
     pub state: StateLimits,
+    /// `[memory]`: lifetimes per layer, the memory share of the system message, recall.
+    pub memory: MemoryConfig,
     pub agent: LoopConfig,
     pub runs: RunsConfig,
     pub sandbox: SandboxConfig,
@@ -87,6 +89,7 @@ impl Default for RunsConfig {
 struct ConfigFile {
     server: ServerConfig,
     state: StateLimits,
+    memory: MemoryConfig,
     agent: LoopConfig,
     runs: RunsConfig,
     sandbox: SandboxConfig,
@@ -118,6 +121,7 @@ impl Config {
             data_dir: data_dir.to_owned(),
             server: file.server,
             state: file.state,
+            memory: file.memory,
             agent: file.agent,
             runs: file.runs,
             sandbox,

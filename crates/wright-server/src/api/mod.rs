@@ -8,6 +8,7 @@ mod conversations;
 mod documents;
 mod error;
 mod market;
+mod memory;
 mod state;
 mod tools;
 
@@ -63,6 +64,11 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(documents::version))
         .routes(routes!(documents::diff))
         .routes(routes!(documents::rollback))
+        .routes(routes!(memory::list, memory::create))
+        .routes(routes!(memory::edit))
+        .routes(routes!(memory::forget))
+        .routes(routes!(memory::restore))
+        .routes(routes!(memory::history))
         .routes(routes!(state::list_keys))
         .routes(routes!(state::get_value, state::set_value, state::delete_value))
         .routes(routes!(tools::list_tools))
