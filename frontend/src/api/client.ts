@@ -30,6 +30,16 @@ export type Listing = Schemas['ListingView'];
 export type ListingDetail = Schemas['ListingDetail'];
 export type Installed = Schemas['InstalledView'];
 export type DocumentKind = 'system_prompt' | 'learned_notes';
+export type Memory = Schemas['MemoryView'];
+export type MemoryChange = Schemas['MemoryChangeView'];
+export type MemoryLayer = Schemas['MemoryLayer'];
+/** Which memories the memory page lists; absent ones do not filter. */
+export interface MemoryFilter {
+  layer?: MemoryLayer;
+  archived?: boolean;
+  query?: string;
+  limit?: number;
+}
 /** Filters of the execution log; absent ones do not filter. */
 export interface ExecutionFilter {
   tool?: string;
@@ -129,6 +139,13 @@ export const api = {
     request<Schemas['NewVersion']>('POST', `/api/agents/${enc(agent)}/documents/${kind}`, body),
   rollbackDocument: (agent: string, kind: DocumentKind, version: number, reason: string | null) =>
     request<Schemas['NewVersion']>('POST', `/api/agents/${enc(agent)}/documents/${kind}/rollback`, { version, reason } satisfies Schemas['RollbackRequest']),
+
+  memories: (agent: string, filter: MemoryFilter = {}) => request<Memory[]>('GET', `/api/agents/${enc(agent)}/memories${query({ ...filter })}`),
+  createMemory: (agent: string, body: Schemas['NewMemoryRequest']) => request<Memory>('POST', `/api/agents/${enc(agent)}/memories`, body),
+  editMemory: (agent: string, id: number, body: Schemas['MemoryEditRequest']) => request<Memory>('PATCH', `/api/agents/${enc(agent)}/memories/${id}`, body),
+  forgetMemory: (agent: string, id: number) => request<Memory>('POST', `/api/agents/${enc(agent)}/memories/${id}/forget`),
+  restoreMemory: (agent: string, id: number) => request<Memory>('POST', `/api/agents/${enc(agent)}/memories/${id}/restore`),
+  memoryHistory: (agent: string, id: number) => request<MemoryChange[]>('GET', `/api/agents/${enc(agent)}/memories/${id}/history`),
 
   components: (agent: string) => request<ComponentSummary[]>('GET', `/api/agents/${enc(agent)}/components`),
   component: (agent: string, name: string) => request<ComponentDetail>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}`),

@@ -381,6 +381,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Memories of an agent: by layer, active or archived, or matching a search. */
+        get: operations["list"];
+        put?: never;
+        /** Stores a memory for the agent, authored by the person. */
+        post: operations["create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/memories/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Edits a memory (active or archived). */
+        patch: operations["edit"];
+        trace?: never;
+    };
+    "/api/agents/{agent}/memories/{id}/forget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Archives a memory as forgotten; it can be restored. */
+        post: operations["forget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/memories/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every change of a memory, oldest first: store, edit, forget, expire, restore. */
+        get: operations["history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/memories/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Brings back a forgotten or expired memory; an expired one gets a fresh lifetime. */
+        post: operations["restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/state": {
         parameters: {
             query?: never;
@@ -773,6 +859,11 @@ export interface components {
             name: string;
             created_at: string;
         };
+        /**
+         * @description Why a memory is archived.
+         * @enum {string}
+         */
+        ArchiveReasonView: "forget" | "expire";
         ArtifactVersionView: {
             /** Format: int64 */
             version: number;
@@ -1040,6 +1131,80 @@ export interface components {
         };
         LoginRequest: {
             token: string;
+        };
+        /**
+         * @description A change to a memory, as its history records it.
+         * @enum {string}
+         */
+        MemoryAction: "store" | "edit" | "forget" | "expire" | "restore";
+        /**
+         * @description Who changed a memory: the agent through its tool, the person through the memory page or
+         *     the CLI, or the system when a memory's time ran out.
+         * @enum {string}
+         */
+        MemoryAuthor: "agent" | "admin" | "system";
+        /** @description One change in a memory's history, with the memory as it was after it. */
+        MemoryChangeView: {
+            /** Format: int64 */
+            id: number;
+            action: components["schemas"]["MemoryAction"];
+            author: components["schemas"]["MemoryAuthor"];
+            conversation_id?: string | null;
+            layer: components["schemas"]["MemoryLayer"];
+            category?: string | null;
+            /** Format: double */
+            certainty?: number | null;
+            content: string;
+            expires_at?: string | null;
+            created_at: string;
+        };
+        /** @description Every field given replaces the stored one; a new layer restarts the memory's lifetime. */
+        MemoryEditRequest: {
+            layer?: null | components["schemas"]["MemoryLayer"];
+            content?: string | null;
+            /** @description An empty string removes the category. */
+            category?: string | null;
+            /** Format: double */
+            certainty?: number | null;
+        };
+        /**
+         * @description The time scale of a memory (seed 001): how long it lasts before it is archived.
+         * @enum {string}
+         */
+        MemoryLayer: "long" | "mid" | "short" | "session";
+        MemoryView: {
+            /** Format: int64 */
+            id: number;
+            layer: components["schemas"]["MemoryLayer"];
+            category?: string | null;
+            /**
+             * Format: double
+             * @description 0 to 1.
+             */
+            certainty?: number | null;
+            content: string;
+            /** @description The session a session-layer memory belongs to (the conversation it was stored in). */
+            session_id?: string | null;
+            conversation_id?: string | null;
+            author: components["schemas"]["MemoryAuthor"];
+            created_at: string;
+            updated_at: string;
+            /** @description Null: never expires. */
+            expires_at?: string | null;
+            archived_at?: string | null;
+            archived_reason?: null | components["schemas"]["ArchiveReasonView"];
+            /**
+             * Format: double
+             * @description Search results only: BM25 weighted by layer and recency, 0 to 1.
+             */
+            relevance?: number | null;
+        };
+        NewMemoryRequest: {
+            layer: components["schemas"]["MemoryLayer"];
+            content: string;
+            category?: string | null;
+            /** Format: double */
+            certainty?: number | null;
         };
         NewVersion: {
             /** Format: int64 */
@@ -1877,6 +2042,225 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExecutionView"][];
+                };
+            };
+        };
+    };
+    list: {
+        parameters: {
+            query?: {
+                /** @description Only this layer. */
+                layer?: components["schemas"]["MemoryLayer"];
+                /** @description Archived (forgotten or expired) memories instead of active ones. */
+                archived?: boolean;
+                /** @description Words to search for; most relevant first. Without it, newest first. */
+                query?: string;
+                /** @description At most this many (default 100, at most `[memory] max_results`). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewMemoryRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    edit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryEditRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    forget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    history: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryChangeView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    restore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

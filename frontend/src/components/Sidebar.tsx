@@ -7,6 +7,7 @@ import { Logo } from './Logo';
 
 export const ADMIN_SECTIONS: { id: string; label: string }[] = [
   { id: 'prompt', label: 'Prompt & notes' },
+  { id: 'memory', label: 'Memory' },
   { id: 'tools', label: 'Tools' },
   { id: 'components', label: 'Components' },
   { id: 'executions', label: 'Executions' },
