@@ -523,11 +523,13 @@ impl Store {
         let limit = limit.min(self.memory_config.max_results);
         let now = self.clock.now_ms();
         // BM25 picks a candidate pool larger than the answer; layer and recency then reorder
-        // it. Content counts twice what the category does.
+        // it. Content counts twice what the category does. CROSS JOIN fixes the join order:
+        // the full-text index first, then each match's row by id. Left to itself the planner
+        // walked the agent's memories and probed the index for each (200 ms on 5,000).
         let pool = (limit * 8).max(64);
         let sql = format!(
             "SELECT {}, bm25(memories_fts, 2.0, 1.0) AS score FROM memories_fts \
-             JOIN memories m ON m.id = memories_fts.rowid \
+             CROSS JOIN memories m ON m.id = memories_fts.rowid \
              WHERE memories_fts MATCH ? AND m.agent_id = ?{} ORDER BY score LIMIT ?",
             COLUMNS.split(", ").map(|column| format!("m.{column}")).collect::<Vec<_>>().join(", "),
             filter_sql(filter)
@@ -562,27 +564,36 @@ impl Store {
 
     /// What the system message carries: active long-term memories, then active mid-term ones,
     /// each newest first, as many as fit in `max_chars` of content (the renderer applies the
-    /// same cap to what it writes; reading no more than it can show keeps the turn cheap).
+    /// same cap to the lines it writes; reading no more than it can show keeps a run's start
+    /// cheap however many memories there are).
     pub async fn context_memories(&self, agent: &AgentId, max_chars: usize) -> Result<Vec<Memory>, StoreError> {
+        // A rendered line is at least 12 characters besides its content (`- [long #1] `), so
+        // no more rows than this can ever be shown. One query per layer walks the layer's
+        // index newest first and stops at the limit.
+        let rows_limit = (max_chars / 12 + 1) as i64;
         let sql = format!(
-            "SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND archived_at IS NULL \
-             AND (expires_at IS NULL OR expires_at > ?) AND layer IN ('long', 'mid') \
-             ORDER BY layer = 'mid', created_at DESC, id DESC LIMIT 500"
+            "SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND layer = ? AND archived_at IS NULL \
+             AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at DESC, id DESC LIMIT ?"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(agent.as_str())
-            .bind(self.clock.now_ms())
-            .fetch_all(&self.reader)
-            .await?;
+        let now = self.clock.now_ms();
         let mut total = 0;
         let mut memories = Vec::new();
-        for row in &rows {
-            let memory = decode(row)?;
-            total += memory.content.chars().count();
-            if total > max_chars && !memories.is_empty() {
-                break;
+        for layer in [MemoryLayer::Long, MemoryLayer::Mid] {
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(agent.as_str())
+                .bind(layer.as_str())
+                .bind(now)
+                .bind(rows_limit)
+                .fetch_all(&self.reader)
+                .await?;
+            for row in &rows {
+                let memory = decode(row)?;
+                total += memory.content.chars().count();
+                if total > max_chars && !memories.is_empty() {
+                    return Ok(memories);
+                }
+                memories.push(memory);
             }
-            memories.push(memory);
         }
         Ok(memories)
     }
