@@ -4,6 +4,24 @@
 -- injectable clock (expiry is decided by time, and tests fix the time); the API shows them as
 -- ISO-8601.
 
+-- A session: a span of an agent's conversations (seed 001's session division). At most one is
+-- open per agent; a new one starts at the configured local time (daily or weekly), on
+-- `/newsession` typed in the chat, or when the model asks. Session-layer memories end with it.
+CREATE TABLE sessions (
+    id          INTEGER PRIMARY KEY,
+    agent_id    TEXT NOT NULL REFERENCES agents(id),
+    name        TEXT NOT NULL,
+    started_by  TEXT NOT NULL CHECK (started_by IN ('schedule', 'person', 'agent')),
+    started_at  INTEGER NOT NULL,
+    ended_at    INTEGER
+) STRICT;
+
+CREATE UNIQUE INDEX sessions_one_open_per_agent ON sessions (agent_id) WHERE ended_at IS NULL;
+CREATE INDEX sessions_by_agent ON sessions (agent_id, started_at);
+
+-- The session a conversation started in; NULL for conversations older than sessions.
+ALTER TABLE conversations ADD COLUMN session_id INTEGER REFERENCES sessions(id);
+
 CREATE TABLE memories (
     -- The rowid, so the full-text index below can point at it (external content).
     id              INTEGER PRIMARY KEY,
@@ -12,8 +30,8 @@ CREATE TABLE memories (
     category        TEXT,
     certainty       REAL CHECK (certainty IS NULL OR (certainty >= 0.0 AND certainty <= 1.0)),
     content         TEXT NOT NULL,
-    -- The session a session-layer memory ends with (today: the conversation it was stored in).
-    session_id      TEXT,
+    -- The session a session-layer memory ends with.
+    session_id      INTEGER REFERENCES sessions(id),
     conversation_id TEXT,
     author          TEXT NOT NULL CHECK (author IN ('agent', 'admin', 'system')),
     created_at      INTEGER NOT NULL,

@@ -316,11 +316,15 @@ impl Store {
         title: &str,
     ) -> Result<Conversation, StoreError> {
         self.require_agent(agent).await?;
+        // A conversation belongs to the session open when it starts (dividing first if the
+        // schedule says a new session has begun).
+        let session = self.current_session(agent).await?;
         let mut transaction = self.begin_write().await?;
-        sqlx::query("INSERT INTO conversations (id, agent_id, title) VALUES (?, ?, ?)")
+        sqlx::query("INSERT INTO conversations (id, agent_id, title, session_id) VALUES (?, ?, ?, ?)")
             .bind(id)
             .bind(agent.as_str())
             .bind(title)
+            .bind(session.id)
             .execute(&mut *transaction)
             .await?;
         transaction.commit().await?;

@@ -27,6 +27,7 @@ pub mod executions;
 mod market;
 pub mod memory;
 mod migrations;
+pub mod sessions;
 pub mod state;
 
 use std::path::Path;
@@ -48,6 +49,7 @@ pub use market::{Listing, ListingStats, ListingVersion};
 pub use memory::{
     ArchivedReason, Memory, MemoryActor, MemoryChange, MemoryConfig, MemoryFilter, MemoryPatch, NewMemory,
 };
+pub use sessions::{AutoDivide, Session, SessionConfig, SessionSchedule, SessionStarter};
 pub use state::StateLimits;
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the
@@ -96,6 +98,7 @@ pub struct Store {
     writer: SqlitePool,
     state_limits: StateLimits,
     memory_config: MemoryConfig,
+    session_schedule: SessionSchedule,
     /// Where time comes from wherever it decides behaviour (memory expiry); fixed in tests.
     clock: Arc<dyn wright_core::Clock>,
 }
@@ -131,6 +134,7 @@ impl Store {
             writer,
             state_limits,
             memory_config: MemoryConfig::default(),
+            session_schedule: SessionSchedule::default(),
             clock: Arc::new(wright_core::SystemClock),
         };
         store.ensure_default_agent().await?;
@@ -141,6 +145,12 @@ impl Store {
     pub fn with_memory(mut self, memory_config: MemoryConfig, clock: Arc<dyn wright_core::Clock>) -> Self {
         self.memory_config = memory_config;
         self.clock = clock;
+        self
+    }
+
+    /// The same store dividing sessions on this schedule.
+    pub fn with_sessions(mut self, session_schedule: SessionSchedule) -> Self {
+        self.session_schedule = session_schedule;
         self
     }
 

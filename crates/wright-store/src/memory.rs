@@ -32,9 +32,8 @@ pub struct MemoryConfig {
     pub mid_ttl_days: Option<u32>,
     /// Days a short-term memory (recent context, summaries) lasts.
     pub short_ttl_days: Option<u32>,
-    /// Upper bound on a session memory's life. A session memory belongs to the conversation
-    /// it was stored in and is recalled only there; this bound archives it even if that
-    /// conversation goes on for days.
+    /// Optional upper bound on a session memory's life; by default it lasts exactly as long
+    /// as its session (`[sessions]`), which ends it.
     pub session_ttl_days: Option<u32>,
     /// Characters of memory in the system message (seed 000 caps its memory at 4,000).
     pub context_chars: usize,
@@ -61,7 +60,7 @@ impl Default for MemoryConfig {
             long_ttl_days: None,
             mid_ttl_days: Some(90),
             short_ttl_days: Some(14),
-            session_ttl_days: Some(1),
+            session_ttl_days: None,
             context_chars: 4_000,
             max_content_chars: 2_000,
             max_results: 100,
@@ -128,7 +127,7 @@ pub struct Memory {
     pub category: Option<String>,
     pub certainty: Option<f64>,
     pub content: String,
-    pub session_id: Option<String>,
+    pub session_id: Option<i64>,
     pub conversation_id: Option<String>,
     pub author: MemoryAuthor,
     pub created_at: i64,
@@ -198,7 +197,7 @@ pub struct MemoryFilter {
     /// Active (false) or archived (true) memories.
     pub archived: bool,
     /// Session memories of this session only; `None` lists every session's (the person's view).
-    pub session_id: Option<String>,
+    pub session_id: Option<i64>,
 }
 
 const COLUMNS: &str = "id, layer, category, certainty, content, session_id, conversation_id, author, \
@@ -267,6 +266,17 @@ impl Store {
         &self.memory_config
     }
 
+    /// The session whose session memories a conversation sees: the one it started in, or the
+    /// agent's open one (for a conversation older than sessions, or none).
+    pub async fn session_for(&self, agent: &AgentId, conversation_id: Option<&str>) -> Result<i64, StoreError> {
+        if let Some(conversation_id) = conversation_id
+            && let Some(session) = self.session_of_conversation(conversation_id).await?
+        {
+            return Ok(session);
+        }
+        Ok(self.current_session(agent).await?.id)
+    }
+
     fn check_memory(&self, content: &str, certainty: Option<f64>) -> Result<(), StoreError> {
         if content.trim().is_empty() {
             return Err(StoreError::InvalidEdit("a memory's content must not be empty".into()));
@@ -294,11 +304,15 @@ impl Store {
         actor: &MemoryActor,
     ) -> Result<Memory, StoreError> {
         self.check_memory(&memory.content, memory.certainty)?;
+        // A session memory ends with its session: the one its conversation started in, or
+        // the agent's open one when it is stored from outside a conversation.
+        let session_id = if memory.layer == MemoryLayer::Session {
+            Some(self.session_for(agent, actor.conversation_id.as_deref()).await?)
+        } else {
+            None
+        };
         let now = self.clock.now_ms();
         let expires_at = self.memory_config.expires_at(memory.layer, now);
-        // A session memory ends with its session; until sessions exist apart from
-        // conversations, the conversation it was stored in is its session.
-        let session_id = (memory.layer == MemoryLayer::Session).then(|| actor.conversation_id.clone()).flatten();
         let mut transaction = self.begin_write().await?;
         let agent_exists: Option<(i64,)> = sqlx::query_as("SELECT 1 FROM agents WHERE id = ?")
             .bind(agent.as_str())
@@ -316,7 +330,7 @@ impl Store {
         .bind(memory.category.as_deref())
         .bind(memory.certainty)
         .bind(&memory.content)
-        .bind(session_id.as_deref())
+        .bind(session_id)
         .bind(actor.conversation_id.as_deref())
         .bind(actor.author.as_str())
         .bind(now)
@@ -504,7 +518,7 @@ impl Store {
             query = query.bind(layer.as_str());
         }
         if let Some(session) = &filter.session_id {
-            query = query.bind(session.clone());
+            query = query.bind(*session);
         }
         let rows = query.bind(limit as i64).fetch_all(&self.reader).await?;
         rows.iter().map(decode).collect()
@@ -542,7 +556,7 @@ impl Store {
             statement = statement.bind(layer.as_str());
         }
         if let Some(session) = &filter.session_id {
-            statement = statement.bind(session.clone());
+            statement = statement.bind(*session);
         }
         let rows = statement.bind(pool as i64).fetch_all(&self.reader).await?;
         let mut memories = Vec::with_capacity(rows.len());
@@ -630,7 +644,7 @@ impl Store {
 }
 
 /// Writes the history row of a change, copying the memory as it now is.
-async fn record(
+pub(crate) async fn record(
     transaction: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
     id: i64,
     action: MemoryAction,

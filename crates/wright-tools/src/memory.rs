@@ -36,7 +36,7 @@ enum Layer {
     Mid,
     /// About two weeks: recent context, summaries.
     Short,
-    /// This conversation only.
+    /// The current session only (it ends at the next session division or new session).
     Session,
 }
 
@@ -122,7 +122,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         TOOL,
         "Store and recall what you learn about the person at different time scales. Layers: long \
          (permanent facts, preferences, relationships), mid (goals, plans, projects; about 3 months), \
-         short (recent context, summaries; about 2 weeks), session (this conversation only). \
+         short (recent context, summaries; about 2 weeks), session (until the current session ends). \
          action=store needs layer and content (one fact per memory); recall finds memories by words in \
          `query`, most relevant first; list shows the newest; forget archives the memory `memory_id`. \
          Your long and mid memories are already in your instructions; recall the rest when they may help.",
@@ -133,12 +133,10 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 // kept and the history says when it expired.
                 store.expire_memories().await?;
                 let limit = args.limit.map_or(DEFAULT_LIMIT, |limit| limit as usize);
-                // Session memories of other conversations are not this conversation's business.
-                let filter = MemoryFilter {
-                    layer: args.layer.map(MemoryLayer::from),
-                    archived: false,
-                    session_id: Some(context.conversation_id.clone().unwrap_or_default()),
-                };
+                // Session memories of other sessions are not this conversation's business.
+                let session = store.session_for(&context.agent, context.conversation_id.as_deref()).await?;
+                let filter =
+                    MemoryFilter { layer: args.layer.map(MemoryLayer::from), archived: false, session_id: Some(session) };
                 let actor = MemoryActor::agent(context.conversation_id.clone());
                 match args.action {
                     Action::Store => {

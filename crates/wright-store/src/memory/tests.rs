@@ -63,7 +63,9 @@ async fn each_layer_expires_after_its_configured_lifetime_and_is_archived_not_de
     let session = store.store_memory(&agent(), &new(MemoryLayer::Session, "task", "On the PR"), &actor).await.unwrap();
     assert_eq!(long.expires_at, None);
     assert_eq!(mid.expires_at, Some(T0 + 90 * DAY_MS));
-    assert_eq!(session.session_id.as_deref(), Some("c1"));
+    // "c1" is no stored conversation: the memory belongs to the agent's open session.
+    let open = store.current_session(&agent()).await.unwrap();
+    assert_eq!(session.session_id, Some(open.id));
 
     let day = DAY_MS;
     // Just before the session bound: all four active, nothing to sweep.
@@ -223,7 +225,7 @@ async fn recall_puts_the_right_memory_first_on_a_fixed_corpus() {
     assert!(store.recall_memories(&agent(), "\"*) OR NEAR(", &active(), 10).await.unwrap().is_empty());
     assert!(store.recall_memories(&agent(), "  ", &active(), 10).await.unwrap().is_empty());
     // Session memories of another session are not recalled there.
-    let elsewhere = MemoryFilter { session_id: Some("c2".into()), ..active() };
+    let elsewhere = MemoryFilter { session_id: Some(i64::MAX), ..active() };
     assert!(store.recall_memories(&agent(), "pull request", &elsewhere, 10).await.unwrap().is_empty());
 }
 
