@@ -152,7 +152,9 @@ mod tests {
         let parts = SystemParts { prompt: "You help.".into(), memories: memories.clone(), ..Default::default() };
         let message = system_message(&parts);
         assert!(
-            message.contains("## Memories\n- [long/fact #1] Works at Acme\n- [mid/fact #2] Learning Rust\n- [mid/fact #3] xxx"),
+            message.contains(
+                "## Memories\n- [long/fact #1] Works at Acme\n- [mid/fact #2] Learning Rust\n- [mid/fact #3] xxx"
+            ),
             "{message}"
         );
         // Lines 1 and 2 are 32 and 31 characters; a cap of 70 holds them and not the third.
@@ -160,7 +162,8 @@ mod tests {
         assert!(capped.contains("#2] Learning Rust\n[1 more not shown"), "{capped}");
         assert!(!capped.contains("#3]"));
         let section = memory_section(&memories, 70);
-        let shown: usize = section.lines().filter(|line| line.starts_with("- ")).map(|line| line.chars().count() + 1).sum();
+        let shown: usize =
+            section.lines().filter(|line| line.starts_with("- ")).map(|line| line.chars().count() + 1).sum();
         assert!(shown <= 70, "{shown}");
         // A cap below the first line shows none and says so.
         let none = system_message(&SystemParts { max_memory_chars: 10, ..parts });

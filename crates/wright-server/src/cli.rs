@@ -399,8 +399,7 @@ fn memory_line(memory: &wright_store::Memory) -> String {
 }
 
 async fn memory_command(store: &Store, command: MemoryCommand) -> anyhow::Result<()> {
-    let parse_layer =
-        |layer: Option<String>| layer.as_deref().map(wright_core::MemoryLayer::parse).transpose();
+    let parse_layer = |layer: Option<String>| layer.as_deref().map(wright_core::MemoryLayer::parse).transpose();
     let admin = wright_store::MemoryActor::admin();
     store.expire_memories().await?;
     match command {

@@ -23,7 +23,9 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_agent::{ContextMemory, Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript};
+use wright_agent::{
+    ContextMemory, Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
+};
 use wright_core::{AgentId, ConversationStatus, DocumentKind, Event, EventBody, NewEvent, Notice, Unfinished};
 use wright_store::{Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
 use wright_tools::ToolRegistry;

@@ -33,7 +33,8 @@ impl Random {
 }
 
 fn vocabulary() -> Vec<String> {
-    let syllables = ["ka", "lo", "mi", "ren", "tus", "ba", "dor", "fi", "gan", "hel", "ist", "jo", "ku", "mar", "nel", "op"];
+    let syllables =
+        ["ka", "lo", "mi", "ren", "tus", "ba", "dor", "fi", "gan", "hel", "ist", "jo", "ku", "mar", "nel", "op"];
     let mut words = Vec::new();
     for first in syllables {
         for second in syllables {

@@ -266,17 +266,6 @@ impl Store {
         &self.memory_config
     }
 
-    /// The session whose session memories a conversation sees: the one it started in, or the
-    /// agent's open one (for a conversation older than sessions, or none).
-    pub async fn session_for(&self, agent: &AgentId, conversation_id: Option<&str>) -> Result<i64, StoreError> {
-        if let Some(conversation_id) = conversation_id
-            && let Some(session) = self.session_of_conversation(conversation_id).await?
-        {
-            return Ok(session);
-        }
-        Ok(self.current_session(agent).await?.id)
-    }
-
     fn check_memory(&self, content: &str, certainty: Option<f64>) -> Result<(), StoreError> {
         if content.trim().is_empty() {
             return Err(StoreError::InvalidEdit("a memory's content must not be empty".into()));
@@ -304,13 +293,11 @@ impl Store {
         actor: &MemoryActor,
     ) -> Result<Memory, StoreError> {
         self.check_memory(&memory.content, memory.certainty)?;
-        // A session memory ends with its session: the one its conversation started in, or
-        // the agent's open one when it is stored from outside a conversation.
-        let session_id = if memory.layer == MemoryLayer::Session {
-            Some(self.session_for(agent, actor.conversation_id.as_deref()).await?)
-        } else {
-            None
-        };
+        // A session memory belongs to the agent's open session and ends with it, wherever it
+        // was stored from (a conversation that began in an earlier session included: the
+        // model may have started a new session in it).
+        let session_id =
+            if memory.layer == MemoryLayer::Session { Some(self.current_session(agent).await?.id) } else { None };
         let now = self.clock.now_ms();
         let expires_at = self.memory_config.expires_at(memory.layer, now);
         let mut transaction = self.begin_write().await?;
@@ -472,11 +459,12 @@ impl Store {
     pub async fn expire_memories(&self) -> Result<u64, StoreError> {
         let now = self.clock.now_ms();
         let mut transaction = self.begin_write().await?;
-        let due: Vec<(i64,)> =
-            sqlx::query_as("SELECT id FROM memories WHERE archived_at IS NULL AND expires_at IS NOT NULL AND expires_at <= ?")
-                .bind(now)
-                .fetch_all(&mut *transaction)
-                .await?;
+        let due: Vec<(i64,)> = sqlx::query_as(
+            "SELECT id FROM memories WHERE archived_at IS NULL AND expires_at IS NOT NULL AND expires_at <= ?",
+        )
+        .bind(now)
+        .fetch_all(&mut *transaction)
+        .await?;
         if due.is_empty() {
             return Ok(0);
         }

@@ -6,12 +6,13 @@
 //!
 //! Invariants: the division is decided from the store's clock and the session's start, by
 //! [`SessionSchedule::next_start_after`] — a pure function, tested across midnight in a
-//! non-UTC zone and across DST changes; a conversation belongs to the session open when it was
-//! created, so a division never moves a conversation.
+//! non-UTC zone and across DST changes. A conversation is listed under the session open when
+//! it was created (a division never moves it); session memories belong to the agent's open
+//! session, so a conversation that goes on past a division sees only the new session's.
 
+use jiff::Timestamp;
 use jiff::civil::{Time, Weekday};
 use jiff::tz::TimeZone;
-use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 use wright_core::{AgentId, MemoryAction, MemoryAuthor};
@@ -63,8 +64,10 @@ pub struct SessionSchedule {
 impl SessionConfig {
     /// Checks the config; an unknown zone, time or weekday is an error naming it.
     pub fn schedule(&self) -> Result<SessionSchedule, StoreError> {
-        let invalid = |what: &str, value: &str| StoreError::InvalidEdit(format!("[sessions] {what} {value:?} is not valid"));
-        let at: Time = self.auto_divide_time.parse().map_err(|_| invalid("auto_divide_time", &self.auto_divide_time))?;
+        let invalid =
+            |what: &str, value: &str| StoreError::InvalidEdit(format!("[sessions] {what} {value:?} is not valid"));
+        let at: Time =
+            self.auto_divide_time.parse().map_err(|_| invalid("auto_divide_time", &self.auto_divide_time))?;
         let time_zone = TimeZone::get(&self.time_zone).map_err(|_| invalid("time_zone", &self.time_zone))?;
         let weekday = match self.weekly_on.to_ascii_lowercase().as_str() {
             "monday" => Weekday::Monday,
@@ -144,7 +147,9 @@ impl SessionStarter {
             "schedule" => Ok(SessionStarter::Schedule),
             "person" => Ok(SessionStarter::Person),
             "agent" => Ok(SessionStarter::Agent),
-            other => Err(StoreError::Database(sqlx::Error::Decode(format!("unknown session starter {other:?}").into()))),
+            other => {
+                Err(StoreError::Database(sqlx::Error::Decode(format!("unknown session starter {other:?}").into())))
+            }
         }
     }
 }
@@ -182,7 +187,9 @@ impl Store {
         let mut transaction = self.begin_write().await?;
         let open = open_session(&mut transaction, agent).await?;
         let id = match open {
-            Some(session) if self.session_schedule.next_start_after(session.started_at).is_none_or(|next| now < next) => {
+            Some(session)
+                if self.session_schedule.next_start_after(session.started_at).is_none_or(|next| now < next) =>
+            {
                 session.id
             }
             Some(session) => {
@@ -227,12 +234,14 @@ impl Store {
 
     /// One session with its conversations.
     pub async fn session(&self, agent: &AgentId, id: i64) -> Result<Session, StoreError> {
-        let row = sqlx::query("SELECT id, name, started_by, started_at, ended_at FROM sessions WHERE agent_id = ? AND id = ?")
-            .bind(agent.as_str())
-            .bind(id)
-            .fetch_optional(&self.writer)
-            .await?
-            .ok_or_else(|| StoreError::ItemNotFound { kind: "session", name: id.to_string() })?;
+        let row = sqlx::query(
+            "SELECT id, name, started_by, started_at, ended_at FROM sessions WHERE agent_id = ? AND id = ?",
+        )
+        .bind(agent.as_str())
+        .bind(id)
+        .fetch_optional(&self.writer)
+        .await?
+        .ok_or_else(|| StoreError::ItemNotFound { kind: "session", name: id.to_string() })?;
         let mut session = decode(&row)?;
         let conversations: Vec<(String,)> =
             sqlx::query_as("SELECT id FROM conversations WHERE session_id = ? ORDER BY created_at DESC")
@@ -265,15 +274,6 @@ impl Store {
         Ok(sessions)
     }
 
-    /// The session a conversation started in (`None` for conversations older than sessions).
-    pub async fn session_of_conversation(&self, conversation_id: &str) -> Result<Option<i64>, StoreError> {
-        let row: Option<(Option<i64>,)> = sqlx::query_as("SELECT session_id FROM conversations WHERE id = ?")
-            .bind(conversation_id)
-            .fetch_optional(&self.reader)
-            .await?;
-        Ok(row.and_then(|(session,)| session))
-    }
-
     async fn require_agent_in(&self, transaction: &mut Transaction, agent: &AgentId) -> Result<(), StoreError> {
         let exists: Option<(i64,)> = sqlx::query_as("SELECT 1 FROM agents WHERE id = ?")
             .bind(agent.as_str())
@@ -300,14 +300,15 @@ async fn insert_session(
     started_by: SessionStarter,
     now: i64,
 ) -> Result<i64, StoreError> {
-    let (id,): (i64,) =
-        sqlx::query_as("INSERT INTO sessions (agent_id, name, started_by, started_at) VALUES (?, ?, ?, ?) RETURNING id")
-            .bind(agent.as_str())
-            .bind(name)
-            .bind(started_by.as_str())
-            .bind(now)
-            .fetch_one(&mut **transaction)
-            .await?;
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO sessions (agent_id, name, started_by, started_at) VALUES (?, ?, ?, ?) RETURNING id",
+    )
+    .bind(agent.as_str())
+    .bind(name)
+    .bind(started_by.as_str())
+    .bind(now)
+    .fetch_one(&mut **transaction)
+    .await?;
     Ok(id)
 }
 
@@ -315,12 +316,11 @@ async fn insert_session(
 /// row by the system, in the caller's transaction.
 async fn end_session(transaction: &mut Transaction, id: i64, now: i64) -> Result<(), StoreError> {
     sqlx::query("UPDATE sessions SET ended_at = ? WHERE id = ?").bind(now).bind(id).execute(&mut **transaction).await?;
-    let ending: Vec<(i64,)> = sqlx::query_as(
-        "SELECT id FROM memories WHERE session_id = ? AND layer = 'session' AND archived_at IS NULL",
-    )
-    .bind(id)
-    .fetch_all(&mut **transaction)
-    .await?;
+    let ending: Vec<(i64,)> =
+        sqlx::query_as("SELECT id FROM memories WHERE session_id = ? AND layer = 'session' AND archived_at IS NULL")
+            .bind(id)
+            .fetch_all(&mut **transaction)
+            .await?;
     for (memory_id,) in ending {
         sqlx::query("UPDATE memories SET archived_at = ?, archived_reason = 'expire', updated_at = ? WHERE id = ?")
             .bind(now)

@@ -1,4 +1,5 @@
-//! The `memory` tool of seed 001: store, recall, list and forget memories at four time scales.
+//! The `memory` tool of seed 001: store, recall, list and forget memories at four time scales;
+//! and `start_session`, the model's way to begin a new session (seed 001, "Session Division").
 //!
 //! Returns `{success, memories: [{id, layer, content, category, certainty, created_at,
 //! expires_at, relevance}]}` for every action. Memories whose time has run out are archived
@@ -9,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wright_core::{MemoryLayer, iso_from_ms};
-use wright_store::{Memory, MemoryActor, MemoryFilter, NewMemory};
+use wright_store::{Memory, MemoryActor, MemoryFilter, NewMemory, SessionStarter};
 
 use crate::ToolError;
 use crate::builtin::{Builtin, Tool};
@@ -117,56 +118,97 @@ fn result(memories: Vec<Memory>) -> Result<Value, ToolError> {
     serde_json::to_value(result).map_err(|error| ToolError::Internal(error.to_string()))
 }
 
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct StartSessionArgs {
+    /// A name for the new session, e.g. its topic. Defaults to today's date.
+    name: Option<String>,
+}
+
+#[derive(Serialize)]
+struct SessionView {
+    id: String,
+    name: String,
+    started_at: String,
+}
+
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
-    vec![Builtin::<MemoryArgs>::boxed(
-        TOOL,
-        "Store and recall what you learn about the person at different time scales. Layers: long \
+    vec![
+        Builtin::<StartSessionArgs>::boxed(
+            "start_session",
+            "Start a new session, e.g. when the person turns to a new topic or asks to start fresh. \
+             The current session ends and your session-layer memories end with it; long, mid and short \
+             memories stay. Returns {success, session: {id, name, started_at}}.",
+            |context, args| {
+                Box::pin(async move {
+                    let store = &context.services.store;
+                    let session =
+                        store.start_session(&context.agent, args.name.as_deref(), SessionStarter::Agent).await?;
+                    let view = SessionView {
+                        id: session.id.to_string(),
+                        name: session.name,
+                        started_at: iso_from_ms(session.started_at),
+                    };
+                    Ok(serde_json::json!({ "success": true, "session": view }))
+                })
+            },
+        ),
+        Builtin::<MemoryArgs>::boxed(
+            TOOL,
+            "Store and recall what you learn about the person at different time scales. Layers: long \
          (permanent facts, preferences, relationships), mid (goals, plans, projects; about 3 months), \
          short (recent context, summaries; about 2 weeks), session (until the current session ends). \
          action=store needs layer and content (one fact per memory); recall finds memories by words in \
          `query`, most relevant first; list shows the newest; forget archives the memory `memory_id`. \
          Your long and mid memories are already in your instructions; recall the rest when they may help.",
-        |context, args| {
-            Box::pin(async move {
-                let store = &context.services.store;
-                // Archive what has run out first, so a list never shows an expired memory as
-                // kept and the history says when it expired.
-                store.expire_memories().await?;
-                let limit = args.limit.map_or(DEFAULT_LIMIT, |limit| limit as usize);
-                // Session memories of other sessions are not this conversation's business.
-                let session = store.session_for(&context.agent, context.conversation_id.as_deref()).await?;
-                let filter =
-                    MemoryFilter { layer: args.layer.map(MemoryLayer::from), archived: false, session_id: Some(session) };
-                let actor = MemoryActor::agent(context.conversation_id.clone());
-                match args.action {
-                    Action::Store => {
-                        let layer = args.layer.ok_or_else(|| ToolError::missing_field(TOOL, "store", "layer"))?;
-                        let content = args.content.ok_or_else(|| ToolError::missing_field(TOOL, "store", "content"))?;
-                        let memory = NewMemory {
-                            layer: layer.into(),
-                            category: args.category.filter(|category| !category.trim().is_empty()),
-                            certainty: args.certainty,
-                            content,
-                        };
-                        let stored = store.store_memory(&context.agent, &memory, &actor).await?;
-                        result(vec![stored])
+            |context, args| {
+                Box::pin(async move {
+                    let store = &context.services.store;
+                    // Archive what has run out first, so a list never shows an expired memory as
+                    // kept and the history says when it expired.
+                    store.expire_memories().await?;
+                    let limit = args.limit.map_or(DEFAULT_LIMIT, |limit| limit as usize);
+                    // Session memories of other sessions are not this conversation's business.
+                    let session = store.current_session(&context.agent).await?.id;
+                    let filter = MemoryFilter {
+                        layer: args.layer.map(MemoryLayer::from),
+                        archived: false,
+                        session_id: Some(session),
+                    };
+                    let actor = MemoryActor::agent(context.conversation_id.clone());
+                    match args.action {
+                        Action::Store => {
+                            let layer = args.layer.ok_or_else(|| ToolError::missing_field(TOOL, "store", "layer"))?;
+                            let content =
+                                args.content.ok_or_else(|| ToolError::missing_field(TOOL, "store", "content"))?;
+                            let memory = NewMemory {
+                                layer: layer.into(),
+                                category: args.category.filter(|category| !category.trim().is_empty()),
+                                certainty: args.certainty,
+                                content,
+                            };
+                            let stored = store.store_memory(&context.agent, &memory, &actor).await?;
+                            result(vec![stored])
+                        }
+                        Action::Recall => {
+                            let query = args.query.ok_or_else(|| ToolError::missing_field(TOOL, "recall", "query"))?;
+                            result(store.recall_memories(&context.agent, &query, &filter, limit).await?)
+                        }
+                        Action::List => result(store.list_memories(&context.agent, &filter, limit).await?),
+                        Action::Forget => {
+                            let raw =
+                                args.memory_id.ok_or_else(|| ToolError::missing_field(TOOL, "forget", "memory_id"))?;
+                            let id: i64 = raw.trim().parse().map_err(|_| ToolError::InvalidArguments {
+                                tool: TOOL.into(),
+                                problems: vec![format!(
+                                    "memory_id {raw:?} is not an id that store, recall or list returned"
+                                )],
+                            })?;
+                            let forgotten = store.forget_memory(&context.agent, id, &actor).await?;
+                            result(vec![forgotten])
+                        }
                     }
-                    Action::Recall => {
-                        let query = args.query.ok_or_else(|| ToolError::missing_field(TOOL, "recall", "query"))?;
-                        result(store.recall_memories(&context.agent, &query, &filter, limit).await?)
-                    }
-                    Action::List => result(store.list_memories(&context.agent, &filter, limit).await?),
-                    Action::Forget => {
-                        let raw = args.memory_id.ok_or_else(|| ToolError::missing_field(TOOL, "forget", "memory_id"))?;
-                        let id: i64 = raw.trim().parse().map_err(|_| ToolError::InvalidArguments {
-                            tool: TOOL.into(),
-                            problems: vec![format!("memory_id {raw:?} is not an id that store, recall or list returned")],
-                        })?;
-                        let forgotten = store.forget_memory(&context.agent, id, &actor).await?;
-                        result(vec![forgotten])
-                    }
-                }
-            })
-        },
-    )]
+                })
+            },
+        ),
+    ]
 }

@@ -674,7 +674,10 @@ async fn a_memory_stored_by_the_model_and_edited_by_the_person_reaches_the_next_
     let wire = Wire::Openai;
     let mut script = calls(
         wire,
-        vec![("memory", json!({"action": "store", "layer": "long", "category": "preference", "content": "Prefers tea over coffee"}))],
+        vec![(
+            "memory",
+            json!({"action": "store", "layer": "long", "category": "preference", "content": "Prefers tea over coffee"}),
+        )],
     );
     script.push(Turn::text("Noted."));
     script.push(Turn::text("Tea."));

@@ -59,11 +59,12 @@ async fn each_layer_expires_after_its_configured_lifetime_and_is_archived_not_de
     let actor = MemoryActor::agent(Some("c1".into()));
     let long = store.store_memory(&agent(), &new(MemoryLayer::Long, "fact", "Works at Acme"), &actor).await.unwrap();
     let mid = store.store_memory(&agent(), &new(MemoryLayer::Mid, "goal", "Learning Rust"), &actor).await.unwrap();
-    let short = store.store_memory(&agent(), &new(MemoryLayer::Short, "summary", "Debugged auth"), &actor).await.unwrap();
+    let short =
+        store.store_memory(&agent(), &new(MemoryLayer::Short, "summary", "Debugged auth"), &actor).await.unwrap();
     let session = store.store_memory(&agent(), &new(MemoryLayer::Session, "task", "On the PR"), &actor).await.unwrap();
     assert_eq!(long.expires_at, None);
     assert_eq!(mid.expires_at, Some(T0 + 90 * DAY_MS));
-    // "c1" is no stored conversation: the memory belongs to the agent's open session.
+    // A session memory belongs to the agent's open session.
     let open = store.current_session(&agent()).await.unwrap();
     assert_eq!(session.session_id, Some(open.id));
 
@@ -90,7 +91,8 @@ async fn each_layer_expires_after_its_configured_lifetime_and_is_archived_not_de
     assert_eq!(archived.len(), 3);
     assert!(archived.iter().all(|memory| memory.archived_reason == Some(ArchivedReason::Expire)));
     let history = store.memory_history(&agent(), short.id).await.unwrap();
-    let actions: Vec<(MemoryAction, MemoryAuthor)> = history.iter().map(|change| (change.action, change.author)).collect();
+    let actions: Vec<(MemoryAction, MemoryAuthor)> =
+        history.iter().map(|change| (change.action, change.author)).collect();
     assert_eq!(actions, vec![(MemoryAction::Store, MemoryAuthor::Agent), (MemoryAction::Expire, MemoryAuthor::System)]);
     assert_eq!(history[0].conversation_id.as_deref(), Some("c1"));
 }
@@ -99,7 +101,11 @@ async fn each_layer_expires_after_its_configured_lifetime_and_is_archived_not_de
 async fn a_restored_memory_is_active_again_with_a_fresh_lifetime() {
     let (_directory, store, clock) = open(MemoryConfig::default()).await;
     let short = store
-        .store_memory(&agent(), &new(MemoryLayer::Short, "summary", "Discussed vacation plans"), &MemoryActor::agent(None))
+        .store_memory(
+            &agent(),
+            &new(MemoryLayer::Short, "summary", "Discussed vacation plans"),
+            &MemoryActor::agent(None),
+        )
         .await
         .unwrap();
     clock.set(T0 + 15 * DAY_MS);
@@ -125,17 +131,26 @@ async fn a_restored_memory_is_active_again_with_a_fresh_lifetime() {
         store.memory_history(&agent(), short.id).await.unwrap().into_iter().map(|change| change.action).collect();
     assert_eq!(
         actions,
-        vec![MemoryAction::Store, MemoryAction::Expire, MemoryAction::Restore, MemoryAction::Forget, MemoryAction::Restore]
+        vec![
+            MemoryAction::Store,
+            MemoryAction::Expire,
+            MemoryAction::Restore,
+            MemoryAction::Forget,
+            MemoryAction::Restore
+        ]
     );
 }
 
 #[tokio::test]
 async fn edits_are_kept_in_history_and_history_is_append_only() {
     let (_directory, store, clock) = open(MemoryConfig::default()).await;
-    let memory =
-        store.store_memory(&agent(), &new(MemoryLayer::Short, "plan", "Trip to Lisbon"), &MemoryActor::agent(None)).await.unwrap();
+    let memory = store
+        .store_memory(&agent(), &new(MemoryLayer::Short, "plan", "Trip to Lisbon"), &MemoryActor::agent(None))
+        .await
+        .unwrap();
     clock.advance_ms(1000);
-    let patch = MemoryPatch { layer: Some(MemoryLayer::Mid), content: Some("Trip to Porto".into()), ..Default::default() };
+    let patch =
+        MemoryPatch { layer: Some(MemoryLayer::Mid), content: Some("Trip to Porto".into()), ..Default::default() };
     let edited = store.edit_memory(&agent(), memory.id, &patch, &MemoryActor::admin()).await.unwrap();
     assert_eq!(edited.content, "Trip to Porto");
     assert_eq!(edited.expires_at, Some(T0 + 1000 + 90 * DAY_MS), "a new layer restarts the lifetime");
@@ -252,7 +267,8 @@ async fn context_memories_are_long_then_mid_and_stop_at_the_cap() {
     let mut long_ids = Vec::new();
     for index in 0..5 {
         let content = format!("long fact {index} {}", "x".repeat(80));
-        long_ids.push(store.store_memory(&agent(), &new(MemoryLayer::Long, "fact", &content), &actor).await.unwrap().id);
+        long_ids
+            .push(store.store_memory(&agent(), &new(MemoryLayer::Long, "fact", &content), &actor).await.unwrap().id);
         clock.advance_ms(1);
     }
     let mid = store.store_memory(&agent(), &new(MemoryLayer::Mid, "goal", "a goal"), &actor).await.unwrap();

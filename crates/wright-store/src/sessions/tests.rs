@@ -97,7 +97,8 @@ async fn conversations_join_the_open_session_and_midnight_in_berlin_starts_a_new
     let (_directory, store, clock) = open("2026-03-28T21:00:00Z").await;
     let agent = AgentId::default_agent();
     store.create_conversation(&agent, "evening", "evening").await.unwrap();
-    let memory = NewMemory { layer: MemoryLayer::Session, category: None, certainty: None, content: "On the PR".into() };
+    let memory =
+        NewMemory { layer: MemoryLayer::Session, category: None, certainty: None, content: "On the PR".into() };
     let stored = store.store_memory(&agent, &memory, &MemoryActor::agent(Some("evening".into()))).await.unwrap();
     let first = store.current_session(&agent).await.unwrap();
     assert_eq!(first.name, "2026-03-28");
@@ -135,7 +136,8 @@ async fn a_session_started_by_the_person_or_the_model_ends_the_open_one() {
     let (_directory, store, _clock) = open("2026-11-24T10:00:00Z").await;
     let agent = AgentId::default_agent();
     store.create_conversation(&agent, "c1", "one").await.unwrap();
-    let memory = NewMemory { layer: MemoryLayer::Session, category: None, certainty: None, content: "Refactor mode".into() };
+    let memory =
+        NewMemory { layer: MemoryLayer::Session, category: None, certainty: None, content: "Refactor mode".into() };
     let stored = store.store_memory(&agent, &memory, &MemoryActor::agent(Some("c1".into()))).await.unwrap();
     let started = store.start_session(&agent, Some("  Tax return  "), SessionStarter::Person).await.unwrap();
     assert_eq!((started.name.as_str(), started.started_by), ("Tax return", SessionStarter::Person));

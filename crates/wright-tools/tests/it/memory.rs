@@ -68,3 +68,20 @@ async fn memory_tool_mistakes_are_errors_the_model_can_fix() {
     let unknown = fixture.call("memory", json!({"action": "forget", "memory_id": "999"})).await.unwrap_err();
     assert_eq!(unknown.category(), "not_found");
 }
+
+#[tokio::test]
+async fn the_model_starts_a_session_and_its_session_memories_end() {
+    let fixture = Fixture::new().await;
+    let stored =
+        fixture.call("memory", json!({"action": "store", "layer": "session", "content": "In refactor mode"})).await;
+    let stored = stored.unwrap();
+    let listed = fixture.call("memory", json!({"action": "list", "layer": "session"})).await.unwrap();
+    assert_eq!(ids(&listed), ids(&stored));
+    let started = fixture.call("start_session", json!({"name": "Taxes"})).await.unwrap();
+    assert_eq!((started["success"].clone(), started["session"]["name"].clone()), (json!(true), json!("Taxes")));
+    let listed = fixture.call("memory", json!({"action": "list", "layer": "session"})).await.unwrap();
+    assert!(ids(&listed).is_empty(), "{listed}");
+    let sessions = fixture.store().list_sessions(&AgentId::default_agent(), 10).await.unwrap();
+    assert_eq!(sessions[0].started_by, wright_store::SessionStarter::Agent);
+    assert!(sessions[1].ended_at.is_some());
+}
