@@ -380,7 +380,9 @@ async fn shutdown_signal() {
 async fn open_store(config: &Config) -> anyhow::Result<Store> {
     std::fs::create_dir_all(&config.data_dir)?;
     let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?;
-    Ok(store.with_memory(config.memory.clone(), Arc::new(wright_core::SystemClock)))
+    Ok(store
+        .with_memory(config.memory.clone(), Arc::new(wright_core::SystemClock))
+        .with_sessions(config.session_schedule.clone()))
 }
 
 fn memory_line(memory: &wright_store::Memory) -> String {

@@ -14,7 +14,7 @@ use wright_agentdb::AgentDbConfig;
 use wright_browser::BrowserConfig;
 use wright_egress::EgressConfig;
 use wright_sandbox::SandboxConfig;
-use wright_store::{MemoryConfig, StateLimits};
+use wright_store::{MemoryConfig, SessionConfig, SessionSchedule, StateLimits};
 
 /// The whole configuration of one installation.
 #[derive(Debug, Clone)]
@@ -24,6 +24,10 @@ pub struct Config {
     pub state: StateLimits,
     /// `[memory]`: lifetimes per layer, the memory share of the system message, recall.
     pub memory: MemoryConfig,
+    /// `[sessions]`: automatic division (daily, weekly, none) at a local time in a time zone,
+    /// checked at load (an unknown zone is an error, not a silent UTC).
+    pub sessions: SessionConfig,
+    pub session_schedule: SessionSchedule,
     pub agent: LoopConfig,
     pub runs: RunsConfig,
     pub sandbox: SandboxConfig,
@@ -90,6 +94,7 @@ struct ConfigFile {
     server: ServerConfig,
     state: StateLimits,
     memory: MemoryConfig,
+    sessions: SessionConfig,
     agent: LoopConfig,
     runs: RunsConfig,
     sandbox: SandboxConfig,
@@ -122,6 +127,11 @@ impl Config {
             server: file.server,
             state: file.state,
             memory: file.memory,
+            session_schedule: file
+                .sessions
+                .schedule()
+                .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?,
+            sessions: file.sessions,
             agent: file.agent,
             runs: file.runs,
             sandbox,

@@ -467,6 +467,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's sessions, newest first (the open one, divided first if its time is up). */
+        get: operations["list"];
+        put?: never;
+        /** Starts a new session (the open one ends, with its session memories) and a conversation in it. */
+        post: operations["create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/state": {
         parameters: {
             query?: never;
@@ -1183,8 +1201,11 @@ export interface components {
              */
             certainty?: number | null;
             content: string;
-            /** @description The session a session-layer memory belongs to (the conversation it was stored in). */
-            session_id?: string | null;
+            /**
+             * Format: int64
+             * @description The session a session-layer memory belongs to, and ends with.
+             */
+            session_id?: number | null;
             conversation_id?: string | null;
             author: components["schemas"]["MemoryAuthor"];
             created_at: string;
@@ -1205,6 +1226,15 @@ export interface components {
             category?: string | null;
             /** Format: double */
             certainty?: number | null;
+        };
+        NewSessionRequest: {
+            /** @description Defaults to the local date. */
+            name?: string | null;
+        };
+        /** @description A new session and the conversation opened in it. */
+        NewSessionView: {
+            session: components["schemas"]["SessionView"];
+            conversation_id: string;
         };
         NewVersion: {
             /** Format: int64 */
@@ -1302,6 +1332,22 @@ export interface components {
             /** Format: int64 */
             version: number;
             reason?: string | null;
+        };
+        /**
+         * @description Who started a session.
+         * @enum {string}
+         */
+        SessionStarterView: "schedule" | "person" | "agent";
+        SessionView: {
+            /** Format: int64 */
+            id: number;
+            name: string;
+            started_by: components["schemas"]["SessionStarterView"];
+            started_at: string;
+            /** @description Null while the session is open. */
+            ended_at?: string | null;
+            /** @description The conversations that began in it, newest first. */
+            conversation_ids: string[];
         };
         SetEnabled: {
             enabled: boolean;
@@ -2265,6 +2311,68 @@ export interface operations {
             };
         };
     };
+    list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewSessionRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewSessionView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_keys: {
         parameters: {
             query?: {
@@ -2569,6 +2677,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The message was `/newsession [name]`: a new session and a conversation in it */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewSessionView"];
+                };
+            };
             202: {
                 headers: {
                     [name: string]: unknown;

@@ -32,8 +32,8 @@ pub struct MemoryView {
     /// 0 to 1.
     pub certainty: Option<f64>,
     pub content: String,
-    /// The session a session-layer memory belongs to (the conversation it was stored in).
-    pub session_id: Option<String>,
+    /// The session a session-layer memory belongs to, and ends with.
+    pub session_id: Option<i64>,
     pub conversation_id: Option<String>,
     pub author: MemoryAuthor,
     pub created_at: String,

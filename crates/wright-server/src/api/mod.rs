@@ -9,6 +9,7 @@ mod documents;
 mod error;
 mod market;
 mod memory;
+mod sessions;
 mod state;
 mod tools;
 
@@ -69,6 +70,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(memory::forget))
         .routes(routes!(memory::restore))
         .routes(routes!(memory::history))
+        .routes(routes!(sessions::list, sessions::create))
         .routes(routes!(state::list_keys))
         .routes(routes!(state::get_value, state::set_value, state::delete_value))
         .routes(routes!(tools::list_tools))

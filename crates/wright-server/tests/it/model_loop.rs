@@ -729,3 +729,38 @@ async fn a_memory_stored_by_the_model_and_edited_by_the_person_reaches_the_next_
     let found = server.get("/api/agents/default/memories?query=green%20tea").await;
     assert_eq!(found[0]["id"].to_string(), memory_id, "{found}");
 }
+
+/// Issue 16: `/newsession [name]` typed in a chat starts a session and a conversation in it,
+/// without a model turn; the open session's session memories end.
+#[tokio::test]
+async fn newsession_typed_in_the_chat_starts_a_session_and_a_conversation() {
+    let wire = Wire::Openai;
+    let mut script = calls(wire, vec![("memory", json!({"action": "store", "layer": "session", "content": "Drafting the letter"}))]);
+    script.push(Turn::text("Noted."));
+    let fake = FakeProvider::start(script).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &fake, wire);
+    let id = server.conversation().await;
+    server.say(&id, "I am drafting the letter").await;
+    let requests = fake.requests().len();
+
+    let (status, started) = server.post(&format!("/api/conversations/{id}/messages"), json!({"text": "/newsession Taxes"})).await;
+    assert_eq!(status, 201, "{started}");
+    assert_eq!(started["session"]["name"], "Taxes");
+    assert_eq!(started["session"]["started_by"], "person");
+    let new_conversation = started["conversation_id"].as_str().unwrap();
+    assert_eq!(started["session"]["conversation_ids"], json!([new_conversation]));
+    assert_eq!(fake.requests().len(), requests, "no model turn for the command");
+    let detail = server.get(&format!("/api/conversations/{id}")).await;
+    assert!(!detail["events"].to_string().contains("/newsession"), "the command is not a message");
+
+    let sessions = server.get("/api/agents/default/sessions").await;
+    let sessions = sessions.as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert_eq!(sessions[1]["conversation_ids"], json!([id]));
+    assert!(sessions[1]["ended_at"].is_string());
+    let session_memories = server.get("/api/agents/default/memories?layer=session").await;
+    assert_eq!(session_memories, json!([]), "the session memory ended with its session");
+    let archived = server.get("/api/agents/default/memories?archived=true").await;
+    assert_eq!(archived[0]["archived_reason"], "expire", "{archived}");
+}
