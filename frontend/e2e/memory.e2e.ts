@@ -117,4 +117,22 @@ describe.skipIf(!built || !hasChromium || !hasWright)('the memory page against w
     expect(system).toContain('Prefers green tea');
     expect(fake.refused).toEqual([]);
   });
+
+  it('/newsession typed in the chat opens a conversation in a new session, grouped in the list', async () => {
+    const conversation = (await call('POST', '/api/agents/default/conversations', { title: 'before' })).id as string;
+    await page.goto(`${wright.url}/agents/default/c/${conversation}`);
+    await page.getByLabel('Message').fill('/newsession Taxes');
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.pathname.includes('/c/') && !url.pathname.endsWith(conversation));
+    const current = page.getByRole('listitem', { name: 'Session Taxes' });
+    await current.getByText('current').waitFor();
+    await current.getByRole('link', { name: /Taxes/ }).waitFor();
+    // The conversation it was typed in stays in the session before, and got no message.
+    const before = await call('GET', `/api/conversations/${conversation}`);
+    expect(before.events).toEqual([]);
+    const sessions = await call('GET', '/api/agents/default/sessions');
+    expect(sessions[0].name).toBe('Taxes');
+    expect(sessions[1].conversation_ids).toContain(conversation);
+    expect(fake.refused).toEqual([]);
+  });
 });

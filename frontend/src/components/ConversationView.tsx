@@ -1,5 +1,6 @@
 // One conversation: chat on one side, canvas on the other (tabs on narrow screens).
-import { useEffect, useState } from 'react';
+import { useCallback, useEffect, useState } from 'react';
+import { navigate, routePath } from '../router';
 import type { Status } from '../api/client';
 import { useConversation } from '../state/useConversation';
 import { Canvas } from './Canvas';
@@ -12,6 +13,17 @@ export function ConversationView({ agent, id, status, onChanged }: { agent: stri
   const [tab, setTab] = useState<'chat' | 'canvas'>('chat');
   const waitingInCanvas = state.pending.some((call) => call.tool_name !== 'ask_user');
   const canvasCount = canvasItems(state).length;
+  // `/newsession [name]` opens the new session's conversation.
+  const sendOrStart = useCallback(
+    async (text: string) => {
+      const started = await send(text);
+      if (started) {
+        onChanged();
+        navigate(routePath({ page: 'agent', agent, conversation: started.conversation_id }));
+      }
+    },
+    [send, onChanged, agent],
+  );
 
   // The sidebar shows status and order; refresh it when this conversation's status changes.
   useEffect(() => {
@@ -49,7 +61,7 @@ export function ConversationView({ agent, id, status, onChanged }: { agent: stri
         <Chat
           state={state}
           status={status}
-          onSend={send}
+          onSend={sendOrStart}
           onCancel={cancel}
           onAnswer={answer}
           onShowCanvas={(toolCallId) => {
