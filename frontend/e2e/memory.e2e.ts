@@ -77,7 +77,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('the memory page against w
     expect(fake.refused).toEqual([]);
 
     // Reached from the navigation, like the other admin pages.
-    await page.getByRole('link', { name: 'Memory' }).click();
+    await page.getByRole('link', { name: 'Memory', exact: true }).click();
     await page.waitForURL(/\/admin\/memory\/default$/);
     const item = page.getByTestId('memory').filter({ hasText: 'Prefers tea over coffee' });
     await item.waitFor();
