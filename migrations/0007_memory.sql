@@ -21,6 +21,8 @@ CREATE INDEX sessions_by_agent ON sessions (agent_id, started_at);
 
 -- The session a conversation started in; NULL for conversations older than sessions.
 ALTER TABLE conversations ADD COLUMN session_id INTEGER REFERENCES sessions(id);
+-- Set when the person archives a conversation: it leaves the list until unarchived.
+ALTER TABLE conversations ADD COLUMN archived_at TEXT;
 
 CREATE TABLE memories (
     -- The rowid, so the full-text index below can point at it (external content).

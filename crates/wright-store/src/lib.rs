@@ -21,6 +21,7 @@ mod agent_tools;
 mod agents;
 mod catalog;
 mod components;
+mod conversation_changes;
 pub mod conversations;
 pub mod documents;
 pub mod executions;

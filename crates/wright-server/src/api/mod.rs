@@ -4,6 +4,7 @@ mod admin;
 mod agents;
 mod auth;
 mod components;
+mod conversation_changes;
 mod conversations;
 mod documents;
 mod error;
@@ -78,7 +79,8 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(tools::list_executions))
         .routes(routes!(conversations::status))
         .routes(routes!(conversations::list, conversations::create))
-        .routes(routes!(conversations::detail))
+        .routes(routes!(conversations::detail, conversation_changes::update, conversation_changes::delete))
+        .routes(routes!(conversation_changes::archived))
         .routes(routes!(conversations::post_message))
         .routes(routes!(conversations::cancel))
         .routes(routes!(conversations::answer_pending))

@@ -153,3 +153,30 @@ async fn a_session_started_by_the_person_or_the_model_ends_the_open_one() {
     let missing = store.start_session(&AgentId::parse("nobody").unwrap(), None, SessionStarter::Person).await;
     assert!(matches!(missing, Err(StoreError::AgentNotFound(_))));
 }
+
+#[tokio::test]
+async fn conversations_are_renamed_archived_and_deleted_with_their_events() {
+    let (_directory, store, _clock) = open("2026-11-24T10:00:00Z").await;
+    let agent = AgentId::default_agent();
+    store.create_conversation(&agent, "c1", "one").await.unwrap();
+    store.create_conversation(&agent, "c2", "two").await.unwrap();
+    let hello = wright_core::EventBody::User { text: "hello".into(), component: None };
+    store.append_events("c1", &[wright_core::NewEvent::new("hello", hello)]).await.unwrap();
+
+    assert_eq!(store.rename_conversation("c1", "  Letters ").await.unwrap().title, "Letters");
+    assert!(matches!(store.rename_conversation("c1", " ").await, Err(StoreError::InvalidEdit(_))));
+    assert!(matches!(store.rename_conversation("nope", "x").await, Err(StoreError::ConversationNotFound(_))));
+
+    store.set_conversation_archived("c2", true).await.unwrap();
+    let listed: Vec<String> = store.list_conversations(&agent).await.unwrap().into_iter().map(|c| c.id).collect();
+    assert_eq!(listed, vec!["c1".to_owned()]);
+    let archived = store.list_archived_conversations(&agent).await.unwrap();
+    assert_eq!(archived.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), vec!["c2"]);
+    store.set_conversation_archived("c2", false).await.unwrap();
+    assert_eq!(store.list_conversations(&agent).await.unwrap().len(), 2);
+
+    store.delete_conversation("c1").await.unwrap();
+    assert!(matches!(store.conversation("c1").await, Err(StoreError::ConversationNotFound(_))));
+    assert!(store.events_after("c1", 0).await.unwrap().is_empty());
+    assert!(matches!(store.delete_conversation("c1").await, Err(StoreError::ConversationNotFound(_))));
+}
