@@ -135,4 +135,34 @@ describe.skipIf(!built || !hasChromium || !hasWright)('the memory page against w
     expect(sessions[1].conversation_ids).toContain(conversation);
     expect(fake.refused).toEqual([]);
   });
+
+  it('renames, archives, brings back and deletes a conversation, deleting only after a confirmation', async () => {
+    const conversation = (await call('POST', '/api/agents/default/conversations', { title: 'scratch' })).id as string;
+    await page.goto(`${wright.url}/agents/default/c/${conversation}`);
+    const header = page.locator('.workspace-head');
+    await header.getByRole('button', { name: 'Rename' }).click();
+    await header.getByLabel('Conversation title').fill('Holiday plans');
+    await header.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('heading', { name: 'Holiday plans' }).waitFor();
+    const link = page.locator('nav').getByRole('link', { name: /Holiday plans/ });
+    await link.first().waitFor();
+
+    await header.getByRole('button', { name: 'Archive' }).click();
+    await page.waitForURL((url) => !url.pathname.includes(conversation));
+    await expect.poll(() => page.locator('.session-conversations').getByText('Holiday plans').count()).toBe(0);
+    await page.locator('.archived-conversations summary').click();
+    const archivedItem = page.locator('.archived-conversation').filter({ hasText: 'Holiday plans' });
+    await archivedItem.getByRole('button', { name: 'Unarchive' }).click();
+    await page.locator('.session-conversations').getByText('Holiday plans').waitFor();
+
+    await page.goto(`${wright.url}/agents/default/c/${conversation}`);
+    await header.getByRole('button', { name: 'Delete' }).click();
+    const dialog = page.getByRole('alertdialog', { name: 'Delete this conversation?' });
+    await dialog.waitFor();
+    expect((await call('GET', `/api/conversations/${conversation}`)).conversation.title).toBe('Holiday plans');
+    await dialog.getByRole('button', { name: 'Delete' }).click();
+    await page.waitForURL((url) => !url.pathname.includes(conversation));
+    const gone = await fetch(`${wright.url}/api/conversations/${conversation}`, { headers: { authorization: `Bearer ${wright.token}` } });
+    expect(gone.status).toBe(404);
+  });
 });

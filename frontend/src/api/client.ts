@@ -117,6 +117,9 @@ export const api = {
   createConversation: (agent: string, body: Schemas['CreateConversation'] = {}) =>
     request<Conversation>('POST', `/api/agents/${enc(agent)}/conversations`, body),
   conversation: (id: string) => request<ConversationDetail>('GET', `/api/conversations/${enc(id)}`),
+  archivedConversations: (agent: string) => request<Conversation[]>('GET', `/api/agents/${enc(agent)}/conversations/archived`),
+  updateConversation: (id: string, change: Schemas['ConversationChange']) => request<Conversation>('PATCH', `/api/conversations/${enc(id)}`, change),
+  deleteConversation: (id: string) => request<null>('DELETE', `/api/conversations/${enc(id)}`),
   /** `component` names the canvas component that sends the message for the person (its `sendMessage`). */
   /** A run starts (`Accepted`), or, for `/newsession [name]` typed by the person, a new session and a conversation in it. */
   postMessage: (id: string, text: string, component?: string) =>

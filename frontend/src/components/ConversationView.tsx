@@ -5,10 +5,11 @@ import type { Status } from '../api/client';
 import { useConversation } from '../state/useConversation';
 import { Canvas } from './Canvas';
 import { Chat } from './Chat';
+import { ConversationActions } from './ConversationActions';
 import { canvasItems } from './Canvas';
 
 export function ConversationView({ agent, id, status, onChanged }: { agent: string; id: string; status: Status | null; onChanged: () => void }) {
-  const { state, send, cancel, answer, loadError, connection } = useConversation(id);
+  const { state, send, cancel, answer, reload, loadError, connection } = useConversation(id);
   const [focus, setFocus] = useState<string | null>(null);
   const [tab, setTab] = useState<'chat' | 'canvas'>('chat');
   const waitingInCanvas = state.pending.some((call) => call.tool_name !== 'ask_user');
@@ -47,6 +48,17 @@ export function ConversationView({ agent, id, status, onChanged }: { agent: stri
         <h1 className="conversation-title">{state.conversation?.title ?? ' '}</h1>
         <span className={`status-chip status-${state.status}`}>{state.status === 'waiting' ? 'waiting for you' : state.status}</span>
         {connection === 'retrying' && <span className="status-chip status-error">reconnecting…</span>}
+        {state.conversation && (
+          <ConversationActions
+            agent={agent}
+            id={id}
+            title={state.conversation.title}
+            onChanged={() => {
+              reload();
+              onChanged();
+            }}
+          />
+        )}
         <div className="tabs" role="tablist">
           <button role="tab" aria-selected={tab === 'chat'} className="tab" onClick={() => setTab('chat')}>
             Chat

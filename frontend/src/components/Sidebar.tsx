@@ -1,5 +1,6 @@
 // Navigation: agent switcher, conversations, and the admin section (issue 9's pages live
 // under /admin/<section>/<agent>, listed here so they slot in without moving anything).
+import { useState } from 'react';
 import { api, type Agent, type Conversation, type Session } from '../api/client';
 import { navigate, routePath, type Route } from '../router';
 import { useTheme, type ThemeChoice } from '../theme';
@@ -37,6 +38,44 @@ export function groupBySession(conversations: Conversation[], sessions: Session[
   }));
   const earlier = conversations.filter((conversation) => !sessionOf.has(conversation.id));
   return [...groups.filter((group) => group.items.length > 0 || group.open), ...(earlier.length ? [{ key: 'earlier', label: 'Earlier', open: false, items: earlier }] : [])];
+}
+
+/** The archived conversations, on demand, each with a way back into the list. */
+function Archived({ agent, onChanged }: { agent: string; onChanged: () => void }) {
+  const [archived, setArchived] = useState<Conversation[] | null>(null);
+  const load = () => void api.archivedConversations(agent).then(setArchived, () => setArchived([]));
+  return (
+    <details
+      className="archived-conversations"
+      onToggle={(event) => {
+        if ((event.target as HTMLDetailsElement).open) load();
+      }}
+    >
+      <summary className="sidebar-label">Archived</summary>
+      <ul className="conversation-list">
+        {archived?.length === 0 && <li className="muted small pad">None.</li>}
+        {archived?.map((conversation) => (
+          <li key={conversation.id} className="archived-conversation">
+            <Link to={routePath({ page: 'agent', agent: conversation.agent_id, conversation: conversation.id })} className="conversation-link">
+              <span className="conversation-name">{conversation.title}</span>
+            </Link>
+            <button
+              type="button"
+              className="button ghost small"
+              onClick={() =>
+                void api.updateConversation(conversation.id, { archived: false }).then(() => {
+                  load();
+                  onChanged();
+                })
+              }
+            >
+              Unarchive
+            </button>
+          </li>
+        ))}
+      </ul>
+    </details>
+  );
 }
 
 function Link({ to, className, children, current }: { to: string; className?: string; children: React.ReactNode; current?: boolean }) {
@@ -140,6 +179,7 @@ export function Sidebar({
             </li>
           ))}
       </ul>
+      {agent && <Archived key={agent} agent={agent} onChanged={onSessionsChanged} />}
       <ul className="admin-list">
         <li>
           <Link to={routePath({ page: 'market', kind: null, name: null })} className="admin-link" current={route.page === 'market'}>
