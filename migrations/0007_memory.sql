@@ -59,6 +59,10 @@ CREATE VIRTUAL TABLE memories_fts USING fts5(
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
+-- `rank` is BM25 with content counting twice what the category does; ordering by `rank` lets
+-- FTS5 rank inside the index, before any row of `memories` is read.
+INSERT INTO memories_fts (memories_fts, rank) VALUES ('rank', 'bm25(2.0, 1.0)');
+
 CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories
 BEGIN
     INSERT INTO memories_fts (rowid, content, category) VALUES (NEW.id, NEW.content, NEW.category);

@@ -19,7 +19,9 @@ impl Store {
             return Err(StoreError::InvalidEdit("a conversation's title must not be empty".into()));
         }
         if title.chars().count() > MAX_TITLE_CHARS {
-            return Err(StoreError::LimitExceeded(format!("a conversation's title is at most {MAX_TITLE_CHARS} characters")));
+            return Err(StoreError::LimitExceeded(format!(
+                "a conversation's title is at most {MAX_TITLE_CHARS} characters"
+            )));
         }
         let mut transaction = self.begin_write().await?;
         let changed = sqlx::query("UPDATE conversations SET title = ? WHERE id = ?")

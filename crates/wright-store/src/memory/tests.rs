@@ -284,3 +284,29 @@ async fn context_memories_are_long_then_mid_and_stop_at_the_cap() {
     store.forget_memory(&agent(), mid.id, &actor).await.unwrap();
     assert!(!store.context_memories(&agent(), 10_000).await.unwrap().iter().any(|memory| memory.id == mid.id));
 }
+
+/// Regression: recall ranks inside the index and filters after; matches that rank higher but
+/// belong to another agent (or layer) must not crowd out the one this agent has.
+#[tokio::test]
+async fn a_filtered_recall_finds_a_low_ranked_match_behind_many_filtered_out() {
+    let (_directory, store, _clock) = open(MemoryConfig::default()).await;
+    let other = AgentId::parse("other").unwrap();
+    store.create_agent(&other, Some("Other")).await.unwrap();
+    // More than the first scan (640 for a limit of 10) ranks before ours.
+    for _ in 0..700 {
+        store
+            .store_memory(&other, &new(MemoryLayer::Long, "drink", "tea tea tea"), &MemoryActor::agent(None))
+            .await
+            .unwrap();
+    }
+    let mine = store
+        .store_memory(
+            &agent(),
+            &new(MemoryLayer::Long, "food", "tea with biscuits and a long story besides"),
+            &MemoryActor::agent(None),
+        )
+        .await
+        .unwrap();
+    let found = store.recall_memories(&agent(), "tea", &active(), 10).await.unwrap();
+    assert_eq!(found.iter().map(|memory| memory.id).collect::<Vec<_>>(), vec![mine.id]);
+}
