@@ -41,6 +41,10 @@ pub struct MemoryConfig {
     pub max_content_chars: usize,
     /// Largest `limit` a recall or list may ask for.
     pub max_results: usize,
+    /// A recall whose words match more memories than this scores only the most recent this
+    /// many of them (scoring every match of a word most memories contain is what makes a
+    /// recall slow on a large store).
+    pub rank_all_below: usize,
     /// Recall multiplies BM25 by a weight per layer: a lasting fact outranks a passing remark
     /// that matches as well.
     pub weight_long: f64,
@@ -64,6 +68,7 @@ impl Default for MemoryConfig {
             context_chars: 4_000,
             max_content_chars: 2_000,
             max_results: 100,
+            rank_all_below: 4_000,
             weight_long: 1.0,
             weight_mid: 0.9,
             weight_short: 0.8,
@@ -531,19 +536,39 @@ impl Store {
         // match of a common word cost 28 ms at p50 on 100,000 memories. Should the filters
         // leave fewer than the pool, the match is run again over every match (`scan` -1), so
         // a narrow filter never loses a result that ranks lower.
+        //
+        // A query whose words are in very many memories (more than `rank_all_below`) would
+        // still make FTS5 score every one of them: then only the most recent that many matches
+        // are scored. BM25 tells little apart there anyway (a word in most memories weighs
+        // next to nothing), and recency is part of relevance.
         let pool = (limit * 8).max(64);
-        let sql = format!(
-            "SELECT {}, ranked.score AS score FROM \
-             (SELECT rowid, rank AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) AS ranked \
-             CROSS JOIN memories m ON m.id = ranked.rowid \
-             WHERE m.agent_id = ?{} ORDER BY ranked.score LIMIT ?",
-            COLUMNS.split(", ").map(|column| format!("m.{column}")).collect::<Vec<_>>().join(", "),
-            filter_sql(filter)
-        );
+        let threshold = self.memory_config.rank_all_below.max(pool);
+        let (count,): (i64,) =
+            sqlx::query_as("SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)")
+                .bind(expression.clone())
+                .bind(threshold as i64 + 1)
+                .fetch_one(&self.reader)
+                .await?;
+        let common = count as usize > threshold;
+        let columns = COLUMNS.split(", ").map(|column| format!("m.{column}")).collect::<Vec<_>>().join(", ");
+        let sql_for = |order: &str| {
+            format!(
+                "SELECT {columns}, ranked.score AS score FROM \
+                 (SELECT rowid, rank AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY {order} LIMIT ?) \
+                 AS ranked CROSS JOIN memories m ON m.id = ranked.rowid \
+                 WHERE m.agent_id = ?{} ORDER BY ranked.score LIMIT ?",
+                filter_sql(filter)
+            )
+        };
+        let attempts: Vec<(String, i64)> = if common {
+            vec![(sql_for("rowid DESC"), threshold as i64), (sql_for("rank"), -1)]
+        } else {
+            vec![(sql_for("rank"), (pool * 8).max(512) as i64), (sql_for("rank"), -1)]
+        };
         let mut rows = Vec::new();
-        for scan in [(pool * 8).max(512) as i64, -1] {
+        for (sql, scan) in attempts {
             let mut statement =
-                sqlx::query(sqlx::AssertSqlSafe(sql.clone())).bind(expression.clone()).bind(scan).bind(agent.as_str());
+                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(expression.clone()).bind(scan).bind(agent.as_str());
             if !filter.archived {
                 statement = statement.bind(now);
             }
@@ -554,7 +579,7 @@ impl Store {
                 statement = statement.bind(*session);
             }
             rows = statement.bind(pool as i64).fetch_all(&self.reader).await?;
-            if rows.len() >= pool {
+            if rows.len() >= pool || (!common && (count as usize) < (pool * 8).max(512)) {
                 break;
             }
         }

@@ -310,3 +310,27 @@ async fn a_filtered_recall_finds_a_low_ranked_match_behind_many_filtered_out() {
     let found = store.recall_memories(&agent(), "tea", &active(), 10).await.unwrap();
     assert_eq!(found.iter().map(|memory| memory.id).collect::<Vec<_>>(), vec![mine.id]);
 }
+
+/// A word in more memories than `rank_all_below` scores only the most recent matches; the
+/// answer is still ranked, limited and filtered.
+#[tokio::test]
+async fn a_common_word_is_ranked_among_the_most_recent_matches() {
+    let config = MemoryConfig { rank_all_below: 10, ..MemoryConfig::default() };
+    let (_directory, store, clock) = open(config).await;
+    let actor = MemoryActor::agent(None);
+    for index in 0..200 {
+        let content = format!("apple number {index} with a few more words to make it long");
+        store.store_memory(&agent(), &new(MemoryLayer::Short, "note", &content), &actor).await.unwrap();
+        clock.advance_ms(1000);
+    }
+    let best = store.store_memory(&agent(), &new(MemoryLayer::Long, "fact", "apple apple"), &actor).await.unwrap();
+    let found = store.recall_memories(&agent(), "apple", &active(), 5).await.unwrap();
+    assert_eq!(found.len(), 5);
+    assert_eq!(found[0].id, best.id);
+    let long_only = MemoryFilter { layer: Some(MemoryLayer::Long), ..active() };
+    let found = store.recall_memories(&agent(), "apple", &long_only, 5).await.unwrap();
+    assert_eq!(found.iter().map(|memory| memory.id).collect::<Vec<_>>(), vec![best.id]);
+    // Only short memories beyond the recent window: the filter falls back to every match.
+    let short_only = MemoryFilter { layer: Some(MemoryLayer::Short), ..active() };
+    assert_eq!(store.recall_memories(&agent(), "apple", &short_only, 100).await.unwrap().len(), 100);
+}
