@@ -3,7 +3,7 @@
 //! message (`context_memories` at the default 4,000-character cap). Measures; asserts nothing.
 //!
 //! `cargo bench -p wright-store --bench memory_recall` (release). `MEMORY_BENCH_COUNT` changes
-//! the corpus size.
+//! the corpus size, `MEMORY_BENCH_RANK_ALL_BELOW` the `[memory] rank_all_below` setting.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,6 +52,10 @@ fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
 
 fn main() {
     let count: usize = std::env::var("MEMORY_BENCH_COUNT").ok().and_then(|value| value.parse().ok()).unwrap_or(100_000);
+    let rank_all_below = std::env::var("MEMORY_BENCH_RANK_ALL_BELOW")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(MemoryConfig::default().rank_all_below);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async move {
         let directory = tempfile::tempdir().unwrap();
@@ -59,7 +63,7 @@ fn main() {
         let store = Store::open(&directory.path().join("wright.db"), StateLimits::default())
             .await
             .unwrap()
-            .with_memory(MemoryConfig { long_ttl_days: None, mid_ttl_days: None, short_ttl_days: None, session_ttl_days: None, ..MemoryConfig::default() }, clock.clone());
+            .with_memory(MemoryConfig { long_ttl_days: None, mid_ttl_days: None, short_ttl_days: None, session_ttl_days: None, rank_all_below, ..MemoryConfig::default() }, clock.clone());
         let agent = AgentId::default_agent();
         let words = vocabulary();
         let mut random = Random(0x9E37_79B9_7F4A_7C15);
@@ -79,6 +83,7 @@ fn main() {
             // A year of memories: each a few minutes after the one before.
             clock.advance_ms(365 * DAY_MS / count as i64);
         }
+        println!("rank_all_below = {rank_all_below}");
         println!("stored {count} memories in {:.1} s", started.elapsed().as_secs_f64());
 
         let filter = MemoryFilter::default();

@@ -68,7 +68,7 @@ impl Default for MemoryConfig {
             context_chars: 4_000,
             max_content_chars: 2_000,
             max_results: 100,
-            rank_all_below: 4_000,
+            rank_all_below: 2_000,
             weight_long: 1.0,
             weight_mid: 0.9,
             weight_short: 0.8,
