@@ -606,31 +606,41 @@ impl Store {
     /// cheap however many memories there are).
     pub async fn context_memories(&self, agent: &AgentId, max_chars: usize) -> Result<Vec<Memory>, StoreError> {
         // A rendered line is at least 12 characters besides its content (`- [long #1] `), so
-        // no more rows than this can ever be shown. One query per layer walks the layer's
-        // index newest first and stops at the limit.
-        let rows_limit = (max_chars / 12 + 1) as i64;
+        // no more rows than this can ever be shown. Each layer's index is walked newest first
+        // a page at a time, and the walk stops as soon as the cap is reached: a typical cap
+        // holds a few dozen memories, whatever the store holds.
+        let most_rows = max_chars / 12 + 1;
+        const PAGE: usize = 32;
         let sql = format!(
             "SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND layer = ? AND archived_at IS NULL \
-             AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at DESC, id DESC LIMIT ?"
+             AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
         );
         let now = self.clock.now_ms();
         let mut total = 0;
         let mut memories = Vec::new();
         for layer in [MemoryLayer::Long, MemoryLayer::Mid] {
-            let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-                .bind(agent.as_str())
-                .bind(layer.as_str())
-                .bind(now)
-                .bind(rows_limit)
-                .fetch_all(&self.reader)
-                .await?;
-            for row in &rows {
-                let memory = decode(row)?;
-                total += memory.content.chars().count();
-                if total > max_chars && !memories.is_empty() {
-                    return Ok(memories);
+            let mut offset = 0;
+            loop {
+                let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                    .bind(agent.as_str())
+                    .bind(layer.as_str())
+                    .bind(now)
+                    .bind(PAGE as i64)
+                    .bind(offset as i64)
+                    .fetch_all(&self.reader)
+                    .await?;
+                for row in &rows {
+                    let memory = decode(row)?;
+                    total += memory.content.chars().count();
+                    if (total > max_chars && !memories.is_empty()) || memories.len() >= most_rows {
+                        return Ok(memories);
+                    }
+                    memories.push(memory);
                 }
-                memories.push(memory);
+                if rows.len() < PAGE {
+                    break;
+                }
+                offset += PAGE;
             }
         }
         Ok(memories)
