@@ -240,3 +240,36 @@ fn egress_check_prints_the_verdict_and_the_rule() {
     assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stdout));
     assert!(String::from_utf8_lossy(&allowed.stdout).starts_with("allow "));
 }
+
+#[test]
+fn memory_commands_list_recall_forget_and_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored = wright(
+        dir.path(),
+        &[
+            "tool",
+            "call",
+            "memory",
+            "--args",
+            r#"{"action":"store","layer":"long","category":"fact","content":"Works at Acme"}"#,
+        ],
+    );
+    assert!(stored.status.success(), "{}", String::from_utf8_lossy(&stored.stderr));
+    let id = json_of(&stored)["memories"][0]["id"].as_str().unwrap().to_owned();
+    let text = |output: Output| String::from_utf8_lossy(&output.stdout).into_owned();
+    let listed = text(wright(dir.path(), &["memory", "list", "--layer", "long"]));
+    assert!(
+        listed.contains(&format!("#{id}")) && listed.contains("long/fact") && listed.contains("permanent"),
+        "{listed}"
+    );
+    assert!(listed.contains("Works at Acme"));
+    let recalled = text(wright(dir.path(), &["memory", "recall", "acme"]));
+    assert!(recalled.contains("Works at Acme"), "{recalled}");
+    assert!(text(wright(dir.path(), &["memory", "forget", &id])).contains("forgotten"));
+    assert!(text(wright(dir.path(), &["memory", "list"])).trim().is_empty());
+    assert!(text(wright(dir.path(), &["memory", "list", "--archived"])).contains("Works at Acme"));
+    assert!(text(wright(dir.path(), &["memory", "restore", &id])).contains("permanent"));
+    let bad_layer = wright(dir.path(), &["memory", "list", "--layer", "forever"]);
+    assert!(!bad_layer.status.success());
+    assert!(String::from_utf8_lossy(&bad_layer.stderr).contains("unknown memory layer \"forever\""));
+}

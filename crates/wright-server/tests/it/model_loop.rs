@@ -735,7 +735,8 @@ async fn a_memory_stored_by_the_model_and_edited_by_the_person_reaches_the_next_
 #[tokio::test]
 async fn newsession_typed_in_the_chat_starts_a_session_and_a_conversation() {
     let wire = Wire::Openai;
-    let mut script = calls(wire, vec![("memory", json!({"action": "store", "layer": "session", "content": "Drafting the letter"}))]);
+    let mut script =
+        calls(wire, vec![("memory", json!({"action": "store", "layer": "session", "content": "Drafting the letter"}))]);
     script.push(Turn::text("Noted."));
     let fake = FakeProvider::start(script).await;
     let dir = tempfile::tempdir().unwrap();
@@ -744,7 +745,8 @@ async fn newsession_typed_in_the_chat_starts_a_session_and_a_conversation() {
     server.say(&id, "I am drafting the letter").await;
     let requests = fake.requests().len();
 
-    let (status, started) = server.post(&format!("/api/conversations/{id}/messages"), json!({"text": "/newsession Taxes"})).await;
+    let (status, started) =
+        server.post(&format!("/api/conversations/{id}/messages"), json!({"text": "/newsession Taxes"})).await;
     assert_eq!(status, 201, "{started}");
     assert_eq!(started["session"]["name"], "Taxes");
     assert_eq!(started["session"]["started_by"], "person");
