@@ -28,7 +28,7 @@ pub mod executions;
 mod market;
 pub mod memory;
 mod migrations;
-pub mod sessions;
+pub mod conversation_sessions;
 pub mod state;
 
 use std::path::Path;
@@ -50,7 +50,7 @@ pub use market::{Listing, ListingStats, ListingVersion};
 pub use memory::{
     ArchivedReason, Memory, MemoryActor, MemoryChange, MemoryConfig, MemoryFilter, MemoryPatch, NewMemory,
 };
-pub use sessions::{AutoDivide, Session, SessionConfig, SessionSchedule, SessionStarter};
+pub use conversation_sessions::{AutoDivide, Session, SessionConfig, SessionSchedule, SessionStarter};
 pub use state::StateLimits;
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the

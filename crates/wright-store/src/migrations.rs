@@ -18,7 +18,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (4, "marketplace", include_str!("../../../migrations/0004_marketplace.sql")),
     (5, "execution_tool_version", include_str!("../../../migrations/0005_execution_tool_version.sql")),
     (6, "typed_events_and_run_leases", include_str!("../../../migrations/0006_typed_events_and_run_leases.sql")),
-    (7, "memory", include_str!("../../../migrations/0007_memory.sql")),
+    (10, "memory", include_str!("../../../migrations/0010_memory.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {

@@ -235,7 +235,7 @@ impl Store {
     /// One session with its conversations.
     pub async fn session(&self, agent: &AgentId, id: i64) -> Result<Session, StoreError> {
         let row = sqlx::query(
-            "SELECT id, name, started_by, started_at, ended_at FROM sessions WHERE agent_id = ? AND id = ?",
+            "SELECT id, name, started_by, started_at, ended_at FROM conversation_sessions WHERE agent_id = ? AND id = ?",
         )
         .bind(agent.as_str())
         .bind(id)
@@ -255,7 +255,7 @@ impl Store {
     /// The agent's sessions, newest first, each with its conversations.
     pub async fn list_sessions(&self, agent: &AgentId, limit: usize) -> Result<Vec<Session>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id, name, started_by, started_at, ended_at FROM sessions WHERE agent_id = ? \
+            "SELECT id, name, started_by, started_at, ended_at FROM conversation_sessions WHERE agent_id = ? \
              ORDER BY started_at DESC, id DESC LIMIT ?",
         )
         .bind(agent.as_str())
@@ -285,7 +285,7 @@ impl Store {
 
 async fn open_session(transaction: &mut Transaction, agent: &AgentId) -> Result<Option<Session>, StoreError> {
     let row = sqlx::query(
-        "SELECT id, name, started_by, started_at, ended_at FROM sessions WHERE agent_id = ? AND ended_at IS NULL",
+        "SELECT id, name, started_by, started_at, ended_at FROM conversation_sessions WHERE agent_id = ? AND ended_at IS NULL",
     )
     .bind(agent.as_str())
     .fetch_optional(&mut **transaction)
@@ -301,7 +301,7 @@ async fn insert_session(
     now: i64,
 ) -> Result<i64, StoreError> {
     let (id,): (i64,) = sqlx::query_as(
-        "INSERT INTO sessions (agent_id, name, started_by, started_at) VALUES (?, ?, ?, ?) RETURNING id",
+        "INSERT INTO conversation_sessions (agent_id, name, started_by, started_at) VALUES (?, ?, ?, ?) RETURNING id",
     )
     .bind(agent.as_str())
     .bind(name)
@@ -315,7 +315,7 @@ async fn insert_session(
 /// Ends a session and archives its active session memories as expired, each with a history
 /// row by the system, in the caller's transaction.
 async fn end_session(transaction: &mut Transaction, id: i64, now: i64) -> Result<(), StoreError> {
-    sqlx::query("UPDATE sessions SET ended_at = ? WHERE id = ?").bind(now).bind(id).execute(&mut **transaction).await?;
+    sqlx::query("UPDATE conversation_sessions SET ended_at = ? WHERE id = ?").bind(now).bind(id).execute(&mut **transaction).await?;
     let ending: Vec<(i64,)> =
         sqlx::query_as("SELECT id FROM memories WHERE session_id = ? AND layer = 'session' AND archived_at IS NULL")
             .bind(id)

@@ -7,7 +7,7 @@
 -- A session: a span of an agent's conversations (seed 001's session division). At most one is
 -- open per agent; a new one starts at the configured local time (daily or weekly), on
 -- `/newsession` typed in the chat, or when the model asks. Session-layer memories end with it.
-CREATE TABLE sessions (
+CREATE TABLE conversation_sessions (
     id          INTEGER PRIMARY KEY,
     agent_id    TEXT NOT NULL REFERENCES agents(id),
     name        TEXT NOT NULL,
@@ -16,11 +16,11 @@ CREATE TABLE sessions (
     ended_at    INTEGER
 ) STRICT;
 
-CREATE UNIQUE INDEX sessions_one_open_per_agent ON sessions (agent_id) WHERE ended_at IS NULL;
-CREATE INDEX sessions_by_agent ON sessions (agent_id, started_at);
+CREATE UNIQUE INDEX conversation_sessions_one_open_per_agent ON conversation_sessions (agent_id) WHERE ended_at IS NULL;
+CREATE INDEX conversation_sessions_by_agent ON conversation_sessions (agent_id, started_at);
 
 -- The session a conversation started in; NULL for conversations older than sessions.
-ALTER TABLE conversations ADD COLUMN session_id INTEGER REFERENCES sessions(id);
+ALTER TABLE conversations ADD COLUMN session_id INTEGER REFERENCES conversation_sessions(id);
 -- Set when the person archives a conversation: it leaves the list until unarchived.
 ALTER TABLE conversations ADD COLUMN archived_at TEXT;
 
@@ -33,7 +33,7 @@ CREATE TABLE memories (
     certainty       REAL CHECK (certainty IS NULL OR (certainty >= 0.0 AND certainty <= 1.0)),
     content         TEXT NOT NULL,
     -- The session a session-layer memory ends with.
-    session_id      INTEGER REFERENCES sessions(id),
+    session_id      INTEGER REFERENCES conversation_sessions(id),
     conversation_id TEXT,
     author          TEXT NOT NULL CHECK (author IN ('agent', 'admin', 'system')),
     created_at      INTEGER NOT NULL,
