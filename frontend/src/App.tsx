@@ -1,6 +1,6 @@
 // The app shell: session check, login, navigation, and the page for the current route.
 import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
-import { api, ApiError, setUnauthorizedHandler, type Agent, type Conversation, type Status } from './api/client';
+import { api, ApiError, setUnauthorizedHandler, type Agent, type Conversation, type Session as AgentSession, type Status } from './api/client';
 import { ConversationView } from './components/ConversationView';
 import { Login } from './components/Login';
 import { Sidebar } from './components/Sidebar';
@@ -57,6 +57,7 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
   const route = useRoute();
   const [agents, setAgents] = useState<Agent[] | null>(null);
   const [conversations, setConversations] = useState<Conversation[] | null>(null);
+  const [sessions, setSessions] = useState<AgentSession[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [menuOpen, setMenuOpen] = useState(false);
   const agent = route.page === 'agent' ? route.agent : route.page === 'admin' ? (route.agent ?? agents?.[0]?.id ?? null) : (agents?.[0]?.id ?? null);
@@ -73,9 +74,11 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
   const refreshConversations = useCallback(() => {
     if (!agent) return;
     api.conversations(agent).then(setConversations, (failure: Error) => setError(failure.message));
+    api.sessions(agent).then(setSessions, (failure: Error) => setError(failure.message));
   }, [agent]);
   useEffect(() => {
     setConversations(null);
+    setSessions(null);
     refreshConversations();
   }, [refreshConversations]);
 
@@ -84,6 +87,8 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
     try {
       const conversation = await api.createConversation(agent, {});
       setConversations((current) => [conversation, ...(current ?? [])]);
+      // It joined the open session (or one the schedule just started).
+      api.sessions(agent).then(setSessions, () => {});
       navigate(routePath({ page: 'agent', agent, conversation: conversation.id }));
       setMenuOpen(false);
     } catch (failure) {
@@ -137,7 +142,7 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
       <button type="button" className="menu-button" aria-label="Menu" aria-expanded={menuOpen} onClick={() => setMenuOpen(!menuOpen)}>
         ☰
       </button>
-      <Sidebar route={route} agents={agents ?? []} agent={agent} conversations={conversations} onNewConversation={() => void newConversation()} onLogout={onLogout} open={menuOpen} />
+      <Sidebar route={route} agents={agents ?? []} agent={agent} conversations={conversations} sessions={sessions} onSessionsChanged={refreshConversations} onNewConversation={() => void newConversation()} onLogout={onLogout} open={menuOpen} />
       <main className="main">
         {error && (
           <div className="alert alert-danger banner" role="alert">

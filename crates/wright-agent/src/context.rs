@@ -1,6 +1,9 @@
-//! The system message: who the agent is (its prompt), what it has learned (its notes), what
-//! it keeps (state keys, its own database's tables) and, after compaction, what was said
-//! before. Pure: the parts are read by the caller.
+//! The system message: who the agent is (its prompt), what it has learned (its notes), what it
+//! remembers (long-term and active mid-term memories), what it keeps (state keys, its own
+//! database's tables) and, after compaction, what was said before. Pure: the parts are read by
+//! the caller.
+
+use wright_core::MemoryLayer;
 
 /// Longest learned notes put in the context, as seed 000 caps its memory blob; the agent can
 /// always read them whole with `read_learned_notes`.
@@ -8,16 +11,74 @@ pub const MAX_NOTES_CHARS: usize = 4_000;
 /// At most this many state keys are listed.
 pub const MAX_STATE_KEYS: usize = 50;
 
+/// Characters of memory in the system message unless configured (`[memory] context_chars`);
+/// seed 000 caps its memory blob at 4,000.
+pub const DEFAULT_MEMORY_CHARS: usize = 4_000;
+
+/// One memory as the system message shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextMemory {
+    pub id: i64,
+    pub layer: MemoryLayer,
+    pub category: Option<String>,
+    pub content: String,
+}
+
 /// What the system message is made of.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SystemParts {
     pub prompt: String,
     pub notes: String,
+    /// Long-term, then active mid-term memories, in the order to show them.
+    pub memories: Vec<ContextMemory>,
+    /// The cap on the memory section, in characters of the lines written.
+    pub max_memory_chars: usize,
     pub state_keys: Vec<String>,
     /// One line per table of the agent's own database, e.g. `expenses (42 rows)`.
     pub database_summary: String,
     /// The summary of compacted turns, if the conversation was compacted.
     pub earlier_summary: Option<String>,
+}
+
+impl Default for SystemParts {
+    fn default() -> Self {
+        Self {
+            prompt: String::new(),
+            notes: String::new(),
+            memories: Vec::new(),
+            max_memory_chars: DEFAULT_MEMORY_CHARS,
+            state_keys: Vec::new(),
+            database_summary: String::new(),
+            earlier_summary: None,
+        }
+    }
+}
+
+/// The memory section: one line per memory (`- [long/fact #12] Works at Acme`), whole lines
+/// only, until the next would pass the cap; then a line saying how many more the tool holds.
+fn memory_section(memories: &[ContextMemory], max_chars: usize) -> String {
+    let mut section = String::new();
+    let mut used = 0;
+    for (shown, memory) in memories.iter().enumerate() {
+        let label = match &memory.category {
+            Some(category) => format!("{}/{category}", memory.layer),
+            None => memory.layer.to_string(),
+        };
+        // One memory is one line: a newline inside one would let it pass for several.
+        let content = memory.content.replace(['\n', '\r'], " ");
+        let line = format!("- [{label} #{}] {}\n", memory.id, content.trim());
+        let chars = line.chars().count();
+        if used + chars > max_chars {
+            section.push_str(&format!(
+                "[{} more not shown; memory action=recall or list finds them]\n",
+                memories.len() - shown
+            ));
+            break;
+        }
+        used += chars;
+        section.push_str(&line);
+    }
+    section
 }
 
 pub fn system_message(parts: &SystemParts) -> String {
@@ -30,6 +91,10 @@ pub fn system_message(parts: &SystemParts) -> String {
         if cut.len() < notes.len() {
             message.push_str("\n[notes cut here; read_learned_notes returns them whole]");
         }
+    }
+    if !parts.memories.is_empty() {
+        message.push_str("\n\n## Memories\n");
+        message.push_str(memory_section(&parts.memories, parts.max_memory_chars).trim_end());
     }
     if !parts.state_keys.is_empty() {
         message.push_str("\n\n## State keys\n");
@@ -65,10 +130,43 @@ mod tests {
             state_keys: (0..60).map(|index| format!("k{index}")).collect(),
             database_summary: "expenses (3 rows)".into(),
             earlier_summary: Some("They asked about taxes.".into()),
+            ..Default::default()
         });
         assert!(full.contains("## Learned notes") && full.contains("[notes cut here"));
         assert!(full.contains("k49") && !full.contains("k50,") && full.contains("and 10 more"));
         assert!(full.contains("## Your database\nexpenses (3 rows)"));
         assert!(full.ends_with("They asked about taxes."));
+    }
+
+    fn memory(id: i64, layer: MemoryLayer, content: &str) -> ContextMemory {
+        ContextMemory { id, layer, category: Some("fact".into()), content: content.into() }
+    }
+
+    #[test]
+    fn memories_are_shown_one_per_line_within_the_cap() {
+        let memories = vec![
+            memory(1, MemoryLayer::Long, "Works at Acme"),
+            memory(2, MemoryLayer::Mid, "Learning\nRust"),
+            memory(3, MemoryLayer::Mid, &"x".repeat(100)),
+        ];
+        let parts = SystemParts { prompt: "You help.".into(), memories: memories.clone(), ..Default::default() };
+        let message = system_message(&parts);
+        assert!(
+            message.contains(
+                "## Memories\n- [long/fact #1] Works at Acme\n- [mid/fact #2] Learning Rust\n- [mid/fact #3] xxx"
+            ),
+            "{message}"
+        );
+        // Lines 1 and 2 are 32 and 31 characters; a cap of 70 holds them and not the third.
+        let capped = system_message(&SystemParts { max_memory_chars: 70, ..parts.clone() });
+        assert!(capped.contains("#2] Learning Rust\n[1 more not shown"), "{capped}");
+        assert!(!capped.contains("#3]"));
+        let section = memory_section(&memories, 70);
+        let shown: usize =
+            section.lines().filter(|line| line.starts_with("- ")).map(|line| line.chars().count() + 1).sum();
+        assert!(shown <= 70, "{shown}");
+        // A cap below the first line shows none and says so.
+        let none = system_message(&SystemParts { max_memory_chars: 10, ..parts });
+        assert!(none.contains("## Memories\n[3 more not shown"), "{none}");
     }
 }

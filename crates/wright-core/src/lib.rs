@@ -8,6 +8,8 @@
 //! - [`ToolSpec`] and [`ToolCall`]: what a model is told about a tool, and what it asks for;
 //! - [`Toolset`], [`ToolLoading`] and [`ToolSettings`]: which built-ins an agent has and how
 //!   their schemas reach the model.
+//! - [`MemoryLayer`], [`MemoryAction`], [`MemoryAuthor`]: the vocabulary of layered memory;
+//! - [`Clock`]: the time wherever time decides behaviour (expiry), injectable in tests.
 //!
 //! Invariants: an [`AgentId`] can only be built through [`AgentId::parse`], so code that
 //! turns one into a file path (`data/agents/<agent>/…`) never sees `..`, `/` or an empty name.
@@ -393,14 +395,22 @@ string_enum!(
         Web => "web",
         Browser => "browser",
         Marketplace => "marketplace",
+        Memory => "memory",
     }
 );
 
 impl Toolset {
     /// The toolsets of an agent nobody configured: everything but the browser (a heavy
     /// process) and the marketplace (publishing is a deliberate act).
-    pub const DEFAULT: &'static [Toolset] =
-        &[Toolset::SelfModification, Toolset::State, Toolset::Database, Toolset::Tools, Toolset::Canvas, Toolset::Web];
+    pub const DEFAULT: &'static [Toolset] = &[
+        Toolset::SelfModification,
+        Toolset::State,
+        Toolset::Database,
+        Toolset::Tools,
+        Toolset::Canvas,
+        Toolset::Web,
+        Toolset::Memory,
+    ];
 }
 
 string_enum!(
@@ -467,6 +477,102 @@ pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub arguments: Value,
+}
+
+string_enum!(
+    /// The time scale of a memory (seed 001): how long it lasts before it is archived.
+    MemoryLayer, "memory layer" {
+        Long => "long",
+        Mid => "mid",
+        Short => "short",
+        Session => "session",
+    }
+);
+
+string_enum!(
+    /// A change to a memory, as its history records it.
+    MemoryAction, "memory action" {
+        Store => "store",
+        Edit => "edit",
+        Forget => "forget",
+        Expire => "expire",
+        Restore => "restore",
+    }
+);
+
+string_enum!(
+    /// Who changed a memory: the agent through its tool, the person through the memory page or
+    /// the CLI, or the system when a memory's time ran out.
+    MemoryAuthor, "memory author" {
+        Agent => "agent",
+        Admin => "admin",
+        System => "system",
+    }
+);
+
+/// The current time in milliseconds since the Unix epoch. Everything whose behaviour depends
+/// on the time (memory expiry) asks a `Clock` rather than the system, so tests can fix it.
+pub trait Clock: Send + Sync + fmt::Debug {
+    fn now_ms(&self) -> i64;
+}
+
+/// The system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+/// A clock that only moves when told to; for tests.
+#[derive(Debug, Default)]
+pub struct FixedClock(std::sync::atomic::AtomicI64);
+
+impl FixedClock {
+    pub fn at(now_ms: i64) -> Self {
+        Self(std::sync::atomic::AtomicI64::new(now_ms))
+    }
+
+    pub fn set(&self, now_ms: i64) {
+        self.0.store(now_ms, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn advance_ms(&self, by_ms: i64) {
+        self.0.fetch_add(by_ms, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for FixedClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// `ms` since the epoch as UTC ISO-8601 with milliseconds (`2026-11-24T00:49:50.123Z`), the
+/// form every other time in the app database and API has.
+pub fn iso_from_ms(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let of_day = ms.rem_euclid(86_400_000);
+    // Howard Hinnant's civil_from_days: proleptic Gregorian calendar from days since 1970-01-01.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_part = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_part + 2) / 5 + 1;
+    let month = if month_part < 10 { month_part + 3 } else { month_part - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        of_day / 3_600_000,
+        of_day / 60_000 % 60,
+        of_day / 1000 % 60,
+        of_day % 1000
+    )
 }
 
 #[cfg(test)]

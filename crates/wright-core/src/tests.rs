@@ -32,3 +32,23 @@ fn string_enums_round_trip_through_text_and_serde() {
     }
     assert_eq!(DocumentKind::parse("nope").unwrap_err().to_string(), "unknown document \"nope\"");
 }
+
+#[test]
+fn iso_from_ms_matches_known_dates() {
+    assert_eq!(iso_from_ms(0), "1970-01-01T00:00:00.000Z");
+    // 2024-02-29 (a leap day) 12:34:56.789 UTC.
+    assert_eq!(iso_from_ms(1_709_210_096_789), "2024-02-29T12:34:56.789Z");
+    assert_eq!(iso_from_ms(1_798_761_599_999), "2026-12-31T23:59:59.999Z");
+    assert_eq!(iso_from_ms(-1), "1969-12-31T23:59:59.999Z");
+}
+
+#[test]
+fn fixed_clock_moves_only_when_told() {
+    let clock = FixedClock::at(1_000);
+    assert_eq!(clock.now_ms(), 1_000);
+    clock.advance_ms(500);
+    assert_eq!(clock.now_ms(), 1_500);
+    for layer in MemoryLayer::ALL {
+        assert_eq!(MemoryLayer::parse(layer.as_str()).unwrap(), *layer);
+    }
+}

@@ -1,5 +1,5 @@
 //! The command line: `wright serve`, `wright tool call`, `wright prompt|notes …`,
-//! `wright openapi`. Arguments are parsed here; the work is done by the library crates.
+//! `wright memory list|recall|forget|restore`, `wright openapi`. Arguments are parsed here; the work is done by the library crates.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -70,8 +70,52 @@ enum Command {
         #[command(subcommand)]
         command: MarketCommand,
     },
+    /// An agent's memories: list, recall, forget and restore (as the person: author `admin`).
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
+    },
     /// Print the OpenAPI document of the HTTP API.
     Openapi,
+}
+
+#[derive(Subcommand)]
+enum MemoryCommand {
+    /// Memories newest first, one per line.
+    List {
+        /// long, mid, short or session.
+        #[arg(long)]
+        layer: Option<String>,
+        /// Forgotten and expired memories instead of active ones.
+        #[arg(long)]
+        archived: bool,
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
+    /// Memories matching the words of QUERY, most relevant first.
+    Recall {
+        query: String,
+        #[arg(long)]
+        layer: Option<String>,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
+    /// Archive a memory as forgotten.
+    Forget {
+        id: i64,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
+    /// Bring back a forgotten or expired memory.
+    Restore {
+        id: i64,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -284,6 +328,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{verdict}");
             Ok(if verdict.allowed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
+        Command::Memory { command } => {
+            let store = open_store(&config).await?;
+            let result = memory_command(&store, command).await;
+            store.close().await;
+            result.map(|()| ExitCode::SUCCESS)
+        }
         Command::Openapi => {
             println!("{}", serde_json::to_string_pretty(&crate::api::openapi())?);
             Ok(ExitCode::SUCCESS)
@@ -354,9 +404,55 @@ async fn shutdown_signal() {
 
 async fn open_store(config: &Config) -> anyhow::Result<Store> {
     std::fs::create_dir_all(&config.data_dir)?;
-    Ok(Store::open(&config.data_dir.join("wright.db"), config.state.clone())
-        .await?
-        .with_text_limits(config.limits.clone()))
+    let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?;
+    Ok(store
+        .with_text_limits(config.limits.clone())
+        .with_memory(config.memory.clone(), Arc::new(wright_core::SystemClock))
+        .with_sessions(config.session_schedule.clone()))
+}
+
+fn memory_line(memory: &wright_store::Memory) -> String {
+    let label = match &memory.category {
+        Some(category) => format!("{}/{category}", memory.layer),
+        None => memory.layer.to_string(),
+    };
+    let relevance = memory.relevance.map(|relevance| format!(" {relevance:.3}")).unwrap_or_default();
+    let state = match (memory.archived_reason, memory.expires_at) {
+        (Some(wright_store::ArchivedReason::Forget), _) => "forgotten".to_owned(),
+        (Some(wright_store::ArchivedReason::Expire), _) => "expired".to_owned(),
+        (None, Some(at)) => format!("until {}", &wright_core::iso_from_ms(at)[..10]),
+        (None, None) => "permanent".to_owned(),
+    };
+    format!("#{:<6}{relevance} {label:<20} {state:<16} {}", memory.id, memory.content.replace('\n', " "))
+}
+
+async fn memory_command(store: &Store, command: MemoryCommand) -> anyhow::Result<()> {
+    let parse_layer = |layer: Option<String>| layer.as_deref().map(wright_core::MemoryLayer::parse).transpose();
+    let admin = wright_store::MemoryActor::admin();
+    store.expire_memories().await?;
+    match command {
+        MemoryCommand::List { layer, archived, limit, agent } => {
+            let filter = wright_store::MemoryFilter { layer: parse_layer(layer)?, archived, session_id: None };
+            for memory in store.list_memories(&AgentId::parse(&agent)?, &filter, limit).await? {
+                println!("{}", memory_line(&memory));
+            }
+        }
+        MemoryCommand::Recall { query, layer, limit, agent } => {
+            let filter = wright_store::MemoryFilter { layer: parse_layer(layer)?, archived: false, session_id: None };
+            for memory in store.recall_memories(&AgentId::parse(&agent)?, &query, &filter, limit).await? {
+                println!("{}", memory_line(&memory));
+            }
+        }
+        MemoryCommand::Forget { id, agent } => {
+            let memory = store.forget_memory(&AgentId::parse(&agent)?, id, &admin).await?;
+            println!("{}", memory_line(&memory));
+        }
+        MemoryCommand::Restore { id, agent } => {
+            let memory = store.restore_memory(&AgentId::parse(&agent)?, id, &admin).await?;
+            println!("{}", memory_line(&memory));
+        }
+    }
+    Ok(())
 }
 
 /// The hidden first argument that makes this binary a sandbox worker (see wright-sandbox).

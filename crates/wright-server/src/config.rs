@@ -14,7 +14,7 @@ use wright_agentdb::AgentDbConfig;
 use wright_browser::BrowserConfig;
 use wright_egress::EgressConfig;
 use wright_sandbox::SandboxConfig;
-use wright_store::{StateLimits, TextLimits};
+use wright_store::{MemoryConfig, SessionConfig, SessionSchedule, StateLimits, TextLimits};
 
 /// The whole configuration of one installation.
 #[derive(Debug, Clone)]
@@ -24,6 +24,12 @@ pub struct Config {
     pub state: StateLimits,
     /// `[limits]`: caps on stored text (documents, names, descriptions) and on diffs.
     pub limits: TextLimits,
+    /// `[memory]`: lifetimes per layer, the memory share of the system message, recall.
+    pub memory: MemoryConfig,
+    /// `[sessions]`: automatic division (daily, weekly, none) at a local time in a time zone,
+    /// checked at load (an unknown zone is an error, not a silent UTC).
+    pub sessions: SessionConfig,
+    pub session_schedule: SessionSchedule,
     pub agent: LoopConfig,
     pub runs: RunsConfig,
     pub images: ImagesConfig,
@@ -169,6 +175,8 @@ struct ConfigFile {
     server: ServerConfig,
     state: StateLimits,
     limits: TextLimits,
+    memory: MemoryConfig,
+    sessions: SessionConfig,
     agent: LoopConfig,
     runs: RunsConfig,
     images: ImagesConfig,
@@ -211,6 +219,12 @@ impl Config {
             server: file.server,
             state: file.state,
             limits: file.limits,
+            memory: file.memory,
+            session_schedule: file
+                .sessions
+                .schedule()
+                .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?,
+            sessions: file.sessions,
             agent: file.agent,
             runs: file.runs,
             images: file.images,

@@ -97,7 +97,9 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     std::fs::create_dir_all(&config.data_dir)?;
     let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone())
         .await?
-        .with_text_limits(config.limits.clone());
+        .with_text_limits(config.limits.clone())
+        .with_memory(config.memory.clone(), Arc::new(wright_core::SystemClock))
+        .with_sessions(config.session_schedule.clone());
     let sandbox = wright_sandbox::Sandbox::new(config.sandbox.clone())?;
     let egress = wright_egress::Egress::new(config.egress.clone())?;
     let databases = wright_agentdb::AgentDatabases::new(config.data_dir.join("agents"), config.agentdb.clone());

@@ -24,7 +24,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wright_agent::{
-    ApprovedCall, Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
+    ApprovedCall, ContextMemory, Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
 };
 use wright_core::{
     AgentId, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice, PendingKind, ToolPolicy,
@@ -503,6 +503,17 @@ impl Transcript for StoreTranscript {
             let prompt = self.store.document(&self.agent, DocumentKind::SystemPrompt).await.map_err(message)?;
             let notes = self.store.document(&self.agent, DocumentKind::LearnedNotes).await.map_err(message)?;
             let state_keys = self.store.list_state_keys(&self.agent, None).await.map_err(message)?;
+            let max_memory_chars = self.store.memory_config().context_chars;
+            let memories = self.store.context_memories(&self.agent, max_memory_chars).await.map_err(message)?;
+            let memories = memories
+                .into_iter()
+                .map(|memory| ContextMemory {
+                    id: memory.id,
+                    layer: memory.layer,
+                    category: memory.category,
+                    content: memory.content,
+                })
+                .collect();
             let database_summary = self.databases.databases.summary(&self.agent).await.unwrap_or_else(|error| {
                 tracing::warn!(%error, "could not summarise the agent database");
                 String::new()
@@ -510,6 +521,8 @@ impl Transcript for StoreTranscript {
             Ok(SystemParts {
                 prompt: prompt.content,
                 notes: notes.content,
+                memories,
+                max_memory_chars,
                 state_keys,
                 database_summary,
                 earlier_summary: None,

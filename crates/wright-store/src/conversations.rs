@@ -328,11 +328,15 @@ impl Store {
         title: &str,
     ) -> Result<Conversation, StoreError> {
         self.require_agent(agent).await?;
+        // A conversation belongs to the session open when it starts (dividing first if the
+        // schedule says a new session has begun).
+        let session = self.current_session(agent).await?;
         let mut transaction = self.begin_write().await?;
-        sqlx::query("INSERT INTO conversations (id, agent_id, title) VALUES (?, ?, ?)")
+        sqlx::query("INSERT INTO conversations (id, agent_id, title, session_id) VALUES (?, ?, ?, ?)")
             .bind(id)
             .bind(agent.as_str())
             .bind(title)
+            .bind(session.id)
             .execute(&mut *transaction)
             .await?;
         transaction.commit().await?;
@@ -349,11 +353,12 @@ impl Store {
         row.map(conversation_from_row).transpose()?.ok_or_else(|| StoreError::ConversationNotFound(id.to_owned()))
     }
 
-    /// The agent's conversations, most recently active first.
+    /// The agent's conversations, most recently active first, archived ones left out.
     pub async fn list_conversations(&self, agent: &AgentId) -> Result<Vec<Conversation>, StoreError> {
         self.require_agent(agent).await?;
         let rows: Vec<ConversationRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE agent_id = ? ORDER BY updated_at DESC, id DESC"
+            "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE agent_id = ? AND archived_at IS NULL \
+             ORDER BY updated_at DESC, id DESC"
         )))
         .bind(agent.as_str())
         .fetch_all(&self.reader)

@@ -6,7 +6,7 @@
 //!
 //! What lives here: agents ([`Agent`]), the versioned documents of each agent (system prompt
 //! and learned notes, [`documents`]), the agent's key-value state ([`state`]) and the record
-//! of every tool call ([`executions`]).
+//! of every tool call ([`executions`]), and layered memory ([`memory`]).
 //!
 //! Invariants:
 //! - Document history is append-only. Every successful edit writes one new version row; a
@@ -23,17 +23,21 @@ mod agent_tools;
 mod agents;
 mod catalog;
 mod components;
+mod conversation_changes;
+pub mod conversation_sessions;
 pub mod conversations;
 pub mod documents;
 pub mod executions;
 pub mod limits;
 mod market;
+pub mod memory;
 mod migrations;
 mod sessions;
 pub mod state;
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
@@ -41,6 +45,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 pub use agent_tools::{AgentTool, ToolContent, ToolPatch, ToolVersion};
 pub use agents::Agent;
 pub use components::{ComponentContent, ComponentPatch, ComponentVersion, UiComponent};
+pub use conversation_sessions::{AutoDivide, Session, SessionConfig, SessionSchedule, SessionStarter};
 pub use conversations::{
     AnswerResult, Answered, ApprovedCall, Claim, ClaimedRun, Conversation, Finished, Lease, PendingCall, RunEnd,
     StoredEvent, tool_result_event,
@@ -49,6 +54,9 @@ pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, Versio
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};
 pub use limits::TextLimits;
 pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSource};
+pub use memory::{
+    ArchivedReason, Memory, MemoryActor, MemoryChange, MemoryConfig, MemoryFilter, MemoryPatch, NewMemory,
+};
 pub use state::StateLimits;
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the
@@ -105,6 +113,10 @@ pub struct Store {
     text_limits: TextLimits,
     /// How many diffs may run at once on the blocking pool (see [`limits`]); shared by clones.
     diff_permits: std::sync::Arc<tokio::sync::Semaphore>,
+    memory_config: MemoryConfig,
+    session_schedule: SessionSchedule,
+    /// Where time comes from wherever it decides behaviour (memory expiry); fixed in tests.
+    clock: Arc<dyn wright_core::Clock>,
 }
 
 impl Store {
@@ -135,9 +147,35 @@ impl Store {
             .await?;
         let text_limits = TextLimits::default();
         let diff_permits = std::sync::Arc::new(tokio::sync::Semaphore::new(text_limits.max_concurrent_diffs));
-        let store = Self { reader, writer, state_limits, text_limits, diff_permits };
+        let store = Self {
+            reader,
+            writer,
+            state_limits,
+            text_limits,
+            diff_permits,
+            memory_config: MemoryConfig::default(),
+            session_schedule: SessionSchedule::default(),
+            clock: Arc::new(wright_core::SystemClock),
+        };
         store.ensure_default_agent().await?;
         Ok(store)
+    }
+
+    /// The same store with these memory settings and this clock (a fixed one in tests).
+    pub fn with_memory(mut self, memory_config: MemoryConfig, clock: Arc<dyn wright_core::Clock>) -> Self {
+        self.memory_config = memory_config;
+        self.clock = clock;
+        self
+    }
+
+    /// The same store dividing sessions on this schedule.
+    pub fn with_sessions(mut self, session_schedule: SessionSchedule) -> Self {
+        self.session_schedule = session_schedule;
+        self
+    }
+
+    pub fn clock(&self) -> &Arc<dyn wright_core::Clock> {
+        &self.clock
     }
 
     pub fn state_limits(&self) -> &StateLimits {

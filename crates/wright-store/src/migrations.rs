@@ -21,6 +21,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (7, "sessions_and_provenance", include_str!("../../../migrations/0007_sessions_and_provenance.sql")),
     (8, "tool_policies_and_approvals", include_str!("../../../migrations/0008_tool_policies_and_approvals.sql")),
     (9, "agent_tool_settings", include_str!("../../../migrations/0009_agent_tool_settings.sql")),
+    (10, "memory", include_str!("../../../migrations/0010_memory.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {

@@ -21,6 +21,7 @@ mod error;
 mod host;
 mod interaction;
 pub mod market;
+mod memory;
 mod registry;
 mod schema;
 mod self_modification;

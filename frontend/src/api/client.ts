@@ -30,6 +30,18 @@ export type Listing = Schemas['ListingView'];
 export type ListingDetail = Schemas['ListingDetail'];
 export type Installed = Schemas['InstalledView'];
 export type DocumentKind = 'system_prompt' | 'learned_notes';
+export type Memory = Schemas['MemoryView'];
+export type Session = Schemas['SessionView'];
+export type NewSession = Schemas['NewSessionView'];
+export type MemoryChange = Schemas['MemoryChangeView'];
+export type MemoryLayer = Schemas['MemoryLayer'];
+/** Which memories the memory page lists; absent ones do not filter. */
+export interface MemoryFilter {
+  layer?: MemoryLayer;
+  archived?: boolean;
+  query?: string;
+  limit?: number;
+}
 /** Filters of the execution log; absent ones do not filter. */
 export interface ExecutionFilter {
   tool?: string;
@@ -105,9 +117,13 @@ export const api = {
   createConversation: (agent: string, body: Schemas['CreateConversation'] = {}) =>
     request<Conversation>('POST', `/api/agents/${enc(agent)}/conversations`, body),
   conversation: (id: string) => request<ConversationDetail>('GET', `/api/conversations/${enc(id)}`),
+  archivedConversations: (agent: string) => request<Conversation[]>('GET', `/api/agents/${enc(agent)}/conversations/archived`),
+  updateConversation: (id: string, change: Schemas['ConversationChange']) => request<Conversation>('PATCH', `/api/conversations/${enc(id)}`, change),
+  deleteConversation: (id: string) => request<null>('DELETE', `/api/conversations/${enc(id)}`),
   /** `component` names the canvas component that sends the message for the person (its `sendMessage`). */
+  /** A run starts (`Accepted`), or, for `/newsession [name]` typed by the person, a new session and a conversation in it. */
   postMessage: (id: string, text: string, component?: string) =>
-    request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/messages`, (component ? { text, component } : { text }) satisfies Schemas['PostMessage']),
+    request<Schemas['Accepted'] | NewSession>('POST', `/api/conversations/${enc(id)}/messages`, (component ? { text, component } : { text }) satisfies Schemas['PostMessage']),
   cancel: (id: string) => request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/cancel`),
   answerPending: (id: string, toolCallId: string, answer: unknown) =>
     request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/pending/${enc(toolCallId)}`, {
@@ -129,6 +145,15 @@ export const api = {
     request<Schemas['NewVersion']>('POST', `/api/agents/${enc(agent)}/documents/${kind}`, body),
   rollbackDocument: (agent: string, kind: DocumentKind, version: number, reason: string | null) =>
     request<Schemas['NewVersion']>('POST', `/api/agents/${enc(agent)}/documents/${kind}/rollback`, { version, reason } satisfies Schemas['RollbackRequest']),
+
+  sessions: (agent: string) => request<Session[]>('GET', `/api/agents/${enc(agent)}/sessions`),
+  startSession: (agent: string, name: string | null) => request<NewSession>('POST', `/api/agents/${enc(agent)}/sessions`, { name } satisfies Schemas['NewSessionRequest']),
+  memories: (agent: string, filter: MemoryFilter = {}) => request<Memory[]>('GET', `/api/agents/${enc(agent)}/memories${query({ ...filter })}`),
+  createMemory: (agent: string, body: Schemas['NewMemoryRequest']) => request<Memory>('POST', `/api/agents/${enc(agent)}/memories`, body),
+  editMemory: (agent: string, id: number, body: Schemas['MemoryEditRequest']) => request<Memory>('PATCH', `/api/agents/${enc(agent)}/memories/${id}`, body),
+  forgetMemory: (agent: string, id: number) => request<Memory>('POST', `/api/agents/${enc(agent)}/memories/${id}/forget`),
+  restoreMemory: (agent: string, id: number) => request<Memory>('POST', `/api/agents/${enc(agent)}/memories/${id}/restore`),
+  memoryHistory: (agent: string, id: number) => request<MemoryChange[]>('GET', `/api/agents/${enc(agent)}/memories/${id}/history`),
 
   components: (agent: string) => request<ComponentSummary[]>('GET', `/api/agents/${enc(agent)}/components`),
   component: (agent: string, name: string) => request<ComponentDetail>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}`),

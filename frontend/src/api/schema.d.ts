@@ -278,6 +278,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/conversations/archived": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's archived conversations, most recently active first. */
+        get: operations["archived"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/documents/{kind}": {
         parameters: {
             query?: never;
@@ -375,6 +392,110 @@ export interface paths {
         get: operations["list_executions"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Memories of an agent: by layer, active or archived, or matching a search. */
+        get: operations["list"];
+        put?: never;
+        /** Stores a memory for the agent, authored by the person. */
+        post: operations["create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/memories/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Edits a memory (active or archived). */
+        patch: operations["edit"];
+        trace?: never;
+    };
+    "/api/agents/{agent}/memories/{id}/forget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Archives a memory as forgotten; it can be restored. */
+        post: operations["forget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/memories/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every change of a memory, oldest first: store, edit, forget, expire, restore. */
+        get: operations["history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/memories/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Brings back a forgotten or expired memory; an expired one gets a fresh lifetime. */
+        post: operations["restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's sessions, newest first (the open one, divided first if its time is up). */
+        get: operations["list"];
+        put?: never;
+        /** Starts a new session (the open one ends, with its session memories) and a conversation in it. */
+        post: operations["create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -560,10 +681,12 @@ export interface paths {
         get: operations["detail"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Deletes a conversation and its events; refused (422) while its run is going. */
+        delete: operations["delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Renames, archives or brings back a conversation. */
+        patch: operations["update"];
         trace?: never;
     };
     "/api/conversations/{id}/cancel": {
@@ -841,6 +964,11 @@ export interface components {
             name: string;
             created_at: string;
         };
+        /**
+         * @description Why a memory is archived.
+         * @enum {string}
+         */
+        ArchiveReasonView: "forget" | "expire";
         ArtifactVersionView: {
             /** Format: int64 */
             version: number;
@@ -882,6 +1010,12 @@ export interface components {
             enabled: boolean;
             /** @description Where an installed component came from (listing, version, hash); null if written here. */
             provenance?: unknown;
+        };
+        /** @description Every field given is applied. */
+        ConversationChange: {
+            title?: string | null;
+            /** @description `true` archives (it leaves the list), `false` brings it back. */
+            archived?: boolean | null;
         };
         ConversationDetail: {
             conversation: components["schemas"]["ConversationView"];
@@ -1123,6 +1257,92 @@ export interface components {
         LoginRequest: {
             token: string;
         };
+        /**
+         * @description A change to a memory, as its history records it.
+         * @enum {string}
+         */
+        MemoryAction: "store" | "edit" | "forget" | "expire" | "restore";
+        /**
+         * @description Who changed a memory: the agent through its tool, the person through the memory page or
+         *     the CLI, or the system when a memory's time ran out.
+         * @enum {string}
+         */
+        MemoryAuthor: "agent" | "admin" | "system";
+        /** @description One change in a memory's history, with the memory as it was after it. */
+        MemoryChangeView: {
+            /** Format: int64 */
+            id: number;
+            action: components["schemas"]["MemoryAction"];
+            author: components["schemas"]["MemoryAuthor"];
+            conversation_id?: string | null;
+            layer: components["schemas"]["MemoryLayer"];
+            category?: string | null;
+            /** Format: double */
+            certainty?: number | null;
+            content: string;
+            expires_at?: string | null;
+            created_at: string;
+        };
+        /** @description Every field given replaces the stored one; a new layer restarts the memory's lifetime. */
+        MemoryEditRequest: {
+            layer?: null | components["schemas"]["MemoryLayer"];
+            content?: string | null;
+            /** @description An empty string removes the category. */
+            category?: string | null;
+            /** Format: double */
+            certainty?: number | null;
+        };
+        /**
+         * @description The time scale of a memory (seed 001): how long it lasts before it is archived.
+         * @enum {string}
+         */
+        MemoryLayer: "long" | "mid" | "short" | "session";
+        MemoryView: {
+            /** Format: int64 */
+            id: number;
+            layer: components["schemas"]["MemoryLayer"];
+            category?: string | null;
+            /**
+             * Format: double
+             * @description 0 to 1.
+             */
+            certainty?: number | null;
+            content: string;
+            /**
+             * Format: int64
+             * @description The session a session-layer memory belongs to, and ends with.
+             */
+            session_id?: number | null;
+            conversation_id?: string | null;
+            author: components["schemas"]["MemoryAuthor"];
+            created_at: string;
+            updated_at: string;
+            /** @description Null: never expires. */
+            expires_at?: string | null;
+            archived_at?: string | null;
+            archived_reason?: null | components["schemas"]["ArchiveReasonView"];
+            /**
+             * Format: double
+             * @description Search results only: BM25 weighted by layer and recency, 0 to 1.
+             */
+            relevance?: number | null;
+        };
+        NewMemoryRequest: {
+            layer: components["schemas"]["MemoryLayer"];
+            content: string;
+            category?: string | null;
+            /** Format: double */
+            certainty?: number | null;
+        };
+        NewSessionRequest: {
+            /** @description Defaults to the local date. */
+            name?: string | null;
+        };
+        /** @description A new session and the conversation opened in it. */
+        NewSessionView: {
+            session: components["schemas"]["SessionView"];
+            conversation_id: string;
+        };
         NewVersion: {
             /** Format: int64 */
             version: number;
@@ -1234,6 +1454,22 @@ export interface components {
             version: number;
             reason?: string | null;
         };
+        /**
+         * @description Who started a session.
+         * @enum {string}
+         */
+        SessionStarterView: "schedule" | "person" | "agent";
+        SessionView: {
+            /** Format: int64 */
+            id: number;
+            name: string;
+            started_by: components["schemas"]["SessionStarterView"];
+            started_at: string;
+            /** @description Null while the session is open. */
+            ended_at?: string | null;
+            /** @description The conversations that began in it, newest first. */
+            conversation_ids: string[];
+        };
         SetEnabled: {
             enabled: boolean;
         };
@@ -1284,7 +1520,8 @@ export interface components {
              *       "database",
              *       "tools",
              *       "canvas",
-             *       "web"
+             *       "web",
+             *       "memory"
              *     ]
              */
             toolsets: components["schemas"]["Toolset"][];
@@ -1326,7 +1563,7 @@ export interface components {
          *     talking to the person (ask_user, render_*, send_message, components).
          * @enum {string}
          */
-        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace";
+        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory";
         Uninstalled: {
             deleted: boolean;
         };
@@ -1819,6 +2056,35 @@ export interface operations {
             };
         };
     };
+    archived: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     current: {
         parameters: {
             query?: never;
@@ -2027,6 +2293,287 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExecutionView"][];
+                };
+            };
+        };
+    };
+    list: {
+        parameters: {
+            query?: {
+                /** @description Only this layer. */
+                layer?: components["schemas"]["MemoryLayer"];
+                /** @description Archived (forgotten or expired) memories instead of active ones. */
+                archived?: boolean;
+                /** @description Words to search for; most relevant first. Without it, newest first. */
+                query?: string;
+                /** @description At most this many (default 100, at most `[memory] max_results`). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewMemoryRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    edit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryEditRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    forget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    history: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryChangeView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    restore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewSessionRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewSessionView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2395,6 +2942,82 @@ export interface operations {
             };
         };
     };
+    delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConversationChange"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     cancel: {
         parameters: {
             query?: never;
@@ -2431,6 +3054,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The message was `/newsession [name]`: a new session and a conversation in it */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewSessionView"];
+                };
+            };
             202: {
                 headers: {
                     [name: string]: unknown;

@@ -7,6 +7,7 @@ import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { History, when, type HistorySource } from '../admin/History';
 import { ADMIN_SECTIONS } from './Sidebar';
 import { ConfirmButtons, ErrorAlert, Stat } from '../admin/parts';
+import { Memories } from '../admin/Memory';
 
 function pretty(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
@@ -596,6 +597,8 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
             <DocumentCard agent={agent} kind="system_prompt" />
             <DocumentCard agent={agent} kind="learned_notes" />
           </>
+        ) : section === 'memory' ? (
+          <Memories agent={agent} />
         ) : section === 'tools' ? (
           <>
             <Policies agent={agent} />

@@ -1,17 +1,30 @@
 // One conversation: chat on one side, canvas on the other (tabs on narrow screens).
-import { useEffect, useState } from 'react';
+import { useCallback, useEffect, useState } from 'react';
+import { navigate, routePath } from '../router';
 import type { Status } from '../api/client';
 import { useConversation } from '../state/useConversation';
 import { Canvas } from './Canvas';
 import { Chat } from './Chat';
+import { ConversationActions } from './ConversationActions';
 import { canvasItems } from './Canvas';
 
 export function ConversationView({ agent, id, status, onChanged }: { agent: string; id: string; status: Status | null; onChanged: () => void }) {
-  const { state, send, cancel, answer, loadError, connection } = useConversation(id);
+  const { state, send, cancel, answer, reload, loadError, connection } = useConversation(id);
   const [focus, setFocus] = useState<string | null>(null);
   const [tab, setTab] = useState<'chat' | 'canvas'>('chat');
   const waitingInCanvas = state.pending.some((call) => call.tool_name !== 'ask_user' && call.kind !== 'approval');
   const canvasCount = canvasItems(state).length;
+  // `/newsession [name]` opens the new session's conversation.
+  const sendOrStart = useCallback(
+    async (text: string) => {
+      const started = await send(text);
+      if (started) {
+        onChanged();
+        navigate(routePath({ page: 'agent', agent, conversation: started.conversation_id }));
+      }
+    },
+    [send, onChanged, agent],
+  );
 
   // The sidebar shows status and order; refresh it when this conversation's status changes.
   useEffect(() => {
@@ -35,6 +48,17 @@ export function ConversationView({ agent, id, status, onChanged }: { agent: stri
         <h1 className="conversation-title">{state.conversation?.title ?? ' '}</h1>
         <span className={`status-chip status-${state.status}`}>{state.status === 'waiting' ? 'waiting for you' : state.status}</span>
         {connection === 'retrying' && <span className="status-chip status-error">reconnecting…</span>}
+        {state.conversation && (
+          <ConversationActions
+            agent={agent}
+            id={id}
+            title={state.conversation.title}
+            onChanged={() => {
+              reload();
+              onChanged();
+            }}
+          />
+        )}
         <div className="tabs" role="tablist">
           <button role="tab" aria-selected={tab === 'chat'} className="tab" onClick={() => setTab('chat')}>
             Chat
@@ -49,7 +73,7 @@ export function ConversationView({ agent, id, status, onChanged }: { agent: stri
         <Chat
           state={state}
           status={status}
-          onSend={send}
+          onSend={sendOrStart}
           onCancel={cancel}
           onAnswer={answer}
           onShowCanvas={(toolCallId) => {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::Stream;
 use serde::{Deserialize, Serialize};
@@ -229,13 +230,15 @@ pub async fn detail(
 #[utoipa::path(
     post, path = "/api/conversations/{id}/messages", tag = "conversations", params(("id" = String, Path)),
     request_body = PostMessage,
-    responses((status = 202, body = Accepted), (status = 409, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody)),
+    responses((status = 202, body = Accepted), (status = 201, body = super::sessions::NewSessionView,
+               description = "The message was `/newsession [name]`: a new session and a conversation in it"),
+               (status = 409, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody)),
 )]
 pub async fn post_message(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<PostMessage>,
-) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     if request.text.trim().is_empty() {
         return Err(ApiError::bad_request("the message is empty"));
     }
@@ -246,8 +249,17 @@ pub async fn post_message(
         }
         Some(name) => Sender::Component(name),
     };
+    // `/newsession [name]` typed by the person starts a session instead of a run.
+    if matches!(sender, Sender::Person)
+        && let Some(name) = super::sessions::new_session_command(&request.text)
+    {
+        let conversation = state.store.conversation(&id).await?;
+        let agent = wright_core::AgentId::parse(&conversation.agent_id)?;
+        let started = super::sessions::start_for_person(&state, &agent, Some(name)).await?;
+        return Ok((StatusCode::CREATED, Json(started)).into_response());
+    }
     state.runs.send_message(&id, &request.text, sender).await?;
-    Ok((StatusCode::ACCEPTED, Json(Accepted { ok: true })))
+    Ok((StatusCode::ACCEPTED, Json(Accepted { ok: true })).into_response())
 }
 
 /// Stops the conversation's run, if one is going.

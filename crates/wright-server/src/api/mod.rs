@@ -10,11 +10,14 @@ mod admin;
 mod agents;
 mod auth;
 mod components;
+mod conversation_changes;
 mod conversations;
 mod documents;
 mod error;
 mod images;
 mod market;
+mod memory;
+mod sessions;
 mod state;
 mod tools;
 
@@ -71,6 +74,12 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(documents::version))
         .routes(routes!(documents::diff))
         .routes(routes!(documents::rollback))
+        .routes(routes!(memory::list, memory::create))
+        .routes(routes!(memory::edit))
+        .routes(routes!(memory::forget))
+        .routes(routes!(memory::restore))
+        .routes(routes!(memory::history))
+        .routes(routes!(sessions::list, sessions::create))
         .routes(routes!(state::list_keys))
         .routes(routes!(state::get_value, state::set_value, state::delete_value))
         .routes(routes!(tools::list_tools))
@@ -80,7 +89,8 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(tools::list_executions))
         .routes(routes!(conversations::status))
         .routes(routes!(conversations::list, conversations::create))
-        .routes(routes!(conversations::detail))
+        .routes(routes!(conversations::detail, conversation_changes::update, conversation_changes::delete))
+        .routes(routes!(conversation_changes::archived))
         .routes(routes!(conversations::post_message))
         .routes(routes!(conversations::cancel))
         .routes(routes!(conversations::answer_pending))

@@ -417,3 +417,29 @@ fn the_readme_config_example_loads() {
     let error = wright_server::Config::load(dir.path()).err().unwrap().to_string();
     assert!(error.contains("deadlne_ms"), "{error}");
 }
+
+#[tokio::test]
+async fn a_conversation_is_renamed_archived_brought_back_and_deleted() {
+    let fixture = Fixture::new().await;
+    let (status, created) = fixture.authed(Method::POST, "/api/agents/default/conversations", Some(json!({}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let path = format!("/api/conversations/{}", created["id"].as_str().unwrap());
+    let (status, renamed) = fixture.authed(Method::PATCH, &path, Some(json!({"title": "Letters"}))).await;
+    assert_eq!((status, renamed["title"].as_str()), (StatusCode::OK, Some("Letters")));
+    let (status, _) = fixture.authed(Method::PATCH, &path, Some(json!({"title": "  "}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    fixture.authed(Method::PATCH, &path, Some(json!({"archived": true}))).await;
+    let (_, listed) = fixture.authed(Method::GET, "/api/agents/default/conversations", None).await;
+    assert_eq!(listed, json!([]));
+    let (_, archived) = fixture.authed(Method::GET, "/api/agents/default/conversations/archived", None).await;
+    assert_eq!(archived[0]["title"], "Letters");
+    fixture.authed(Method::PATCH, &path, Some(json!({"archived": false}))).await;
+    let (_, listed) = fixture.authed(Method::GET, "/api/agents/default/conversations", None).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+
+    let (status, _) = fixture.authed(Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = fixture.authed(Method::GET, &path, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

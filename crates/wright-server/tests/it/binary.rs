@@ -273,3 +273,36 @@ fn tool_surface_reports_the_first_request_on_every_wire() {
     let all = sizes(wright(dir.path(), &["tool", "surface"]));
     assert!(all.iter().zip(&defaults).all(|(all, default)| all.2 > default.2 * 2), "{all:?}");
 }
+
+#[test]
+fn memory_commands_list_recall_forget_and_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored = wright(
+        dir.path(),
+        &[
+            "tool",
+            "call",
+            "memory",
+            "--args",
+            r#"{"action":"store","layer":"long","category":"fact","content":"Works at Acme"}"#,
+        ],
+    );
+    assert!(stored.status.success(), "{}", String::from_utf8_lossy(&stored.stderr));
+    let id = json_of(&stored)["memories"][0]["id"].as_str().unwrap().to_owned();
+    let text = |output: Output| String::from_utf8_lossy(&output.stdout).into_owned();
+    let listed = text(wright(dir.path(), &["memory", "list", "--layer", "long"]));
+    assert!(
+        listed.contains(&format!("#{id}")) && listed.contains("long/fact") && listed.contains("permanent"),
+        "{listed}"
+    );
+    assert!(listed.contains("Works at Acme"));
+    let recalled = text(wright(dir.path(), &["memory", "recall", "acme"]));
+    assert!(recalled.contains("Works at Acme"), "{recalled}");
+    assert!(text(wright(dir.path(), &["memory", "forget", &id])).contains("forgotten"));
+    assert!(text(wright(dir.path(), &["memory", "list"])).trim().is_empty());
+    assert!(text(wright(dir.path(), &["memory", "list", "--archived"])).contains("Works at Acme"));
+    assert!(text(wright(dir.path(), &["memory", "restore", &id])).contains("permanent"));
+    let bad_layer = wright(dir.path(), &["memory", "list", "--layer", "forever"]);
+    assert!(!bad_layer.status.success());
+    assert!(String::from_utf8_lossy(&bad_layer.stderr).contains("unknown memory layer \"forever\""));
+}

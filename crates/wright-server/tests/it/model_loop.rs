@@ -755,3 +755,104 @@ async fn always_allow_sets_the_policy_and_a_new_message_dismisses_a_waiting_appr
     assert!(server.get("/api/agents/default/state/a").await["value"].is_null());
     assert!(fake.refusals().is_empty(), "{:?}", fake.refusals());
 }
+
+/// Issue 16: a memory the model stores is in the system message of the next run (assembled at
+/// run start, like the notes, so one run's requests share one system message); the person's
+/// edit and forget through the memory API show in the run after each.
+#[tokio::test]
+async fn a_memory_stored_by_the_model_and_edited_by_the_person_reaches_the_next_system_message() {
+    let wire = Wire::Openai;
+    let mut script = calls(
+        wire,
+        vec![(
+            "memory",
+            json!({"action": "store", "layer": "long", "category": "preference", "content": "Prefers tea over coffee"}),
+        )],
+    );
+    script.push(Turn::text("Noted."));
+    script.push(Turn::text("Tea."));
+    script.push(Turn::text("Green tea it is."));
+    script.push(Turn::text("Forgotten."));
+    let fake = FakeProvider::start(script).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &fake, wire);
+    let id = server.conversation().await;
+    let detail = server.say(&id, "I prefer tea").await;
+    let stored = &results(&detail)[0]["output"];
+    assert_eq!(stored["success"], true, "{detail}");
+    let memory_id = stored["memories"][0]["id"].as_str().unwrap().to_owned();
+    let system_of = |index: usize| fake.requests()[index].body["messages"][0]["content"].as_str().unwrap().to_owned();
+    assert!(!system_of(0).contains("Prefers tea"), "not there before it was stored");
+    assert_eq!(system_of(1), system_of(0), "one system message per run");
+    server.say(&id, "what do I drink?").await;
+    let line = format!("[long/preference #{memory_id}] Prefers tea over coffee");
+    assert!(system_of(2).contains(&line), "{}", system_of(2));
+
+    let listed = server.get("/api/agents/default/memories?layer=long").await;
+    assert_eq!(listed[0]["author"], "agent", "{listed}");
+    let edited = server
+        .client
+        .patch(format!("{}/api/agents/default/memories/{memory_id}", server.url))
+        .bearer_auth(TOKEN)
+        .json(&json!({"content": "Prefers green tea"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(edited.status().as_u16(), 200);
+    server.say(&id, "what now?").await;
+    assert!(system_of(3).contains("Prefers green tea") && !system_of(3).contains("over coffee"), "{}", system_of(3));
+
+    let (status, forgotten) = server.post(&format!("/api/agents/default/memories/{memory_id}/forget"), json!({})).await;
+    assert_eq!((status, forgotten["archived_reason"].as_str()), (200, Some("forget")), "{forgotten}");
+    server.say(&id, "and now?").await;
+    assert!(!system_of(4).contains("green tea"), "{}", system_of(4));
+    let history = server.get(&format!("/api/agents/default/memories/{memory_id}/history")).await;
+    let actions: Vec<(&str, &str)> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|change| (change["action"].as_str().unwrap(), change["author"].as_str().unwrap()))
+        .collect();
+    assert_eq!(actions, vec![("store", "agent"), ("edit", "admin"), ("forget", "admin")]);
+    let (status, restored) = server.post(&format!("/api/agents/default/memories/{memory_id}/restore"), json!({})).await;
+    assert_eq!((status, restored["archived_at"].clone()), (200, Value::Null), "{restored}");
+    let found = server.get("/api/agents/default/memories?query=green%20tea").await;
+    assert_eq!(found[0]["id"].to_string(), memory_id, "{found}");
+}
+
+/// Issue 16: `/newsession [name]` typed in a chat starts a session and a conversation in it,
+/// without a model turn; the open session's session memories end.
+#[tokio::test]
+async fn newsession_typed_in_the_chat_starts_a_session_and_a_conversation() {
+    let wire = Wire::Openai;
+    let mut script =
+        calls(wire, vec![("memory", json!({"action": "store", "layer": "session", "content": "Drafting the letter"}))]);
+    script.push(Turn::text("Noted."));
+    let fake = FakeProvider::start(script).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &fake, wire);
+    let id = server.conversation().await;
+    server.say(&id, "I am drafting the letter").await;
+    let requests = fake.requests().len();
+
+    let (status, started) =
+        server.post(&format!("/api/conversations/{id}/messages"), json!({"text": "/newsession Taxes"})).await;
+    assert_eq!(status, 201, "{started}");
+    assert_eq!(started["session"]["name"], "Taxes");
+    assert_eq!(started["session"]["started_by"], "person");
+    let new_conversation = started["conversation_id"].as_str().unwrap();
+    assert_eq!(started["session"]["conversation_ids"], json!([new_conversation]));
+    assert_eq!(fake.requests().len(), requests, "no model turn for the command");
+    let detail = server.get(&format!("/api/conversations/{id}")).await;
+    assert!(!detail["events"].to_string().contains("/newsession"), "the command is not a message");
+
+    let sessions = server.get("/api/agents/default/sessions").await;
+    let sessions = sessions.as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert_eq!(sessions[1]["conversation_ids"], json!([id]));
+    assert!(sessions[1]["ended_at"].is_string());
+    let session_memories = server.get("/api/agents/default/memories?layer=session").await;
+    assert_eq!(session_memories, json!([]), "the session memory ended with its session");
+    let archived = server.get("/api/agents/default/memories?archived=true").await;
+    assert_eq!(archived[0]["archived_reason"], "expire", "{archived}");
+}

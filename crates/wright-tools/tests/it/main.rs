@@ -10,6 +10,8 @@ use wright_sandbox::{Sandbox, SandboxConfig};
 use wright_store::{ExecutionFilter, StateLimits, Store};
 use wright_tools::{Invocation, Services, ToolError, ToolRegistry};
 
+mod memory;
+
 struct Fixture {
     _dir: tempfile::TempDir,
     registry: ToolRegistry,

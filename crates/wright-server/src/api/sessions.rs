@@ -1,0 +1,131 @@
+//! An agent's sessions (seed 001, "Session Division"): the list the canvas groups
+//! conversations by, and starting one — from the session list or by typing
+//! `/newsession [name]` in a chat, which also opens a new conversation in the new session.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use wright_core::{AgentId, iso_from_ms};
+use wright_store::{Session, SessionStarter};
+
+use super::agents::existing_agent;
+use super::{ApiError, ApiJson};
+use crate::AppState;
+
+/// Who started a session.
+#[derive(Serialize, ToSchema, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStarterView {
+    /// The configured daily or weekly division.
+    Schedule,
+    /// The person (`/newsession` or the session list).
+    Person,
+    /// The model, through `start_session`.
+    Agent,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SessionView {
+    pub id: i64,
+    pub name: String,
+    pub started_by: SessionStarterView,
+    pub started_at: String,
+    /// Null while the session is open.
+    pub ended_at: Option<String>,
+    /// The conversations that began in it, newest first.
+    pub conversation_ids: Vec<String>,
+}
+
+impl From<Session> for SessionView {
+    fn from(session: Session) -> Self {
+        Self {
+            id: session.id,
+            name: session.name,
+            started_by: match session.started_by {
+                SessionStarter::Schedule => SessionStarterView::Schedule,
+                SessionStarter::Person => SessionStarterView::Person,
+                SessionStarter::Agent => SessionStarterView::Agent,
+            },
+            started_at: iso_from_ms(session.started_at),
+            ended_at: session.ended_at.map(iso_from_ms),
+            conversation_ids: session.conversation_ids,
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct NewSessionRequest {
+    /// Defaults to the local date.
+    pub name: Option<String>,
+}
+
+/// A new session and the conversation opened in it.
+#[derive(Serialize, ToSchema)]
+pub struct NewSessionView {
+    pub session: SessionView,
+    pub conversation_id: String,
+}
+
+/// The name given after `/newsession`, when `text` is that command (`Some("")` for none).
+pub fn new_session_command(text: &str) -> Option<&str> {
+    let rest = text.trim().strip_prefix("/newsession")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
+}
+
+/// Ends the open session, starts one by the person and opens a conversation in it.
+pub async fn start_for_person(
+    state: &AppState,
+    agent: &AgentId,
+    name: Option<&str>,
+) -> Result<NewSessionView, ApiError> {
+    let session = state.store.start_session(agent, name, SessionStarter::Person).await?;
+    let conversation_id = uuid::Uuid::now_v7().to_string();
+    state.store.create_conversation(agent, &conversation_id, &session.name).await?;
+    let session = state.store.session(agent, session.id).await?;
+    Ok(NewSessionView { session: session.into(), conversation_id })
+}
+
+/// The agent's sessions, newest first (the open one, divided first if its time is up).
+#[utoipa::path(
+    get, path = "/api/agents/{agent}/sessions", tag = "sessions", params(("agent" = String, Path)),
+    responses((status = 200, body = Vec<SessionView>), (status = 404, body = super::error::ErrorBody)),
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+) -> Result<Json<Vec<SessionView>>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    state.store.current_session(&agent).await?;
+    let sessions = state.store.list_sessions(&agent, 200).await?;
+    Ok(Json(sessions.into_iter().map(SessionView::from).collect()))
+}
+
+/// Starts a new session (the open one ends, with its session memories) and a conversation in it.
+#[utoipa::path(
+    post, path = "/api/agents/{agent}/sessions", tag = "sessions", params(("agent" = String, Path)),
+    request_body = NewSessionRequest,
+    responses((status = 201, body = NewSessionView), (status = 404, body = super::error::ErrorBody)),
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+    ApiJson(request): ApiJson<NewSessionRequest>,
+) -> Result<(StatusCode, Json<NewSessionView>), ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    Ok((StatusCode::CREATED, Json(start_for_person(&state, &agent, request.name.as_deref()).await?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_session_command;
+
+    #[test]
+    fn the_newsession_command_is_recognised_only_as_itself() {
+        assert_eq!(new_session_command("/newsession"), Some(""));
+        assert_eq!(new_session_command("  /newsession   Tax return "), Some("Tax return"));
+        assert_eq!(new_session_command("/newsessions"), None);
+        assert_eq!(new_session_command("please /newsession"), None);
+    }
+}

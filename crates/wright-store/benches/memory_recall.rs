@@ -1,0 +1,129 @@
+//! Recall over a large memory store: p50 and p99 of `recall_memories` (limit 10) on 100,000
+//! memories of one agent, plus what a run start pays for the memory section of its system
+//! message (`context_memories` at the default 4,000-character cap). Measures; asserts nothing.
+//!
+//! `cargo bench -p wright-store --bench memory_recall` (release). `MEMORY_BENCH_COUNT` changes
+//! the corpus size, `MEMORY_BENCH_RANK_ALL_BELOW` the `[memory] rank_all_below` setting.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wright_core::{AgentId, FixedClock, MemoryLayer};
+use wright_store::{MemoryActor, MemoryConfig, MemoryFilter, NewMemory, StateLimits, Store};
+
+const QUERIES: usize = 1_000;
+const DAY_MS: i64 = 86_400_000;
+
+/// xorshift64*: a fixed corpus and fixed queries on every run, without a dependency.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Skewed towards small values, as word frequencies are (roughly Zipf).
+    fn skewed(&mut self, below: usize) -> usize {
+        let uniform = (self.next() % 1_000_000) as f64 / 1_000_000.0;
+        ((below as f64).powf(uniform) as usize).saturating_sub(1).min(below - 1)
+    }
+}
+
+fn vocabulary() -> Vec<String> {
+    let syllables =
+        ["ka", "lo", "mi", "ren", "tus", "ba", "dor", "fi", "gan", "hel", "ist", "jo", "ku", "mar", "nel", "op"];
+    let mut words = Vec::new();
+    for first in syllables {
+        for second in syllables {
+            for third in ["", "a", "er", "ing"] {
+                words.push(format!("{first}{second}{third}"));
+            }
+        }
+    }
+    words
+}
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * fraction).round() as usize]
+}
+
+fn main() {
+    let count: usize = std::env::var("MEMORY_BENCH_COUNT").ok().and_then(|value| value.parse().ok()).unwrap_or(100_000);
+    let rank_all_below = std::env::var("MEMORY_BENCH_RANK_ALL_BELOW")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(MemoryConfig::default().rank_all_below);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async move {
+        let directory = tempfile::tempdir().unwrap();
+        let clock = Arc::new(FixedClock::at(1_790_000_000_000));
+        let store = Store::open(&directory.path().join("wright.db"), StateLimits::default())
+            .await
+            .unwrap()
+            .with_memory(MemoryConfig { long_ttl_days: None, mid_ttl_days: None, short_ttl_days: None, session_ttl_days: None, rank_all_below, ..MemoryConfig::default() }, clock.clone());
+        let agent = AgentId::default_agent();
+        let words = vocabulary();
+        let mut random = Random(0x9E37_79B9_7F4A_7C15);
+        let layers = [MemoryLayer::Long, MemoryLayer::Mid, MemoryLayer::Short, MemoryLayer::Session];
+        let categories = ["fact", "preference", "goal", "plan", "summary", "project"];
+        let started = Instant::now();
+        for index in 0..count {
+            let length = 6 + random.skewed(20);
+            let content: Vec<&str> = (0..length).map(|_| words[random.skewed(words.len())].as_str()).collect();
+            let memory = NewMemory {
+                layer: layers[index % layers.len()],
+                category: Some(categories[index % categories.len()].to_owned()),
+                certainty: None,
+                content: content.join(" "),
+            };
+            store.store_memory(&agent, &memory, &MemoryActor::agent(Some("bench".into()))).await.unwrap();
+            // A year of memories: each a few minutes after the one before.
+            clock.advance_ms(365 * DAY_MS / count as i64);
+        }
+        println!("rank_all_below = {rank_all_below}");
+        println!("stored {count} memories in {:.1} s", started.elapsed().as_secs_f64());
+
+        let filter = MemoryFilter::default();
+        let queries: Vec<String> = (0..QUERIES)
+            .map(|_| (0..1 + random.skewed(3)).map(|_| words[random.skewed(words.len())].as_str()).collect::<Vec<_>>().join(" "))
+            .collect();
+        for query in queries.iter().take(50) {
+            store.recall_memories(&agent, query, &filter, 10).await.unwrap();
+        }
+        let mut times = Vec::with_capacity(QUERIES);
+        let mut found = 0;
+        for query in &queries {
+            let started = Instant::now();
+            found += store.recall_memories(&agent, query, &filter, 10).await.unwrap().len();
+            times.push(started.elapsed());
+        }
+        times.sort();
+        println!(
+            "recall (limit 10) over {count}: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({QUERIES} queries of 1-3 words, {:.1} results on average)",
+            percentile(&times, 0.5).as_secs_f64() * 1e3,
+            percentile(&times, 0.99).as_secs_f64() * 1e3,
+            times.last().unwrap().as_secs_f64() * 1e3,
+            found as f64 / QUERIES as f64,
+        );
+
+        let mut times = Vec::new();
+        for _ in 0..200 {
+            let started = Instant::now();
+            store.context_memories(&agent, 4_000).await.unwrap();
+            times.push(started.elapsed());
+        }
+        times.sort();
+        println!(
+            "context_memories (4,000 chars) at run start: p50 {:.3} ms, p99 {:.3} ms",
+            percentile(&times, 0.5).as_secs_f64() * 1e3,
+            percentile(&times, 0.99).as_secs_f64() * 1e3,
+        );
+        let started = Instant::now();
+        let expired = store.expire_memories().await.unwrap();
+        println!("expire_memories with nothing due: {:.3} ms ({expired} expired)", started.elapsed().as_secs_f64() * 1e3);
+        store.close().await;
+    });
+}
