@@ -311,6 +311,62 @@ async fn close_open_calls(
     insert_events(connection, conversation_id, &results).await
 }
 
+async fn conversation_in<'e>(executor: impl sqlx::SqliteExecutor<'e>, id: &str) -> Result<Conversation, StoreError> {
+    let row: Option<ConversationRow> =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?")))
+            .bind(id)
+            .fetch_optional(executor)
+            .await?;
+    row.map(conversation_from_row).transpose()?.ok_or_else(|| StoreError::ConversationNotFound(id.to_owned()))
+}
+
+async fn events_in<'e>(
+    executor: impl sqlx::SqliteExecutor<'e>,
+    conversation_id: &str,
+    after: i64,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let rows: Vec<(i64, String, String, String, String)> = sqlx::query_as(
+        "SELECT seq, kind, content, data_json, created_at FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq",
+    )
+    .bind(conversation_id)
+    .bind(after)
+    .fetch_all(executor)
+    .await?;
+    rows.into_iter()
+        .map(|(seq, kind, content, data_json, created_at)| {
+            let kind = EventKind::parse(&kind).map_err(decode)?;
+            let data = serde_json::from_str(&data_json).map_err(decode)?;
+            let body = EventBody::from_stored(kind, data).map_err(decode)?;
+            Ok(StoredEvent { event: Event { seq, content, body }, created_at })
+        })
+        .collect()
+}
+
+async fn pending_in<'e>(
+    executor: impl sqlx::SqliteExecutor<'e>,
+    conversation_id: &str,
+) -> Result<Vec<PendingCall>, StoreError> {
+    let rows: Vec<(String, String, String, String, String, String)> = sqlx::query_as(
+        "SELECT tool_call_id, tool_name, kind, args, render, created_at FROM pending_calls \
+         WHERE conversation_id = ? AND status = 'pending' ORDER BY id",
+    )
+    .bind(conversation_id)
+    .fetch_all(executor)
+    .await?;
+    rows.into_iter()
+        .map(|(tool_call_id, tool_name, kind, args, render, created_at)| {
+            Ok(PendingCall {
+                tool_call_id,
+                tool_name,
+                kind: PendingKind::parse(&kind).map_err(decode)?,
+                args: serde_json::from_str(&args).map_err(decode)?,
+                render: serde_json::from_str(&render).map_err(decode)?,
+                created_at,
+            })
+        })
+        .collect()
+}
+
 async fn pending_count(connection: &mut SqliteConnection, conversation_id: &str) -> Result<i64, StoreError> {
     let (count,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM pending_calls WHERE conversation_id = ? AND status = 'pending'")
@@ -344,13 +400,22 @@ impl Store {
     }
 
     pub async fn conversation(&self, id: &str) -> Result<Conversation, StoreError> {
-        let row: Option<ConversationRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = ?"
-        )))
-        .bind(id)
-        .fetch_optional(&self.reader)
-        .await?;
-        row.map(conversation_from_row).transpose()?.ok_or_else(|| StoreError::ConversationNotFound(id.to_owned()))
+        conversation_in(&self.reader, id).await
+    }
+
+    /// The conversation, its events and its waiting calls as of one moment (one read
+    /// transaction), so a status is never read from before a run's end and its events from
+    /// after (the end writes both at once).
+    pub async fn conversation_snapshot(
+        &self,
+        id: &str,
+    ) -> Result<(Conversation, Vec<StoredEvent>, Vec<PendingCall>), StoreError> {
+        let mut transaction = self.reader.begin().await?;
+        let conversation = conversation_in(&mut *transaction, id).await?;
+        let events = events_in(&mut *transaction, id, 0).await?;
+        let pending = pending_in(&mut *transaction, id).await?;
+        transaction.commit().await?;
+        Ok((conversation, events, pending))
     }
 
     /// The agent's conversations, most recently active first, archived ones left out.
@@ -378,21 +443,7 @@ impl Store {
 
     /// Events with `seq > after`, in order.
     pub async fn events_after(&self, conversation_id: &str, after: i64) -> Result<Vec<StoredEvent>, StoreError> {
-        let rows: Vec<(i64, String, String, String, String)> = sqlx::query_as(
-            "SELECT seq, kind, content, data_json, created_at FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq",
-        )
-        .bind(conversation_id)
-        .bind(after)
-        .fetch_all(&self.reader)
-        .await?;
-        rows.into_iter()
-            .map(|(seq, kind, content, data_json, created_at)| {
-                let kind = EventKind::parse(&kind).map_err(decode)?;
-                let data = serde_json::from_str(&data_json).map_err(decode)?;
-                let body = EventBody::from_stored(kind, data).map_err(decode)?;
-                Ok(StoredEvent { event: Event { seq, content, body }, created_at })
-            })
-            .collect()
+        events_in(&self.reader, conversation_id, after).await
     }
 
     /// Records a call that waits for the person.
@@ -424,25 +475,7 @@ impl Store {
 
     /// Calls of the conversation still waiting, oldest first.
     pub async fn pending_calls(&self, conversation_id: &str) -> Result<Vec<PendingCall>, StoreError> {
-        let rows: Vec<(String, String, String, String, String, String)> = sqlx::query_as(
-            "SELECT tool_call_id, tool_name, kind, args, render, created_at FROM pending_calls \
-             WHERE conversation_id = ? AND status = 'pending' ORDER BY id",
-        )
-        .bind(conversation_id)
-        .fetch_all(&self.reader)
-        .await?;
-        rows.into_iter()
-            .map(|(tool_call_id, tool_name, kind, args, render, created_at)| {
-                Ok(PendingCall {
-                    tool_call_id,
-                    tool_name,
-                    kind: PendingKind::parse(&kind).map_err(decode)?,
-                    args: serde_json::from_str(&args).map_err(decode)?,
-                    render: serde_json::from_str(&render).map_err(decode)?,
-                    created_at,
-                })
-            })
-            .collect()
+        pending_in(&self.reader, conversation_id).await
     }
 
     /// Takes the conversation's run for `lease.owner`, or says who holds it.

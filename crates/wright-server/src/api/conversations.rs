@@ -201,9 +201,7 @@ pub async fn detail(
     state.store.conversation(&id).await?;
     // A run whose process died is ended (its open calls closed) when its conversation is read.
     state.runs.recover_if_orphaned(&id).await?;
-    let conversation = state.store.conversation(&id).await?;
-    let events = state.store.events_after(&id, 0).await?;
-    let pending = state.store.pending_calls(&id).await?;
+    let (conversation, events, pending) = state.store.conversation_snapshot(&id).await?;
     Ok(Json(ConversationDetail {
         conversation: conversation.into(),
         events: events.into_iter().map(EventView::from).collect(),

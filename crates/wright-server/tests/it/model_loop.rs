@@ -775,6 +775,9 @@ async fn a_memory_stored_by_the_model_and_edited_by_the_person_reaches_the_next_
     script.push(Turn::text("Forgotten."));
     let fake = FakeProvider::start(script).await;
     let dir = tempfile::tempdir().unwrap();
+    // Every schema sent whole: with on-demand loading the catalogue part of the system
+    // message changes when a tool is loaded mid-run.
+    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
     let server = Server::start(dir.path(), &fake, wire);
     let id = server.conversation().await;
     let detail = server.say(&id, "I prefer tea").await;
