@@ -9,7 +9,8 @@
 //!   Groq, OpenRouter, Azure), the OpenAI Responses API, Anthropic Messages, Gemini — and
 //!   the [text protocol](text_protocol) for models without native tool calls.
 //! - [`ProviderConfig`] builds a provider; [`config_from_env`] picks one from the
-//!   environment values the binary passes in.
+//!   environment values the binary passes in; a [`Connection`] (a vendor, base URL and key
+//!   added in the canvas) lists the provider's models and makes a config for one of them.
 //! - [`sse`] is the incremental SSE parser; `testing` (feature `testing`) is a scripted fake
 //!   provider server that speaks the real streaming formats.
 //!
@@ -26,6 +27,7 @@
 mod anthropic;
 mod canonical;
 mod config;
+mod connection;
 mod error;
 mod gemini;
 mod json_array;
@@ -50,6 +52,7 @@ pub use config::{
     ProviderConfig, ProviderEnv, ProviderKind, ToolCallMode, config_from_env, ollama_base_url, ollama_config,
     ollama_models,
 };
+pub use connection::{Connection, ConnectionKind, ListedModel};
 pub use error::{ErrorInfo, LlmError};
 pub use provider::{HttpProvider, Provider};
 pub use text_protocol::{TextProtocol, TextProtocolProvider};

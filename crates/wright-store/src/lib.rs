@@ -6,7 +6,8 @@
 //!
 //! What lives here: agents ([`Agent`]), the versioned documents of each agent (system prompt
 //! and learned notes, [`documents`]), the agent's key-value state ([`state`]) and the record
-//! of every tool call ([`executions`]).
+//! of every tool call ([`executions`]), provider connections and the model each agent talks
+//! to ([`StoredConnection`], [`ModelChoice`]; keys are kept outside the database).
 //!
 //! Invariants:
 //! - Document history is append-only. Every successful edit writes one new version row; a
@@ -29,6 +30,7 @@ pub mod executions;
 pub mod limits;
 mod market;
 mod migrations;
+mod providers;
 mod sessions;
 pub mod state;
 
@@ -47,6 +49,7 @@ pub use conversations::{
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};
 pub use limits::TextLimits;
+pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
 pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSource};
 pub use state::StateLimits;
 
