@@ -105,7 +105,9 @@ impl Connection {
             ConnectionKind::Gemini => (ProviderKind::Gemini, self.base_url()),
             ConnectionKind::OpenaiCompatible => (ProviderKind::OpenaiCompatible, self.base_url()),
             // Ollama serves Chat Completions under /v1 of its host.
-            ConnectionKind::Ollama => (ProviderKind::OpenaiCompatible, format!("{}/v1", ollama_base_url(&self.base_url()))),
+            ConnectionKind::Ollama => {
+                (ProviderKind::OpenaiCompatible, format!("{}/v1", ollama_base_url(&self.base_url())))
+            }
         };
         let mut config = ProviderConfig::new(kind, model).with_base_url(base_url);
         config.api_key = self.key().map(str::to_owned);
@@ -143,11 +145,8 @@ impl Connection {
                 .header("x-goog-api-key", self.key().unwrap_or_default()),
             ConnectionKind::Ollama => client.get(format!("{}/api/tags", ollama_base_url(&base))),
         };
-        let response = request
-            .timeout(timeout)
-            .send()
-            .await
-            .map_err(|error| LlmError::Transport(error_chain(&error)))?;
+        let response =
+            request.timeout(timeout).send().await.map_err(|error| LlmError::Transport(error_chain(&error)))?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = response.bytes().await.map_err(|error| LlmError::Transport(error_chain(&error)))?;

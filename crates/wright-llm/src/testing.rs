@@ -120,6 +120,8 @@ struct Shared {
     refusals: Mutex<Vec<String>>,
     /// What the model lists answer (see [`FakeProvider::set_models`]).
     models: Mutex<Vec<String>>,
+    /// The key the model lists accept (see [`FakeProvider::accept_key`]).
+    key: Mutex<String>,
 }
 
 /// The running fake server. Dropping it stops the server task.
@@ -144,6 +146,7 @@ impl FakeProvider {
         let shared = Arc::new(Shared {
             script: Mutex::new(script.into()),
             models: Mutex::new(vec!["fake-model".to_owned()]),
+            key: Mutex::new(FAKE_KEY.to_owned()),
             ..Shared::default()
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
@@ -175,7 +178,7 @@ impl FakeProvider {
     /// A config for `kind` pointed at this server, with a test key and millisecond retries.
     pub fn config(&self, kind: ProviderKind) -> ProviderConfig {
         let mut config =
-            ProviderConfig::new(kind, "fake-model").with_base_url(self.base_url(kind)).with_api_key("test-key");
+            ProviderConfig::new(kind, "fake-model").with_base_url(self.base_url(kind)).with_api_key(FAKE_KEY);
         config.retry = RetryPolicy { max_retries: 3, initial_delay_ms: 1, max_delay_ms: 1_000 };
         config
     }
@@ -188,6 +191,12 @@ impl FakeProvider {
     /// The models its lists name from now on (`fake-model` at start).
     pub fn set_models(&self, models: &[&str]) {
         *self.shared.models.lock().expect("models lock") = models.iter().map(|model| (*model).to_owned()).collect();
+    }
+
+    /// The key the model lists accept from now on ([`FAKE_KEY`] at start); any other is
+    /// refused as the vendor refuses a wrong key.
+    pub fn accept_key(&self, key: &str) {
+        *self.shared.key.lock().expect("key lock") = key.to_owned();
     }
 
     /// Every request received so far, in order.
@@ -475,7 +484,7 @@ enum Ending {
     Hang,
 }
 
-/// The key the model lists accept, as the real list endpoints need one.
+/// The key a fake accepts at start and puts in its configs.
 pub const FAKE_KEY: &str = "test-key";
 
 /// The model-list endpoints, in each vendor's shape and with its refusal of a missing or
@@ -485,18 +494,21 @@ pub const FAKE_KEY: &str = "test-key";
 fn model_list(shared: &Shared, path: &str, headers: &HeaderMap) -> Option<Response> {
     let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::to_owned);
     let models = shared.models.lock().expect("models lock").clone();
+    let key = shared.key.lock().expect("key lock").clone();
     let json = |body: Value| plain(StatusCode::OK, "application/json", body.to_string());
     let unauthorized = |body: Value| plain(StatusCode::UNAUTHORIZED, "application/json", body.to_string());
     if path.ends_with("/api/tags") {
         let models: Vec<Value> = models
             .iter()
-            .map(|name| json!({"name": name, "model": name, "modified_at": "2025-05-01T10:00:00Z", "size": 5_000_000_000u64,
-                "digest": "sha256:fake", "details": {"format": "gguf", "family": "qwen3", "parameter_size": "8.2B"}}))
+            .map(|name| {
+                json!({"name": name, "model": name, "modified_at": "2025-05-01T10:00:00Z", "size": 5_000_000_000u64,
+                "digest": "sha256:fake", "details": {"format": "gguf", "family": "qwen3", "parameter_size": "8.2B"}})
+            })
             .collect();
         return Some(json(json!({"models": models})));
     }
     if path.ends_with("/v1beta/models") {
-        if header("x-goog-api-key").as_deref() != Some(FAKE_KEY) {
+        if header("x-goog-api-key").as_deref() != Some(key.as_str()) {
             return Some(plain(
                 StatusCode::BAD_REQUEST,
                 "application/json",
@@ -508,8 +520,10 @@ fn model_list(shared: &Shared, path: &str, headers: &HeaderMap) -> Option<Respon
         }
         let mut listed: Vec<Value> = models
             .iter()
-            .map(|name| json!({"name": format!("models/{name}"), "displayName": name, "inputTokenLimit": 1_048_576,
-                "outputTokenLimit": 65_536, "supportedGenerationMethods": ["generateContent", "countTokens"]}))
+            .map(|name| {
+                json!({"name": format!("models/{name}"), "displayName": name, "inputTokenLimit": 1_048_576,
+                "outputTokenLimit": 65_536, "supportedGenerationMethods": ["generateContent", "countTokens"]})
+            })
             .collect();
         listed.push(json!({"name": "models/text-embedding-004", "inputTokenLimit": 2048,
             "supportedGenerationMethods": ["embedContent"]}));
@@ -519,7 +533,7 @@ fn model_list(shared: &Shared, path: &str, headers: &HeaderMap) -> Option<Respon
         return None;
     }
     if header("anthropic-version").is_some() {
-        if header("x-api-key").as_deref() != Some(FAKE_KEY) {
+        if header("x-api-key").as_deref() != Some(key.as_str()) {
             return Some(unauthorized(json!({"type": "error", "error": {"type": "authentication_error",
                 "message": "invalid x-api-key"}, "request_id": "req_fake"})));
         }
@@ -530,12 +544,14 @@ fn model_list(shared: &Shared, path: &str, headers: &HeaderMap) -> Option<Respon
         let (first, last) = (models.first().cloned(), models.last().cloned());
         return Some(json(json!({"data": data, "has_more": false, "first_id": first, "last_id": last})));
     }
-    if header("authorization").as_deref() != Some(&format!("Bearer {FAKE_KEY}")) {
+    if header("authorization") != Some(format!("Bearer {key}")) {
         return Some(unauthorized(json!({"error": {"message": "Incorrect API key provided.",
             "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})));
     }
-    let data: Vec<Value> =
-        models.iter().map(|id| json!({"id": id, "object": "model", "created": 1_715_367_049, "owned_by": "system"})).collect();
+    let data: Vec<Value> = models
+        .iter()
+        .map(|id| json!({"id": id, "object": "model", "created": 1_715_367_049, "owned_by": "system"}))
+        .collect();
     Some(json(json!({"object": "list", "data": data})))
 }
 

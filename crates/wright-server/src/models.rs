@@ -197,7 +197,8 @@ impl Models {
         // The server writes only kinds it parses; another kind is a damaged database.
         let kind = ConnectionKind::parse(&stored.kind)
             .ok_or_else(|| ApiError::internal(&format!("connection {id:?} has an unknown kind {:?}", stored.kind)))?;
-        let api_key = settings.secrets.key(id).map_err(|error| ApiError::internal(&format!("the keys file: {error}")))?;
+        let api_key =
+            settings.secrets.key(id).map_err(|error| ApiError::internal(&format!("the keys file: {error}")))?;
         Ok(Some(FoundConnection {
             name: stored.name,
             connection: Connection { kind, base_url: stored.base_url, api_key },

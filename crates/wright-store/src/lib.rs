@@ -49,8 +49,8 @@ pub use conversations::{
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};
 pub use limits::TextLimits;
-pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
 pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSource};
+pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
 pub use state::StateLimits;
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the

@@ -7,7 +7,6 @@
 
 use serde::{Deserialize, Serialize};
 
-
 use crate::{Store, StoreError};
 
 /// A connection as stored, without its key.
@@ -112,7 +111,10 @@ impl Store {
     }
 
     /// Adds a connection; its name must be new.
-    pub async fn create_provider_connection(&self, fields: &ConnectionFields<'_>) -> Result<StoredConnection, StoreError> {
+    pub async fn create_provider_connection(
+        &self,
+        fields: &ConnectionFields<'_>,
+    ) -> Result<StoredConnection, StoreError> {
         let row: ConnectionRow = sqlx::query_as(
             "INSERT INTO provider_connections (name, kind, base_url) VALUES (?, ?, ?) \
              RETURNING id, name, kind, base_url, created_at, updated_at",
@@ -203,8 +205,10 @@ impl Store {
 
     /// Removes the target's choice; true if there was one.
     pub async fn clear_model_choice(&self, target: &ChoiceTarget) -> Result<bool, StoreError> {
-        let done =
-            sqlx::query("DELETE FROM model_choices WHERE agent_id = ?").bind(target.key()).execute(&self.writer).await?;
+        let done = sqlx::query("DELETE FROM model_choices WHERE agent_id = ?")
+            .bind(target.key())
+            .execute(&self.writer)
+            .await?;
         Ok(done.rows_affected() > 0)
     }
 }

@@ -49,7 +49,10 @@ pub struct StatusQuery {
     get, path = "/api/status", tag = "meta", params(StatusQuery),
     responses((status = 200, body = StatusView), (status = 400, body = super::error::ErrorBody)),
 )]
-pub async fn status(State(state): State<AppState>, Query(query): Query<StatusQuery>) -> Result<Json<StatusView>, ApiError> {
+pub async fn status(
+    State(state): State<AppState>,
+    Query(query): Query<StatusQuery>,
+) -> Result<Json<StatusView>, ApiError> {
     let agent = AgentId::parse(query.agent.as_deref().unwrap_or("default"))?;
     Ok(Json(match state.runs.provider_info(&agent).await {
         Ok((kind, model)) => StatusView { provider: Some(ProviderView { kind, model }), setup_hint: String::new() },

@@ -186,8 +186,9 @@ fn native() -> ToolCalls {
 }
 
 fn stored_view(stored: StoredConnection, key: Option<&str>) -> Result<ConnectionView, ApiError> {
-    let kind = ConnectionKind::parse(&stored.kind)
-        .ok_or_else(|| ApiError::internal(&format!("connection {:?} has an unknown kind {:?}", stored.id, stored.kind)))?;
+    let kind = ConnectionKind::parse(&stored.kind).ok_or_else(|| {
+        ApiError::internal(&format!("connection {:?} has an unknown kind {:?}", stored.id, stored.kind))
+    })?;
     Ok(ConnectionView {
         id: stored.id,
         name: stored.name,
@@ -313,7 +314,10 @@ pub async fn update_connection(
     delete, path = "/api/settings/connections/{id}", tag = "settings", params(("id" = String, Path)),
     responses((status = 200, body = OkView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn delete_connection(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<OkView>, ApiError> {
+pub async fn delete_connection(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<OkView>, ApiError> {
     editable(&id)?;
     state.store.delete_provider_connection(&id).await?;
     state.secrets.set_key(&id, None).map_err(secrets_error)?;
@@ -342,7 +346,10 @@ fn provider_message(error: &LlmError, connection: &Connection) -> String {
     post, path = "/api/settings/connections/{id}/test", tag = "settings", params(("id" = String, Path)),
     responses((status = 200, body = TestView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn test_connection(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<TestView>, ApiError> {
+pub async fn test_connection(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<TestView>, ApiError> {
     let connection = found(&state, &id).await?;
     Ok(Json(match connection.list_models(PROVIDER_TIMEOUT).await {
         Ok(models) => TestView { ok: true, model_count: Some(models.len()), error: None },
@@ -452,7 +459,10 @@ pub async fn set_agent_model(
     delete, path = "/api/agents/{agent}/model", tag = "settings", params(("agent" = String, Path)),
     responses((status = 200, body = OkView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn clear_agent_model(State(state): State<AppState>, Path(agent): Path<String>) -> Result<Json<OkView>, ApiError> {
+pub async fn clear_agent_model(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+) -> Result<Json<OkView>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
     Ok(Json(OkView { ok: state.store.clear_model_choice(&ChoiceTarget::Agent(agent.as_str().to_owned())).await? }))
 }

@@ -6,3 +6,4 @@ mod binary;
 mod hardening;
 mod images;
 mod model_loop;
+mod settings;

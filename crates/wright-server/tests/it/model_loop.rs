@@ -104,13 +104,7 @@ fn kinds(detail: &Value) -> Vec<String> {
 }
 
 fn results(detail: &Value) -> Vec<Value> {
-    detail["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|event| event["kind"] == "tool_result")
-        .cloned()
-        .collect()
+    detail["events"].as_array().unwrap().iter().filter(|event| event["kind"] == "tool_result").cloned().collect()
 }
 
 /// A script turn calling tools, in the wire's own way: native calls, or the text protocol's
