@@ -29,6 +29,14 @@ export type Stats = Schemas['StatsView'];
 export type Listing = Schemas['ListingView'];
 export type ListingDetail = Schemas['ListingDetail'];
 export type Installed = Schemas['InstalledView'];
+export type ProviderConnection = Schemas['ConnectionView'];
+export type ConnectionInput = Schemas['ConnectionInput'];
+export type ConnectionKind = Schemas['Kind'];
+export type ListedModel = Schemas['ModelView'];
+export type ConnectionTest = Schemas['TestView'];
+export type ModelChoice = Schemas['ChoiceView'];
+export type ModelChoices = Schemas['ChoicesView'];
+export type ChoiceInput = Schemas['ChoiceInput'];
 export type DocumentKind = 'system_prompt' | 'learned_notes';
 /** Filters of the execution log; absent ones do not filter. */
 export interface ExecutionFilter {
@@ -96,7 +104,19 @@ export const api = {
   health: () => request<Schemas['Health']>('GET', '/api/health'),
   login: (token: string) => request<Schemas['Ok']>('POST', '/api/auth/login', { token } satisfies Schemas['LoginRequest']),
   logout: () => request<Schemas['Ok']>('POST', '/api/auth/logout'),
-  status: () => request<Status>('GET', '/api/status'),
+  /** Whether `agent` (the default agent when absent) has a model for its next run. */
+  status: (agent?: string) => request<Status>('GET', '/api/status' + query({ agent })),
+  connections: () => request<Schemas['ConnectionsView']>('GET', '/api/settings/connections'),
+  createConnection: (input: ConnectionInput) => request<ProviderConnection>('POST', '/api/settings/connections', input),
+  updateConnection: (id: string, input: ConnectionInput) => request<ProviderConnection>('PUT', `/api/settings/connections/${enc(id)}`, input),
+  deleteConnection: (id: string) => request<Schemas['OkView']>('DELETE', `/api/settings/connections/${enc(id)}`),
+  testConnection: (id: string) => request<ConnectionTest>('POST', `/api/settings/connections/${enc(id)}/test`),
+  connectionModels: (id: string) => request<Schemas['ModelsView']>('GET', `/api/settings/connections/${enc(id)}/models`),
+  modelChoices: () => request<ModelChoices>('GET', '/api/settings/models'),
+  setDefaultModel: (input: ChoiceInput) => request<ModelChoice>('PUT', '/api/settings/models/default', input),
+  clearDefaultModel: () => request<Schemas['OkView']>('DELETE', '/api/settings/models/default'),
+  setAgentModel: (agent: string, input: ChoiceInput) => request<ModelChoice>('PUT', `/api/agents/${enc(agent)}/model`, input),
+  clearAgentModel: (agent: string) => request<Schemas['OkView']>('DELETE', `/api/agents/${enc(agent)}/model`),
 
   agents: () => request<Agent[]>('GET', '/api/agents'),
   createAgent: (body: Schemas['CreateAgent']) => request<Agent>('POST', '/api/agents', body),
