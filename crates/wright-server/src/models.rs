@@ -54,12 +54,6 @@ pub struct EnvConnection {
     pub connection: Connection,
 }
 
-/// A connection found by id, stored or from the environment.
-pub struct FoundConnection {
-    pub name: String,
-    pub connection: Connection,
-}
-
 fn configured(config: &ProviderConfig, context_window: Option<u32>) -> Result<ConfiguredModel, LlmError> {
     let provider = config.build()?;
     Ok(ConfiguredModel {
@@ -160,7 +154,7 @@ impl Models {
             return Err(cannot(format!("its connection {:?} no longer exists", choice.connection_id)));
         };
         let tool_calls = if choice.tool_calls == "text" { ToolCallMode::Text } else { ToolCallMode::Native };
-        let config = found.connection.provider_config(&choice.model, tool_calls);
+        let config = found.provider_config(&choice.model, tool_calls);
         configured(&config, choice.context_window).map_err(|error| cannot(error.to_string()))
     }
 
@@ -180,13 +174,9 @@ impl Models {
 
     /// A connection by id: `env:<kind>` from the environment, else a stored one with its key.
     /// None when there is no such connection.
-    pub async fn connection(&self, id: &str) -> Result<Option<FoundConnection>, ApiError> {
+    pub async fn connection(&self, id: &str) -> Result<Option<Connection>, ApiError> {
         if id.starts_with("env:") {
-            return Ok(self
-                .env_connections()
-                .into_iter()
-                .find(|env| env.id == id)
-                .map(|env| FoundConnection { name: env.variables.to_owned(), connection: env.connection }));
+            return Ok(self.env_connections().into_iter().find(|env| env.id == id).map(|env| env.connection));
         }
         let Some(settings) = &self.settings else { return Ok(None) };
         let stored = match settings.store.provider_connection(id).await {
@@ -199,10 +189,7 @@ impl Models {
             .ok_or_else(|| ApiError::internal(&format!("connection {id:?} has an unknown kind {:?}", stored.kind)))?;
         let api_key =
             settings.secrets.key(id).map_err(|error| ApiError::internal(&format!("the keys file: {error}")))?;
-        Ok(Some(FoundConnection {
-            name: stored.name,
-            connection: Connection { kind, base_url: stored.base_url, api_key },
-        }))
+        Ok(Some(Connection { kind, base_url: stored.base_url, api_key }))
     }
 }
 

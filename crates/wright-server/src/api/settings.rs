@@ -326,7 +326,7 @@ pub async fn delete_connection(
 
 async fn found(state: &AppState, id: &str) -> Result<Connection, ApiError> {
     match state.models.connection(id).await? {
-        Some(found) => Ok(found.connection),
+        Some(connection) => Ok(connection),
         None => Err(ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no connection {id:?}"))),
     }
 }
@@ -465,4 +465,23 @@ pub async fn clear_agent_model(
 ) -> Result<Json<OkView>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
     Ok(Json(OkView { ok: state.store.clear_model_choice(&ChoiceTarget::Agent(agent.as_str().to_owned())).await? }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_the_provider_echoes_in_its_error_is_blanked_out() {
+        let connection = Connection {
+            kind: ConnectionKind::Openai,
+            base_url: None,
+            api_key: Some("sk-proj-SECRET-abcd".to_owned()),
+        };
+        let error = LlmError::Authentication(Box::new(wright_llm::ErrorInfo::new(
+            "Incorrect API key provided: sk-proj-SECRET-abcd.",
+        )));
+        let message = provider_message(&error, &connection);
+        assert_eq!(message, "authentication failed: Incorrect API key provided: [key].");
+    }
 }
