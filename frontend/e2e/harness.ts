@@ -90,12 +90,27 @@ export function validateHistory(messages: WireMessage[]): ReturnType<typeof inva
   return null;
 }
 
-export async function startFakeModel(script: (request: ModelRequest) => ModelReply): Promise<FakeModel> {
+/** The key the fake's model list accepts, as OpenAI's `GET /v1/models` needs one. */
+export const FAKE_MODEL_KEY = 'sk-e2e';
+
+/** `models`: what `GET /v1/models` lists (OpenAI's shape), for connections added in the canvas. */
+export async function startFakeModel(script: (request: ModelRequest) => ModelReply, options: { models?: string[] } = {}): Promise<FakeModel> {
   const requests: ModelRequest[] = [];
   const refused: Refusal[] = [];
   const repliedAt: number[] = [];
   let calls = 0;
   const server: Server = createServer(async (request, response) => {
+    if (request.method === 'GET' && request.url?.endsWith('/v1/models')) {
+      if (request.headers.authorization !== `Bearer ${FAKE_MODEL_KEY}`) {
+        response
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } }));
+        return;
+      }
+      const data = (options.models ?? ['e2e-model']).map((id) => ({ id, object: 'model', created: 1715367049, owned_by: 'system' }));
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data }));
+      return;
+    }
     if (request.method !== 'POST' || !request.url?.endsWith('/chat/completions')) {
       response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
       return;
@@ -165,8 +180,12 @@ export interface Wright {
   log(): string;
 }
 
-/** `config`: the text of the data directory's `config.toml` (e.g. an egress allowlist). */
-export async function startWright(model: FakeModel, options: { config?: string } = {}): Promise<Wright> {
+/**
+ * `config`: the text of the data directory's `config.toml` (e.g. an egress allowlist).
+ * `noModel`: start without the provider variables, as a fresh install is (the model is then
+ * connected from the Settings page).
+ */
+export async function startWright(model: FakeModel, options: { config?: string; noModel?: boolean } = {}): Promise<Wright> {
   const dataDir = mkdtempSync(join(tmpdir(), 'wright-e2e-'));
   if (options.config !== undefined) writeFileSync(join(dataDir, 'config.toml'), options.config);
   const token = `e2e-${Math.random().toString(36).slice(2)}`;
@@ -176,9 +195,9 @@ export async function startWright(model: FakeModel, options: { config?: string }
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? dataDir,
     WRIGHT_TOKEN: token,
-    OPENAI_BASE_URL: model.baseUrl,
-    OPENAI_API_KEY: 'sk-e2e',
-    WRIGHT_MODEL: 'openai/e2e-model',
+    ...(options.noModel ? {} : { OPENAI_BASE_URL: model.baseUrl, OPENAI_API_KEY: FAKE_MODEL_KEY, WRIGHT_MODEL: 'openai/e2e-model' }),
+    // With `noModel` the server looks for a local Ollama on its default address; a model
+    // picked in the canvas wins over it either way.
     RUST_LOG: process.env.RUST_LOG ?? 'warn',
   };
   const launch = (bind: string) =>

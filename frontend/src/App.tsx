@@ -110,13 +110,21 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
 
   useEffect(() => setMenuOpen(false), [route]);
 
+  // The model is per agent and can change on the Settings page: ask again for the agent shown
+  // whenever the page changes.
+  const [agentStatus, setAgentStatus] = useState<Status | null>(status);
+  useEffect(() => {
+    if (!agent) return;
+    api.status(agent).then(setAgentStatus, (failure: Error) => setError(failure.message));
+  }, [agent, route]);
+
   let page;
   if (route.page === 'admin') {
     page = <Admin section={route.section} agent={agent} />;
   } else if (route.page === 'market') {
     page = <Market kind={route.kind} name={route.name} agents={agents ?? []} agent={agent} />;
   } else if (route.page === 'agent' && route.conversation) {
-    page = <ConversationView key={route.conversation} agent={route.agent} id={route.conversation} status={status} onChanged={refreshConversations} />;
+    page = <ConversationView key={route.conversation} agent={route.agent} id={route.conversation} status={agentStatus} onChanged={refreshConversations} />;
   } else if (agents && !agents.length) {
     page = (
       <div className="empty-state">

@@ -380,15 +380,6 @@ pub fn ollama_config(host: &str, model: &str) -> ProviderConfig {
 /// The models an Ollama at `host` has pulled (`GET /api/tags`); an error when nothing
 /// answers. The binary uses it to find a local Ollama when nothing else is configured.
 pub async fn ollama_models(host: &str, timeout: Duration) -> Result<Vec<String>, LlmError> {
-    #[derive(Deserialize)]
-    struct Tags {
-        #[serde(default)]
-        models: Vec<Tag>,
-    }
-    #[derive(Deserialize)]
-    struct Tag {
-        name: String,
-    }
     let client = http_client(timeout, timeout)?;
     let url = format!("{}/api/tags", ollama_base_url(host));
     let response = client
@@ -400,8 +391,20 @@ pub async fn ollama_models(host: &str, timeout: Duration) -> Result<Vec<String>,
     if !response.status().is_success() {
         return Err(LlmError::Transport(format!("{url} answered {}", response.status())));
     }
-    let tags: Tags = response.json().await.map_err(|error| LlmError::InvalidResponse(error.to_string()))?;
+    let tags: OllamaTags = response.json().await.map_err(|error| LlmError::InvalidResponse(error.to_string()))?;
     Ok(tags.models.into_iter().map(|tag| tag.name).collect())
+}
+
+/// Ollama's `GET /api/tags`: `{"models": [{"name": "qwen3:8b", "model", "size", …}]}`.
+#[derive(Deserialize)]
+pub(crate) struct OllamaTags {
+    #[serde(default)]
+    pub models: Vec<OllamaTag>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct OllamaTag {
+    pub name: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

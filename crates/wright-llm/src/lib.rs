@@ -9,7 +9,8 @@
 //!   Groq, OpenRouter, Azure), the OpenAI Responses API, Anthropic Messages, Gemini — and
 //!   the [text protocol](text_protocol) for models without native tool calls.
 //! - [`ProviderConfig`] builds a provider; [`config_from_env`] picks one from the
-//!   environment values the binary passes in.
+//!   environment values the binary passes in; a [`Connection`] (a vendor, base URL and key
+//!   added in the canvas) lists the provider's models and makes a config for one of them.
 //! - [`tool_schema`] translates tool schemas into the JSON Schema subset each server accepts
 //!   (Wright still validates calls against the full schema).
 //! - [`recover_calls`] finds tool calls a model wrote as text (bare JSON, ```json, `<tool_call>`,
@@ -30,6 +31,7 @@
 mod anthropic;
 mod canonical;
 mod config;
+mod connection;
 mod error;
 mod gemini;
 mod json_array;
@@ -56,6 +58,7 @@ pub use config::{
     ProviderConfig, ProviderEnv, ProviderKind, ToolCallMode, config_from_env, ollama_base_url, ollama_config,
     ollama_models,
 };
+pub use connection::{Connection, ConnectionKind, ListedModel};
 pub use error::{ErrorInfo, LlmError};
 pub use provider::{HttpProvider, Provider};
 pub use recovery::{Recovered, recover_calls};

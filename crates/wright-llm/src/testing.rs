@@ -118,6 +118,10 @@ struct Shared {
     disconnects: AtomicUsize,
     /// Requests refused for their history, with the vendor's message.
     refusals: Mutex<Vec<String>>,
+    /// What the model lists answer (see [`FakeProvider::set_models`]).
+    models: Mutex<Vec<String>>,
+    /// The key the model lists accept (see [`FakeProvider::accept_key`]).
+    key: Mutex<String>,
 }
 
 /// The running fake server. Dropping it stops the server task.
@@ -139,7 +143,12 @@ pub const SCRIPT_EXHAUSTED: &str = "(the fake provider's script is exhausted)";
 impl FakeProvider {
     /// Starts a server on 127.0.0.1 at a free port.
     pub async fn start(script: Vec<Turn>) -> Self {
-        let shared = Arc::new(Shared { script: Mutex::new(script.into()), ..Shared::default() });
+        let shared = Arc::new(Shared {
+            script: Mutex::new(script.into()),
+            models: Mutex::new(vec!["fake-model".to_owned()]),
+            key: Mutex::new(FAKE_KEY.to_owned()),
+            ..Shared::default()
+        });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let url = format!("http://{}", listener.local_addr().expect("local address"));
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
@@ -169,7 +178,7 @@ impl FakeProvider {
     /// A config for `kind` pointed at this server, with a test key and millisecond retries.
     pub fn config(&self, kind: ProviderKind) -> ProviderConfig {
         let mut config =
-            ProviderConfig::new(kind, "fake-model").with_base_url(self.base_url(kind)).with_api_key("test-key");
+            ProviderConfig::new(kind, "fake-model").with_base_url(self.base_url(kind)).with_api_key(FAKE_KEY);
         config.retry = RetryPolicy { max_retries: 3, initial_delay_ms: 1, max_delay_ms: 1_000 };
         config
     }
@@ -177,6 +186,17 @@ impl FakeProvider {
     /// Appends turns to the script.
     pub fn push(&self, turns: impl IntoIterator<Item = Turn>) {
         self.shared.script.lock().expect("script lock").extend(turns);
+    }
+
+    /// The models its lists name from now on (`fake-model` at start).
+    pub fn set_models(&self, models: &[&str]) {
+        *self.shared.models.lock().expect("models lock") = models.iter().map(|model| (*model).to_owned()).collect();
+    }
+
+    /// The key the model lists accept from now on ([`FAKE_KEY`] at start); any other is
+    /// refused as the vendor refuses a wrong key.
+    pub fn accept_key(&self, key: &str) {
+        *self.shared.key.lock().expect("key lock") = key.to_owned();
     }
 
     /// Every request received so far, in order.
@@ -216,12 +236,16 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
         return plain(StatusCode::NOT_FOUND, "application/json", json!({"error": "not found"}).to_string());
     }
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let recorded_headers = headers.clone();
     shared.requests.lock().expect("requests lock").push(RecordedRequest {
         path_and_query: path_and_query.clone(),
         headers,
         body: request.clone(),
     });
     let path = uri.path();
+    if let Some(response) = model_list(&shared, path, &recorded_headers) {
+        return response;
+    }
     let (format, streaming) = if path.ends_with("/chat/completions") {
         (Format::OpenAi, request["stream"].as_bool().unwrap_or(false))
     } else if path.ends_with("/responses") {
@@ -464,6 +488,77 @@ enum Ending {
     Error(String),
     Eof,
     Hang,
+}
+
+/// The key a fake accepts at start and puts in its configs.
+pub const FAKE_KEY: &str = "test-key";
+
+/// The model-list endpoints, in each vendor's shape and with its refusal of a missing or
+/// wrong key: OpenAI's `GET /v1/models` (Bearer), Anthropic's `GET /v1/models` (`x-api-key`
+/// with `anthropic-version`), Gemini's `GET /v1beta/models` (`x-goog-api-key`), Ollama's
+/// `GET /api/tags` (no key). None for any other path.
+fn model_list(shared: &Shared, path: &str, headers: &HeaderMap) -> Option<Response> {
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::to_owned);
+    let models = shared.models.lock().expect("models lock").clone();
+    let key = shared.key.lock().expect("key lock").clone();
+    let json = |body: Value| plain(StatusCode::OK, "application/json", body.to_string());
+    let unauthorized = |body: Value| plain(StatusCode::UNAUTHORIZED, "application/json", body.to_string());
+    if path.ends_with("/api/tags") {
+        let models: Vec<Value> = models
+            .iter()
+            .map(|name| {
+                json!({"name": name, "model": name, "modified_at": "2025-05-01T10:00:00Z", "size": 5_000_000_000u64,
+                "digest": "sha256:fake", "details": {"format": "gguf", "family": "qwen3", "parameter_size": "8.2B"}})
+            })
+            .collect();
+        return Some(json(json!({"models": models})));
+    }
+    if path.ends_with("/v1beta/models") {
+        if header("x-goog-api-key").as_deref() != Some(key.as_str()) {
+            return Some(plain(
+                StatusCode::BAD_REQUEST,
+                "application/json",
+                json!({"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
+                    "status": "INVALID_ARGUMENT", "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID"}]}})
+                .to_string(),
+            ));
+        }
+        let mut listed: Vec<Value> = models
+            .iter()
+            .map(|name| {
+                json!({"name": format!("models/{name}"), "displayName": name, "inputTokenLimit": 1_048_576,
+                "outputTokenLimit": 65_536, "supportedGenerationMethods": ["generateContent", "countTokens"]})
+            })
+            .collect();
+        listed.push(json!({"name": "models/text-embedding-004", "inputTokenLimit": 2048,
+            "supportedGenerationMethods": ["embedContent"]}));
+        return Some(json(json!({"models": listed})));
+    }
+    if !path.ends_with("/v1/models") {
+        return None;
+    }
+    if header("anthropic-version").is_some() {
+        if header("x-api-key").as_deref() != Some(key.as_str()) {
+            return Some(unauthorized(json!({"type": "error", "error": {"type": "authentication_error",
+                "message": "invalid x-api-key"}, "request_id": "req_fake"})));
+        }
+        let data: Vec<Value> = models
+            .iter()
+            .map(|id| json!({"type": "model", "id": id, "display_name": id, "created_at": "2025-05-14T00:00:00Z"}))
+            .collect();
+        let (first, last) = (models.first().cloned(), models.last().cloned());
+        return Some(json(json!({"data": data, "has_more": false, "first_id": first, "last_id": last})));
+    }
+    if header("authorization") != Some(format!("Bearer {key}")) {
+        return Some(unauthorized(json!({"error": {"message": "Incorrect API key provided.",
+            "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})));
+    }
+    let data: Vec<Value> = models
+        .iter()
+        .map(|id| json!({"id": id, "object": "model", "created": 1_715_367_049, "owned_by": "system"}))
+        .collect();
+    Some(json(json!({"object": "list", "data": data})))
 }
 
 fn plain(status: StatusCode, content_type: &str, body: String) -> Response {

@@ -14,8 +14,8 @@ use crate::hub::Update;
 
 /// Runs an interactive chat with `agent` until end of input.
 pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
-    if state.runs.provider_info().is_none() {
-        anyhow::bail!("{}", state.runs.setup_hint());
+    if let Err(problem) = state.runs.provider_info(agent).await {
+        anyhow::bail!("{problem}");
     }
     let id = uuid::Uuid::now_v7().to_string();
     let conversation = state.store.create_conversation(agent, &id, "Terminal chat").await?;

@@ -23,6 +23,7 @@ pub mod listener;
 pub mod models;
 pub mod owner;
 pub mod runs;
+pub mod secrets;
 pub mod token;
 
 use std::future::Future;
@@ -44,6 +45,10 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub hub: Arc<hub::Hub>,
     pub runs: Arc<runs::Runs>,
+    /// The models of agents, read from the settings on every run.
+    pub models: Arc<models::Models>,
+    /// Keys of the connections added in the canvas.
+    pub secrets: Arc<secrets::Secrets>,
     /// Cancelled when the server shuts down; long-lived responses (event streams) watch it so
     /// shutdown does not wait for the browser to go away.
     pub shutdown: CancellationToken,
@@ -61,12 +66,14 @@ impl AppState {
         let tools = Arc::new(registry);
         let hub = Arc::new(hub::Hub::default());
         let owner = owner::RunOwner::acquire(&config.data_dir)?;
+        let secrets = Arc::new(secrets::Secrets::new(&config.data_dir));
+        let models = Arc::new(models.with_settings(store.clone(), Arc::clone(&secrets)));
         let runs = Arc::new(
             runs::Runs::new(
                 store.clone(),
                 Arc::clone(&hub),
                 Arc::clone(&tools),
-                models,
+                Arc::clone(&models),
                 config.agent.clone(),
                 config.runs.clone(),
                 owner,
@@ -86,6 +93,8 @@ impl AppState {
             config: Arc::new(config),
             hub,
             runs,
+            models,
+            secrets,
             shutdown: CancellationToken::new(),
         })
     }

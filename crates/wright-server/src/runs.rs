@@ -45,6 +45,22 @@ pub struct ConfiguredModel {
     pub model: Arc<dyn Model>,
     pub kind: String,
     pub name: String,
+    /// Tokens the model takes, where the person said (the provider's list, or by hand); the
+    /// run compacts history to fit it.
+    pub context_window: Option<u32>,
+}
+
+/// The loop's settings for a model: compaction starts before the history outgrows the model's
+/// context window. About four characters make a token; three per token leaves room for the
+/// system prompt, the tool schemas and the reply.
+fn fitted_to(config: &LoopConfig, context_window: Option<u32>) -> LoopConfig {
+    let mut fitted = config.clone();
+    if let Some(tokens) = context_window {
+        let budget = (tokens as usize).saturating_mul(3);
+        fitted.compact_above_chars = fitted.compact_above_chars.min(budget);
+        fitted.keep_recent_chars = fitted.keep_recent_chars.min(fitted.compact_above_chars / 4);
+    }
+    fitted
 }
 
 /// Who is speaking in a new message.
@@ -67,7 +83,7 @@ pub struct Runs {
     store: Store,
     hub: Arc<Hub>,
     tools: Arc<ToolRegistry>,
-    models: Models,
+    models: Arc<Models>,
     config: LoopConfig,
     runs_config: RunsConfig,
     /// `[agents.<id>.tools]` from config.toml: an agent's tool settings until the API sets them.
@@ -88,7 +104,7 @@ impl Runs {
         store: Store,
         hub: Arc<Hub>,
         tools: Arc<ToolRegistry>,
-        models: Models,
+        models: Arc<Models>,
         config: LoopConfig,
         runs_config: RunsConfig,
         owner: RunOwner,
@@ -123,19 +139,9 @@ impl Runs {
         })
     }
 
-    /// `(kind, model)` of the default provider, if any.
-    pub fn provider_info(&self) -> Option<(String, String)> {
-        self.models.default_model().map(|configured| (configured.kind.clone(), configured.name.clone()))
-    }
-
-    /// How to configure a model, with the reason none is configured when there is one.
-    pub fn setup_hint(&self) -> String {
-        match self.models.problem() {
-            Some(problem) if problem != wright_llm::HOW_TO_CONFIGURE => {
-                format!("{problem}\n\n{}", crate::api::SETUP_HINT)
-            }
-            _ => crate::api::SETUP_HINT.to_owned(),
-        }
+    /// `(kind, model)` of the agent's next run, or what to tell the person when there is none.
+    pub async fn provider_info(&self, agent: &AgentId) -> Result<(String, String), String> {
+        self.models.for_agent(agent).await.map(|configured| (configured.kind, configured.name))
     }
 
     fn lease(&self) -> Lease<'_> {
@@ -202,8 +208,8 @@ impl Runs {
         });
     }
 
-    fn no_model(&self) -> ApiError {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no_provider", self.setup_hint())
+    fn no_model(problem: String) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no_provider", problem)
     }
 
     fn busy() -> ApiError {
@@ -247,7 +253,7 @@ impl Runs {
     ) -> Result<(), ApiError> {
         let conversation = self.store.conversation(conversation_id).await?;
         let agent = AgentId::parse(&conversation.agent_id)?;
-        let model = self.models.for_agent(&agent).ok_or_else(|| self.no_model())?;
+        let model = self.models.for_agent(&agent).await.map_err(Self::no_model)?;
         let component = match sender {
             Sender::Person => None,
             Sender::Component(name) => {
@@ -367,15 +373,15 @@ impl Runs {
 
     /// Starts the claimed run, or — with no model — releases it with the setup hint.
     async fn resume(self: &Arc<Self>, agent: AgentId, conversation_id: &str) -> Result<(), ApiError> {
-        match self.models.for_agent(&agent) {
-            Some(model) => {
+        match self.models.for_agent(&agent).await {
+            Ok(model) => {
                 self.spawn_run(agent, conversation_id.to_owned(), model);
                 Ok(())
             }
-            None => {
+            Err(problem) => {
                 let end = RunEnd { closing: Vec::new(), status: ConversationStatus::Idle, close_open_calls: None };
                 self.store.finish_run(conversation_id, self.owner.id(), &end).await?;
-                self.publish_status(conversation_id, ConversationStatus::Idle, Some(self.setup_hint()));
+                self.publish_status(conversation_id, ConversationStatus::Idle, Some(problem));
                 Ok(())
             }
         }
@@ -409,11 +415,12 @@ impl Runs {
                 tracing::warn!(%error, %agent, "cannot read the agent's tool settings; using the defaults");
                 ToolSettings::default()
             });
+            let loop_config = fitted_to(&runs.config, model.context_window);
             let context = RunContext {
                 agent: &agent,
                 conversation_id: &conversation_id,
                 tools: &runs.tools,
-                config: &runs.config,
+                config: &loop_config,
                 tool_settings: &tool_settings,
                 cancel: &cancel,
             };

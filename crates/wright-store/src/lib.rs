@@ -6,7 +6,9 @@
 //!
 //! What lives here: agents ([`Agent`]), the versioned documents of each agent (system prompt
 //! and learned notes, [`documents`]), the agent's key-value state ([`state`]) and the record
-//! of every tool call ([`executions`]), and layered memory ([`memory`]).
+//! of every tool call ([`executions`]), layered memory ([`memory`]),
+//! provider connections and the model each agent talks
+//! to ([`StoredConnection`], [`ModelChoice`]; keys are kept outside the database).
 //!
 //! Invariants:
 //! - Document history is append-only. Every successful edit writes one new version row; a
@@ -32,6 +34,7 @@ pub mod limits;
 mod market;
 pub mod memory;
 mod migrations;
+mod providers;
 mod sessions;
 pub mod state;
 
@@ -57,6 +60,7 @@ pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSour
 pub use memory::{
     ArchivedReason, Memory, MemoryActor, MemoryChange, MemoryConfig, MemoryFilter, MemoryPatch, NewMemory,
 };
+pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
 pub use state::StateLimits;
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the

@@ -22,6 +22,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (8, "tool_policies_and_approvals", include_str!("../../../migrations/0008_tool_policies_and_approvals.sql")),
     (9, "agent_tool_settings", include_str!("../../../migrations/0009_agent_tool_settings.sql")),
     (10, "memory", include_str!("../../../migrations/0010_memory.sql")),
+    (11, "provider_connections", include_str!("../../../migrations/0011_provider_connections.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {

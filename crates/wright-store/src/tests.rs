@@ -148,3 +148,29 @@ async fn events_stored_before_the_typed_protocol_read_back_typed() {
     let rewrite = sqlx::query("UPDATE events SET content = 'x'").execute(&store.writer).await;
     assert!(rewrite.unwrap_err().to_string().contains("append-only"));
 }
+
+#[tokio::test]
+async fn an_agents_own_model_wins_over_the_default_and_deleting_a_connection_clears_its_choices() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::Store::open(&dir.path().join("wright.db"), crate::StateLimits::default()).await.unwrap();
+    let fields = crate::ConnectionFields { name: "local", kind: "openai_compatible", base_url: Some("http://x/v1") };
+    let connection = store.create_provider_connection(&fields).await.unwrap();
+    assert!(matches!(
+        store.create_provider_connection(&fields).await,
+        Err(crate::StoreError::ItemExists { kind: "connection", .. })
+    ));
+    let choice = |target, model: &str| crate::ModelChoice {
+        target,
+        connection_id: connection.id.clone(),
+        model: model.to_owned(),
+        tool_calls: "native".to_owned(),
+        context_window: Some(8192),
+    };
+    store.set_model_choice(&choice(crate::ChoiceTarget::Default, "small")).await.unwrap();
+    store.set_model_choice(&choice(crate::ChoiceTarget::Agent("writer".into()), "large")).await.unwrap();
+    assert_eq!(store.model_choice_for("writer").await.unwrap().unwrap().model, "large");
+    assert_eq!(store.model_choice_for("other").await.unwrap().unwrap().model, "small");
+    store.delete_provider_connection(&connection.id).await.unwrap();
+    assert_eq!(store.model_choice_for("writer").await.unwrap(), None);
+    assert!(store.model_choices().await.unwrap().is_empty());
+}

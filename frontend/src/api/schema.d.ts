@@ -484,6 +484,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/model": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Sets the agent's own model; its next run uses it. */
+        put: operations["set_agent_model"];
+        post?: never;
+        /** Removes the agent's own model; it uses the default again. */
+        delete: operations["clear_agent_model"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/sessions": {
         parameters: {
             query?: never;
@@ -923,6 +941,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/settings/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every connection: the environment's first (read-only), then the stored ones by name. */
+        get: operations["list_connections"];
+        put?: never;
+        /** Adds a connection; its key goes to the owner-only keys file, never to the database. */
+        post: operations["create_connection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings/connections/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Changes a connection; the next run of an agent on it uses the change. */
+        put: operations["update_connection"];
+        post?: never;
+        /** Removes a connection, its key and every model choice made on it. */
+        delete: operations["delete_connection"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings/connections/{id}/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The models the provider lists. */
+        get: operations["list_models"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings/connections/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Makes a real, small request (the provider's model list) and says what the provider said. */
+        post: operations["test_connection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The default model and each agent's own. */
+        get: operations["list_choices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings/models/default": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Sets the model of every agent without its own; the next run uses it. */
+        put: operations["set_default_model"];
+        post?: never;
+        /** Removes the default choice (the environment's model applies again, if any). */
+        delete: operations["clear_default_model"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/status": {
         parameters: {
             query?: never;
@@ -930,7 +1053,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether a model is configured, and how to configure one. */
+        /** Whether the agent has a model for its next run, and how to configure one when it has not. */
         get: operations["status"];
         put?: never;
         post?: never;
@@ -988,6 +1111,29 @@ export interface components {
             /** Format: int64 */
             count: number;
         };
+        ChoiceInput: {
+            connection_id: string;
+            model: string;
+            tool_calls?: components["schemas"]["ToolCalls"];
+            /**
+             * Format: int32
+             * @description Tokens, for a provider that does not say.
+             */
+            context_window?: number | null;
+        };
+        ChoiceView: {
+            /** @description The agent, or null for the default. */
+            agent?: string | null;
+            connection_id: string;
+            model: string;
+            tool_calls: components["schemas"]["ToolCalls"];
+            /** Format: int32 */
+            context_window?: number | null;
+        };
+        ChoicesView: {
+            default?: null | components["schemas"]["ChoiceView"];
+            agents: components["schemas"]["ChoiceView"][];
+        };
         ComponentDetail: {
             name: string;
             description: string;
@@ -1010,6 +1156,36 @@ export interface components {
             enabled: boolean;
             /** @description Where an installed component came from (listing, version, hash); null if written here. */
             provenance?: unknown;
+        };
+        /**
+         * @description A connection to add or the new state of one; on an edit, an absent `api_key` keeps the
+         *     stored key and `clear_api_key` removes it.
+         */
+        ConnectionInput: {
+            name: string;
+            kind: components["schemas"]["Kind"];
+            base_url?: string | null;
+            api_key?: string | null;
+            clear_api_key?: boolean;
+        };
+        ConnectionView: {
+            /** @description A stored connection's id, or `env:<kind>` for one from the environment. */
+            id: string;
+            name: string;
+            kind: components["schemas"]["Kind"];
+            /** @description None: the vendor's public endpoint (`default_base_url`). */
+            base_url?: string | null;
+            default_base_url: string;
+            key_set: boolean;
+            /** @description The key's last four characters; null when no key is set or it is too short to show any. */
+            key_last_four?: string | null;
+            /** @description Connections from the environment cannot be edited here. */
+            read_only: boolean;
+            /** @description For a connection from the environment, the variables it comes from. */
+            variables?: string | null;
+        };
+        ConnectionsView: {
+            connections: components["schemas"]["ConnectionView"][];
         };
         /** @description Every field given is applied. */
         ConversationChange: {
@@ -1209,6 +1385,11 @@ export interface components {
         KeysView: {
             keys: string[];
         };
+        /**
+         * @description A vendor (wright-llm's `ConnectionKind`, mirrored here for the OpenAPI document).
+         * @enum {string}
+         */
+        Kind: "openai" | "anthropic" | "gemini" | "openai_compatible" | "ollama";
         ListingDetail: {
             listing: components["schemas"]["ListingView"];
             versions: components["schemas"]["ListingVersionView"][];
@@ -1326,6 +1507,17 @@ export interface components {
              * @description Search results only: BM25 weighted by layer and recency, 0 to 1.
              */
             relevance?: number | null;
+        };
+        ModelView: {
+            id: string;
+            /**
+             * Format: int32
+             * @description Tokens, where the provider says.
+             */
+            context_window?: number | null;
+        };
+        ModelsView: {
+            models: components["schemas"]["ModelView"][];
         };
         NewMemoryRequest: {
             layer: components["schemas"]["MemoryLayer"];
@@ -1489,9 +1681,21 @@ export interface components {
         };
         StatusView: {
             provider?: null | components["schemas"]["ProviderView"];
-            /** @description How to configure a model, for the canvas to show when none is. */
+            /** @description Why there is no model and how to configure one; empty when there is a model. */
             setup_hint: string;
         };
+        TestView: {
+            ok: boolean;
+            /** @description How many models the provider listed, when it answered. */
+            model_count?: number | null;
+            /** @description The provider's own error, when it failed. */
+            error?: string | null;
+        };
+        /**
+         * @description How a model is asked to call tools.
+         * @enum {string}
+         */
+        ToolCalls: "native" | "text";
         /**
          * @description How the schemas of an agent's tools reach the model: `all` sends every enabled tool's
          *     full schema in every request; `on_demand` sends a one-line catalogue in the system
@@ -2516,6 +2720,68 @@ export interface operations {
             };
         };
     };
+    set_agent_model: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChoiceInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChoiceView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    clear_agent_model: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list: {
         parameters: {
             query?: never;
@@ -3426,7 +3692,7 @@ export interface operations {
             };
         };
     };
-    status: {
+    list_connections: {
         parameters: {
             query?: never;
             header?: never;
@@ -3440,7 +3706,282 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["ConnectionsView"];
+                };
+            };
+        };
+    };
+    create_connection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConnectionInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    update_connection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConnectionInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_connection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_models: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelsView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the provider's own error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    test_connection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_choices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChoicesView"];
+                };
+            };
+        };
+    };
+    set_default_model: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChoiceInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChoiceView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    clear_default_model: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkView"];
+                };
+            };
+        };
+    };
+    status: {
+        parameters: {
+            query?: {
+                /** @description The agent whose model to report; `default` when absent. */
+                agent?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["StatusView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

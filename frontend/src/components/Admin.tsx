@@ -1,6 +1,7 @@
 // The admin section, per agent: the system prompt and learned notes, the agent's tools and UI
 // components (each with its version timeline, diffs and rollback), and the tool execution log
-// with filters, the latest failures and the last 7 days' statistics.
+// with filters, the latest failures and the last 7 days' statistics; and the installation's
+// Settings (provider connections and models, admin/Settings.tsx).
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { api, type AgentTool, type Schemas, type Tool, type ComponentDetail, type ComponentSummary, type DocumentKind, type DocumentView, type Execution, type ExecutionFilter, type Stats } from '../api/client';
 import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
@@ -8,6 +9,7 @@ import { History, when, type HistorySource } from '../admin/History';
 import { ADMIN_SECTIONS } from './Sidebar';
 import { ConfirmButtons, ErrorAlert, Stat } from '../admin/parts';
 import { Memories } from '../admin/Memory';
+import { Settings } from '../admin/Settings';
 
 function pretty(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
@@ -586,11 +588,13 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
       <header className="workspace-head">
         <h1 className="conversation-title">
           {label}
-          {agent && <span className="muted"> · {agent}</span>}
+          {agent && section !== 'settings' && <span className="muted"> · {agent}</span>}
         </h1>
       </header>
       <div className="admin-body" key={`${section}/${agent}`}>
-        {!agent ? (
+        {section === 'settings' ? (
+          <Settings />
+        ) : !agent ? (
           <p className="muted">Choose an agent.</p>
         ) : section === 'prompt' ? (
           <>

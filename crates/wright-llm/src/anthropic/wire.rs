@@ -164,3 +164,15 @@ pub(crate) struct ErrorObject {
     #[serde(default)]
     pub message: String,
 }
+
+/// `GET /v1/models`: `{"data": [{"type": "model", "id", "display_name", "created_at"}],
+/// "has_more", "first_id", "last_id"}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ModelList {
+    pub data: Vec<ListedModel>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListedModel {
+    pub id: String,
+}

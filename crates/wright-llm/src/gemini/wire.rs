@@ -144,3 +144,22 @@ pub(crate) struct ErrorDetail {
     pub reason: Option<String>,
     pub retry_delay: Option<String>,
 }
+
+/// `GET /v1beta/models`: `{"models": [{"name": "models/gemini-2.5-flash", "inputTokenLimit",
+/// "supportedGenerationMethods": ["generateContent", …]}], "nextPageToken"}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ModelList {
+    #[serde(default)]
+    pub models: Vec<ListedModel>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListedModel {
+    pub name: String,
+    #[serde(default)]
+    pub input_token_limit: Option<u32>,
+    #[serde(default)]
+    pub supported_generation_methods: Vec<String>,
+}

@@ -206,3 +206,26 @@ pub(crate) struct OllamaShow {
     pub parameters: Option<String>,
     pub model_info: Option<serde_json::Map<String, Value>>,
 }
+
+/// `GET /v1/models`: `{"object": "list", "data": [{"id", "object": "model", "created", "owned_by"}]}`.
+/// vLLM adds `max_model_len`; llama.cpp adds `meta.n_ctx_train` — the context window where
+/// the server says it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ModelList {
+    pub data: Vec<ListedModel>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListedModel {
+    pub id: String,
+    #[serde(default)]
+    pub max_model_len: Option<u32>,
+    #[serde(default)]
+    pub meta: Option<ListedModelMeta>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListedModelMeta {
+    #[serde(default)]
+    pub n_ctx_train: Option<u32>,
+}

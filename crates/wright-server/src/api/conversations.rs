@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use utoipa::{IntoParams, ToSchema};
 
-use wright_core::{ConversationStatus, EventBody, PendingKind};
+use wright_core::{AgentId, ConversationStatus, EventBody, PendingKind};
 
 use super::agents::existing_agent;
 use super::{ApiError, ApiJson};
@@ -34,20 +34,31 @@ pub struct ProviderView {
 pub struct StatusView {
     /// The configured model, or null when none is.
     pub provider: Option<ProviderView>,
-    /// How to configure a model, for the canvas to show when none is.
+    /// Why there is no model and how to configure one; empty when there is a model.
     pub setup_hint: String,
 }
 
-pub const SETUP_HINT: &str = "No model is configured. Set one of these in the environment of `wright serve` (the \
-    variables each provider's own SDK reads): OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server), \
-    ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL), GEMINI_API_KEY, or OLLAMA_HOST for a local Ollama (found on \
-    http://127.0.0.1:11434 without it). WRIGHT_MODEL=provider/model picks one, e.g. WRIGHT_MODEL=ollama/qwen3:8b.";
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StatusQuery {
+    /// The agent whose model to report; `default` when absent.
+    pub agent: Option<String>,
+}
 
-/// Whether a model is configured, and how to configure one.
-#[utoipa::path(get, path = "/api/status", tag = "meta", responses((status = 200, body = StatusView)))]
-pub async fn status(State(state): State<AppState>) -> Json<StatusView> {
-    let provider = state.runs.provider_info().map(|(kind, model)| ProviderView { kind, model });
-    Json(StatusView { provider, setup_hint: state.runs.setup_hint() })
+/// Whether the agent has a model for its next run, and how to configure one when it has not.
+#[utoipa::path(
+    get, path = "/api/status", tag = "meta", params(StatusQuery),
+    responses((status = 200, body = StatusView), (status = 400, body = super::error::ErrorBody)),
+)]
+pub async fn status(
+    State(state): State<AppState>,
+    Query(query): Query<StatusQuery>,
+) -> Result<Json<StatusView>, ApiError> {
+    let agent = AgentId::parse(query.agent.as_deref().unwrap_or("default"))?;
+    Ok(Json(match state.runs.provider_info(&agent).await {
+        Ok((kind, model)) => StatusView { provider: Some(ProviderView { kind, model }), setup_hint: String::new() },
+        Err(problem) => StatusView { provider: None, setup_hint: problem },
+    }))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -18,6 +18,7 @@ mod images;
 mod market;
 mod memory;
 mod sessions;
+mod settings;
 mod state;
 mod tools;
 
@@ -33,7 +34,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use auth::LoginLimiter;
-pub use conversations::SETUP_HINT;
 pub use error::{ApiError, ApiJson};
 
 use crate::AppState;
@@ -88,6 +88,13 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(tools::invoke_tool))
         .routes(routes!(tools::list_executions))
         .routes(routes!(conversations::status))
+        .routes(routes!(settings::list_connections, settings::create_connection))
+        .routes(routes!(settings::update_connection, settings::delete_connection))
+        .routes(routes!(settings::test_connection))
+        .routes(routes!(settings::list_models))
+        .routes(routes!(settings::list_choices))
+        .routes(routes!(settings::set_default_model, settings::clear_default_model))
+        .routes(routes!(settings::set_agent_model, settings::clear_agent_model))
         .routes(routes!(conversations::list, conversations::create))
         .routes(routes!(conversations::detail, conversation_changes::update, conversation_changes::delete))
         .routes(routes!(conversation_changes::archived))

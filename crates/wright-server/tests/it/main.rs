@@ -7,3 +7,4 @@ mod hardening;
 mod images;
 mod model_loop;
 mod real_model;
+mod settings;

@@ -1,0 +1,487 @@
+//! The Settings page's API: provider connections (add, edit, test, remove, list their models)
+//! and the model of each agent and the default.
+//!
+//! Invariants:
+//! - No answer carries a key: a connection shows only whether one is set and its last four
+//!   characters ([`crate::secrets::key_hint`]); a provider's error is shown with any key in it
+//!   blanked out.
+//! - Connections from the environment are listed read-only (`env:<kind>`); they are changed
+//!   by restarting with other variables, never here.
+//! - A choice names a connection that exists when it is made; deleting a connection deletes
+//!   its choices.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use wright_llm::{Connection, ConnectionKind, LlmError, ToolCallMode};
+use wright_store::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
+
+use super::agents::existing_agent;
+use super::state::OkView;
+use super::{ApiError, ApiJson};
+use crate::AppState;
+use crate::secrets::key_hint;
+
+/// How long a test or a model list may take.
+const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A vendor (wright-llm's `ConnectionKind`, mirrored here for the OpenAPI document).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Openai,
+    Anthropic,
+    Gemini,
+    /// llama.cpp, vLLM, LM Studio: the base URL ends in `/v1`.
+    OpenaiCompatible,
+    /// The base URL is Ollama's host, e.g. `http://127.0.0.1:11434`.
+    Ollama,
+}
+
+impl From<Kind> for ConnectionKind {
+    fn from(kind: Kind) -> Self {
+        match kind {
+            Kind::Openai => ConnectionKind::Openai,
+            Kind::Anthropic => ConnectionKind::Anthropic,
+            Kind::Gemini => ConnectionKind::Gemini,
+            Kind::OpenaiCompatible => ConnectionKind::OpenaiCompatible,
+            Kind::Ollama => ConnectionKind::Ollama,
+        }
+    }
+}
+
+impl From<ConnectionKind> for Kind {
+    fn from(kind: ConnectionKind) -> Self {
+        match kind {
+            ConnectionKind::Openai => Kind::Openai,
+            ConnectionKind::Anthropic => Kind::Anthropic,
+            ConnectionKind::Gemini => Kind::Gemini,
+            ConnectionKind::OpenaiCompatible => Kind::OpenaiCompatible,
+            ConnectionKind::Ollama => Kind::Ollama,
+        }
+    }
+}
+
+/// How a model is asked to call tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCalls {
+    /// The API's own tool calling.
+    Native,
+    /// A delimited text protocol, for models without native tool calls.
+    Text,
+}
+
+impl ToolCalls {
+    fn as_str(self) -> &'static str {
+        match self {
+            ToolCalls::Native => "native",
+            ToolCalls::Text => "text",
+        }
+    }
+}
+
+impl From<ToolCalls> for ToolCallMode {
+    fn from(mode: ToolCalls) -> Self {
+        match mode {
+            ToolCalls::Native => ToolCallMode::Native,
+            ToolCalls::Text => ToolCallMode::Text,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ConnectionView {
+    /// A stored connection's id, or `env:<kind>` for one from the environment.
+    pub id: String,
+    pub name: String,
+    pub kind: Kind,
+    /// None: the vendor's public endpoint (`default_base_url`).
+    pub base_url: Option<String>,
+    pub default_base_url: String,
+    pub key_set: bool,
+    /// The key's last four characters; null when no key is set or it is too short to show any.
+    pub key_last_four: Option<String>,
+    /// Connections from the environment cannot be edited here.
+    pub read_only: bool,
+    /// For a connection from the environment, the variables it comes from.
+    pub variables: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ConnectionsView {
+    pub connections: Vec<ConnectionView>,
+}
+
+/// A connection to add or the new state of one; on an edit, an absent `api_key` keeps the
+/// stored key and `clear_api_key` removes it.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionInput {
+    pub name: String,
+    pub kind: Kind,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub clear_api_key: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ModelView {
+    pub id: String,
+    /// Tokens, where the provider says.
+    pub context_window: Option<u32>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ModelsView {
+    pub models: Vec<ModelView>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TestView {
+    pub ok: bool,
+    /// How many models the provider listed, when it answered.
+    pub model_count: Option<usize>,
+    /// The provider's own error, when it failed.
+    pub error: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ChoiceView {
+    /// The agent, or null for the default.
+    pub agent: Option<String>,
+    pub connection_id: String,
+    pub model: String,
+    pub tool_calls: ToolCalls,
+    pub context_window: Option<u32>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ChoicesView {
+    pub default: Option<ChoiceView>,
+    pub agents: Vec<ChoiceView>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChoiceInput {
+    pub connection_id: String,
+    pub model: String,
+    #[serde(default = "native")]
+    pub tool_calls: ToolCalls,
+    /// Tokens, for a provider that does not say.
+    #[serde(default)]
+    pub context_window: Option<u32>,
+}
+
+fn native() -> ToolCalls {
+    ToolCalls::Native
+}
+
+fn stored_view(stored: StoredConnection, key: Option<&str>) -> Result<ConnectionView, ApiError> {
+    let kind = ConnectionKind::parse(&stored.kind).ok_or_else(|| {
+        ApiError::internal(&format!("connection {:?} has an unknown kind {:?}", stored.id, stored.kind))
+    })?;
+    Ok(ConnectionView {
+        id: stored.id,
+        name: stored.name,
+        kind: kind.into(),
+        base_url: stored.base_url,
+        default_base_url: kind.default_base_url().to_owned(),
+        key_set: key.is_some(),
+        key_last_four: key.and_then(key_hint),
+        read_only: false,
+        variables: None,
+    })
+}
+
+fn secrets_error(error: std::io::Error) -> ApiError {
+    ApiError::internal(&format!("the keys file: {error}"))
+}
+
+/// Checks and trims what a person typed.
+fn checked(input: &ConnectionInput) -> Result<(String, Option<String>, Option<String>), ApiError> {
+    let name = input.name.trim();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(ApiError::bad_request("a connection needs a name of 1 to 100 characters"));
+    }
+    let base_url = input.base_url.as_deref().map(str::trim).filter(|base| !base.is_empty());
+    if let Some(base) = base_url
+        && !(base.starts_with("http://") || base.starts_with("https://"))
+    {
+        return Err(ApiError::bad_request(format!("the base URL {base:?} must start with http:// or https://")));
+    }
+    let api_key = input.api_key.as_deref().map(str::trim).filter(|key| !key.is_empty());
+    if let Some(key) = api_key
+        && (key.len() > 4096 || key.chars().any(char::is_control))
+    {
+        return Err(ApiError::bad_request("the API key must be one line of at most 4096 bytes"));
+    }
+    Ok((name.to_owned(), base_url.map(str::to_owned), api_key.map(str::to_owned)))
+}
+
+/// Every connection: the environment's first (read-only), then the stored ones by name.
+#[utoipa::path(get, path = "/api/settings/connections", tag = "settings", responses((status = 200, body = ConnectionsView)))]
+pub async fn list_connections(State(state): State<AppState>) -> Result<Json<ConnectionsView>, ApiError> {
+    let mut connections: Vec<ConnectionView> = state
+        .models
+        .env_connections()
+        .into_iter()
+        .map(|env| {
+            let key = env.connection.api_key.as_deref();
+            ConnectionView {
+                name: format!("Environment ({})", env.connection.kind.as_str()),
+                kind: env.connection.kind.into(),
+                base_url: env.connection.base_url.clone(),
+                default_base_url: env.connection.kind.default_base_url().to_owned(),
+                key_set: key.is_some(),
+                key_last_four: key.and_then(key_hint),
+                read_only: true,
+                variables: Some(env.variables.to_owned()),
+                id: env.id,
+            }
+        })
+        .collect();
+    for stored in state.store.provider_connections().await? {
+        let key = state.secrets.key(&stored.id).map_err(secrets_error)?;
+        connections.push(stored_view(stored, key.as_deref())?);
+    }
+    Ok(Json(ConnectionsView { connections }))
+}
+
+/// Adds a connection; its key goes to the owner-only keys file, never to the database.
+#[utoipa::path(
+    post, path = "/api/settings/connections", tag = "settings", request_body = ConnectionInput,
+    responses((status = 200, body = ConnectionView), (status = 400, body = super::error::ErrorBody),
+        (status = 409, body = super::error::ErrorBody)),
+)]
+pub async fn create_connection(
+    State(state): State<AppState>,
+    ApiJson(input): ApiJson<ConnectionInput>,
+) -> Result<Json<ConnectionView>, ApiError> {
+    let (name, base_url, api_key) = checked(&input)?;
+    let kind = ConnectionKind::from(input.kind);
+    let fields = ConnectionFields { name: &name, kind: kind.as_str(), base_url: base_url.as_deref() };
+    let stored = state.store.create_provider_connection(&fields).await?;
+    state.secrets.set_key(&stored.id, api_key.as_deref()).map_err(secrets_error)?;
+    Ok(Json(stored_view(stored, api_key.as_deref())?))
+}
+
+fn editable(id: &str) -> Result<(), ApiError> {
+    if id.starts_with("env:") {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "read_only",
+            "this connection comes from the environment of `wright serve`; change its variables and restart",
+        ));
+    }
+    Ok(())
+}
+
+/// Changes a connection; the next run of an agent on it uses the change.
+#[utoipa::path(
+    put, path = "/api/settings/connections/{id}", tag = "settings", request_body = ConnectionInput,
+    params(("id" = String, Path)),
+    responses((status = 200, body = ConnectionView), (status = 404, body = super::error::ErrorBody),
+        (status = 409, body = super::error::ErrorBody)),
+)]
+pub async fn update_connection(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<ConnectionInput>,
+) -> Result<Json<ConnectionView>, ApiError> {
+    editable(&id)?;
+    let (name, base_url, api_key) = checked(&input)?;
+    let kind = ConnectionKind::from(input.kind);
+    let fields = ConnectionFields { name: &name, kind: kind.as_str(), base_url: base_url.as_deref() };
+    let stored = state.store.update_provider_connection(&id, &fields).await?;
+    if api_key.is_some() || input.clear_api_key {
+        state.secrets.set_key(&id, api_key.as_deref()).map_err(secrets_error)?;
+    }
+    let key = state.secrets.key(&id).map_err(secrets_error)?;
+    Ok(Json(stored_view(stored, key.as_deref())?))
+}
+
+/// Removes a connection, its key and every model choice made on it.
+#[utoipa::path(
+    delete, path = "/api/settings/connections/{id}", tag = "settings", params(("id" = String, Path)),
+    responses((status = 200, body = OkView), (status = 404, body = super::error::ErrorBody)),
+)]
+pub async fn delete_connection(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<OkView>, ApiError> {
+    editable(&id)?;
+    state.store.delete_provider_connection(&id).await?;
+    state.secrets.set_key(&id, None).map_err(secrets_error)?;
+    Ok(Json(OkView { ok: true }))
+}
+
+async fn found(state: &AppState, id: &str) -> Result<Connection, ApiError> {
+    match state.models.connection(id).await? {
+        Some(connection) => Ok(connection),
+        None => Err(ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no connection {id:?}"))),
+    }
+}
+
+/// The provider's error as a person reads it, with the key blanked out wherever the
+/// provider echoed it.
+fn provider_message(error: &LlmError, connection: &Connection) -> String {
+    let message = error.to_string();
+    match connection.api_key.as_deref().filter(|key| key.len() >= 4) {
+        Some(key) => message.replace(key, "[key]"),
+        None => message,
+    }
+}
+
+/// Makes a real, small request (the provider's model list) and says what the provider said.
+#[utoipa::path(
+    post, path = "/api/settings/connections/{id}/test", tag = "settings", params(("id" = String, Path)),
+    responses((status = 200, body = TestView), (status = 404, body = super::error::ErrorBody)),
+)]
+pub async fn test_connection(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<TestView>, ApiError> {
+    let connection = found(&state, &id).await?;
+    Ok(Json(match connection.list_models(PROVIDER_TIMEOUT).await {
+        Ok(models) => TestView { ok: true, model_count: Some(models.len()), error: None },
+        Err(error) => TestView { ok: false, model_count: None, error: Some(provider_message(&error, &connection)) },
+    }))
+}
+
+/// The models the provider lists.
+#[utoipa::path(
+    get, path = "/api/settings/connections/{id}/models", tag = "settings", params(("id" = String, Path)),
+    responses((status = 200, body = ModelsView), (status = 404, body = super::error::ErrorBody),
+        (status = 502, description = "the provider's own error", body = super::error::ErrorBody)),
+)]
+pub async fn list_models(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<ModelsView>, ApiError> {
+    let connection = found(&state, &id).await?;
+    let models = connection.list_models(PROVIDER_TIMEOUT).await.map_err(|error| {
+        ApiError::new(StatusCode::BAD_GATEWAY, "provider_error", provider_message(&error, &connection))
+    })?;
+    let models =
+        models.into_iter().map(|model| ModelView { id: model.id, context_window: model.context_window }).collect();
+    Ok(Json(ModelsView { models }))
+}
+
+fn choice_view(choice: ModelChoice) -> ChoiceView {
+    ChoiceView {
+        agent: match choice.target {
+            ChoiceTarget::Default => None,
+            ChoiceTarget::Agent(agent) => Some(agent),
+        },
+        connection_id: choice.connection_id,
+        model: choice.model,
+        tool_calls: if choice.tool_calls == "text" { ToolCalls::Text } else { ToolCalls::Native },
+        context_window: choice.context_window,
+    }
+}
+
+/// The default model and each agent's own.
+#[utoipa::path(get, path = "/api/settings/models", tag = "settings", responses((status = 200, body = ChoicesView)))]
+pub async fn list_choices(State(state): State<AppState>) -> Result<Json<ChoicesView>, ApiError> {
+    let mut view = ChoicesView { default: None, agents: Vec::new() };
+    for choice in state.store.model_choices().await? {
+        match choice.target {
+            ChoiceTarget::Default => view.default = Some(choice_view(choice)),
+            ChoiceTarget::Agent(_) => view.agents.push(choice_view(choice)),
+        }
+    }
+    Ok(Json(view))
+}
+
+async fn set_choice(state: &AppState, target: ChoiceTarget, input: ChoiceInput) -> Result<Json<ChoiceView>, ApiError> {
+    found(state, &input.connection_id).await?;
+    let model = input.model.trim();
+    if model.is_empty() {
+        return Err(ApiError::bad_request("pick a model"));
+    }
+    if input.context_window == Some(0) {
+        return Err(ApiError::bad_request("a context window is a positive number of tokens"));
+    }
+    let choice = ModelChoice {
+        target,
+        connection_id: input.connection_id,
+        model: model.to_owned(),
+        tool_calls: input.tool_calls.as_str().to_owned(),
+        context_window: input.context_window,
+    };
+    state.store.set_model_choice(&choice).await?;
+    Ok(Json(choice_view(choice)))
+}
+
+/// Sets the model of every agent without its own; the next run uses it.
+#[utoipa::path(
+    put, path = "/api/settings/models/default", tag = "settings", request_body = ChoiceInput,
+    responses((status = 200, body = ChoiceView), (status = 404, body = super::error::ErrorBody)),
+)]
+pub async fn set_default_model(
+    State(state): State<AppState>,
+    ApiJson(input): ApiJson<ChoiceInput>,
+) -> Result<Json<ChoiceView>, ApiError> {
+    set_choice(&state, ChoiceTarget::Default, input).await
+}
+
+/// Removes the default choice (the environment's model applies again, if any).
+#[utoipa::path(
+    delete, path = "/api/settings/models/default", tag = "settings", responses((status = 200, body = OkView)),
+)]
+pub async fn clear_default_model(State(state): State<AppState>) -> Result<Json<OkView>, ApiError> {
+    Ok(Json(OkView { ok: state.store.clear_model_choice(&ChoiceTarget::Default).await? }))
+}
+
+/// Sets the agent's own model; its next run uses it.
+#[utoipa::path(
+    put, path = "/api/agents/{agent}/model", tag = "settings", request_body = ChoiceInput,
+    params(("agent" = String, Path)),
+    responses((status = 200, body = ChoiceView), (status = 404, body = super::error::ErrorBody)),
+)]
+pub async fn set_agent_model(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+    ApiJson(input): ApiJson<ChoiceInput>,
+) -> Result<Json<ChoiceView>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    set_choice(&state, ChoiceTarget::Agent(agent.as_str().to_owned()), input).await
+}
+
+/// Removes the agent's own model; it uses the default again.
+#[utoipa::path(
+    delete, path = "/api/agents/{agent}/model", tag = "settings", params(("agent" = String, Path)),
+    responses((status = 200, body = OkView), (status = 404, body = super::error::ErrorBody)),
+)]
+pub async fn clear_agent_model(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+) -> Result<Json<OkView>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    Ok(Json(OkView { ok: state.store.clear_model_choice(&ChoiceTarget::Agent(agent.as_str().to_owned())).await? }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_the_provider_echoes_in_its_error_is_blanked_out() {
+        let connection = Connection {
+            kind: ConnectionKind::Openai,
+            base_url: None,
+            api_key: Some("sk-proj-SECRET-abcd".to_owned()),
+        };
+        let error = LlmError::Authentication(Box::new(wright_llm::ErrorInfo::new(
+            "Incorrect API key provided: sk-proj-SECRET-abcd.",
+        )));
+        let message = provider_message(&error, &connection);
+        assert_eq!(message, "authentication failed: Incorrect API key provided: [key].");
+    }
+}
