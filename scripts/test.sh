@@ -21,6 +21,13 @@ echo "== frontend: install, check generated API types, build, unit tests"
   npm test
 )
 
+echo "== deployment: docker-compose.yml against the Compose schema, the Dockerfile's sources"
+(
+  cd deploy/test
+  npm ci --no-audit --no-fund
+  npm test
+)
+
 echo "== Rust workspace"
 cargo test --workspace --locked
 

@@ -862,11 +862,36 @@ mod code_and_web {
     }
 
     #[tokio::test]
-    async fn web_search_without_a_backend_says_how_to_configure_one() {
-        let fixture = Fixture::new().await;
+    async fn web_search_without_a_backend_uses_duckduckgo_through_the_egress() {
+        // A one-hit page in DuckDuckGo's HTML results markup (egress's tests cover the parser
+        // on fuller saved pages).
+        let page = r#"<html><body><div id="links" class="results">
+            <div class="result results_links results_links_deep web-result">
+              <h2 class="result__title"><a class="result__a"
+                href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fwww.rust-lang.org%2F&amp;rut=x"><b>Rust</b> lang</a></h2>
+              <a class="result__snippet" href="//duckduckgo.com/l/?uddg=x">Reliable software.</a>
+            </div></div></body></html>"#;
+        let app = axum::Router::new().route("/html/", axum::routing::get(move || async move { axum::response::Html(page) }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.ok() });
+        let search = wright_egress::SearchConfig {
+            duckduckgo_url: format!("http://{address}/html/"),
+            ..wright_egress::SearchConfig::default()
+        };
+
+        // The stand-in is on loopback: refused until the allowlist names it, as DuckDuckGo
+        // goes through the egress policy.
+        let fixture = Fixture::with_egress(EgressConfig { search: search.clone(), ..EgressConfig::default() }).await;
         let error = fixture.call("web_search", json!({"query": "rust"})).await.unwrap_err();
-        assert_eq!(error.category(), "not_configured");
-        assert!(error.to_string().to_lowercase().contains("searxng"), "{error}");
+        assert_eq!(error.category(), "denied", "{error}");
+
+        let fixture = Fixture::with_egress(EgressConfig { search, ..allowing(address) }).await;
+        let results = fixture.call("web_search", json!({"query": "rust"})).await.unwrap();
+        assert_eq!(
+            results,
+            json!({"results": [{"title": "Rust lang", "url": "https://www.rust-lang.org/", "snippet": "Reliable software."}]})
+        );
     }
 }
 
