@@ -182,6 +182,11 @@ impl McpClients {
             .collect()
     }
 
+    /// A number that changes whenever some server's tool list does (for caches of specs).
+    pub fn generation(&self) -> u64 {
+        *self.shared.generation.borrow()
+    }
+
     /// A receiver whose value changes whenever some server's tool list does.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.shared.generation.subscribe()

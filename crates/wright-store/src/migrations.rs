@@ -19,6 +19,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (5, "execution_tool_version", include_str!("../../../migrations/0005_execution_tool_version.sql")),
     (6, "typed_events_and_run_leases", include_str!("../../../migrations/0006_typed_events_and_run_leases.sql")),
     (7, "sessions_and_provenance", include_str!("../../../migrations/0007_sessions_and_provenance.sql")),
+    (8, "mcp_tool_kind", include_str!("../../../migrations/0008_mcp_tool_kind.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {

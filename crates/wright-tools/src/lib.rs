@@ -20,6 +20,7 @@ mod database;
 mod error;
 mod host;
 mod interaction;
+mod mcp;
 pub mod market;
 mod registry;
 mod schema;

@@ -64,6 +64,11 @@ impl Fixture {
     fn store(&self) -> &Store {
         &self.registry.services().store
     }
+
+    fn with_mcp(mut self, clients: wright_mcp::McpClients) -> Self {
+        self.registry = self.registry.with_mcp(clients);
+        self
+    }
 }
 
 #[tokio::test]
@@ -928,5 +933,61 @@ mod database {
         assert!(error.to_string().contains("only one SQL statement"), "{error}");
         let error = fixture.call("db_sql", json!({"sql": "SELECT * FROM agents"})).await.unwrap_err();
         assert!(error.to_string().contains("no such table"), "the app database is not reachable: {error}");
+    }
+}
+
+mod mcp {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use wright_mcp::{McpClients, McpConfig, McpServerConfig};
+
+    use super::*;
+
+    /// The Python SDK server of wright-mcp's tests, over stdio (see that crate for the
+    /// interpreter: `$WRIGHT_TEST_MCP_PYTHON`, made by scripts/test.sh).
+    fn clients() -> McpClients {
+        let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let python = std::env::var("WRIGHT_TEST_MCP_PYTHON").unwrap_or_else(|_| {
+            let venv = manifest.join("../../target/mcp-test-venv/bin/python");
+            assert!(venv.exists(), "no Python with `mcp`: run scripts/test.sh or set WRIGHT_TEST_MCP_PYTHON");
+            venv.display().to_string()
+        });
+        let script = manifest.join("../wright-mcp/tests/it/server.py").display().to_string();
+        let server =
+            McpServerConfig::Stdio { command: python, args: vec![script, "stdio".to_owned()], env: BTreeMap::new(), cwd: None };
+        McpClients::start(McpConfig { servers: BTreeMap::from([("py".to_owned(), server)]), ..McpConfig::default() })
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn mcp_tools_are_listed_validated_called_and_recorded() {
+        let clients = clients();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while clients.tool("mcp__py__echo").is_none() {
+            assert!(tokio::time::Instant::now() < deadline, "the MCP server did not come up: {:?}", clients.status());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let fixture = Fixture::new().await.with_mcp(clients);
+        let agent = AgentId::default_agent();
+
+        let listed = fixture.registry.list(&agent).await.unwrap();
+        let echo = listed.iter().find(|tool| tool.name == "mcp__py__echo").expect("listed");
+        assert_eq!(echo.kind, wright_core::ToolKind::Mcp);
+        let specs = fixture.registry.specs(&agent).await.unwrap();
+        assert!(specs.iter().any(|spec| spec.name == "mcp__py__echo"));
+
+        let result = fixture.call("mcp__py__echo", json!({"text": "via the registry"})).await.unwrap();
+        assert_eq!(result["content"][0]["text"], "via the registry", "{result}");
+        // The server's schema is enforced before the server sees the call.
+        let error = fixture.call("mcp__py__echo", json!({"text": 42})).await.unwrap_err();
+        assert_eq!(error.category(), "invalid_arguments", "{error}");
+
+        let executions = fixture.store().list_executions(&agent, &ExecutionFilter::default()).await.unwrap();
+        let mcp_calls: Vec<_> = executions.iter().filter(|execution| execution.tool_name == "mcp__py__echo").collect();
+        assert_eq!(mcp_calls.len(), 2, "{executions:?}");
+        assert!(mcp_calls.iter().all(|execution| execution.tool_kind == "mcp" && execution.tool_version.is_none()));
+        assert!(mcp_calls.iter().any(|execution| execution.error_category.as_deref() == Some("invalid_arguments")));
     }
 }
