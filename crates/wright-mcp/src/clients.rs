@@ -29,8 +29,8 @@ use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::config::{McpConfig, McpServerConfig, qualified_name, server_of};
 use crate::McpError;
+use crate::config::{McpConfig, McpServerConfig, qualified_name, server_of};
 
 /// One tool of a connected server, as the registry lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -309,12 +309,12 @@ async fn run_connection(
     let tools_changed = Arc::new(Notify::new());
     let handler = Handler { tools_changed: Arc::clone(&tools_changed) };
     let connect_timeout = shared.config.connect_timeout();
-    let running = match tokio::time::timeout(connect_timeout, connect(server, handler, shared.config.max_result_bytes)).await
-    {
-        Err(_elapsed) => return format!("did not finish starting within {connect_timeout:?}"),
-        Ok(Err(error)) => return error,
-        Ok(Ok(running)) => running,
-    };
+    let running =
+        match tokio::time::timeout(connect_timeout, connect(server, handler, shared.config.max_result_bytes)).await {
+            Err(_elapsed) => return format!("did not finish starting within {connect_timeout:?}"),
+            Ok(Err(error)) => return error,
+            Ok(Ok(running)) => running,
+        };
     let peer = running.peer().clone();
     // `waiting` owns the service; dropping it (when this function returns) cancels the
     // connection's task through rmcp's own drop guard, which ends the child process.
@@ -419,10 +419,8 @@ async fn connect(server: &McpServerConfig, handler: Handler, max_result_bytes: u
                 .custom_headers(custom)
                 .max_json_response_size(response_cap)
                 .max_sse_event_size(response_cap);
-            let client = reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .map_err(|error| format!("HTTP client: {error}"))?;
+            let client =
+                reqwest::Client::builder().no_proxy().build().map_err(|error| format!("HTTP client: {error}"))?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
             handler.serve(transport).await.map_err(|error| format!("the MCP handshake failed: {error}"))
         }

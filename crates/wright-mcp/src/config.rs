@@ -89,7 +89,9 @@ impl McpConfig {
                     return Err(McpError::Config { reason: format!("[mcp.servers.{name}] command is empty") });
                 }
                 McpServerConfig::Http { url, .. } if !(url.starts_with("http://") || url.starts_with("https://")) => {
-                    return Err(McpError::Config { reason: format!("[mcp.servers.{name}] url {url:?} is not http(s)") });
+                    return Err(McpError::Config {
+                        reason: format!("[mcp.servers.{name}] url {url:?} is not http(s)"),
+                    });
                 }
                 _ => {}
             }
@@ -142,11 +144,9 @@ impl fmt::Debug for McpServerConfig {
                 .field("env", &env.keys().collect::<Vec<_>>())
                 .field("cwd", cwd)
                 .finish(),
-            McpServerConfig::Http { url, headers } => f
-                .debug_struct("Http")
-                .field("url", url)
-                .field("headers", &headers.keys().collect::<Vec<_>>())
-                .finish(),
+            McpServerConfig::Http { url, headers } => {
+                f.debug_struct("Http").field("url", url).field("headers", &headers.keys().collect::<Vec<_>>()).finish()
+            }
         }
     }
 }

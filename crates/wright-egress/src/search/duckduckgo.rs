@@ -87,7 +87,9 @@ pub(crate) fn parse_results_page(html: &str) -> Result<Vec<SearchResult>, PageEr
     }
     if results.is_empty() {
         if blocks > 0 {
-            return Err(PageError::UnknownLayout { missing: "result blocks without an a.result__a link to a web page" });
+            return Err(PageError::UnknownLayout {
+                missing: "result blocks without an a.result__a link to a web page",
+            });
         }
         if document.select(&selectors.no_results).next().is_none() {
             return Err(PageError::UnknownLayout { missing: "no div.result and no .no-results marker" });

@@ -133,8 +133,7 @@ async fn stdio_server_lists_calls_and_starts_with_an_empty_environment() {
 #[tokio::test]
 async fn a_result_too_large_is_refused_and_a_slow_call_times_out() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients =
-        McpClients::start(McpConfig { call_timeout_ms: 2_000, ..config(servers) }).unwrap();
+    let clients = McpClients::start(McpConfig { call_timeout_ms: 2_000, ..config(servers) }).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
 
     // The SDK sends a str result twice (a text block and structuredContent), so N bytes of
@@ -186,9 +185,11 @@ async fn a_server_that_cannot_start_is_retried_with_backoff() {
         cwd: None,
     };
     let clients = McpClients::start(config(BTreeMap::from([("gone".to_owned(), missing)]))).unwrap();
-    until(&clients, "two failures", |clients| {
-        matches!(clients.status()[0].state, ServerState::Down { failures, .. } if failures >= 2)
-    })
+    until(
+        &clients,
+        "two failures",
+        |clients| matches!(clients.status()[0].state, ServerState::Down { failures, .. } if failures >= 2),
+    )
     .await;
     let ServerState::Down { error, retry_in_ms, .. } = clients.status()[0].state.clone() else { unreachable!() };
     assert!(error.contains("could not start"), "{error}");
@@ -256,12 +257,13 @@ fn config_is_strict_and_names_are_checked() {
     assert_eq!(parsed.servers.len(), 2);
     parsed.check().unwrap();
     assert!(!format!("{parsed:?}").contains("Bearer t"), "header values are not logged");
-    assert!(serde_json::from_str::<McpConfig>(r#"{"servers": {"a": {"transport": "stdio", "command": "x", "bogus": 1}}}"#).is_err());
+    assert!(
+        serde_json::from_str::<McpConfig>(r#"{"servers": {"a": {"transport": "stdio", "command": "x", "bogus": 1}}}"#)
+            .is_err()
+    );
     for bad in ["a__b", "_a", "a b", ""] {
-        let config = McpConfig {
-            servers: BTreeMap::from([(bad.to_owned(), stdio_server_named("x"))]),
-            ..McpConfig::default()
-        };
+        let config =
+            McpConfig { servers: BTreeMap::from([(bad.to_owned(), stdio_server_named("x"))]), ..McpConfig::default() };
         assert!(matches!(config.check(), Err(McpError::Config { .. })), "{bad:?}");
     }
     assert_eq!(wright_mcp::qualified_name("fs", "read_file").as_deref(), Some("mcp__fs__read_file"));
@@ -269,8 +271,9 @@ fn config_is_strict_and_names_are_checked() {
     assert_eq!(wright_mcp::qualified_name("fs", &"x".repeat(60)), None);
     assert_eq!(wright_mcp::server_of("mcp__fs__read_file"), Some("fs"));
     assert_eq!(wright_mcp::server_of("fetch_url"), None);
-    let delays: Vec<u128> =
-        (1..=5).map(|failures| McpConfig { retry_max_ms: 5_000, ..McpConfig::default() }.retry_delay(failures).as_millis()).collect();
+    let delays: Vec<u128> = (1..=5)
+        .map(|failures| McpConfig { retry_max_ms: 5_000, ..McpConfig::default() }.retry_delay(failures).as_millis())
+        .collect();
     assert_eq!(delays, [1_000, 2_000, 4_000, 5_000, 5_000]);
 }
 

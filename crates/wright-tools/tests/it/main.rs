@@ -368,6 +368,8 @@ mod tool_management {
         let mut shadow = create_args("get_state");
         let error = fixture.call("create_tool", shadow.take()).await.unwrap_err();
         assert!(error.to_string().contains("is the name of a built-in tool"), "{error}");
+        let error = fixture.call("create_tool", create_args("mcp__files__read")).await.unwrap_err();
+        assert!(error.to_string().contains("belong to MCP servers"), "{error}");
         let error = fixture.call("create_tool", create_args("Add-Numbers")).await.unwrap_err();
         assert!(error.to_string().contains("is not snake_case"), "{error}");
         let mut bad_schema = create_args("add");
@@ -876,7 +878,8 @@ mod code_and_web {
                 href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fwww.rust-lang.org%2F&amp;rut=x"><b>Rust</b> lang</a></h2>
               <a class="result__snippet" href="//duckduckgo.com/l/?uddg=x">Reliable software.</a>
             </div></div></body></html>"#;
-        let app = axum::Router::new().route("/html/", axum::routing::get(move || async move { axum::response::Html(page) }));
+        let app =
+            axum::Router::new().route("/html/", axum::routing::get(move || async move { axum::response::Html(page) }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.ok() });
@@ -955,8 +958,12 @@ mod mcp {
             venv.display().to_string()
         });
         let script = manifest.join("../wright-mcp/tests/it/server.py").display().to_string();
-        let server =
-            McpServerConfig::Stdio { command: python, args: vec![script, "stdio".to_owned()], env: BTreeMap::new(), cwd: None };
+        let server = McpServerConfig::Stdio {
+            command: python,
+            args: vec![script, "stdio".to_owned()],
+            env: BTreeMap::new(),
+            cwd: None,
+        };
         McpClients::start(McpConfig { servers: BTreeMap::from([("py".to_owned(), server)]), ..McpConfig::default() })
             .unwrap()
     }
