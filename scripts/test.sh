@@ -28,6 +28,27 @@ echo "== frontend: install, check generated API types, build, unit tests"
   npm test
 )
 
+echo "== deployment: docker-compose.yml against the Compose schema, the Dockerfile's sources"
+(
+  cd deploy/test
+  npm ci --no-audit --no-fund
+  npm test
+)
+
+echo "== Python's official MCP SDK, for wright-mcp's tests against real MCP servers"
+mcp_venv="${CARGO_TARGET_DIR:-target}/mcp-test-venv"
+if [ ! -x "$mcp_venv/bin/python" ] || ! "$mcp_venv/bin/python" -c "import mcp" 2>/dev/null; then
+  rm -rf "$mcp_venv"
+  if ! python3 -m venv "$mcp_venv" 2>/dev/null; then
+    # Debian's python3 ships venv separately.
+    if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null; else sudo apt-get update -qq && sudo apt-get install -y -qq python3-venv >/dev/null; fi
+    rm -rf "$mcp_venv"
+    python3 -m venv "$mcp_venv"
+  fi
+  "$mcp_venv/bin/pip" install -q "mcp==2.3.0"
+fi
+export WRIGHT_TEST_MCP_PYTHON="$(cd "$mcp_venv" && pwd)/bin/python"
+
 echo "== Rust workspace"
 cargo test --workspace --locked
 

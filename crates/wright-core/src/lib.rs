@@ -138,10 +138,12 @@ string_enum!(
 );
 
 string_enum!(
-    /// Where a tool comes from: built into Wright, or written by an agent.
+    /// Where a tool comes from: built into Wright, written by an agent, or offered by one of
+    /// the operator's MCP servers (`mcp__<server>__<tool>`).
     ToolKind, "tool kind" {
         Builtin => "builtin",
         Agent => "agent",
+        Mcp => "mcp",
     }
 );
 

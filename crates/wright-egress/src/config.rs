@@ -75,6 +75,9 @@ pub enum SearchBackend {
     Searxng,
     Brave,
     Tavily,
+    /// DuckDuckGo's HTML results page: no key, no instance; the default when nothing else is
+    /// configured. Reached through the egress policy like any agent-caused request.
+    Duckduckgo,
 }
 
 impl SearchBackend {
@@ -83,16 +86,21 @@ impl SearchBackend {
             SearchBackend::Searxng => "searxng",
             SearchBackend::Brave => "brave",
             SearchBackend::Tavily => "tavily",
+            SearchBackend::Duckduckgo => "duckduckgo",
         }
     }
 }
 
 /// The web search backend. Set one of `searxng_url`, `brave_api_key`, `tavily_api_key`; when
-/// more than one is set, `backend` picks (otherwise SearXNG, then Brave, then Tavily).
+/// more than one is set, `backend` picks (otherwise SearXNG, then Brave, then Tavily). With
+/// none of them set, DuckDuckGo's HTML results page answers (`duckduckgo_url`), so search
+/// works with no setup at all.
 ///
-/// Search endpoints are chosen by the operator, so requests to them do **not** go through the
-/// egress policy (a SearXNG on localhost is the normal case); they do get the same timeouts,
-/// body cap and no-proxy client. Result URLs are never fetched here.
+/// SearXNG, Brave and Tavily endpoints are chosen by the operator, so requests to them do
+/// **not** go through the egress policy (a SearXNG on localhost is the normal case); they do
+/// get the same timeouts, body cap and no-proxy client. DuckDuckGo is the fallback nobody
+/// chose, so it goes through the policy like `fetch_url` (a public host passes; a local
+/// stand-in needs an `allow` entry). Result URLs are never fetched here.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SearchConfig {
@@ -106,6 +114,9 @@ pub struct SearchConfig {
     pub tavily_api_key: Option<String>,
     /// Tavily API base; default `https://api.tavily.com`.
     pub tavily_url: String,
+    /// DuckDuckGo's HTML results page; default `https://html.duckduckgo.com/html/`. The query
+    /// is added as `?q=`. Changed only to point at a mirror or a test server.
+    pub duckduckgo_url: String,
 }
 
 impl Default for SearchConfig {
@@ -117,6 +128,7 @@ impl Default for SearchConfig {
             brave_url: "https://api.search.brave.com/res/v1".to_owned(),
             tavily_api_key: None,
             tavily_url: "https://api.tavily.com".to_owned(),
+            duckduckgo_url: "https://html.duckduckgo.com/html/".to_owned(),
         }
     }
 }
@@ -132,21 +144,25 @@ impl fmt::Debug for SearchConfig {
             .field("brave_url", &self.brave_url)
             .field("tavily_api_key", &redact(&self.tavily_api_key))
             .field("tavily_url", &self.tavily_url)
+            .field("duckduckgo_url", &self.duckduckgo_url)
             .finish()
     }
 }
 
 impl SearchConfig {
-    /// The backend `web_search` will use, or `None` when nothing is configured.
+    /// The backend `web_search` will use: the one `backend` names if it is configured (`None`
+    /// when it is not), else the first configured of SearXNG, Brave and Tavily, else
+    /// DuckDuckGo, which needs no configuration.
     pub fn selected(&self) -> Option<SearchBackend> {
         let configured = |backend: SearchBackend| match backend {
             SearchBackend::Searxng => self.searxng_url.as_deref().is_some_and(|url| !url.is_empty()),
             SearchBackend::Brave => self.brave_api_key.as_deref().is_some_and(|key| !key.is_empty()),
             SearchBackend::Tavily => self.tavily_api_key.as_deref().is_some_and(|key| !key.is_empty()),
+            SearchBackend::Duckduckgo => !self.duckduckgo_url.trim().is_empty(),
         };
         match self.backend {
             Some(backend) => configured(backend).then_some(backend),
-            None => [SearchBackend::Searxng, SearchBackend::Brave, SearchBackend::Tavily]
+            None => [SearchBackend::Searxng, SearchBackend::Brave, SearchBackend::Tavily, SearchBackend::Duckduckgo]
                 .into_iter()
                 .find(|&backend| configured(backend)),
         }

@@ -1,22 +1,28 @@
 //! `web_search`: one query to the operator's search backend, results in one shape.
 //!
 //! Backends: SearXNG (its JSON API, `GET /search?format=json`; the self-hosted default), Brave
-//! Search (`GET /web/search`, `/news/search` with `X-Subscription-Token`) and Tavily
-//! (`POST /search` with a bearer key). The vendor JSON lives in typed structs in this module
-//! and nowhere else; every backend maps to `{results: [{title, url, snippet, date?}]}`.
+//! Search (`GET /web/search`, `/news/search` with `X-Subscription-Token`), Tavily
+//! (`POST /search` with a bearer key) and, when none of them is configured, DuckDuckGo's HTML
+//! results page (`duckduckgo`: no key, parsed with html5ever). The vendor JSON lives in typed
+//! structs in this module and nowhere else; every backend maps to
+//! `{results: [{title, url, snippet, date?}]}`.
 //!
-//! Search endpoints are configured by the operator, so they are *not* subject to the egress
-//! policy (DESIGN §6: provider endpoints the operator configures do not go through it); the
-//! agent controls only the query text, which travels as a query parameter or JSON string and
-//! cannot change the endpoint. Requests use a separate client with no proxy, no redirects,
-//! the configured timeouts and a body cap.
+//! SearXNG, Brave and Tavily endpoints are configured by the operator, so they are *not*
+//! subject to the egress policy (DESIGN §6: provider endpoints the operator configures do not
+//! go through it); the agent controls only the query text, which travels as a query parameter
+//! or JSON string and cannot change the endpoint. Requests use a separate client with no
+//! proxy, no redirects, the configured timeouts and a body cap. DuckDuckGo, the default nobody
+//! configured, goes through `Egress::fetch` and so through the policy, pinning and redirect
+//! checks like `fetch_url`.
 
 use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::config::{SearchBackend, SearchConfig};
 use crate::error::chain;
-use crate::{Egress, EgressError};
+use crate::{Egress, EgressError, EgressRequest};
+
+mod duckduckgo;
 
 /// `web` or `news`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,22 +81,20 @@ pub struct SearchResult {
 /// Search responses larger than this are refused (a result page is a few KiB).
 const MAX_SEARCH_RESPONSE_BYTES: usize = 2 * 1024 * 1024;
 
+/// `backend = "…"` names a backend whose key or URL is missing. (With no `backend`, the first
+/// configured one answers, and DuckDuckGo needs nothing, so that is the only way to get here.)
 fn not_configured(config: &SearchConfig) -> EgressError {
-    let hint = match config.backend {
-        Some(backend) => {
-            let field = match backend {
-                SearchBackend::Searxng => "searxng_url",
-                SearchBackend::Brave => "brave_api_key",
-                SearchBackend::Tavily => "tavily_api_key",
-            };
-            format!("[egress.search] backend is \"{}\" but {field} is not set; set it in the config", backend.name())
-        }
-        None => "set one of these in the [egress.search] section of the config: \
-                 searxng_url = \"http://localhost:8888\" (a self-hosted SearXNG with `json` in \
-                 search.formats of its settings.yml), brave_api_key = \"…\" (Brave Search API), \
-                 or tavily_api_key = \"tvly-…\" (Tavily)"
-            .to_owned(),
+    let field = match config.backend {
+        Some(SearchBackend::Searxng) | None => "searxng_url",
+        Some(SearchBackend::Brave) => "brave_api_key",
+        Some(SearchBackend::Tavily) => "tavily_api_key",
+        Some(SearchBackend::Duckduckgo) => "duckduckgo_url",
     };
+    let name = config.backend.map_or("searxng", SearchBackend::name);
+    let hint = format!(
+        "[egress.search] backend is \"{name}\" but {field} is not set; set it in the config, or remove \
+         `backend` to use the first configured backend (DuckDuckGo when none is)"
+    );
     EgressError::NotConfigured { what: "web search".to_owned(), hint }
 }
 
@@ -114,6 +118,7 @@ impl Egress {
                 SearchBackend::Searxng => self.searxng(config, query, request).await,
                 SearchBackend::Brave => self.brave(config, query, request).await,
                 SearchBackend::Tavily => self.tavily(config, query, request).await,
+                SearchBackend::Duckduckgo => self.duckduckgo(config, query, request, deadline).await,
             }
         };
         let mut results = match tokio::time::timeout(deadline, search).await {
@@ -224,6 +229,42 @@ impl Egress {
                 date: result.published_date.filter(|date| !date.is_empty()),
             })
             .collect())
+    }
+
+    async fn duckduckgo(
+        &self,
+        config: &SearchConfig,
+        query: &str,
+        request: &SearchRequest,
+        deadline: std::time::Duration,
+    ) -> Result<Vec<SearchResult>, EgressError> {
+        let failed = |reason: String| EgressError::Search { backend: SearchBackend::Duckduckgo.name(), reason };
+        let base = config.duckduckgo_url.trim();
+        let mut url = Url::parse(base)
+            .map_err(|error| EgressError::Config { reason: format!("duckduckgo URL {base:?}: {error}") })?;
+        url.query_pairs_mut().append_pair("q", query);
+        // The HTML page has no news vertical; the closest it offers is the past week's pages.
+        if request.kind == SearchKind::News {
+            url.query_pairs_mut().append_pair("df", "w");
+        }
+        let mut egress_request = EgressRequest::get(url.as_str());
+        egress_request.headers.push(("accept".to_owned(), "text/html".to_owned()));
+        egress_request.timeout = Some(deadline);
+        let response = self.fetch(egress_request).await?;
+        if !response.ok() {
+            // A throttled address usually gets a 202 with a bot check (parsed below); some
+            // front ends answer 403 or 429 instead.
+            let hint = if matches!(response.status, 403 | 429) { " (rate limited: try again later)" } else { "" };
+            return Err(failed(format!("HTTP {}{hint}", response.status)));
+        }
+        if response.truncated {
+            return Err(failed(format!(
+                "results page larger than max_body_bytes ({} bytes)",
+                self.inner.config.max_body_bytes
+            )));
+        }
+        let page = response.text();
+        duckduckgo::parse_results_page(&page).map_err(|error| failed(error.reason()))
     }
 
     /// Sends, checks the status, reads a bounded body and decodes it.

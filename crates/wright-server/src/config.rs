@@ -13,6 +13,7 @@ use wright_agent::LoopConfig;
 use wright_agentdb::AgentDbConfig;
 use wright_browser::BrowserConfig;
 use wright_egress::EgressConfig;
+use wright_mcp::McpConfig;
 use wright_sandbox::SandboxConfig;
 use wright_store::{MemoryConfig, SessionConfig, SessionSchedule, StateLimits, TextLimits};
 
@@ -37,6 +38,8 @@ pub struct Config {
     pub egress: EgressConfig,
     pub agentdb: AgentDbConfig,
     pub browser: BrowserConfig,
+    /// `[mcp]`: the MCP servers whose tools the agents get (`mcp__<server>__<tool>`).
+    pub mcp: McpConfig,
     /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
     pub models: BTreeMap<String, String>,
     /// Per-agent settings (`[agents.<id>]`), by agent id.
@@ -184,6 +187,7 @@ struct ConfigFile {
     egress: EgressConfig,
     agentdb: AgentDbConfig,
     browser: BrowserConfig,
+    mcp: McpConfig,
     models: BTreeMap<String, String>,
     agents: BTreeMap<String, AgentConfig>,
 }
@@ -232,6 +236,7 @@ impl Config {
             egress: file.egress,
             agentdb: file.agentdb,
             browser: file.browser,
+            mcp: file.mcp,
             models: file.models,
             agents: file.agents,
             #[cfg(debug_assertions)]

@@ -60,7 +60,11 @@ impl AppState {
     pub async fn open(config: Config, auth: token::Auth, models: models::Models) -> anyhow::Result<Self> {
         let services = open_services(&config).await?;
         let store = services.store.clone();
-        let registry = ToolRegistry::new(Arc::new(services));
+        let mut registry = ToolRegistry::new(Arc::new(services));
+        if !config.mcp.servers.is_empty() {
+            // Servers connect in the background; their tools appear as each comes up.
+            registry = registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone())?);
+        }
         #[cfg(debug_assertions)]
         let registry = registry.panicking_in(config.fault_panic_tool.clone());
         let tools = Arc::new(registry);

@@ -23,6 +23,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (9, "agent_tool_settings", include_str!("../../../migrations/0009_agent_tool_settings.sql")),
     (10, "memory", include_str!("../../../migrations/0010_memory.sql")),
     (11, "provider_connections", include_str!("../../../migrations/0011_provider_connections.sql")),
+    (12, "mcp_tool_kind", include_str!("../../../migrations/0012_mcp_tool_kind.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {

@@ -21,6 +21,7 @@ mod error;
 mod host;
 mod interaction;
 pub mod market;
+mod mcp;
 mod memory;
 mod registry;
 mod schema;

@@ -96,14 +96,17 @@ pub struct ToolRegistry {
     /// Each agent's last spec list, with the (tool id, version) of its enabled tools it was
     /// built from: the loop asks every turn, and the list changes only when a tool does.
     agent_specs: Mutex<HashMap<AgentId, SpecList>>,
+    /// The operator's MCP servers' tools (`mcp__<server>__<tool>`), when any are configured.
+    mcp: Option<crate::mcp::McpTools>,
     /// Fault injection for the end-to-end tests (debug builds only): this built-in panics
     /// when called, to prove a panicking tool leaves its conversation usable.
     #[cfg(debug_assertions)]
     panic_in: Option<String>,
 }
 
-/// An agent's spec list and the (tool id, version) of the enabled tools it was built from.
-type SpecList = (Vec<(i64, i64)>, Arc<[ToolSpec]>);
+/// An agent's spec list and what it was built from: the (tool id, version) of its enabled
+/// tools and the MCP tool lists' generation.
+type SpecList = ((Vec<(i64, i64)>, u64), Arc<[ToolSpec]>);
 
 impl ToolRegistry {
     /// Builds the registry with every built-in tool.
@@ -127,9 +130,18 @@ impl ToolRegistry {
             known_agents: Mutex::new(HashSet::new()),
             builtin_specs,
             agent_specs: Mutex::new(HashMap::new()),
+            mcp: None,
             #[cfg(debug_assertions)]
             panic_in: None,
         }
+    }
+
+    /// Adds the tools of the operator's MCP servers: listed after the agent's own, validated
+    /// against their servers' schemas, recorded with kind `mcp`. Only the servers that are up
+    /// contribute, so a server that dies takes its tools off the model's list.
+    pub fn with_mcp(mut self, clients: wright_mcp::McpClients) -> Self {
+        self.mcp = Some(crate::mcp::McpTools::new(clients));
+        self
     }
 
     /// Debug builds only: makes the built-in `name` panic when called (fault injection for
@@ -151,7 +163,12 @@ impl ToolRegistry {
 
     /// The tool's own default policy.
     pub fn default_policy(&self, name: &str) -> ToolPolicy {
-        self.builtins.get(name).map_or(ToolPolicy::Allow, |registered| registered.tool.spec().policy)
+        match self.builtins.get(name) {
+            Some(registered) => registered.tool.spec().policy,
+            // An MCP server's tool has effects Wright cannot see: the person approves it.
+            None if name.starts_with(wright_mcp::TOOL_PREFIX) => ToolPolicy::Ask,
+            None => ToolPolicy::Allow,
+        }
     }
 
     /// Records a call that was refused before it ran (a `deny` policy, or the person's
@@ -203,6 +220,14 @@ impl ToolRegistry {
                 kind: ToolKind::Agent,
             });
         }
+        for tool in self.mcp_tools() {
+            tools.push(ToolInfo {
+                name: tool.name,
+                description: tool.description,
+                parameters: tool.input_schema,
+                kind: ToolKind::Mcp,
+            });
+        }
         Ok(tools)
     }
 
@@ -211,6 +236,7 @@ impl ToolRegistry {
     pub async fn specs(&self, agent: &AgentId) -> Result<Arc<[ToolSpec]>, ToolError> {
         let tools = self.services.store.list_agent_tools(agent, false).await?;
         let key: Vec<(i64, i64)> = tools.iter().map(|tool| (tool.id, tool.version)).collect();
+        let key = (key, self.mcp.as_ref().map_or(0, |mcp| mcp.clients.generation()));
         if let Some((built_from, specs)) =
             self.agent_specs.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(agent)
             && *built_from == key
@@ -228,6 +254,15 @@ impl ToolRegistry {
                 pauses: false,
                 // An agent-made tool runs in the sandbox under the egress policy; its default is allow.
                 policy: ToolPolicy::Allow,
+                toolset: None,
+            }))
+            .chain(self.mcp_tools().into_iter().map(|tool| ToolSpec {
+                name: tool.name,
+                description: tool.description,
+                parameters: tool.input_schema,
+                pauses: false,
+                // Another program's tool, with whatever effects it has: the person approves it.
+                policy: ToolPolicy::Ask,
                 toolset: None,
             }))
             .collect();
@@ -295,6 +330,10 @@ impl ToolRegistry {
             Some(registered) => {
                 (ToolKind::Builtin, None, guarded(&invocation.name, self.run(registered, &invocation), cancel).await)
             }
+            None if let Some((mcp, tool)) = self.mcp_tool(&invocation.name) => {
+                let run = mcp.call(&tool, &invocation.args);
+                (ToolKind::Mcp, None, guarded(&invocation.name, run, cancel).await)
+            }
             None => match self.services.store.agent_tool(&invocation.agent, &invocation.name).await? {
                 Some(tool) if tool.enabled => {
                     let version = tool.version;
@@ -352,8 +391,20 @@ impl ToolRegistry {
         if let Ok(tools) = self.services.store.list_agent_tools(agent, false).await {
             available.extend(tools.into_iter().map(|tool| tool.name));
         }
+        available.extend(self.mcp_tools().into_iter().map(|tool| tool.name));
         let closest = closest_names(&name, available.iter().map(String::as_str));
         ToolError::UnknownTool { name, closest }
+    }
+
+    /// The tools of the MCP servers that are up now.
+    fn mcp_tools(&self) -> Vec<wright_mcp::McpTool> {
+        self.mcp.as_ref().map(|mcp| mcp.clients.tools()).unwrap_or_default()
+    }
+
+    /// The MCP tool `name`, if it is an MCP tool's name and its server is up and offers it.
+    fn mcp_tool(&self, name: &str) -> Option<(&crate::mcp::McpTools, wright_mcp::McpTool)> {
+        let mcp = self.mcp.as_ref()?;
+        Some((mcp, mcp.clients.tool(name)?))
     }
 
     /// Validates the arguments against the agent tool's own schema and runs its code.
@@ -470,7 +521,7 @@ async fn guarded(
 }
 
 /// Every way `args` fails `validator`, each with the path that failed and why.
-fn check_arguments(tool: &str, validator: &jsonschema::Validator, args: &Value) -> Result<(), ToolError> {
+pub(crate) fn check_arguments(tool: &str, validator: &jsonschema::Validator, args: &Value) -> Result<(), ToolError> {
     let problems: Vec<String> = validator
         .iter_errors(args)
         .map(|error| {

@@ -82,6 +82,11 @@ pub(crate) fn check_name(name: &str) -> Result<(), ToolError> {
     if crate::registry::builtin_names().contains(name) {
         return Err(reject(format!("tool name {name:?} is the name of a built-in tool; choose another name")));
     }
+    // MCP servers' tools are called by these names; an agent tool must not shadow one.
+    if name.starts_with(wright_mcp::TOOL_PREFIX) {
+        let prefix = wright_mcp::TOOL_PREFIX;
+        return Err(reject(format!("tool names starting with {prefix:?} belong to MCP servers; choose another name")));
+    }
     Ok(())
 }
 

@@ -233,11 +233,11 @@ async fn tavily_web_and_news() {
 
 #[tokio::test]
 async fn backend_choice_and_configuration_errors() {
-    let egress = with_search(SearchConfig::default());
+    let egress = with_search(SearchConfig { backend: Some(SearchBackend::Searxng), ..SearchConfig::default() });
     let error = egress.web_search(&SearchRequest::new("x")).await.unwrap_err();
     assert!(matches!(error, EgressError::NotConfigured { .. }));
     let message = error.to_string();
-    for needle in ["web search is not configured", "searxng_url", "brave_api_key", "tavily_api_key"] {
+    for needle in ["web search is not configured", "searxng_url", "DuckDuckGo"] {
         assert!(message.contains(needle), "{message}");
     }
 
@@ -277,4 +277,109 @@ fn search_arguments_deserialize_with_defaults() {
     let parsed: SearchRequest = serde_json::from_str(r#"{"query": "q", "type": "news", "max_results": 3}"#).unwrap();
     assert_eq!(parsed.kind, SearchKind::News);
     assert_eq!(parsed.max_results, 3);
+}
+
+/// A stand-in for `https://html.duckduckgo.com/html/` serving the saved pages in
+/// `duckduckgo/` (reconstructed by hand: see its README). The query picks the page, and the
+/// request must look like the one DuckDuckGo gets: `GET /html/?q=…`, asking for HTML.
+async fn duckduckgo(Query(params): Query<HashMap<String, String>>, headers: HeaderMap) -> Response {
+    if headers.get("accept").and_then(|value| value.to_str().ok()) != Some("text/html") {
+        return (StatusCode::NOT_ACCEPTABLE, "wants text/html").into_response();
+    }
+    let html = |status: StatusCode, body: &'static str| {
+        (status, [("content-type", "text/html; charset=UTF-8")], body).into_response()
+    };
+    match params.get("q").map(String::as_str) {
+        Some("qzxvkjqwpoeiruty zzqqxx") => html(StatusCode::OK, include_str!("duckduckgo/no_results.html")),
+        Some("redesign") => html(StatusCode::OK, include_str!("duckduckgo/changed_layout.html")),
+        Some("bots") => html(StatusCode::ACCEPTED, include_str!("duckduckgo/challenge.html")),
+        Some("news") if params.get("df").map(String::as_str) != Some("w") => {
+            (StatusCode::BAD_REQUEST, "news asks for the past week").into_response()
+        }
+        Some("rust lang" | "news") => html(StatusCode::OK, include_str!("duckduckgo/results.html")),
+        Some("teapot") => (StatusCode::IM_A_TEAPOT, "no").into_response(),
+        _ => (StatusCode::BAD_REQUEST, "unexpected query").into_response(),
+    }
+}
+
+/// Egress with no backend configured and DuckDuckGo pointed at `address`, which the policy
+/// would refuse (loopback) unless `allow` names it.
+fn with_duckduckgo(address: std::net::SocketAddr, allow: bool) -> wright_egress::Egress {
+    let search = SearchConfig { duckduckgo_url: format!("http://{address}/html/"), ..SearchConfig::default() };
+    let allow = if allow { vec![address.to_string()] } else { Vec::new() };
+    egress_with(EgressConfig { search, allow, ..EgressConfig::default() }, StaticResolver::new())
+}
+
+#[tokio::test]
+async fn duckduckgo_answers_when_nothing_is_configured() {
+    assert_eq!(SearchConfig::default().selected(), Some(SearchBackend::Duckduckgo));
+    let address = serve(Router::new().route("/html/", get(duckduckgo))).await;
+    let egress = with_duckduckgo(address, true);
+    let results = egress.web_search(&request("rust lang", SearchKind::Web, 5)).await.unwrap().results;
+    // The ad is left out; redirect links are resolved to their targets (query string of the
+    // target kept whole); a direct link is taken as it is; a hit without a snippet has "".
+    let expected = [
+        (
+            "Rust Programming Language",
+            "https://www.rust-lang.org/",
+            "A language empowering everyone to build reliable and efficient software. Rust is blazingly fast & memory-efficient.",
+        ),
+        (
+            "Rust (programming language) - Wikipedia",
+            "https://en.wikipedia.org/wiki/Rust_(programming_language)?a=1&b=2",
+            "Rust is a general-purpose programming language emphasizing performance, type safety, and concurrency.",
+        ),
+        ("The Rust Programming Language - The Rust Book", "https://doc.rust-lang.org/book/", ""),
+    ];
+    let got: Vec<(&str, &str, &str)> =
+        results.iter().map(|hit| (hit.title.as_str(), hit.url.as_str(), hit.snippet.as_str())).collect();
+    assert_eq!(got, expected);
+    assert!(results.iter().all(|hit| hit.date.is_none()));
+
+    let results = egress.web_search(&request("rust lang", SearchKind::Web, 2)).await.unwrap().results;
+    assert_eq!(results.len(), 2);
+    // News: the page has no news vertical; the past week's pages are asked for (`df=w`).
+    let results = egress.web_search(&request("news", SearchKind::News, 5)).await.unwrap().results;
+    assert_eq!(results.len(), 3);
+}
+
+#[tokio::test]
+async fn duckduckgo_no_results_is_an_empty_list() {
+    let address = serve(Router::new().route("/html/", get(duckduckgo))).await;
+    let egress = with_duckduckgo(address, true);
+    let results = egress.web_search(&SearchRequest::new("qzxvkjqwpoeiruty zzqqxx")).await.unwrap();
+    assert_eq!(results.results, Vec::new());
+}
+
+#[tokio::test]
+async fn duckduckgo_changed_layout_is_an_error_not_an_empty_list() {
+    let address = serve(Router::new().route("/html/", get(duckduckgo))).await;
+    let egress = with_duckduckgo(address, true);
+    let error = egress.web_search(&SearchRequest::new("redesign")).await.unwrap_err();
+    assert!(
+        matches!(&error, EgressError::Search { backend: "duckduckgo", reason }
+            if reason.contains("layout") && reason.contains("div.result")),
+        "{error}"
+    );
+
+    let error = egress.web_search(&SearchRequest::new("bots")).await.unwrap_err();
+    assert!(
+        matches!(&error, EgressError::Search { backend: "duckduckgo", reason } if reason.contains("bot check")),
+        "{error}"
+    );
+    let error = egress.web_search(&SearchRequest::new("teapot")).await.unwrap_err();
+    assert!(
+        matches!(&error, EgressError::Search { backend: "duckduckgo", reason } if reason.contains("418")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn duckduckgo_goes_through_the_egress_policy() {
+    // Nobody configured DuckDuckGo, so unlike the operator's backends it is an agent-caused
+    // request: a loopback address is refused unless the allowlist names it.
+    let address = serve(Router::new().route("/html/", get(duckduckgo))).await;
+    let egress = with_duckduckgo(address, false);
+    let error = egress.web_search(&SearchRequest::new("rust lang")).await.unwrap_err();
+    assert!(matches!(error, EgressError::Denied { .. }), "{error}");
 }

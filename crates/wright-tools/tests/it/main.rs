@@ -67,6 +67,11 @@ impl Fixture {
     fn store(&self) -> &Store {
         &self.registry.services().store
     }
+
+    fn with_mcp(mut self, clients: wright_mcp::McpClients) -> Self {
+        self.registry = self.registry.with_mcp(clients);
+        self
+    }
 }
 
 #[tokio::test]
@@ -367,6 +372,8 @@ mod tool_management {
         let mut shadow = create_args("get_state");
         let error = fixture.call("create_tool", shadow.take()).await.unwrap_err();
         assert!(error.to_string().contains("is the name of a built-in tool"), "{error}");
+        let error = fixture.call("create_tool", create_args("mcp__files__read")).await.unwrap_err();
+        assert!(error.to_string().contains("belong to MCP servers"), "{error}");
         let error = fixture.call("create_tool", create_args("Add-Numbers")).await.unwrap_err();
         assert!(error.to_string().contains("is not snake_case"), "{error}");
         let mut bad_schema = create_args("add");
@@ -866,11 +873,37 @@ mod code_and_web {
     }
 
     #[tokio::test]
-    async fn web_search_without_a_backend_says_how_to_configure_one() {
-        let fixture = Fixture::new().await;
+    async fn web_search_without_a_backend_uses_duckduckgo_through_the_egress() {
+        // A one-hit page in DuckDuckGo's HTML results markup (egress's tests cover the parser
+        // on fuller saved pages).
+        let page = r#"<html><body><div id="links" class="results">
+            <div class="result results_links results_links_deep web-result">
+              <h2 class="result__title"><a class="result__a"
+                href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fwww.rust-lang.org%2F&amp;rut=x"><b>Rust</b> lang</a></h2>
+              <a class="result__snippet" href="//duckduckgo.com/l/?uddg=x">Reliable software.</a>
+            </div></div></body></html>"#;
+        let app =
+            axum::Router::new().route("/html/", axum::routing::get(move || async move { axum::response::Html(page) }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.ok() });
+        let search = wright_egress::SearchConfig {
+            duckduckgo_url: format!("http://{address}/html/"),
+            ..wright_egress::SearchConfig::default()
+        };
+
+        // The stand-in is on loopback: refused until the allowlist names it, as DuckDuckGo
+        // goes through the egress policy.
+        let fixture = Fixture::with_egress(EgressConfig { search: search.clone(), ..EgressConfig::default() }).await;
         let error = fixture.call("web_search", json!({"query": "rust"})).await.unwrap_err();
-        assert_eq!(error.category(), "not_configured");
-        assert!(error.to_string().to_lowercase().contains("searxng"), "{error}");
+        assert_eq!(error.category(), "denied", "{error}");
+
+        let fixture = Fixture::with_egress(EgressConfig { search, ..allowing(address) }).await;
+        let results = fixture.call("web_search", json!({"query": "rust"})).await.unwrap();
+        assert_eq!(
+            results,
+            json!({"results": [{"title": "Rust lang", "url": "https://www.rust-lang.org/", "snippet": "Reliable software."}]})
+        );
     }
 }
 
@@ -917,4 +950,64 @@ fn closest_names_rank_small_typos_and_shared_words_first() {
     let for_notes = wright_tools::closest_names("save_notes", names.into_iter());
     assert!(for_notes[..2].iter().all(|name| name.ends_with("learned_notes")), "{for_notes:?}");
     assert_eq!(wright_tools::closest_names("x", names.into_iter()).len(), wright_tools::CLOSEST_NAMES);
+}
+
+mod mcp {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use wright_mcp::{McpClients, McpConfig, McpServerConfig};
+
+    use super::*;
+
+    /// The Python SDK server of wright-mcp's tests, over stdio (see that crate for the
+    /// interpreter: `$WRIGHT_TEST_MCP_PYTHON`, made by scripts/test.sh).
+    fn clients() -> McpClients {
+        let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let python = std::env::var("WRIGHT_TEST_MCP_PYTHON").unwrap_or_else(|_| {
+            let venv = manifest.join("../../target/mcp-test-venv/bin/python");
+            assert!(venv.exists(), "no Python with `mcp`: run scripts/test.sh or set WRIGHT_TEST_MCP_PYTHON");
+            venv.display().to_string()
+        });
+        let script = manifest.join("../wright-mcp/tests/it/server.py").display().to_string();
+        let server = McpServerConfig::Stdio {
+            command: python,
+            args: vec![script, "stdio".to_owned()],
+            env: BTreeMap::new(),
+            cwd: None,
+        };
+        McpClients::start(McpConfig { servers: BTreeMap::from([("py".to_owned(), server)]), ..McpConfig::default() })
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn mcp_tools_are_listed_validated_called_and_recorded() {
+        let clients = clients();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while clients.tool("mcp__py__echo").is_none() {
+            assert!(tokio::time::Instant::now() < deadline, "the MCP server did not come up: {:?}", clients.status());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let fixture = Fixture::new().await.with_mcp(clients);
+        let agent = AgentId::default_agent();
+
+        let listed = fixture.registry.list(&agent).await.unwrap();
+        let echo = listed.iter().find(|tool| tool.name == "mcp__py__echo").expect("listed");
+        assert_eq!(echo.kind, wright_core::ToolKind::Mcp);
+        let specs = fixture.registry.specs(&agent).await.unwrap();
+        assert!(specs.iter().any(|spec| spec.name == "mcp__py__echo"));
+
+        let result = fixture.call("mcp__py__echo", json!({"text": "via the registry"})).await.unwrap();
+        assert_eq!(result["content"][0]["text"], "via the registry", "{result}");
+        // The server's schema is enforced before the server sees the call.
+        let error = fixture.call("mcp__py__echo", json!({"text": 42})).await.unwrap_err();
+        assert_eq!(error.category(), "invalid_arguments", "{error}");
+
+        let executions = fixture.store().list_executions(&agent, &ExecutionFilter::default()).await.unwrap();
+        let mcp_calls: Vec<_> = executions.iter().filter(|execution| execution.tool_name == "mcp__py__echo").collect();
+        assert_eq!(mcp_calls.len(), 2, "{executions:?}");
+        assert!(mcp_calls.iter().all(|execution| execution.tool_kind == "mcp" && execution.tool_version.is_none()));
+        assert!(mcp_calls.iter().any(|execution| execution.error_category.as_deref() == Some("invalid_arguments")));
+    }
 }

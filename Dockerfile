@@ -1,0 +1,61 @@
+# syntax=docker/dockerfile:1
+#
+# Wright in a container: the canvas app built with Node, the `wright` binary built with the
+# Rust toolchain, and a slim Debian runtime with Chromium for the browser tools.
+#
+#   docker build -t wright .
+#   docker run -p 8080:8080 -e WRIGHT_TOKEN=... -v wright-data:/data wright
+#
+# Or `docker compose up` with the top-level docker-compose.yml. No image was built on the
+# machines this was written on (no container runtime there): see the README's Deployment
+# section for what was and was not run.
+
+# --- the canvas app --------------------------------------------------------------------
+FROM node:20-bookworm-slim AS frontend
+WORKDIR /src/frontend
+# Dependencies first, so a source change does not reinstall them.
+COPY frontend/package.json frontend/package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY frontend/ ./
+RUN npm run build
+
+# --- the binary ----------------------------------------------------------------------------
+# The toolchain the workspace declares (rust-version = "1.95"); Debian 12 like the runtime, so
+# the binary links the same glibc.
+FROM rust:1.95-bookworm AS build
+WORKDIR /src
+COPY Cargo.toml Cargo.lock rustfmt.toml ./
+COPY crates crates
+# Compiled into the binary (include_str!): the app database's migrations and the sandbox's
+# JavaScript prelude.
+COPY migrations migrations
+COPY sandbox-prelude sandbox-prelude
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked --bin wright \
+ && cp target/release/wright /usr/local/bin/wright
+
+# --- the runtime ---------------------------------------------------------------------------
+FROM debian:bookworm-slim AS runtime
+# Debian's chromium for the browser tools (Wright launches it with --no-sandbox and sends all
+# its traffic through the egress proxy); CA certificates for HTTPS; tini reaps Chromium's and
+# the sandbox workers' children and forwards SIGTERM so shutdown is graceful.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends chromium ca-certificates fonts-liberation tini \
+ && rm -rf /var/lib/apt/lists/*
+# An unprivileged user owns the data; nothing in the image runs as root.
+RUN useradd --system --uid 10001 --create-home --home-dir /home/wright wright \
+ && mkdir /data && chown wright:wright /data
+COPY --from=build /usr/local/bin/wright /usr/local/bin/wright
+# `[server] frontend_dir` defaults to frontend/dist relative to the working directory.
+WORKDIR /app
+COPY --from=frontend /src/frontend/dist /app/frontend/dist
+USER wright
+ENV WRIGHT_DATA_DIR=/data \
+    RUST_LOG=info,sqlx=warn
+VOLUME ["/data"]
+EXPOSE 8080
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/wright"]
+# Inside the container Wright must listen on all interfaces; publish the port on the host's
+# loopback only unless a TLS reverse proxy is in front (see docker-compose.yml).
+CMD ["serve", "--bind", "0.0.0.0:8080"]
