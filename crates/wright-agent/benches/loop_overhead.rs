@@ -130,7 +130,14 @@ async fn main() {
     let egress = wright_egress::Egress::new(Default::default()).unwrap();
     let databases = wright_agentdb::AgentDatabases::new(dir.path().join("agents"), Default::default());
     let browsers = wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
-    let tools = ToolRegistry::new(Arc::new(Services { store: store.clone(), sandbox, egress, databases, browsers }));
+    let tools = ToolRegistry::new(Arc::new(Services {
+        store: store.clone(),
+        sandbox,
+        egress,
+        databases,
+        browsers,
+        workspaces: wright_workspace::Workspaces::new(dir.path(), Default::default()).unwrap(),
+    }));
     let agent = AgentId::default_agent();
     let config = LoopConfig::default();
     let (mut overheads, mut totals, mut appends, mut specs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());

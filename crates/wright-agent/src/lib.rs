@@ -25,7 +25,7 @@ mod dispatch;
 mod provider_model;
 mod run;
 
-pub use context::{SystemParts, system_message};
+pub use context::{SystemParts, WorkspaceParts, system_message};
 pub use provider_model::ProviderModel;
 pub use run::{
     Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, RunOutcome,

@@ -14,6 +14,7 @@ use wright_agentdb::AgentDbConfig;
 use wright_browser::BrowserConfig;
 use wright_egress::EgressConfig;
 use wright_sandbox::SandboxConfig;
+use wright_workspace::WorkspaceConfig;
 use wright_store::{StateLimits, TextLimits};
 
 /// The whole configuration of one installation.
@@ -31,6 +32,8 @@ pub struct Config {
     pub egress: EgressConfig,
     pub agentdb: AgentDbConfig,
     pub browser: BrowserConfig,
+    /// `[workspace]`: extra roots, file and search limits, the confined shell.
+    pub workspace: WorkspaceConfig,
     /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
     pub models: BTreeMap<String, String>,
     /// Debug builds only: a built-in tool that panics when called (`WRIGHT_FAULT_PANIC_TOOL`),
@@ -174,6 +177,7 @@ struct ConfigFile {
     egress: EgressConfig,
     agentdb: AgentDbConfig,
     browser: BrowserConfig,
+    workspace: WorkspaceConfig,
     models: BTreeMap<String, String>,
 }
 
@@ -207,6 +211,7 @@ impl Config {
             egress: file.egress,
             agentdb: file.agentdb,
             browser: file.browser,
+            workspace: file.workspace,
             models: file.models,
             #[cfg(debug_assertions)]
             fault_panic_tool: None,

@@ -50,6 +50,7 @@ fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
         .chain(crate::web::tools())
         .chain(crate::database::tools())
         .chain(crate::browser::tools())
+        .chain(crate::workspace::tools())
 }
 
 /// The names of the built-in tools; an agent's tool may not take one of them.

@@ -189,7 +189,14 @@ impl Fixture {
         let browsers =
             wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
         let tools =
-            ToolRegistry::new(Arc::new(Services { store: store.clone(), sandbox, egress, databases, browsers }));
+            ToolRegistry::new(Arc::new(Services {
+        store: store.clone(),
+        sandbox,
+        egress,
+        databases,
+        browsers,
+        workspaces: wright_workspace::Workspaces::new(dir.path(), Default::default()).unwrap(),
+    }));
         let transcript = StoreTranscript {
             store,
             conversation: "c1".into(),
