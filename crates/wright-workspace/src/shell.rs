@@ -304,10 +304,10 @@ fn keep(buffer: &mut Vec<u8>, bytes: &[u8], other: usize, cap: usize) -> bool {
 /// SIGKILL to bubblewrap's process group; its PID-namespace init follows (parent-death
 /// signal), and with it every process of the command.
 async fn kill(child: &mut tokio::process::Child) {
-    if let Some(pid) = child.id().and_then(|pid| rustix::process::Pid::from_raw(pid as i32)) {
-        if let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
-            tracing::debug!(%error, "bubblewrap's process group was already gone");
-        }
+    if let Some(pid) = child.id().and_then(|pid| rustix::process::Pid::from_raw(pid as i32))
+        && let Err(error) = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL)
+    {
+        tracing::debug!(%error, "bubblewrap's process group was already gone");
     }
     if let Err(error) = child.kill().await {
         tracing::debug!(%error, "bubblewrap had already exited");

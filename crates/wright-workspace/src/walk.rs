@@ -92,10 +92,8 @@ pub(crate) fn walk(start: OwnedFd, options: &WalkOptions, mut visit: impl FnMut(
             }
             match kind {
                 FileType::Directory => subdirectories.push((name, relative)),
-                FileType::RegularFile => {
-                    if !visit(WalkEntry { directory: directory.clone(), name, relative }) {
-                        return WalkEnd { truncated: true };
-                    }
+                FileType::RegularFile if !visit(WalkEntry { directory: directory.clone(), name, relative }) => {
+                    return WalkEnd { truncated: true };
                 }
                 // Symlinks are not followed; devices, FIFOs and sockets have no text to find.
                 _ => {}

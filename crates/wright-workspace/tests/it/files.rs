@@ -141,7 +141,7 @@ fn devices_and_fifos_are_refused_without_blocking() {
     let fixture = Fixture::new();
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &fixture.host("fifo"),
+        fixture.host("fifo"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o600),
         0,
@@ -156,7 +156,7 @@ fn devices_and_fifos_are_refused_without_blocking() {
         // /dev/null's numbers (1, 3): a real character device inside the workspace.
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &fixture.host("null"),
+            fixture.host("null"),
             rustix::fs::FileType::CharacterDevice,
             rustix::fs::Mode::from_raw_mode(0o666),
             rustix::fs::makedev(1, 3),

@@ -15,13 +15,13 @@ use wright_workspace::{RootConfig, Workspace, WorkspaceConfig, Workspaces};
 
 pub const SECRET: &str = "SECRET-7f3a9c";
 
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub temp: TempDir,
     pub workspace: Workspace,
 }
 
 impl Fixture {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with(|_| {})
     }
 
