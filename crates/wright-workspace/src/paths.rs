@@ -13,7 +13,7 @@ use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
 use wright_core::AgentId;
 
 use crate::config::{ShellConfig, WorkspaceConfig, WorkspaceLimits};
-use crate::shell::ShellStatus;
+use crate::shell::{PidsCgroups, ShellStatus};
 use crate::WorkspaceError;
 
 /// Where the agent's own directory appears, to the model and inside the shell.
@@ -28,6 +28,8 @@ pub struct Workspaces {
     data_dir: PathBuf,
     config: WorkspaceConfig,
     shell: ShellStatus,
+    /// Where commands' processes are counted when the server runs as root (see `shell.rs`).
+    pids_cgroups: Option<PidsCgroups>,
 }
 
 impl Workspaces {
@@ -40,8 +42,8 @@ impl Workspaces {
         let data_dir = data_dir.into();
         let agents = data_dir.join("agents");
         std::fs::create_dir_all(&agents).map_err(|error| WorkspaceError::io(&agents.display().to_string(), error))?;
-        let shell = ShellStatus::probe(&config.shell, &agents);
-        Ok(Workspaces { data_dir, config, shell })
+        let (shell, pids_cgroups) = ShellStatus::probe(&config.shell, &agents);
+        Ok(Workspaces { data_dir, config, shell, pids_cgroups })
     }
 
     pub fn config(&self) -> &WorkspaceConfig {
@@ -70,6 +72,7 @@ impl Workspaces {
             limits: self.config.limits.clone(),
             shell: self.config.shell.clone(),
             shell_status: self.shell.clone(),
+            pids_cgroups: self.pids_cgroups.clone(),
         })
     }
 }
@@ -153,6 +156,7 @@ pub struct Workspace {
     pub(crate) limits: WorkspaceLimits,
     pub(crate) shell: ShellConfig,
     pub(crate) shell_status: ShellStatus,
+    pub(crate) pids_cgroups: Option<PidsCgroups>,
 }
 
 impl Workspace {

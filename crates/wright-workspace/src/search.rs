@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
-use grep_searcher::{BinaryDetection, SearcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
@@ -131,6 +131,8 @@ impl Workspace {
             std::thread::scope(|scope| {
                 for _ in 0..threads {
                     scope.spawn(|| {
+                        // One searcher per thread: its buffers are reused for every file.
+                        let mut searcher = new_searcher();
                         loop {
                             // Held only to take the next file, never while searching it.
                             let next = receiver.lock().map(|receiver| receiver.recv());
@@ -146,7 +148,7 @@ impl Workspace {
                                 Mode::empty(),
                             );
                             if let Ok(fd) = opened {
-                                collector.search(&matcher, fd, shown);
+                                collector.search(&mut searcher, &matcher, fd, shown);
                             }
                         }
                     });
@@ -161,7 +163,7 @@ impl Workspace {
                 drop(sender);
             });
         } else {
-            collector.search(&matcher, opened, base_shown);
+            collector.search(&mut new_searcher(), &matcher, opened, base_shown);
         }
         let mut results = collector.results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
         results.sort_by(|left, right| left.0.cmp(&right.0));
@@ -200,7 +202,7 @@ struct Collector {
 }
 
 impl Collector {
-    fn search(&self, matcher: &grep_regex::RegexMatcher, fd: OwnedFd, shown: String) {
+    fn search(&self, searcher: &mut Searcher, matcher: &grep_regex::RegexMatcher, fd: OwnedFd, shown: String) {
         // Devices, FIFOs, hard links and huge files are skipped, never read.
         let Ok(stat) = rustix::fs::fstat(&fd) else { return };
         if regular(&stat, &shown).is_err() || stat.st_size as u64 > self.max_file_bytes {
@@ -208,10 +210,6 @@ impl Collector {
         }
         self.searched.fetch_add(1, Ordering::Relaxed);
         let file = std::fs::File::from(fd);
-        let mut searcher = SearcherBuilder::new()
-            .binary_detection(BinaryDetection::quit(b'\x00'))
-            .line_number(true)
-            .build();
         let mut lines = Vec::new();
         let mut matched = 0usize;
         let mode = self.mode;
@@ -252,6 +250,11 @@ impl Collector {
             results.push((shown, lines, counted));
         }
     }
+}
+
+/// Binary files are left at their first NUL, as ripgrep does by default.
+fn new_searcher() -> Searcher {
+    SearcherBuilder::new().binary_detection(BinaryDetection::quit(b'\x00')).line_number(true).build()
 }
 
 fn compile_glob(pattern: &str) -> Result<GlobMatcher, WorkspaceError> {

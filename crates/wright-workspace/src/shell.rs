@@ -49,6 +49,70 @@ const ETC_FILES: &[&str] = &[
 /// of their own on an older one.
 const SYSTEM_DIRS: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 
+/// Where a command's processes are counted when `RLIMIT_NPROC` cannot count them.
+///
+/// The kernel exempts processes whose real uid is the host's root from `RLIMIT_NPROC`, and a
+/// user namespace made by a root server maps the sandbox's user to root: then a fork bomb would
+/// fill the host's PID table until the deadline. So a server running as root puts each command
+/// in a `pids` cgroup of its own, whose `pids.max` the kernel enforces for everyone; if it cannot,
+/// the shell is off. A server running as a normal user relies on `RLIMIT_NPROC`, which then
+/// counts the command's processes in its own user namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PidsCgroups {
+    /// The directory new cgroups are made in (`/sys/fs/cgroup/pids` on cgroup v1).
+    base: PathBuf,
+}
+
+impl PidsCgroups {
+    const CANDIDATES: &[&str] = &["/sys/fs/cgroup/pids", "/sys/fs/cgroup"];
+
+    /// A base where a new cgroup gets a `pids.max`, tried by making (and removing) one.
+    fn find() -> Option<PidsCgroups> {
+        Self::CANDIDATES.iter().map(PathBuf::from).find_map(|base| {
+            let probe = base.join(format!("wright-probe-{}", std::process::id()));
+            std::fs::create_dir(&probe).ok()?;
+            let works = probe.join("pids.max").exists();
+            if let Err(error) = std::fs::remove_dir(&probe) {
+                tracing::warn!(%error, probe = %probe.display(), "could not remove the probe cgroup");
+            }
+            works.then_some(PidsCgroups { base })
+        })
+    }
+
+    /// A fresh cgroup limited to `max` processes, removed when dropped.
+    fn create(&self, max: u64) -> Result<PidsCgroup, WorkspaceError> {
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let path = self.base.join(format!(
+            "wright-shell-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let unavailable = |error: std::io::Error| WorkspaceError::ShellUnavailable(format!("cannot make a pids cgroup: {error}"));
+        std::fs::create_dir(&path).map_err(unavailable)?;
+        let cgroup = PidsCgroup { path };
+        std::fs::write(cgroup.path.join("pids.max"), max.to_string()).map_err(unavailable)?;
+        Ok(cgroup)
+    }
+}
+
+/// One command's cgroup. Removed on drop, after the namespace sweep emptied it.
+struct PidsCgroup {
+    path: PathBuf,
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        // The last processes may still be on their way out; an empty cgroup is removable.
+        for _ in 0..200 {
+            if std::fs::remove_dir(&self.path).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        tracing::warn!(cgroup = %self.path.display(), "a command's pids cgroup could not be removed");
+    }
+}
+
 /// Whether `bash` can run here, decided once at start by running a confined `true`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShellStatus {
@@ -65,10 +129,28 @@ impl ShellStatus {
     }
 
     /// Runs a confined `true` with `workspace` (an existing directory) bound as the workspace.
-    pub(crate) fn probe(config: &ShellConfig, workspace: &Path) -> ShellStatus {
+    pub(crate) fn probe(config: &ShellConfig, workspace: &Path) -> (ShellStatus, Option<PidsCgroups>) {
         if !config.enabled {
-            return ShellStatus::Disabled;
+            return (ShellStatus::Disabled, None);
         }
+        let cgroups = if rustix::process::getuid().is_root() {
+            match PidsCgroups::find() {
+                Some(cgroups) => Some(cgroups),
+                None => {
+                    let reason = "wright runs as root and no pids cgroup can be made (/sys/fs/cgroup/pids or cgroup v2 \
+                                  with the pids controller): the kernel would not limit a command's processes. Run \
+                                  wright as a normal user, or give it a pids cgroup"
+                        .to_owned();
+                    return (ShellStatus::Unavailable { reason }, None);
+                }
+            }
+        } else {
+            None
+        };
+        (Self::probe_bubblewrap(config, workspace), cgroups)
+    }
+
+    fn probe_bubblewrap(config: &ShellConfig, workspace: &Path) -> ShellStatus {
         let mut command = std::process::Command::new(&config.bwrap_path);
         command.args(sandbox_arguments(workspace, &[], Path::new(WORKSPACE_MOUNT)));
         command.args(["--", "/bin/true"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
@@ -135,7 +217,22 @@ impl Workspace {
         let cwd = self.shell_directory(request.cwd.as_deref())?;
         let binds: Vec<(PathBuf, PathBuf, bool)> =
             self.roots[1..].iter().map(|root| (root.host.clone(), root.shown.clone(), root.writable)).collect();
-        let mut command = Command::new(&config.bwrap_path);
+        // Made before the command and dropped after its namespace is swept (declared first, so
+        // dropped last).
+        let cgroup = match &self.pids_cgroups {
+            Some(cgroups) => Some(cgroups.create(config.max_processes)?),
+            None => None,
+        };
+        let mut command = match &cgroup {
+            // The shell joins the cgroup and becomes bubblewrap: everything the command starts
+            // is counted there from its first fork.
+            Some(cgroup) => {
+                let mut command = Command::new("/bin/sh");
+                command.args(["-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\""]).arg(&cgroup.path).arg(&config.bwrap_path);
+                command
+            }
+            None => Command::new(&config.bwrap_path),
+        };
         command.args(sandbox_arguments(&self.roots[0].host, &binds, &cwd));
         command.args(["--", "/bin/bash", "-c", &limits_script(config), "wright-shell", &request.command]);
         command
@@ -283,7 +380,7 @@ fn sweep(link: &Path) -> usize {
         let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else { continue };
         let Some(pid) = rustix::process::Pid::from_raw(pid) else { continue };
         let Ok(pidfd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else { continue };
-        if std::fs::read_link(entry.path().join("ns/pid")).ok().as_deref() != Some(link) {
+        if std::fs::read_link(entry.path().join("ns/pid")).ok().as_deref() != Some(link) || is_zombie(&entry.path()) {
             continue;
         }
         found += 1;
@@ -292,6 +389,15 @@ fn sweep(link: &Path) -> usize {
         }
     }
     found
+}
+
+/// A zombie (the namespace's init, once bubblewrap is gone, until the host's init reaps it)
+/// is already dead: nothing to kill, and it must not keep the sweep going.
+fn is_zombie(process: &Path) -> bool {
+    std::fs::read_to_string(process.join("stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])))
+        .unwrap_or(true)
 }
 
 /// Appends what fits under the cap (stdout and stderr share it); true when something was cut.

@@ -135,9 +135,25 @@ fn a_fork_bomb_is_contained_and_killed() {
     let fixture = Fixture::with(|config| config.shell.max_processes = 64);
     let marker = format!("forkbomb{}", std::process::id());
     let started = Instant::now();
-    let outcome = shell(&fixture, &format!("b() {{ b | b & }}; b; exec -a {marker} sleep 100"), 3_000);
+    // After a second of the bomb, the shell counts the processes of its PID namespace with
+    // builtins only (a fork could fail): never more than the limit.
+    let outcome = shell(
+        &fixture,
+        &format!(
+            "mkfifo /tmp/wait && exec 3<>/tmp/wait; b() {{ b | b & }}; b; read -t 1 -u 3; \
+             processes=(/proc/[0-9]*); echo COUNT ${{#processes[@]}}; exec -a {marker} sleep 100"
+        ),
+        3_000,
+    );
     assert!(started.elapsed() < Duration::from_secs(20), "the call outlived its deadline: {:?}", started.elapsed());
     assert!(outcome.timed_out || outcome.exit_code != Some(0), "{outcome:?}");
+    let count: usize = outcome
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("COUNT "))
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("the shell did not count its processes: {outcome:?}"));
+    assert!(count <= 64, "ESCAPE: the fork bomb reached {count} processes past the limit of 64");
     assert_no_process_with(&marker);
     // The host can still start processes.
     assert!(std::process::Command::new("true").status().expect("spawn after the bomb").success());
