@@ -17,8 +17,9 @@
 //! deadline (or past the output cap, or when the call is dropped) killing bubblewrap kills
 //! them all, whatever signals they ignore. Measured under a fork bomb, some processes that
 //! were forking at that moment still ran for up to 15 s, so the runner does not rely on that
-//! alone: it notes the namespace when the command starts ([`Namespace`]) and, when the call
-//! ends, kills every process still in it until none is left (also from `Drop`).
+//! alone: when the call ends (or is dropped) it kills every process still in the command's
+//! `pids` cgroup (a root server, see [`PidsCgroups`]) or else in its PID namespace, noted when
+//! the command started ([`Namespace`]), until none is left.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -95,19 +96,50 @@ impl PidsCgroups {
     }
 }
 
-/// One command's cgroup. Removed on drop, after the namespace sweep emptied it.
+/// One command's cgroup: it lists exactly the command's processes, so when the call ends they
+/// are killed from that list (cheaper than scanning the process table), and it is removed.
 struct PidsCgroup {
     path: PathBuf,
 }
 
+impl PidsCgroup {
+    /// Kills every process in the cgroup until none is left (at most two seconds).
+    fn kill_all(&self) {
+        let started = Instant::now();
+        let name = self.path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        loop {
+            let listed = std::fs::read_to_string(self.path.join("cgroup.procs")).unwrap_or_default();
+            let mut found = 0;
+            for pid in listed.lines().filter_map(|line| line.trim().parse::<i32>().ok()).filter_map(rustix::process::Pid::from_raw) {
+                let Ok(pidfd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else { continue };
+                // Pinned by the pidfd, the process must still be in this cgroup: a recycled pid
+                // is never signalled.
+                let still_ours = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.as_raw_nonzero()))
+                    .is_ok_and(|cgroups| cgroups.contains(&name));
+                if still_ours {
+                    found += 1;
+                    if let Err(error) = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL) {
+                        tracing::debug!(%error, "a process of a finished command exited on its own");
+                    }
+                }
+            }
+            if found == 0 || started.elapsed() > Duration::from_secs(2) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
 impl Drop for PidsCgroup {
     fn drop(&mut self) {
+        self.kill_all();
         // The last processes may still be on their way out; an empty cgroup is removable.
-        for _ in 0..200 {
+        for _ in 0..1_000 {
             if std::fs::remove_dir(&self.path).is_ok() {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(Duration::from_millis(1));
         }
         tracing::warn!(cgroup = %self.path.display(), "a command's pids cgroup could not be removed");
     }
@@ -243,7 +275,8 @@ impl Workspace {
             .process_group(0);
         let started = Instant::now();
         let mut child = command.spawn().map_err(|error| WorkspaceError::ShellUnavailable(format!("bubblewrap did not start: {error}")))?;
-        let mut namespace = Namespace::of_child(&mut child).await;
+        // With a cgroup, its list is the sweep; without one, the PID namespace is.
+        let mut namespace = if cgroup.is_some() { Namespace { link: None } } else { Namespace::of_child(&mut child).await };
         let mut stdout = child.stdout.take().ok_or_else(|| WorkspaceError::ShellUnavailable("no stdout pipe".to_owned()))?;
         let mut stderr = child.stderr.take().ok_or_else(|| WorkspaceError::ShellUnavailable("no stderr pipe".to_owned()))?;
         let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
@@ -288,6 +321,11 @@ impl Workspace {
             }
         };
         namespace.clear().await;
+        if let Some(cgroup) = cgroup {
+            tokio::task::spawn_blocking(move || drop(cgroup))
+                .await
+                .map_err(|error| WorkspaceError::ShellUnavailable(format!("the command's cgroup was not cleared: {error}")))?;
+        }
         let exit_code = status.and_then(|status| {
             use std::os::unix::process::ExitStatusExt;
             status.code().or_else(|| status.signal().map(|signal| 128 + signal))
