@@ -67,7 +67,8 @@ pub fn system_message(parts: &SystemParts) -> String {
             workspace.path
         ));
         for (path, writable) in &workspace.roots {
-            message.push_str(&format!("\nAlso allowed: {path} ({}).", if *writable { "read-write" } else { "read-only" }));
+            message
+                .push_str(&format!("\nAlso allowed: {path} ({}).", if *writable { "read-write" } else { "read-only" }));
         }
         message.push_str(if workspace.shell {
             "\nbash runs in a sandbox: only your workspace (and read-write roots) can be written."
@@ -75,7 +76,11 @@ pub fn system_message(parts: &SystemParts) -> String {
             "\nYou have no shell here: bash is unavailable."
         });
         if workspace.shell {
-            message.push_str(if workspace.network { " Commands can reach the network." } else { " Commands have no network; use fetch_url for the web." });
+            message.push_str(if workspace.network {
+                " Commands can reach the network."
+            } else {
+                " Commands have no network; use fetch_url for the web."
+            });
         }
     }
     if let Some(summary) = &parts.earlier_summary {

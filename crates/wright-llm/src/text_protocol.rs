@@ -120,10 +120,15 @@ impl TextProtocol {
 
     fn call_block(&self, name: &str, arguments: &Value) -> String {
         // A bash call that is only a command goes back the way seed 003 writes it.
-        if name == SHELL_TOOL && !self.shell_open.is_empty() {
-            if let Some(command) = arguments.as_object().filter(|fields| fields.len() == 1).and_then(|fields| fields.get("command")).and_then(Value::as_str) {
-                return format!("{}{}{}", self.shell_open, command, self.shell_close);
-            }
+        if name == SHELL_TOOL
+            && !self.shell_open.is_empty()
+            && let Some(command) = arguments
+                .as_object()
+                .filter(|fields| fields.len() == 1)
+                .and_then(|fields| fields.get("command"))
+                .and_then(Value::as_str)
+        {
+            return format!("{}{}{}", self.shell_open, command, self.shell_close);
         }
         // Written by hand so `name` comes first whatever serde_json's key order is.
         format!("{}{{\"name\":{},\"arguments\":{}}}{}", self.call_open, json!(name), arguments, self.call_close)

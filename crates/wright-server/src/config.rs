@@ -14,8 +14,8 @@ use wright_agentdb::AgentDbConfig;
 use wright_browser::BrowserConfig;
 use wright_egress::EgressConfig;
 use wright_sandbox::SandboxConfig;
-use wright_workspace::WorkspaceConfig;
 use wright_store::{StateLimits, TextLimits};
+use wright_workspace::WorkspaceConfig;
 
 /// The whole configuration of one installation.
 #[derive(Debug, Clone)]

@@ -103,7 +103,9 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
         wright_workspace::ShellStatus::Available => tracing::info!("bash: confined by bubblewrap"),
         wright_workspace::ShellStatus::Disabled => tracing::info!("bash: off ([workspace.shell] enabled = false)"),
         wright_workspace::ShellStatus::Unavailable { reason } => {
-            tracing::warn!("bash is OFF: confinement is unavailable on this host, and bash never runs unconfined: {reason}");
+            tracing::warn!(
+                "bash is OFF: confinement is unavailable on this host, and bash never runs unconfined: {reason}"
+            );
         }
     }
     Ok(Services { store, sandbox, egress, databases, browsers, workspaces })

@@ -134,8 +134,12 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
              are skipped unless the pattern starts with a dot.",
             |context, args| {
                 Box::pin(async move {
-                    let outcome = on_workspace(&context, move |workspace| workspace.glob(&args.pattern, args.path.as_deref())).await?;
-                    Ok(json!({ "output": outcome.paths.join("\n"), "count": outcome.count, "truncated": outcome.truncated }))
+                    let outcome =
+                        on_workspace(&context, move |workspace| workspace.glob(&args.pattern, args.path.as_deref()))
+                            .await?;
+                    Ok(
+                        json!({ "output": outcome.paths.join("\n"), "count": outcome.count, "truncated": outcome.truncated }),
+                    )
                 })
             },
         ),
@@ -146,7 +150,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             |context, args| {
                 Box::pin(async move {
                     let outcome =
-                        on_workspace(&context, move |workspace| workspace.read(&args.path, args.offset, args.limit)).await?;
+                        on_workspace(&context, move |workspace| workspace.read(&args.path, args.offset, args.limit))
+                            .await?;
                     Ok(json!({
                         "output": outcome.content,
                         "path": outcome.path,
@@ -186,7 +191,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
              {output, path, bytes, created}. Read-only roots refuse writes.",
             |context, args| {
                 Box::pin(async move {
-                    let outcome = on_workspace(&context, move |workspace| workspace.write(&args.path, &args.content)).await?;
+                    let outcome =
+                        on_workspace(&context, move |workspace| workspace.write(&args.path, &args.content)).await?;
                     Ok(json!({
                         "output": format!("Wrote {} bytes to {}", outcome.bytes, outcome.path),
                         "path": outcome.path,

@@ -25,7 +25,10 @@ fn main() -> anyhow::Result<()> {
             let tree = std::path::PathBuf::from(&arguments[1]);
             let pattern = &arguments[2];
             let runs: usize = arguments.get(3).map_or(Ok(10), |runs| runs.parse())?;
-            let config = WorkspaceConfig { roots: vec![RootConfig { path: tree.clone(), writable: false }], ..Default::default() };
+            let config = WorkspaceConfig {
+                roots: vec![RootConfig { path: tree.clone(), writable: false }],
+                ..Default::default()
+            };
             let workspace = Workspaces::new(data.path(), config)?.open(&AgentId::default_agent())?;
             for mode in [GrepMode::Content, GrepMode::FilesWithMatches] {
                 let request = GrepRequest {
@@ -73,12 +76,17 @@ fn main() -> anyhow::Result<()> {
                 confined.push(started.elapsed());
                 assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
                 let started = Instant::now();
-                let status = runtime.block_on(async { tokio::process::Command::new("/bin/bash").args(["-c", "true"]).status().await })?;
+                let status = runtime.block_on(async {
+                    tokio::process::Command::new("/bin/bash").args(["-c", "true"]).status().await
+                })?;
                 plain.push(started.elapsed());
                 assert!(status.success());
             }
             let (confined, plain) = (median(confined), median(plain));
-            println!("bash -c true: confined {confined:?} | plain {plain:?} | fixed cost of confinement {:?}", confined.saturating_sub(plain));
+            println!(
+                "bash -c true: confined {confined:?} | plain {plain:?} | fixed cost of confinement {:?}",
+                confined.saturating_sub(plain)
+            );
         }
         _ => anyhow::bail!("usage: workspace_bench grep TREE PATTERN [RUNS] | bash [RUNS]"),
     }

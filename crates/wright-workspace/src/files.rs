@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use serde::Serialize;
 
-use crate::paths::{Root, Workspace, open_beneath};
 use crate::WorkspaceError;
+use crate::paths::{Root, Workspace, open_beneath};
 
 /// How many leading bytes decide that a file is binary (a NUL among them), as git and ripgrep do.
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
@@ -126,7 +126,9 @@ impl Workspace {
             return Err(WorkspaceError::Invalid("old_string is empty; use file_write to create a file".to_owned()));
         }
         if old == new {
-            return Err(WorkspaceError::Invalid("old_string and new_string are the same; nothing to change".to_owned()));
+            return Err(WorkspaceError::Invalid(
+                "old_string and new_string are the same; nothing to change".to_owned(),
+            ));
         }
         let (root, relative) = self.writable_root(path)?;
         let (parent, name) = split_for_write(path, &relative)?;
@@ -201,7 +203,10 @@ pub(crate) fn regular(stat: &rustix::fs::Stat, shown: &str) -> Result<RegularFil
         other => return Err(not_text(shown, &format!("is not a regular file ({other:?}); refused"))),
     }
     if stat.st_nlink > 1 {
-        return Err(not_text(shown, "has more than one hard link; refused, since another name may point at it from outside the roots"));
+        return Err(not_text(
+            shown,
+            "has more than one hard link; refused, since another name may point at it from outside the roots",
+        ));
     }
     Ok(RegularFile { size: stat.st_size as u64, mode: stat.st_mode & 0o7777 })
 }
@@ -270,14 +275,16 @@ fn existing_file(directory: &OwnedFd, name: &Path, shown: &str) -> Result<Option
 
 /// Writes a temporary file beside `name` and renames it over `name`: readers see the old or
 /// the new content, never half, and the old inode (and any other name of it) is untouched.
-fn replace(directory: &OwnedFd, name: &Path, content: &[u8], mode: Option<u32>, shown: &str) -> Result<(), WorkspaceError> {
+fn replace(
+    directory: &OwnedFd,
+    name: &Path,
+    content: &[u8],
+    mode: Option<u32>,
+    shown: &str,
+) -> Result<(), WorkspaceError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let temporary = format!(
-        ".{}.wright-{}-{}",
-        name.display(),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
+    let temporary =
+        format!(".{}.wright-{}-{}", name.display(), std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
     let fd = rustix::fs::openat(
         directory,
         temporary.as_str(),

@@ -12,15 +12,16 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
 use wright_core::AgentId;
 
+use crate::WorkspaceError;
 use crate::config::{ShellConfig, WorkspaceConfig, WorkspaceLimits};
 use crate::shell::{PidsCgroups, ShellStatus};
-use crate::WorkspaceError;
 
 /// Where the agent's own directory appears, to the model and inside the shell.
 pub const WORKSPACE_MOUNT: &str = "/workspace";
 
 /// Paths the sandbox provides itself; a root shown there would hide or replace them.
-const RESERVED: &[&str] = &["/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/proc", "/dev", "/tmp", "/etc", WORKSPACE_MOUNT];
+const RESERVED: &[&str] =
+    &["/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/proc", "/dev", "/tmp", "/etc", WORKSPACE_MOUNT];
 
 /// Every agent's workspace, built once from config. Cheap to share.
 #[derive(Debug)]
@@ -79,17 +80,25 @@ impl Workspaces {
 
 fn check_root_config(path: &Path) -> Result<(), WorkspaceError> {
     let shown = path.display().to_string();
-    let plain = path.is_absolute() && path.components().skip(1).all(|component| matches!(component, Component::Normal(_)));
+    let plain =
+        path.is_absolute() && path.components().skip(1).all(|component| matches!(component, Component::Normal(_)));
     if !plain {
         return Err(WorkspaceError::Invalid(format!(
             "workspace root `{shown}` must be an absolute path without `.` or `..`"
         )));
     }
-    if RESERVED.iter().any(|reserved| path == Path::new(reserved)) || path.starts_with("/proc") || path.starts_with("/dev") {
-        return Err(WorkspaceError::Invalid(format!("workspace root `{shown}` is a system directory; name a directory of your own")));
+    if RESERVED.iter().any(|reserved| path == Path::new(reserved))
+        || path.starts_with("/proc")
+        || path.starts_with("/dev")
+    {
+        return Err(WorkspaceError::Invalid(format!(
+            "workspace root `{shown}` is a system directory; name a directory of your own"
+        )));
     }
     if path.starts_with(WORKSPACE_MOUNT) {
-        return Err(WorkspaceError::Invalid(format!("workspace root `{shown}` would hide the agent's {WORKSPACE_MOUNT}")));
+        return Err(WorkspaceError::Invalid(format!(
+            "workspace root `{shown}` would hide the agent's {WORKSPACE_MOUNT}"
+        )));
     }
     if !path.is_dir() {
         return Err(WorkspaceError::Invalid(format!("workspace root `{shown}` is not an existing directory")));
@@ -139,14 +148,9 @@ impl Root {
 pub(crate) fn open_beneath(dir: impl AsFd, relative: &Path, flags: OFlags) -> rustix::io::Result<OwnedFd> {
     let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
     // openat2 refuses flags that mean nothing to an O_PATH descriptor (O_NOCTTY among them).
-    let flags = if flags.contains(OFlags::PATH) { flags | OFlags::CLOEXEC } else { flags | OFlags::CLOEXEC | OFlags::NOCTTY };
-    openat2(
-        dir,
-        relative,
-        flags,
-        Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-    )
+    let flags =
+        if flags.contains(OFlags::PATH) { flags | OFlags::CLOEXEC } else { flags | OFlags::CLOEXEC | OFlags::NOCTTY };
+    openat2(dir, relative, flags, Mode::empty(), ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS)
 }
 
 /// One agent's roots and limits; what every file, search and shell operation runs against.
@@ -188,7 +192,9 @@ impl Workspace {
     pub fn describe_roots(&self) -> String {
         self.roots
             .iter()
-            .map(|root| format!("{} ({})", root.shown.display(), if root.writable { "read-write" } else { "read-only" }))
+            .map(|root| {
+                format!("{} ({})", root.shown.display(), if root.writable { "read-write" } else { "read-only" })
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }

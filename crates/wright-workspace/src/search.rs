@@ -92,7 +92,11 @@ impl Workspace {
         let count = found.len();
         let capped = count > self.limits.glob_max_results;
         found.truncate(self.limits.glob_max_results);
-        Ok(GlobOutcome { paths: found.into_iter().map(|(_, path)| path).collect(), count, truncated: end.truncated || capped })
+        Ok(GlobOutcome {
+            paths: found.into_iter().map(|(_, path)| path).collect(),
+            count,
+            truncated: end.truncated || capped,
+        })
     }
 
     /// Lines matching a regular expression (Rust regex syntax, as ripgrep) under `path`.
@@ -102,7 +106,11 @@ impl Workspace {
             .line_terminator(Some(b'\n'))
             .build(&request.pattern)
             .map_err(|error| WorkspaceError::Invalid(format!("invalid pattern: {error}")))?;
-        let filter = request.glob.as_deref().map(|glob| compile_glob(glob).map(|matcher| (matcher, glob.contains('/')))).transpose()?;
+        let filter = request
+            .glob
+            .as_deref()
+            .map(|glob| compile_glob(glob).map(|matcher| (matcher, glob.contains('/'))))
+            .transpose()?;
         let (root, relative) = self.resolve(request.path.as_deref().unwrap_or(""))?;
         let base_shown = root.show(&relative);
         let opened = root.open_beneath(&relative, OFlags::RDONLY | OFlags::NONBLOCK)?;
@@ -125,7 +133,8 @@ impl Workspace {
                 max_entries: limits.walk_max_entries,
                 deadline: Instant::now() + Duration::from_millis(limits.search_deadline_ms),
             };
-            let threads = std::thread::available_parallelism().map_or(2, |count| count.get()).clamp(1, MAX_SEARCH_THREADS);
+            let threads =
+                std::thread::available_parallelism().map_or(2, |count| count.get()).clamp(1, MAX_SEARCH_THREADS);
             let (sender, receiver) = mpsc::sync_channel::<WalkEntry>(QUEUE_DEPTH);
             let receiver = Mutex::new(receiver);
             std::thread::scope(|scope| {
@@ -271,12 +280,11 @@ fn relative_pattern<'a>(pattern: &'a str, base_shown: &str) -> Result<&'a str, W
     if !pattern.starts_with('/') {
         return Ok(pattern);
     }
-    pattern
-        .strip_prefix(base_shown)
-        .and_then(|rest| rest.strip_prefix('/'))
-        .ok_or_else(|| WorkspaceError::Invalid(format!(
+    pattern.strip_prefix(base_shown).and_then(|rest| rest.strip_prefix('/')).ok_or_else(|| {
+        WorkspaceError::Invalid(format!(
             "glob `{pattern}` is absolute; give a pattern relative to `path` ({base_shown})"
-        )))
+        ))
+    })
 }
 
 fn open_directory(root: &Root, relative: &Path) -> Result<OwnedFd, WorkspaceError> {

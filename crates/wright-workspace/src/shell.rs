@@ -88,7 +88,8 @@ impl PidsCgroups {
             std::process::id(),
             COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
-        let unavailable = |error: std::io::Error| WorkspaceError::ShellUnavailable(format!("cannot make a pids cgroup: {error}"));
+        let unavailable =
+            |error: std::io::Error| WorkspaceError::ShellUnavailable(format!("cannot make a pids cgroup: {error}"));
         std::fs::create_dir(&path).map_err(unavailable)?;
         let cgroup = PidsCgroup { path };
         std::fs::write(cgroup.path.join("pids.max"), max.to_string()).map_err(unavailable)?;
@@ -110,8 +111,14 @@ impl PidsCgroup {
         loop {
             let listed = std::fs::read_to_string(self.path.join("cgroup.procs")).unwrap_or_default();
             let mut found = 0;
-            for pid in listed.lines().filter_map(|line| line.trim().parse::<i32>().ok()).filter_map(rustix::process::Pid::from_raw) {
-                let Ok(pidfd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else { continue };
+            for pid in listed
+                .lines()
+                .filter_map(|line| line.trim().parse::<i32>().ok())
+                .filter_map(rustix::process::Pid::from_raw)
+            {
+                let Ok(pidfd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else {
+                    continue;
+                };
                 // Pinned by the pidfd, the process must still be in this cgroup: a recycled pid
                 // is never signalled.
                 let still_ours = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.as_raw_nonzero()))
@@ -152,7 +159,9 @@ pub enum ShellStatus {
     /// The operator turned the shell off (`[workspace.shell] enabled = false`).
     Disabled,
     /// Confinement does not work on this host; the shell is off, never unconfined.
-    Unavailable { reason: String },
+    Unavailable {
+        reason: String,
+    },
 }
 
 impl ShellStatus {
@@ -169,10 +178,11 @@ impl ShellStatus {
             match PidsCgroups::find() {
                 Some(cgroups) => Some(cgroups),
                 None => {
-                    let reason = "wright runs as root and no pids cgroup can be made (/sys/fs/cgroup/pids or cgroup v2 \
+                    let reason =
+                        "wright runs as root and no pids cgroup can be made (/sys/fs/cgroup/pids or cgroup v2 \
                                   with the pids controller): the kernel would not limit a command's processes. Run \
                                   wright as a normal user, or give it a pids cgroup"
-                        .to_owned();
+                            .to_owned();
                     return (ShellStatus::Unavailable { reason }, None);
                 }
             }
@@ -234,7 +244,9 @@ impl Workspace {
         match &self.shell_status {
             ShellStatus::Available => {}
             ShellStatus::Disabled => {
-                return Err(WorkspaceError::ShellUnavailable("the operator turned it off ([workspace.shell] enabled = false)".to_owned()));
+                return Err(WorkspaceError::ShellUnavailable(
+                    "the operator turned it off ([workspace.shell] enabled = false)".to_owned(),
+                ));
             }
             ShellStatus::Unavailable { reason } => return Err(WorkspaceError::ShellUnavailable(reason.clone())),
         }
@@ -260,25 +272,28 @@ impl Workspace {
             // is counted there from its first fork.
             Some(cgroup) => {
                 let mut command = Command::new("/bin/sh");
-                command.args(["-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\""]).arg(&cgroup.path).arg(&config.bwrap_path);
+                command
+                    .args(["-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\""])
+                    .arg(&cgroup.path)
+                    .arg(&config.bwrap_path);
                 command
             }
             None => Command::new(&config.bwrap_path),
         };
         command.args(sandbox_arguments(&self.roots[0].host, &binds, &cwd));
         command.args(["--", "/bin/bash", "-c", &limits_script(config), "wright-shell", &request.command]);
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).process_group(0);
         let started = Instant::now();
-        let mut child = command.spawn().map_err(|error| WorkspaceError::ShellUnavailable(format!("bubblewrap did not start: {error}")))?;
+        let mut child = command
+            .spawn()
+            .map_err(|error| WorkspaceError::ShellUnavailable(format!("bubblewrap did not start: {error}")))?;
         // With a cgroup, its list is the sweep; without one, the PID namespace is.
-        let mut namespace = if cgroup.is_some() { Namespace { link: None } } else { Namespace::of_child(&mut child).await };
-        let mut stdout = child.stdout.take().ok_or_else(|| WorkspaceError::ShellUnavailable("no stdout pipe".to_owned()))?;
-        let mut stderr = child.stderr.take().ok_or_else(|| WorkspaceError::ShellUnavailable("no stderr pipe".to_owned()))?;
+        let mut namespace =
+            if cgroup.is_some() { Namespace { link: None } } else { Namespace::of_child(&mut child).await };
+        let mut stdout =
+            child.stdout.take().ok_or_else(|| WorkspaceError::ShellUnavailable("no stdout pipe".to_owned()))?;
+        let mut stderr =
+            child.stderr.take().ok_or_else(|| WorkspaceError::ShellUnavailable("no stderr pipe".to_owned()))?;
         let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
         let mut out = Vec::new();
         let mut err = Vec::new();
@@ -322,9 +337,9 @@ impl Workspace {
         };
         namespace.clear().await;
         if let Some(cgroup) = cgroup {
-            tokio::task::spawn_blocking(move || drop(cgroup))
-                .await
-                .map_err(|error| WorkspaceError::ShellUnavailable(format!("the command's cgroup was not cleared: {error}")))?;
+            tokio::task::spawn_blocking(move || drop(cgroup)).await.map_err(|error| {
+                WorkspaceError::ShellUnavailable(format!("the command's cgroup was not cleared: {error}"))
+            })?;
         }
         let exit_code = status.and_then(|status| {
             use std::os::unix::process::ExitStatusExt;
@@ -346,7 +361,10 @@ impl Workspace {
         let Some(cwd) = cwd else { return Ok(PathBuf::from(WORKSPACE_MOUNT)) };
         let (root, relative) = self.resolve(cwd)?;
         root.open_beneath(&relative, rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY)?;
-        if relative.components().any(|component| !matches!(component, std::path::Component::Normal(_) | std::path::Component::CurDir)) {
+        if relative
+            .components()
+            .any(|component| !matches!(component, std::path::Component::Normal(_) | std::path::Component::CurDir))
+        {
             return Err(WorkspaceError::Invalid(format!("cwd `{cwd}`: name the directory without `..`")));
         }
         Ok(root.shown.join(relative))
@@ -367,7 +385,9 @@ impl Namespace {
         let own = std::fs::read_link("/proc/self/ns/pid").ok();
         let children = format!("/proc/{outer}/task/{outer}/children");
         for _ in 0..1_000 {
-            let first = std::fs::read_to_string(&children).ok().and_then(|text| text.split_whitespace().next().map(str::to_owned));
+            let first = std::fs::read_to_string(&children)
+                .ok()
+                .and_then(|text| text.split_whitespace().next().map(str::to_owned));
             if let Some(init) = first {
                 let link = std::fs::read_link(format!("/proc/{init}/ns/pid")).ok();
                 if link.is_some() && link != own {
@@ -512,9 +532,7 @@ fn sandbox_arguments(workspace: &Path, roots: &[(PathBuf, PathBuf, bool)], cwd: 
     for file in ETC_FILES {
         arguments.extend(["--ro-bind-try".to_owned(), (*file).to_owned(), (*file).to_owned()]);
     }
-    arguments.extend(
-        ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind"].into_iter().map(str::to_owned),
-    );
+    arguments.extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind"].into_iter().map(str::to_owned));
     arguments.push(workspace.display().to_string());
     arguments.push(WORKSPACE_MOUNT.to_owned());
     for (host, shown, writable) in roots {

@@ -97,7 +97,12 @@ fn the_rewrite_teaches_the_format_and_drops_native_tools() {
 }
 
 fn bash_spec() -> ToolSpec {
-    ToolSpec { name: "bash".into(), description: "runs bash".into(), parameters: json!({"type": "object"}), pauses: false }
+    ToolSpec {
+        name: "bash".into(),
+        description: "runs bash".into(),
+        parameters: json!({"type": "object"}),
+        pauses: false,
+    }
 }
 
 #[test]
@@ -112,12 +117,21 @@ fn a_seed_003_shell_block_becomes_a_bash_call() {
     let call = call_event(&Scanned::Shell("\nls -la\n".to_owned()), &protocol).expect("call");
     assert_eq!((call.name.as_str(), call.arguments_json.as_str()), ("bash", r#"{"command":"ls -la"}"#));
     let (shown, found) = scan_in_pieces("<||SYSTEM.EXEC>rm -rf partial", 4, &protocol);
-    assert_eq!((shown.as_str(), found), ("<||SYSTEM.EXEC>rm -rf partial", vec![]), "an unclosed shell block never runs");
+    assert_eq!(
+        (shown.as_str(), found),
+        ("<||SYSTEM.EXEC>rm -rf partial", vec![]),
+        "an unclosed shell block never runs"
+    );
 }
 
 #[test]
 fn shell_blocks_are_plain_text_without_a_bash_tool() {
-    let tool = ToolSpec { name: "f".into(), description: "does f".into(), parameters: json!({"type": "object"}), pauses: false };
+    let tool = ToolSpec {
+        name: "f".into(),
+        description: "does f".into(),
+        parameters: json!({"type": "object"}),
+        pauses: false,
+    };
     let protocol = TextProtocol::default().for_tools(&[tool]);
     let (shown, found) = scan_in_pieces("<||SYSTEM.EXEC>ls<SYSTEM.EXEC||>", 2, &protocol);
     assert_eq!((shown.as_str(), found), ("<||SYSTEM.EXEC>ls<SYSTEM.EXEC||>", vec![]));

@@ -912,11 +912,15 @@ mod database {
 #[tokio::test]
 async fn workspace_tools_read_write_search_and_run_confined() {
     let fixture = Fixture::new().await;
-    let written = fixture.call("file_write", json!({"path": "src/main.rs", "content": "fn main() {}\n// TODO\n"})).await.unwrap();
+    let written =
+        fixture.call("file_write", json!({"path": "src/main.rs", "content": "fn main() {}\n// TODO\n"})).await.unwrap();
     assert_eq!(written["output"], "Wrote 21 bytes to /workspace/src/main.rs");
     let read = fixture.call("file_read", json!({"path": "/workspace/src/main.rs"})).await.unwrap();
     assert_eq!(read["output"], "     1\tfn main() {}\n     2\t// TODO\n");
-    let edited = fixture.call("file_edit", json!({"path": "src/main.rs", "old_string": "TODO", "new_string": "DONE"})).await.unwrap();
+    let edited = fixture
+        .call("file_edit", json!({"path": "src/main.rs", "old_string": "TODO", "new_string": "DONE"}))
+        .await
+        .unwrap();
     assert_eq!(edited["replacements"], 1);
     let glob = fixture.call("glob", json!({"pattern": "**/*.rs"})).await.unwrap();
     assert_eq!((glob["output"].as_str(), glob["count"].as_u64()), (Some("/workspace/src/main.rs"), Some(1)));
@@ -930,7 +934,10 @@ async fn workspace_tools_read_write_search_and_run_confined() {
     assert_eq!(escape.category(), "denied", "{escape}");
     let outside = fixture.call("file_write", json!({"path": "/etc/wright-test", "content": "x"})).await.unwrap_err();
     assert_eq!(outside.category(), "denied", "{outside}");
-    let ambiguous = fixture.call("file_edit", json!({"path": "src/main.rs", "old_string": "", "new_string": "x"})).await.unwrap_err();
+    let ambiguous = fixture
+        .call("file_edit", json!({"path": "src/main.rs", "old_string": "", "new_string": "x"}))
+        .await
+        .unwrap_err();
     assert_eq!(ambiguous.category(), "rejected");
     let too_long = fixture.call("bash", json!({"command": "true", "timeout_ms": 10_000_000})).await.unwrap_err();
     assert_eq!(too_long.category(), "limit");

@@ -106,7 +106,11 @@ fn symlinks_cannot_lead_out() {
     let grep = fixture.workspace.grep(&grep_request(SECRET)).expect("grep");
     assert_eq!(grep.count, 0, "ESCAPE: grep followed a symlink out: {}", grep.output);
     let glob = fixture.workspace.glob("**/*", None).expect("glob");
-    assert!(glob.paths.iter().all(|path| !path.contains("secret")), "ESCAPE: glob listed through a symlink: {:?}", glob.paths);
+    assert!(
+        glob.paths.iter().all(|path| !path.contains("secret")),
+        "ESCAPE: glob listed through a symlink: {:?}",
+        glob.paths
+    );
     fixture.assert_secret_intact();
 }
 
@@ -116,7 +120,8 @@ fn proc_self_root_is_not_a_way_out() {
     assert_refused(fixture.workspace.read("/proc/self/root/etc/passwd", None, None), "read /proc/self/root");
     symlink("/proc/self/root", fixture.host("proc-root")).expect("symlink");
     symlink("/proc/self/cwd", fixture.host("proc-cwd")).expect("symlink");
-    let error = assert_refused(fixture.workspace.read("proc-root/etc/passwd", None, None), "read via a /proc/self/root link");
+    let error =
+        assert_refused(fixture.workspace.read("proc-root/etc/passwd", None, None), "read via a /proc/self/root link");
     assert!(matches!(error, WorkspaceError::Escape { .. }), "{error:?}");
     assert_refused(fixture.workspace.read("proc-cwd/Cargo.toml", None, None), "read via a /proc/self/cwd link");
 }
@@ -199,10 +204,16 @@ fn a_symlink_swapped_during_calls_never_reveals_the_outside() {
             assert!(!read.content.contains(SECRET), "ESCAPE: read through a swapped symlink");
             inside_reads += 1;
         }
-        if let Ok(grep) = fixture.workspace.grep(&wright_workspace::GrepRequest { path: Some("d".into()), ..grep_request("SECRET|inside") }) {
+        if let Ok(grep) = fixture
+            .workspace
+            .grep(&wright_workspace::GrepRequest { path: Some("d".into()), ..grep_request("SECRET|inside") })
+        {
             assert!(!grep.output.contains(SECRET), "ESCAPE: grep through a swapped symlink: {}", grep.output);
         }
-        assert!(fixture.workspace.edit("d/f.txt", SECRET, "pwned", false).is_err(), "ESCAPE: edited through a swapped symlink");
+        assert!(
+            fixture.workspace.edit("d/f.txt", SECRET, "pwned", false).is_err(),
+            "ESCAPE: edited through a swapped symlink"
+        );
     }
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().expect("swapper");
@@ -216,9 +227,13 @@ fn read_only_roots_refuse_writes() {
     let fixture = Fixture::new();
     let ro = path_text(&fixture.root("shared-ro"));
     assert_eq!(fixture.workspace.read(&format!("{ro}/readme.txt"), None, None).expect("read").lines, 1);
-    let error = assert_refused(fixture.workspace.write(&format!("{ro}/readme.txt"), "changed"), "write to a read-only root");
+    let error =
+        assert_refused(fixture.workspace.write(&format!("{ro}/readme.txt"), "changed"), "write to a read-only root");
     assert!(matches!(error, WorkspaceError::ReadOnly { .. }), "{error:?}");
-    assert_refused(fixture.workspace.edit(&format!("{ro}/readme.txt"), "read", "write", false), "edit in a read-only root");
+    assert_refused(
+        fixture.workspace.edit(&format!("{ro}/readme.txt"), "read", "write", false),
+        "edit in a read-only root",
+    );
     let rw = path_text(&fixture.root("shared-rw"));
     fixture.workspace.write(&format!("{rw}/new.txt"), "ok").expect("write to a read-write root");
     assert!(fixture.root("shared-rw/new.txt").exists());

@@ -48,15 +48,24 @@ fn grep_modes_filters_and_gitignore() {
         .grep(&GrepRequest { case_insensitive: true, glob: Some("*.rs".into()), ..grep_request("todo") })
         .expect("grep -i");
     assert_eq!(insensitive.output, "/workspace/a.rs:2:// TODO one\n/workspace/a.rs:3:// todo two\n");
-    let files = fixture.workspace.grep(&GrepRequest { mode: GrepMode::FilesWithMatches, ..grep_request("TODO") }).expect("files");
+    let files = fixture
+        .workspace
+        .grep(&GrepRequest { mode: GrepMode::FilesWithMatches, ..grep_request("TODO") })
+        .expect("files");
     assert_eq!(files.output, "/workspace/a.rs\n/workspace/b.txt\n");
     let counts = fixture
         .workspace
         .grep(&GrepRequest { mode: GrepMode::Count, case_insensitive: true, ..grep_request("todo") })
         .expect("count");
     assert_eq!(counts.output, "/workspace/a.rs:2\n/workspace/b.txt:1\n");
-    let one_file = fixture.workspace.grep(&GrepRequest { path: Some("target/gen.rs".into()), ..grep_request("TODO") }).expect("file");
-    assert_eq!(one_file.output, "/workspace/target/gen.rs:1:TODO generated\n", "a named file is searched even if ignored");
+    let one_file = fixture
+        .workspace
+        .grep(&GrepRequest { path: Some("target/gen.rs".into()), ..grep_request("TODO") })
+        .expect("file");
+    assert_eq!(
+        one_file.output, "/workspace/target/gen.rs:1:TODO generated\n",
+        "a named file is searched even if ignored"
+    );
     assert!(fixture.workspace.grep(&grep_request("(")).is_err(), "an invalid regex is an error");
 }
 
@@ -68,6 +77,9 @@ fn grep_output_is_capped() {
     });
     touch(&fixture, "many.txt", &"match this line\n".repeat(50), 5);
     let grep = fixture.workspace.grep(&grep_request("match")).expect("grep");
-    assert_eq!(grep.output, "/workspace/many.txt:1:matc […]\n/workspace/many.txt:2:matc […]\n/workspace/many.txt:3:matc […]\n");
+    assert_eq!(
+        grep.output,
+        "/workspace/many.txt:1:matc […]\n/workspace/many.txt:2:matc […]\n/workspace/many.txt:3:matc […]\n"
+    );
     assert!(grep.truncated);
 }

@@ -33,8 +33,21 @@ fn assert_no_process_with(marker: &str) {
             .filter_map(|entry| {
                 let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
                 let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
-                let state = status.lines().filter(|line| line.starts_with("State") || line.starts_with("PPid") || line.starts_with("NSpid") || line.starts_with("Sig")).collect::<Vec<_>>().join(" ");
-                Some(format!("{} [{}] {state}", String::from_utf8_lossy(&cmdline).replace('\0', " "), entry.file_name().to_string_lossy()))
+                let state = status
+                    .lines()
+                    .filter(|line| {
+                        line.starts_with("State")
+                            || line.starts_with("PPid")
+                            || line.starts_with("NSpid")
+                            || line.starts_with("Sig")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                Some(format!(
+                    "{} [{}] {state}",
+                    String::from_utf8_lossy(&cmdline).replace('\0', " "),
+                    entry.file_name().to_string_lossy()
+                ))
             })
             .filter(|line| line.contains(marker))
             .collect();
@@ -42,7 +55,12 @@ fn assert_no_process_with(marker: &str) {
             eprintln!("{marker}: gone {:?} after the call", started.elapsed());
             return;
         }
-        assert!(started.elapsed() < Duration::from_secs(40), "ESCAPE: {} processes outlived the call: {:?}", survivors.len(), &survivors[..1]);
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "ESCAPE: {} processes outlived the call: {:?}",
+            survivors.len(),
+            &survivors[..1]
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -100,7 +118,11 @@ fn the_network_is_unreachable() {
 fn host_files_outside_the_roots_are_not_visible() {
     let fixture = Fixture::new();
     let secret = path_text(&fixture.outside().join("secret.txt"));
-    let outcome = shell(&fixture, &format!("cat {secret}; cat /etc/passwd; cat /etc/shadow; ls /root /home; cat /proc/1/environ"), 10_000);
+    let outcome = shell(
+        &fixture,
+        &format!("cat {secret}; cat /etc/passwd; cat /etc/shadow; ls /root /home; cat /proc/1/environ"),
+        10_000,
+    );
     assert!(!outcome.stdout.contains(SECRET), "ESCAPE: read a host file: {}", outcome.stdout);
     assert!(!outcome.stdout.contains("root:"), "ESCAPE: read the host's /etc/passwd: {}", outcome.stdout);
     assert!(outcome.stderr.contains("No such file"), "{}", outcome.stderr);
@@ -123,11 +145,18 @@ fn writes_outside_the_workspace_fail() {
     );
     assert_eq!(outcome.stdout, "in-tmp\n", "only the sandbox's own /tmp is writable besides the workspace");
     fixture.assert_secret_intact();
-    assert_eq!(std::fs::read_to_string(fixture.root("shared-ro/readme.txt")).expect("ro"), "read only\n", "ESCAPE: wrote a read-only root");
+    assert_eq!(
+        std::fs::read_to_string(fixture.root("shared-ro/readme.txt")).expect("ro"),
+        "read only\n",
+        "ESCAPE: wrote a read-only root"
+    );
     for host_path in [format!("/usr/{marker}"), format!("/etc/{marker}"), format!("/tmp/{marker}")] {
         assert!(!std::path::Path::new(&host_path).exists(), "ESCAPE: wrote {host_path} on the host");
     }
-    assert!(!fixture.host("hard-bash").exists() && !fixture.host("hard-readme").exists(), "ESCAPE: hard-linked a file from outside");
+    assert!(
+        !fixture.host("hard-bash").exists() && !fixture.host("hard-readme").exists(),
+        "ESCAPE: hard-linked a file from outside"
+    );
 }
 
 #[test]
@@ -166,7 +195,9 @@ fn background_processes_do_not_outlive_the_call() {
     let started = Instant::now();
     let outcome = shell(
         &fixture,
-        &format!("(sleep 2; echo late > /workspace/late.txt) & disown; nohup bash -c 'exec -a {marker} sleep 100' >/dev/null 2>&1 & echo started"),
+        &format!(
+            "(sleep 2; echo late > /workspace/late.txt) & disown; nohup bash -c 'exec -a {marker} sleep 100' >/dev/null 2>&1 & echo started"
+        ),
         20_000,
     );
     assert_eq!(outcome.stdout, "started\n");
@@ -192,7 +223,11 @@ fn a_command_ignoring_sigterm_is_killed_at_the_deadline() {
     let fixture = Fixture::new();
     let marker = format!("stubborn{}", std::process::id());
     let started = Instant::now();
-    let outcome = shell(&fixture, &format!("trap '' TERM INT HUP; exec -a {marker} bash -c \"trap '' TERM; while :; do sleep 1; done\""), 1_000);
+    let outcome = shell(
+        &fixture,
+        &format!("trap '' TERM INT HUP; exec -a {marker} bash -c \"trap '' TERM; while :; do sleep 1; done\""),
+        1_000,
+    );
     assert!(outcome.timed_out, "{outcome:?}");
     assert_eq!(outcome.exit_code, None);
     assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
