@@ -2,7 +2,7 @@
 # Runs every test of the repository: the Rust workspace (unit, integration, end-to-end
 # against the real binary), the canvas app's unit tests and build, and the browser tests in
 # Debian's Chromium against a real `wright serve`. Needs the Rust toolchain, Node and npm;
-# installs Debian's chromium when it is missing (as root, with apt-get).
+# installs Debian's chromium and bubblewrap when they are missing (as root, with apt-get).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +16,10 @@ fi
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
   echo "== installing python3-venv for the real-model tests"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null; else sudo apt-get update -qq && sudo apt-get install -y -qq python3-venv >/dev/null; fi
+
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "== installing bubblewrap for the confined shell's tests"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; else sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap >/dev/null; fi
 fi
 
 echo "== frontend: install, check generated API types, build, unit tests"

@@ -135,7 +135,14 @@ async fn main() {
     let egress = wright_egress::Egress::new(Default::default()).unwrap();
     let databases = wright_agentdb::AgentDatabases::new(dir.path().join("agents"), Default::default());
     let browsers = wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
-    let tools = ToolRegistry::new(Arc::new(Services { store: store.clone(), sandbox, egress, databases, browsers }));
+    let tools = ToolRegistry::new(Arc::new(Services {
+        store: store.clone(),
+        sandbox,
+        egress,
+        databases,
+        browsers,
+        workspaces: wright_workspace::Workspaces::new(dir.path(), Default::default()).unwrap(),
+    }));
     let agent = AgentId::default_agent();
     // The model calls the same tool every turn: measure running it, not answering a repeat.
     let config = LoopConfig { refuse_repeated_calls: false, ..LoopConfig::default() };

@@ -1,7 +1,8 @@
 //! The system message: who the agent is (its prompt), what it has learned (its notes), what it
 //! remembers (long-term and active mid-term memories), what it keeps (state keys, its own
-//! database's tables) and, after compaction, what was said before. Pure: the parts are read by
-//! the caller.
+//! database's tables), where it can work on the host (its workspace, allowed roots, shell,
+//! network) and, after compaction, what was said before. Pure: the parts are read by the
+//! caller.
 
 use wright_core::MemoryLayer;
 
@@ -38,6 +39,21 @@ pub struct SystemParts {
     pub database_summary: String,
     /// The summary of compacted turns, if the conversation was compacted.
     pub earlier_summary: Option<String>,
+    /// The agent's files and shell; none where the caller has no workspace to describe.
+    pub workspace: Option<WorkspaceParts>,
+}
+
+/// Where the agent works on the host, as the workspace tools see it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkspaceParts {
+    /// The agent's own directory as the tools name it (`/workspace`).
+    pub path: String,
+    /// Other directories the operator allowed: (path, writable).
+    pub roots: Vec<(String, bool)>,
+    /// Whether `bash` runs here (confinement works and the operator left it on).
+    pub shell: bool,
+    /// Whether commands can reach the network.
+    pub network: bool,
 }
 
 impl Default for SystemParts {
@@ -50,6 +66,7 @@ impl Default for SystemParts {
             state_keys: Vec::new(),
             database_summary: String::new(),
             earlier_summary: None,
+            workspace: None,
         }
     }
 }
@@ -109,6 +126,29 @@ pub fn system_message(parts: &SystemParts) -> String {
         message.push_str("\n\n## Your database\n");
         message.push_str(database);
     }
+    if let Some(workspace) = &parts.workspace {
+        message.push_str("\n\n## Your workspace\n");
+        message.push_str(&format!(
+            "Your files live in {} (read-write); relative paths in glob, grep, file_read, file_write and file_edit start there.",
+            workspace.path
+        ));
+        for (path, writable) in &workspace.roots {
+            message
+                .push_str(&format!("\nAlso allowed: {path} ({}).", if *writable { "read-write" } else { "read-only" }));
+        }
+        message.push_str(if workspace.shell {
+            "\nbash runs in a sandbox: only your workspace (and read-write roots) can be written."
+        } else {
+            "\nYou have no shell here: bash is unavailable."
+        });
+        if workspace.shell {
+            message.push_str(if workspace.network {
+                " Commands can reach the network."
+            } else {
+                " Commands have no network; use fetch_url for the web."
+            });
+        }
+    }
     if let Some(summary) = &parts.earlier_summary {
         message.push_str("\n\n## Earlier in this conversation (summary)\n");
         message.push_str(summary.trim());
@@ -130,8 +170,22 @@ mod tests {
             state_keys: (0..60).map(|index| format!("k{index}")).collect(),
             database_summary: "expenses (3 rows)".into(),
             earlier_summary: Some("They asked about taxes.".into()),
+            workspace: Some(WorkspaceParts {
+                path: "/workspace".into(),
+                roots: vec![("/srv/notes".into(), false)],
+                shell: true,
+                network: false,
+            }),
             ..Default::default()
         });
+        assert!(full.contains("## Your workspace\nYour files live in /workspace (read-write)"), "{full}");
+        assert!(full.contains("Also allowed: /srv/notes (read-only)."));
+        assert!(full.contains("Commands have no network"));
+        let no_shell = system_message(&SystemParts {
+            workspace: Some(WorkspaceParts { path: "/workspace".into(), ..Default::default() }),
+            ..Default::default()
+        });
+        assert!(no_shell.contains("You have no shell here"), "{no_shell}");
         assert!(full.contains("## Learned notes") && full.contains("[notes cut here"));
         assert!(full.contains("k49") && !full.contains("k50,") && full.contains("and 10 more"));
         assert!(full.contains("## Your database\nexpenses (3 rows)"));

@@ -33,7 +33,7 @@ mod provider_model;
 mod run;
 mod surface;
 
-pub use context::{ContextMemory, DEFAULT_MEMORY_CHARS, SystemParts, system_message};
+pub use context::{ContextMemory, DEFAULT_MEMORY_CHARS, SystemParts, WorkspaceParts, system_message};
 pub use provider_model::ProviderModel;
 pub use run::{
     ApprovedCall, ECHO_NOTE, Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall,

@@ -398,6 +398,7 @@ string_enum!(
         Browser => "browser",
         Marketplace => "marketplace",
         Memory => "memory",
+        Workspace => "workspace",
     }
 );
 

@@ -21,6 +21,10 @@
 //!
 //! After the tool runs, its output goes back as a user message holding an output block, and
 //! the model continues from there on the next request.
+//!
+//! Seed 003's shell blocks are understood too, when the agent has the `bash` tool:
+//! `<||SYSTEM.EXEC>ls -la<SYSTEM.EXEC||>` is a call of `bash` with that command — the same
+//! confined shell, the same approval — and a `bash` call in history is written back the same way.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -45,6 +49,9 @@ pub struct TextProtocol {
     pub call_close: String,
     pub output_open: String,
     pub output_close: String,
+    /// Seed 003's shell block: its body is a `bash` command. Empty turns shell blocks off.
+    pub shell_open: String,
+    pub shell_close: String,
     /// A call block longer than this is abandoned.
     pub max_block_bytes: usize,
     /// End-of-turn markers some local servers leak into text; generation ends at one
@@ -59,6 +66,8 @@ impl Default for TextProtocol {
             call_close: "<TOOL.CALL||>".to_owned(),
             output_open: "<||TOOL.OUTPUT>".to_owned(),
             output_close: "<TOOL.OUTPUT||>".to_owned(),
+            shell_open: "<||SYSTEM.EXEC>".to_owned(),
+            shell_close: "<SYSTEM.EXEC||>".to_owned(),
             max_block_bytes: 64 * 1024,
             stop_strings: vec!["<|im_end|>".to_owned(), "<|eot_id|>".to_owned(), "<|endoftext|>".to_owned()],
         }
@@ -82,10 +91,45 @@ impl TextProtocol {
         for tool in tools {
             text.push_str(&format!("\n- {}: {}\n  parameters: {}\n", tool.name, tool.description, tool.parameters));
         }
+        if self.shells_enabled(tools) {
+            text.push_str(&format!(
+                "\nTo run a shell command you may also write {open}command{close} and stop writing: it runs as the \
+                 bash tool, and its result comes back in a {out_open} block.\n",
+                open = self.shell_open,
+                close = self.shell_close,
+                out_open = self.output_open,
+            ));
+        }
         text
     }
 
+    /// Shell blocks are read only when configured and when the agent has a `bash` tool.
+    fn shells_enabled(&self, tools: &[ToolSpec]) -> bool {
+        !self.shell_open.is_empty() && !self.shell_close.is_empty() && tools.iter().any(|tool| tool.name == SHELL_TOOL)
+    }
+
+    /// The delimiters the scanner looks for with these tools: shell blocks only with `bash`.
+    pub fn for_tools(&self, tools: &[ToolSpec]) -> TextProtocol {
+        let mut protocol = self.clone();
+        if !self.shells_enabled(tools) {
+            protocol.shell_open.clear();
+            protocol.shell_close.clear();
+        }
+        protocol
+    }
+
     fn call_block(&self, name: &str, arguments: &Value) -> String {
+        // A bash call that is only a command goes back the way seed 003 writes it.
+        if name == SHELL_TOOL
+            && !self.shell_open.is_empty()
+            && let Some(command) = arguments
+                .as_object()
+                .filter(|fields| fields.len() == 1)
+                .and_then(|fields| fields.get("command"))
+                .and_then(Value::as_str)
+        {
+            return format!("{}{}{}", self.shell_open, command, self.shell_close);
+        }
         // Written by hand so `name` comes first whatever serde_json's key order is.
         format!("{}{{\"name\":{},\"arguments\":{}}}{}", self.call_open, json!(name), arguments, self.call_close)
     }
@@ -134,17 +178,28 @@ pub enum Scanned {
     Text(String),
     /// A closed block's body. Generation should stop.
     Call(String),
+    /// A closed shell block's body (seed 003): the command of a `bash` call.
+    Shell(String),
     /// A block that outgrew the cap: its first bytes. Generation should stop.
     Oversized(String),
     /// A stop string outside a block. Generation should stop.
     Stop,
 }
 
+/// The tool seed 003's shell blocks call.
+const SHELL_TOOL: &str = "bash";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Outside,
-    Inside,
+    Inside(Block),
     Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Call,
+    Shell,
 }
 
 /// Finds call blocks in streamed text (guarantees in the module header).
@@ -176,25 +231,36 @@ impl Scanner {
             match self.state {
                 State::Done => return out,
                 State::Outside => {
-                    let open = self.pending.find(&self.protocol.call_open).map(|at| (at, None));
+                    let call = self.pending.find(&self.protocol.call_open).map(|at| (at, Some(Block::Call)));
+                    let shell = (!self.protocol.shell_open.is_empty())
+                        .then(|| self.pending.find(&self.protocol.shell_open).map(|at| (at, Some(Block::Shell))))
+                        .flatten();
+                    let open = match (call, shell) {
+                        (Some(call), Some(shell)) => Some(if shell.0 < call.0 { shell } else { call }),
+                        (found, None) | (None, found) => found,
+                    };
                     let stop = self
                         .protocol
                         .stop_strings
                         .iter()
                         .filter(|stop| !stop.is_empty())
-                        .filter_map(|stop| self.pending.find(stop.as_str()).map(|at| (at, Some(()))))
+                        .filter_map(|stop| self.pending.find(stop.as_str()).map(|at| (at, None)))
                         .min_by_key(|(at, _)| *at);
                     let first = match (open, stop) {
                         (Some(open), Some(stop)) => Some(if stop.0 < open.0 { stop } else { open }),
                         (found, None) | (None, found) => found,
                     };
                     match first {
-                        Some((at, None)) => {
+                        Some((at, Some(block))) => {
                             push_text(&mut out, &self.pending[..at]);
-                            self.pending.drain(..at + self.protocol.call_open.len());
-                            self.state = State::Inside;
+                            let open = match block {
+                                Block::Call => self.protocol.call_open.len(),
+                                Block::Shell => self.protocol.shell_open.len(),
+                            };
+                            self.pending.drain(..at + open);
+                            self.state = State::Inside(block);
                         }
-                        Some((at, Some(()))) => {
+                        Some((at, None)) => {
                             push_text(&mut out, &self.pending[..at]);
                             out.push(Scanned::Stop);
                             self.finish_scan();
@@ -208,9 +274,17 @@ impl Scanner {
                         }
                     }
                 }
-                State::Inside => {
-                    if let Some(at) = self.pending.find(&self.protocol.call_close) {
-                        out.push(Scanned::Call(self.pending[..at].to_owned()));
+                State::Inside(block) => {
+                    let close = match block {
+                        Block::Call => &self.protocol.call_close,
+                        Block::Shell => &self.protocol.shell_close,
+                    };
+                    if let Some(at) = self.pending.find(close.as_str()) {
+                        let body = self.pending[..at].to_owned();
+                        out.push(match block {
+                            Block::Call => Scanned::Call(body),
+                            Block::Shell => Scanned::Shell(body),
+                        });
                         self.finish_scan();
                     } else if self.pending.len() > self.protocol.max_block_bytes {
                         let mut end = 200.min(self.pending.len());
@@ -234,7 +308,11 @@ impl Scanner {
         let mut out = Vec::new();
         match self.state {
             State::Outside => push_text(&mut out, &self.pending),
-            State::Inside => {
+            // An unclosed shell block may be a command cut short: shown, never run.
+            State::Inside(Block::Shell) => {
+                push_text(&mut out, &format!("{}{}", self.protocol.shell_open, self.pending));
+            }
+            State::Inside(Block::Call) => {
                 if parse_call(&self.pending).is_some() {
                     out.push(Scanned::Call(self.pending.clone()));
                 } else {
@@ -255,7 +333,10 @@ impl Scanner {
     /// How many bytes at the end of `pending` could be the start of the open delimiter or a
     /// stop string, and so must wait for more text.
     fn held_back(&self) -> usize {
-        let candidates = std::iter::once(&self.protocol.call_open).chain(self.protocol.stop_strings.iter());
+        let candidates = [&self.protocol.call_open, &self.protocol.shell_open]
+            .into_iter()
+            .filter(|marker| !marker.is_empty())
+            .chain(self.protocol.stop_strings.iter());
         let mut keep = 0;
         for marker in candidates {
             for length in (1..marker.len()).rev() {
@@ -312,6 +393,7 @@ pub fn call_event(scanned: &Scanned, protocol: &TextProtocol) -> Option<ToolCall
             // Invalid JSON keeps its text: the loop answers with an invalid-arguments error.
             None => (name_in_broken_block(body).unwrap_or_else(|| "invalid_tool_call".to_owned()), body.clone()),
         },
+        Scanned::Shell(command) => (SHELL_TOOL.to_owned(), json!({ "command": command.trim() }).to_string()),
         Scanned::Oversized(head) => (
             name_in_broken_block(head).unwrap_or_else(|| "invalid_tool_call".to_owned()),
             format!("tool call block longer than {} bytes was cut off: {head}…", protocol.max_block_bytes),
@@ -359,7 +441,7 @@ impl Scan {
                         raw: "stop_string".to_owned(),
                     })));
                 }
-                Scanned::Call(_) | Scanned::Oversized(_) => {
+                Scanned::Call(_) | Scanned::Shell(_) | Scanned::Oversized(_) => {
                     stopped = true;
                     if let Some(call) = call_event(&item, &self.protocol) {
                         self.queue.push_back(Ok(StreamEvent::ToolCall(call)));
@@ -377,11 +459,12 @@ impl Scan {
 
 impl Provider for TextProtocolProvider {
     fn stream(&self, request: Request, cancel: CancellationToken) -> EventStream {
-        let rewritten = self.protocol.rewrite(&request);
+        let protocol = self.protocol.for_tools(&request.tools);
+        let rewritten = protocol.rewrite(&request);
         let scan = Scan {
             inner: Some(self.inner.stream(rewritten, cancel)),
-            scanner: Scanner::new(self.protocol.clone()),
-            protocol: self.protocol.clone(),
+            scanner: Scanner::new(protocol.clone()),
+            protocol,
             queue: VecDeque::new(),
         };
         Box::pin(futures::stream::unfold(scan, |mut scan| async move {

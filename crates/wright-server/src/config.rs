@@ -16,6 +16,7 @@ use wright_egress::EgressConfig;
 use wright_mcp::McpConfig;
 use wright_sandbox::SandboxConfig;
 use wright_store::{MemoryConfig, SessionConfig, SessionSchedule, StateLimits, TextLimits};
+use wright_workspace::WorkspaceConfig;
 
 /// The whole configuration of one installation.
 #[derive(Debug, Clone)]
@@ -40,6 +41,8 @@ pub struct Config {
     pub browser: BrowserConfig,
     /// `[mcp]`: the MCP servers whose tools the agents get (`mcp__<server>__<tool>`).
     pub mcp: McpConfig,
+    /// `[workspace]`: extra roots, file and search limits, the confined shell.
+    pub workspace: WorkspaceConfig,
     /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
     pub models: BTreeMap<String, String>,
     /// Per-agent settings (`[agents.<id>]`), by agent id.
@@ -188,6 +191,7 @@ struct ConfigFile {
     agentdb: AgentDbConfig,
     browser: BrowserConfig,
     mcp: McpConfig,
+    workspace: WorkspaceConfig,
     models: BTreeMap<String, String>,
     agents: BTreeMap<String, AgentConfig>,
 }
@@ -237,6 +241,7 @@ impl Config {
             agentdb: file.agentdb,
             browser: file.browser,
             mcp: file.mcp,
+            workspace: file.workspace,
             models: file.models,
             agents: file.agents,
             #[cfg(debug_assertions)]

@@ -118,7 +118,17 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     let databases = wright_agentdb::AgentDatabases::new(config.data_dir.join("agents"), config.agentdb.clone());
     let browsers =
         wright_browser::Browsers::new(config.browser.clone(), wright_tools::browser::request_policy(&egress));
-    Ok(Services { store, sandbox, egress, databases, browsers })
+    let workspaces = wright_workspace::Workspaces::new(&config.data_dir, config.workspace.clone())?;
+    match workspaces.shell_status() {
+        wright_workspace::ShellStatus::Available => tracing::info!("bash: confined by bubblewrap"),
+        wright_workspace::ShellStatus::Disabled => tracing::info!("bash: off ([workspace.shell] enabled = false)"),
+        wright_workspace::ShellStatus::Unavailable { reason } => {
+            tracing::warn!(
+                "bash is OFF: confinement is unavailable on this host, and bash never runs unconfined: {reason}"
+            );
+        }
+    }
+    Ok(Services { store, sandbox, egress, databases, browsers, workspaces })
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then ends event streams, lets

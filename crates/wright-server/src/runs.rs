@@ -491,13 +491,25 @@ impl Drop for ActiveGuard {
 /// The loop's view of one conversation: the store for what lasts, the hub for what streams.
 pub struct StoreTranscript {
     store: Store,
-    /// The tools' services, for the agent database's summary in the system message.
+    /// The tools' services, for the agent database's summary and the workspace in the system
+    /// message.
     databases: Arc<wright_tools::Services>,
     hub: Arc<Hub>,
     agent: AgentId,
     conversation_id: String,
     /// This process's owner id: the run's claim in the store.
     owner: String,
+}
+
+/// What the system message says of the agent's workspace, roots and shell. Commands never have
+/// network in this version, so `network` is false.
+fn workspace_parts(workspaces: &wright_workspace::Workspaces) -> wright_agent::WorkspaceParts {
+    wright_agent::WorkspaceParts {
+        path: wright_workspace::WORKSPACE_MOUNT.to_owned(),
+        roots: workspaces.config().roots.iter().map(|root| (root.path.display().to_string(), root.writable)).collect(),
+        shell: workspaces.shell_status().is_available(),
+        network: false,
+    }
 }
 
 fn message(error: impl std::fmt::Display) -> String {
@@ -533,6 +545,7 @@ impl Transcript for StoreTranscript {
                 state_keys,
                 database_summary,
                 earlier_summary: None,
+                workspace: Some(workspace_parts(&self.databases.workspaces)),
             })
         })
     }

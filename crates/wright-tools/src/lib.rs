@@ -29,6 +29,7 @@ mod self_modification;
 mod state;
 mod tool_management;
 mod web;
+mod workspace;
 
 pub use code::run_file;
 pub use error::ToolError;
@@ -43,6 +44,7 @@ use wright_core::AgentId;
 use wright_egress::Egress;
 use wright_sandbox::Sandbox;
 use wright_store::Store;
+use wright_workspace::Workspaces;
 
 /// What tools reach the world through. Built once by the binary, shared by every call.
 pub struct Services {
@@ -55,6 +57,8 @@ pub struct Services {
     pub databases: AgentDatabases,
     /// Headless Chromium, one context per conversation, its requests judged by `egress`.
     pub browsers: Browsers,
+    /// The agents' workspaces and the confined shell (glob, file_*, grep, bash).
+    pub workspaces: Workspaces,
 }
 
 /// Who is calling and on whose behalf; handed to every handler.

@@ -1767,7 +1767,7 @@ export interface components {
          *     talking to the person (ask_user, render_*, send_message, components).
          * @enum {string}
          */
-        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory";
+        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace";
         Uninstalled: {
             deleted: boolean;
         };

@@ -215,8 +215,14 @@ impl Fixture {
         let databases = wright_agentdb::AgentDatabases::new(dir.path().join("agents"), Default::default());
         let browsers =
             wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
-        let tools =
-            ToolRegistry::new(Arc::new(Services { store: store.clone(), sandbox, egress, databases, browsers }));
+        let tools = ToolRegistry::new(Arc::new(Services {
+            store: store.clone(),
+            sandbox,
+            egress,
+            databases,
+            browsers,
+            workspaces: wright_workspace::Workspaces::new(dir.path(), Default::default()).unwrap(),
+        }));
         let transcript = StoreTranscript {
             store,
             conversation: "c1".into(),

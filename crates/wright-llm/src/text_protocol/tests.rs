@@ -97,3 +97,58 @@ fn the_rewrite_teaches_the_format_and_drops_native_tools() {
     assert!(rewritten.system.starts_with("Be brief.\n\n## Tools"));
     assert!(rewritten.system.contains("- f: does f"));
 }
+
+fn bash_spec() -> ToolSpec {
+    ToolSpec {
+        name: "bash".into(),
+        description: "runs bash".into(),
+        parameters: json!({"type": "object"}),
+        pauses: false,
+        policy: Default::default(),
+        toolset: None,
+    }
+}
+
+#[test]
+fn a_seed_003_shell_block_becomes_a_bash_call() {
+    let protocol = TextProtocol::default().for_tools(&[bash_spec()]);
+    for piece in [1, 3, 7, 100] {
+        let (shown, found) =
+            scan_in_pieces("Let me check <||SYSTEM.EXEC>ls -la | head<SYSTEM.EXEC||> and more", piece, &protocol);
+        assert_eq!(shown, "Let me check ", "piece {piece}");
+        assert_eq!(found, vec![Scanned::Shell("ls -la | head".to_owned())], "piece {piece}");
+    }
+    let call = call_event(&Scanned::Shell("\nls -la\n".to_owned()), &protocol).expect("call");
+    assert_eq!((call.name.as_str(), call.arguments_json.as_str()), ("bash", r#"{"command":"ls -la"}"#));
+    let (shown, found) = scan_in_pieces("<||SYSTEM.EXEC>rm -rf partial", 4, &protocol);
+    assert_eq!(
+        (shown.as_str(), found),
+        ("<||SYSTEM.EXEC>rm -rf partial", vec![]),
+        "an unclosed shell block never runs"
+    );
+}
+
+#[test]
+fn shell_blocks_are_plain_text_without_a_bash_tool() {
+    let tool = ToolSpec {
+        name: "f".into(),
+        description: "does f".into(),
+        parameters: json!({"type": "object"}),
+        pauses: false,
+        policy: Default::default(),
+        toolset: None,
+    };
+    let protocol = TextProtocol::default().for_tools(&[tool]);
+    let (shown, found) = scan_in_pieces("<||SYSTEM.EXEC>ls<SYSTEM.EXEC||>", 2, &protocol);
+    assert_eq!((shown.as_str(), found), ("<||SYSTEM.EXEC>ls<SYSTEM.EXEC||>", vec![]));
+    assert!(!protocol.instructions(&[]).contains("SYSTEM.EXEC"));
+}
+
+#[test]
+fn the_rewrite_teaches_shell_blocks_and_writes_bash_calls_back_as_them() {
+    let protocol = TextProtocol::default().for_tools(&[bash_spec()]);
+    assert!(protocol.instructions(&[bash_spec()]).contains("<||SYSTEM.EXEC>command<SYSTEM.EXEC||>"));
+    assert_eq!(protocol.call_block("bash", &json!({"command": "ls"})), "<||SYSTEM.EXEC>ls<SYSTEM.EXEC||>");
+    let with_timeout = protocol.call_block("bash", &json!({"command": "ls", "timeout_ms": 5}));
+    assert!(with_timeout.starts_with("<||TOOL.CALL>"), "{with_timeout}");
+}

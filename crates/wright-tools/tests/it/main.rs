@@ -44,9 +44,10 @@ impl Fixture {
         let databases = AgentDatabases::new(dir.path().join("agents"), AgentDbConfig::default());
         let browsers =
             wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
+        let workspaces = wright_workspace::Workspaces::new(dir.path(), Default::default()).unwrap();
         Self {
             _dir: dir,
-            registry: ToolRegistry::new(Arc::new(Services { store, sandbox, egress, databases, browsers })),
+            registry: ToolRegistry::new(Arc::new(Services { store, sandbox, egress, databases, browsers, workspaces })),
         }
     }
 
@@ -1010,4 +1011,40 @@ mod mcp {
         assert!(mcp_calls.iter().all(|execution| execution.tool_kind == "mcp" && execution.tool_version.is_none()));
         assert!(mcp_calls.iter().any(|execution| execution.error_category.as_deref() == Some("invalid_arguments")));
     }
+}
+
+/// The workspace tools through the registry: seed 004's shapes, the file engines, the confined
+/// shell, and the categories a refused path or command is recorded with.
+#[tokio::test]
+async fn workspace_tools_read_write_search_and_run_confined() {
+    let fixture = Fixture::new().await;
+    let written =
+        fixture.call("file_write", json!({"path": "src/main.rs", "content": "fn main() {}\n// TODO\n"})).await.unwrap();
+    assert_eq!(written["output"], "Wrote 21 bytes to /workspace/src/main.rs");
+    let read = fixture.call("file_read", json!({"path": "/workspace/src/main.rs"})).await.unwrap();
+    assert_eq!(read["output"], "     1\tfn main() {}\n     2\t// TODO\n");
+    let edited = fixture
+        .call("file_edit", json!({"path": "src/main.rs", "old_string": "TODO", "new_string": "DONE"}))
+        .await
+        .unwrap();
+    assert_eq!(edited["replacements"], 1);
+    let glob = fixture.call("glob", json!({"pattern": "**/*.rs"})).await.unwrap();
+    assert_eq!((glob["output"].as_str(), glob["count"].as_u64()), (Some("/workspace/src/main.rs"), Some(1)));
+    let grep = fixture.call("grep", json!({"pattern": "DONE", "output_mode": "files_with_matches"})).await.unwrap();
+    assert_eq!(grep["output"], "/workspace/src/main.rs\n");
+    let bash = fixture.call("bash", json!({"command": "cat src/main.rs | wc -l; exit 2"})).await.unwrap();
+    assert_eq!((bash["stdout"].as_str(), bash["exit_code"].as_i64()), (Some("2\n"), Some(2)), "{bash}");
+    assert!(bash["duration_ms"].is_u64() && bash["truncated"] == false);
+
+    let escape = fixture.call("file_read", json!({"path": "../../../../etc/passwd"})).await.unwrap_err();
+    assert_eq!(escape.category(), "denied", "{escape}");
+    let outside = fixture.call("file_write", json!({"path": "/etc/wright-test", "content": "x"})).await.unwrap_err();
+    assert_eq!(outside.category(), "denied", "{outside}");
+    let ambiguous = fixture
+        .call("file_edit", json!({"path": "src/main.rs", "old_string": "", "new_string": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(ambiguous.category(), "rejected");
+    let too_long = fixture.call("bash", json!({"command": "true", "timeout_ms": 10_000_000})).await.unwrap_err();
+    assert_eq!(too_long.category(), "limit");
 }
