@@ -16,6 +16,7 @@ fi
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
   echo "== installing python3-venv for the real-model tests"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null; else sudo apt-get update -qq && sudo apt-get install -y -qq python3-venv >/dev/null; fi
+fi
 
 if ! command -v bwrap >/dev/null 2>&1; then
   echo "== installing bubblewrap for the confined shell's tests"
