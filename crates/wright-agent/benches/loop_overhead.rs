@@ -12,11 +12,12 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wright_agent::{
-    ApprovedCall, Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall,
-    RunContext, RunOutcome, SystemParts, Transcript, run,
+    Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext, RunOutcome,
+    SystemParts, Transcript, run,
 };
 use wright_core::{
-    AgentId, ConversationStatus, DocumentKind, Event, EventBody, NewEvent, ToolLoading, ToolSettings, Toolset,
+    AgentId, ApprovedCall, ConversationStatus, DocumentKind, Event, EventBody, NewEvent, ToolLoading, ToolSettings,
+    Toolset,
 };
 use wright_store::{ExecutionFilter, Lease, RunEnd, StateLimits, Store};
 use wright_tools::{Services, ToolRegistry};

@@ -36,8 +36,8 @@ mod surface;
 pub use context::{ContextMemory, DEFAULT_MEMORY_CHARS, SystemParts, WorkspaceParts, system_message};
 pub use provider_model::ProviderModel;
 pub use run::{
-    ApprovedCall, ECHO_NOTE, Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall,
-    ParkedCall, RunContext, RunOutcome, Transcript, limit_reached, run,
+    ECHO_NOTE, Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext,
+    RunOutcome, Transcript, limit_reached, run,
 };
 pub use surface::{LOAD_TOOLS, first_request_tools};
 

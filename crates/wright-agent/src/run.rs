@@ -7,8 +7,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wright_core::{
-    AgentId, Event, EventBody, EventKind, NewEvent, Notice, PendingKind, ToolLoading, ToolSettings, ToolSpec,
-    transcript_line,
+    AgentId, ApprovedCall, Event, EventBody, EventKind, NewEvent, Notice, PendingKind, ToolLoading, ToolSettings,
+    ToolSpec, transcript_line,
 };
 use wright_tools::ToolRegistry;
 
@@ -140,15 +140,6 @@ pub trait Transcript: Send + Sync {
     fn finish(&self, outcome: &RunOutcome, closing: Vec<NewEvent>) -> BoxFuture<'_, Result<Finish, String>>;
     /// Assistant text as it streams (not stored; the assistant event is).
     fn text_delta(&self, text: &str);
-}
-
-/// A call the person approved, to run before the model is asked again.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApprovedCall {
-    pub tool_call_id: String,
-    pub tool_name: String,
-    /// The person's edit of the arguments, or the model's own.
-    pub arguments: Value,
 }
 
 /// A call that waits for the person.

@@ -474,6 +474,15 @@ pub struct ToolSpec {
     pub toolset: Option<Toolset>,
 }
 
+/// A call the person approved that has not run yet: the store finds it, the loop runs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovedCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    /// The arguments to run it with: the person's edit, or the model's own.
+    pub arguments: Value,
+}
+
 /// A model's request to run one tool, with its arguments whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {

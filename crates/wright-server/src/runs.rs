@@ -24,11 +24,11 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wright_agent::{
-    ApprovedCall, ContextMemory, Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
+    ContextMemory, Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
 };
 use wright_core::{
-    AgentId, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice, PendingKind, ToolPolicy,
-    ToolSettings, Unfinished,
+    AgentId, ApprovedCall, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice,
+    PendingKind, ToolPolicy, ToolSettings, Unfinished,
 };
 use wright_store::{AnswerResult, Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
 use wright_tools::{Invocation, ToolRegistry};
@@ -585,17 +585,7 @@ impl Transcript for StoreTranscript {
     }
 
     fn approved_calls(&self) -> BoxFuture<'_, Result<Vec<ApprovedCall>, String>> {
-        Box::pin(async move {
-            let approved = self.store.approved_calls(&self.conversation_id).await.map_err(message)?;
-            Ok(approved
-                .into_iter()
-                .map(|call| ApprovedCall {
-                    tool_call_id: call.tool_call_id,
-                    tool_name: call.tool_name,
-                    arguments: call.arguments,
-                })
-                .collect())
-        })
+        Box::pin(async move { self.store.approved_calls(&self.conversation_id).await.map_err(message) })
     }
 
     fn finish(&self, outcome: &RunOutcome, closing: Vec<NewEvent>) -> BoxFuture<'_, Result<Finish, String>> {

@@ -25,8 +25,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::SqliteConnection;
 use wright_core::{
-    AgentId, ConversationStatus, Event, EventBody, EventKind, NewEvent, PendingKind, ToolPolicy, Unfinished,
-    transcript_line,
+    AgentId, ApprovedCall, ConversationStatus, Event, EventBody, EventKind, NewEvent, PendingKind, ToolPolicy,
+    Unfinished, transcript_line,
 };
 
 use crate::{Store, StoreError};
@@ -116,15 +116,6 @@ pub enum AnswerResult {
     Event(NewEvent),
     /// Nothing yet: the call was approved and the run that resumes runs it.
     RunTheCall,
-}
-
-/// A call the person approved that has not run yet.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApprovedCall {
-    pub tool_call_id: String,
-    pub tool_name: String,
-    /// The arguments to run it with: the person's edit, or the model's own.
-    pub arguments: Value,
 }
 
 /// How a run ends: the events that close it and the status they leave.

@@ -50,8 +50,8 @@ pub use agents::Agent;
 pub use components::{ComponentContent, ComponentPatch, ComponentVersion, UiComponent};
 pub use conversation_sessions::{AutoDivide, Session, SessionConfig, SessionSchedule, SessionStarter};
 pub use conversations::{
-    AnswerResult, Answered, ApprovedCall, Claim, ClaimedRun, Conversation, Finished, Lease, PendingCall, RunEnd,
-    StoredEvent, tool_result_event,
+    AnswerResult, Answered, Claim, ClaimedRun, Conversation, Finished, Lease, PendingCall, RunEnd, StoredEvent,
+    tool_result_event,
 };
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};

@@ -141,17 +141,7 @@ impl Transcript for StoreTranscript {
         })
     }
     fn approved_calls(&self) -> BoxFuture<'_, Result<Vec<ApprovedCall>, String>> {
-        Box::pin(async move {
-            let approved = self.store.approved_calls(&self.conversation).await.map_err(message)?;
-            Ok(approved
-                .into_iter()
-                .map(|call| ApprovedCall {
-                    tool_call_id: call.tool_call_id,
-                    tool_name: call.tool_name,
-                    arguments: call.arguments,
-                })
-                .collect())
-        })
+        Box::pin(async move { self.store.approved_calls(&self.conversation).await.map_err(message) })
     }
     fn finish(&self, outcome: &RunOutcome, closing: Vec<NewEvent>) -> BoxFuture<'_, Result<Finish, String>> {
         // The same mapping as the server's transcript.
