@@ -6,7 +6,8 @@
 //!
 //! What lives here: agents ([`Agent`]), the versioned documents of each agent (system prompt
 //! and learned notes, [`documents`]), the agent's key-value state ([`state`]) and the record
-//! of every tool call ([`executions`]), layered memory ([`memory`]),
+//! of every tool call ([`executions`]), layered memory ([`memory`]), schedules
+//! ([`schedules`]), notifications ([`notifications`]) and what channels keep ([`channels`]),
 //! provider connections and the model each agent talks
 //! to ([`StoredConnection`], [`ModelChoice`]; keys are kept outside the database).
 //!
@@ -24,6 +25,7 @@
 mod agent_tools;
 mod agents;
 mod catalog;
+pub mod channels;
 mod components;
 mod conversation_changes;
 pub mod conversation_sessions;
@@ -34,7 +36,9 @@ pub mod limits;
 mod market;
 pub mod memory;
 mod migrations;
+pub mod notifications;
 mod providers;
+pub mod schedules;
 mod sessions;
 pub mod state;
 
@@ -47,6 +51,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 
 pub use agent_tools::{AgentTool, ToolContent, ToolPatch, ToolVersion};
 pub use agents::Agent;
+pub use channels::{ChannelChat, ChannelKind};
 pub use components::{ComponentContent, ComponentPatch, ComponentVersion, UiComponent};
 pub use conversation_sessions::{AutoDivide, Session, SessionConfig, SessionSchedule, SessionStarter};
 pub use conversations::{
@@ -60,7 +65,11 @@ pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSour
 pub use memory::{
     ArchivedReason, Memory, MemoryActor, MemoryChange, MemoryConfig, MemoryFilter, MemoryPatch, NewMemory,
 };
+pub use notifications::{NewNotification, Notification, NotificationSource, NotifyConfig, TelegramDelivery};
 pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
+pub use schedules::{
+    Firing, NewSchedule, RunOutcome, Schedule, ScheduleAuthor, ScheduleConfig, ScheduleRun, ScheduleStatus, Timing,
+};
 pub use state::StateLimits;
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the
@@ -93,6 +102,10 @@ pub enum StoreError {
     /// A configured limit would be exceeded; the message names the limit and its value.
     #[error("{0}")]
     LimitExceeded(String),
+    /// Too many in a window (the agent's notifications per hour); the next may go after
+    /// `retry_after_secs`.
+    #[error("{message}")]
+    RateLimited { message: String, retry_after_secs: i64 },
     /// A side of a diff is over the diff caps; the message names them.
     #[error("too large to diff: {0}")]
     TooLargeToDiff(String),
@@ -119,8 +132,11 @@ pub struct Store {
     diff_permits: std::sync::Arc<tokio::sync::Semaphore>,
     memory_config: MemoryConfig,
     session_schedule: SessionSchedule,
-    /// Where time comes from wherever it decides behaviour (memory expiry); fixed in tests.
+    /// Where time comes from wherever it decides behaviour (memory expiry, schedules, the
+    /// notify limit); fixed in tests.
     clock: Arc<dyn wright_core::Clock>,
+    schedule_config: ScheduleConfig,
+    notify_config: NotifyConfig,
 }
 
 impl Store {
@@ -160,6 +176,8 @@ impl Store {
             memory_config: MemoryConfig::default(),
             session_schedule: SessionSchedule::default(),
             clock: Arc::new(wright_core::SystemClock),
+            schedule_config: ScheduleConfig::default(),
+            notify_config: NotifyConfig::default(),
         };
         store.ensure_default_agent().await?;
         Ok(store)

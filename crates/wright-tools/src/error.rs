@@ -20,6 +20,9 @@ pub enum ToolError {
     /// A configured limit would be exceeded.
     #[error("{0}")]
     LimitExceeded(String),
+    /// Too many calls in a window; the next may go after `retry_after_secs`.
+    #[error("{message}")]
+    RateLimited { message: String, retry_after_secs: i64 },
     /// The tool ran and refused: e.g. the text to replace was not found. Nothing changed.
     #[error("{0}")]
     Rejected(String),
@@ -53,6 +56,7 @@ impl ToolError {
             ToolError::InvalidArguments { .. } => "invalid_arguments",
             ToolError::NotFound(_) => "not_found",
             ToolError::LimitExceeded(_) => "limit",
+            ToolError::RateLimited { .. } => "rate_limited",
             ToolError::Rejected(_) => "rejected",
             ToolError::Code { kind, .. } => kind,
             ToolError::Denied(_) => "denied",
@@ -95,6 +99,9 @@ impl From<StoreError> for ToolError {
             | StoreError::RunNotOwned(_)
             | StoreError::ItemExists { .. } => ToolError::Rejected(error.to_string()),
             StoreError::LimitExceeded(message) => ToolError::LimitExceeded(message),
+            StoreError::RateLimited { message, retry_after_secs } => {
+                ToolError::RateLimited { message, retry_after_secs }
+            }
             StoreError::TooLargeToDiff(_) => ToolError::LimitExceeded(error.to_string()),
             StoreError::Database(_) | StoreError::Migration(_) | StoreError::DiffFailed(_) => {
                 ToolError::Internal(error.to_string())

@@ -69,6 +69,9 @@ impl From<StoreError> for ApiError {
             | StoreError::RunNotOwned(_) => Self::new(StatusCode::CONFLICT, "conflict", error.to_string()),
             StoreError::InvalidEdit(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", error.to_string()),
             StoreError::LimitExceeded(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "limit", error.to_string()),
+            StoreError::RateLimited { .. } => {
+                Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", error.to_string())
+            }
             StoreError::TooLargeToDiff(_) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "too_large_to_diff", error.to_string())
             }
@@ -88,6 +91,7 @@ impl From<ToolError> for ApiError {
             | ToolError::Denied(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ToolError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ToolError::Cancelled(_) => StatusCode::CONFLICT,
+            ToolError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ToolError::Network(_) => StatusCode::BAD_GATEWAY,
             ToolError::NotConfigured(_) => StatusCode::SERVICE_UNAVAILABLE,
             ToolError::Internal(_) => return Self::internal(&error),
