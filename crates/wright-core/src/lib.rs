@@ -387,7 +387,8 @@ string_enum!(
     /// What a built-in tool is for. An agent switches whole toolsets on or off: fewer tools
     /// mean a shorter request and better tool choice, above all for small models. `tools` is
     /// the sandbox and the agent's own tools (run_sandbox_code, create_tool, …); `canvas` is
-    /// talking to the person (ask_user, render_*, send_message, components).
+    /// talking to the person (ask_user, render_*, send_message, components); `schedules` is
+    /// acting later or on its own (schedule, notify).
     Toolset, "toolset" {
         SelfModification => "self_modification",
         State => "state",
@@ -399,6 +400,7 @@ string_enum!(
         Marketplace => "marketplace",
         Memory => "memory",
         Workspace => "workspace",
+        Schedules => "schedules",
     }
 );
 
@@ -413,6 +415,7 @@ impl Toolset {
         Toolset::Canvas,
         Toolset::Web,
         Toolset::Memory,
+        Toolset::Schedules,
     ];
 }
 

@@ -91,7 +91,7 @@ async fn follow_run(updates: &mut crate::hub::Subscription) -> RunEnd {
                 }
                 ConversationStatus::Running => {}
             },
-            Err(RecvError::Lagged(_)) => {}
+            Ok(Update::Notification(_)) | Err(RecvError::Lagged(_)) => {}
             Err(RecvError::Closed) => return RunEnd::Error,
         }
     }

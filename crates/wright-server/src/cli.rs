@@ -284,11 +284,18 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    #[allow(unused_mut, reason = "debug builds read a fault-injection variable into it")]
     let mut config = Config::load(&cli.data_dir)?;
     #[cfg(debug_assertions)]
     {
         config.fault_panic_tool = std::env::var("WRIGHT_FAULT_PANIC_TOOL").ok();
+        if let Ok(path) = std::env::var("WRIGHT_TEST_CLOCK_FILE") {
+            config.clock = Arc::new(FileClock(path.into()));
+        }
+    }
+    if let Ok(token) = std::env::var("WRIGHT_TELEGRAM_TOKEN")
+        && !token.trim().is_empty()
+    {
+        config.telegram.bot_token = token;
     }
     match cli.command {
         Command::Serve { bind } => serve(config, bind).await,
@@ -338,6 +345,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&crate::api::openapi())?);
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Debug builds only: a clock that reads milliseconds since the epoch from a file on every
+/// call (`WRIGHT_TEST_CLOCK_FILE`), so end-to-end tests move time for the real binary — a
+/// schedule comes due, a restart happens days later — without waiting for it. An unreadable
+/// file reads as the system time.
+#[cfg(debug_assertions)]
+#[derive(Debug)]
+struct FileClock(std::path::PathBuf);
+
+#[cfg(debug_assertions)]
+impl wright_core::Clock for FileClock {
+    fn now_ms(&self) -> i64 {
+        std::fs::read_to_string(&self.0)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or_else(|| wright_core::SystemClock.now_ms())
     }
 }
 
@@ -407,8 +432,10 @@ async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone()).await?;
     Ok(store
         .with_text_limits(config.limits.clone())
-        .with_memory(config.memory.clone(), Arc::new(wright_core::SystemClock))
-        .with_sessions(config.session_schedule.clone()))
+        .with_memory(config.memory.clone(), Arc::clone(&config.clock))
+        .with_sessions(config.session_schedule.clone())
+        .with_schedules(config.schedules.clone())
+        .with_notify(config.notify.clone()))
 }
 
 fn memory_line(memory: &wright_store::Memory) -> String {

@@ -15,7 +15,9 @@ use wright_browser::BrowserConfig;
 use wright_egress::EgressConfig;
 use wright_mcp::McpConfig;
 use wright_sandbox::SandboxConfig;
-use wright_store::{MemoryConfig, SessionConfig, SessionSchedule, StateLimits, TextLimits};
+use wright_store::{
+    MemoryConfig, NotifyConfig, ScheduleConfig, SessionConfig, SessionSchedule, StateLimits, TextLimits,
+};
 use wright_workspace::WorkspaceConfig;
 
 /// The whole configuration of one installation.
@@ -47,6 +49,16 @@ pub struct Config {
     pub models: BTreeMap<String, String>,
     /// Per-agent settings (`[agents.<id>]`), by agent id.
     pub agents: BTreeMap<String, AgentConfig>,
+    /// `[telegram]`: the Telegram channel, off until a bot token is set (here or in
+    /// `WRIGHT_TELEGRAM_TOKEN`).
+    pub telegram: TelegramConfig,
+    /// `[notify]`: the agent's notifications per hour and their length.
+    pub notify: NotifyConfig,
+    /// `[schedules]`: limits of the schedules agents make, the missed-run window, the tick.
+    pub schedules: ScheduleConfig,
+    /// Where every time that decides behaviour comes from (schedules, the notify limit, memory
+    /// expiry): the system clock, a fixed one in tests.
+    pub clock: std::sync::Arc<dyn wright_core::Clock>,
     /// Debug builds only: a built-in tool that panics when called (`WRIGHT_FAULT_PANIC_TOOL`),
     /// for the end-to-end tests of the run lifecycle.
     #[cfg(debug_assertions)]
@@ -175,6 +187,64 @@ impl ImagesConfig {
     }
 }
 
+/// `[telegram]` in config.toml: the bot, who may talk to it, and how it streams.
+#[derive(Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelegramConfig {
+    /// The bot's token from @BotFather; `WRIGHT_TELEGRAM_TOKEN` overrides it. Empty: off.
+    pub bot_token: String,
+    /// The Bot API's address; a local fake in tests.
+    pub api_base_url: String,
+    /// The Telegram user ids allowed to talk to the agent (the owner's). Everyone else is
+    /// refused, and logged.
+    pub allowed_user_ids: Vec<i64>,
+    /// The agent the chats talk to.
+    pub agent: String,
+    /// Long polling: how long one getUpdates waits for an update, seconds.
+    pub poll_timeout_secs: u64,
+    /// The shortest time between two messages or edits in one chat while an answer streams,
+    /// milliseconds (Telegram allows about one a second per chat).
+    pub edit_interval_ms: u64,
+    /// Where the person opens the canvas, for links to forms and components; by default the
+    /// server's own address.
+    pub canvas_url: Option<String>,
+    pub request_timeout_secs: u64,
+}
+
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        Self {
+            bot_token: String::new(),
+            api_base_url: "https://api.telegram.org".into(),
+            allowed_user_ids: Vec::new(),
+            agent: "default".into(),
+            poll_timeout_secs: 30,
+            edit_interval_ms: 1100,
+            canvas_url: None,
+            request_timeout_secs: 30,
+        }
+    }
+}
+
+impl std::fmt::Debug for TelegramConfig {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token stays out of logs and error messages.
+        formatter
+            .debug_struct("TelegramConfig")
+            .field("bot_token", &if self.bot_token.is_empty() { "" } else { "(set)" })
+            .field("api_base_url", &self.api_base_url)
+            .field("allowed_user_ids", &self.allowed_user_ids)
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TelegramConfig {
+    pub fn enabled(&self) -> bool {
+        !self.bot_token.trim().is_empty()
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct ConfigFile {
@@ -194,6 +264,9 @@ struct ConfigFile {
     workspace: WorkspaceConfig,
     models: BTreeMap<String, String>,
     agents: BTreeMap<String, AgentConfig>,
+    telegram: TelegramConfig,
+    notify: NotifyConfig,
+    schedules: ScheduleConfig,
 }
 
 /// One agent's section, `[agents.<id>]`.
@@ -244,6 +317,10 @@ impl Config {
             workspace: file.workspace,
             models: file.models,
             agents: file.agents,
+            telegram: file.telegram,
+            notify: file.notify,
+            schedules: file.schedules,
+            clock: std::sync::Arc::new(wright_core::SystemClock),
             #[cfg(debug_assertions)]
             fault_panic_tool: None,
         })

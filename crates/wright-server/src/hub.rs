@@ -1,5 +1,6 @@
 //! Live updates of conversations: one broadcast channel per conversation that has listeners,
-//! fed by the run and read by every open page's event stream.
+//! fed by the run and read by every open page's event stream and by channels (Telegram); and
+//! of each agent's notifications, on a topic of their own.
 //!
 //! The channel only carries what happens from now on; a page that connects late first reads
 //! the stored events after the last one it has, then follows the channel, so nothing is lost
@@ -28,6 +29,14 @@ pub enum Update {
     Delta { text: String },
     /// The conversation's status changed.
     Status { status: ConversationStatus, error: Option<String> },
+    /// A notification for the person (on an agent's notification topic, [`notifications_topic`]).
+    Notification(wright_store::Notification),
+}
+
+/// The hub topic of an agent's notifications. Conversation ids are UUIDs, so no conversation
+/// can have this name.
+pub fn notifications_topic(agent: &str) -> String {
+    format!("notifications:{agent}")
 }
 
 /// Room for a burst of deltas from a fast model; a page that falls this far behind gets a
@@ -83,6 +92,14 @@ impl Subscription {
         match self.receiver.as_mut() {
             Some(receiver) => receiver.recv().await,
             None => Err(broadcast::error::RecvError::Closed),
+        }
+    }
+
+    /// The next update if one is already there (to drain a burst of deltas before acting).
+    pub fn try_recv(&mut self) -> Result<Update, broadcast::error::TryRecvError> {
+        match self.receiver.as_mut() {
+            Some(receiver) => receiver.try_recv(),
+            None => Err(broadcast::error::TryRecvError::Closed),
         }
     }
 }

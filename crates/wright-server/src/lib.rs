@@ -15,6 +15,7 @@
 //!   streams and finishes within `[server] shutdown_grace_secs` ([`listener`]).
 
 pub mod api;
+pub mod channel;
 pub mod chat;
 pub mod cli;
 pub mod config;
@@ -111,8 +112,10 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     let store = Store::open(&config.data_dir.join("wright.db"), config.state.clone())
         .await?
         .with_text_limits(config.limits.clone())
-        .with_memory(config.memory.clone(), Arc::new(wright_core::SystemClock))
-        .with_sessions(config.session_schedule.clone());
+        .with_memory(config.memory.clone(), Arc::clone(&config.clock))
+        .with_sessions(config.session_schedule.clone())
+        .with_schedules(config.schedules.clone())
+        .with_notify(config.notify.clone());
     let sandbox = wright_sandbox::Sandbox::new(config.sandbox.clone())?;
     let egress = wright_egress::Egress::new(config.egress.clone())?;
     let databases = wright_agentdb::AgentDatabases::new(config.data_dir.join("agents"), config.agentdb.clone());

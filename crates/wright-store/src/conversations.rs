@@ -53,6 +53,8 @@ pub struct StoredEvent {
 /// A tool call waiting for the person.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PendingCall {
+    /// The row's number: a short, stable handle (a Telegram button carries it).
+    pub id: i64,
     pub tool_call_id: String,
     pub tool_name: String,
     /// An answer to give, or an approval to run the call.
@@ -337,25 +339,29 @@ async fn pending_in<'e>(
     executor: impl sqlx::SqliteExecutor<'e>,
     conversation_id: &str,
 ) -> Result<Vec<PendingCall>, StoreError> {
-    let rows: Vec<(String, String, String, String, String, String)> = sqlx::query_as(
-        "SELECT tool_call_id, tool_name, kind, args, render, created_at FROM pending_calls \
+    let rows: Vec<PendingRow> = sqlx::query_as(
+        "SELECT id, tool_call_id, tool_name, kind, args, render, created_at FROM pending_calls \
          WHERE conversation_id = ? AND status = 'pending' ORDER BY id",
     )
     .bind(conversation_id)
     .fetch_all(executor)
     .await?;
-    rows.into_iter()
-        .map(|(tool_call_id, tool_name, kind, args, render, created_at)| {
-            Ok(PendingCall {
-                tool_call_id,
-                tool_name,
-                kind: PendingKind::parse(&kind).map_err(decode)?,
-                args: serde_json::from_str(&args).map_err(decode)?,
-                render: serde_json::from_str(&render).map_err(decode)?,
-                created_at,
-            })
-        })
-        .collect()
+    rows.into_iter().map(pending_from_row).collect()
+}
+
+type PendingRow = (i64, String, String, String, String, String, String);
+
+fn pending_from_row(row: PendingRow) -> Result<PendingCall, StoreError> {
+    let (id, tool_call_id, tool_name, kind, args, render, created_at) = row;
+    Ok(PendingCall {
+        id,
+        tool_call_id,
+        tool_name,
+        kind: PendingKind::parse(&kind).map_err(decode)?,
+        args: serde_json::from_str(&args).map_err(decode)?,
+        render: serde_json::from_str(&render).map_err(decode)?,
+        created_at,
+    })
 }
 
 async fn pending_count(connection: &mut SqliteConnection, conversation_id: &str) -> Result<i64, StoreError> {
@@ -467,6 +473,23 @@ impl Store {
     /// Calls of the conversation still waiting, oldest first.
     pub async fn pending_calls(&self, conversation_id: &str) -> Result<Vec<PendingCall>, StoreError> {
         pending_in(&self.reader, conversation_id).await
+    }
+
+    /// A pending call by its row number, answered or not: its conversation, the call, and
+    /// whether it still waits. None when there is no such row.
+    pub async fn pending_call_by_id(&self, id: i64) -> Result<Option<(String, PendingCall, bool)>, StoreError> {
+        let row: Option<(String, String, i64, String, String, String, String, String, String)> = sqlx::query_as(
+            "SELECT conversation_id, status, id, tool_call_id, tool_name, kind, args, render, created_at \
+             FROM pending_calls WHERE id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.reader)
+        .await?;
+        row.map(|(conversation_id, status, id, tool_call_id, tool_name, kind, args, render, created_at)| {
+            let call = pending_from_row((id, tool_call_id, tool_name, kind, args, render, created_at))?;
+            Ok((conversation_id, call, status == "pending"))
+        })
+        .transpose()
     }
 
     /// Takes the conversation's run for `lease.owner`, or says who holds it.

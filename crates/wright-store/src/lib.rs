@@ -137,6 +137,9 @@ pub struct Store {
     clock: Arc<dyn wright_core::Clock>,
     schedule_config: ScheduleConfig,
     notify_config: NotifyConfig,
+    /// Woken when a notification is stored, so the server delivers it at once (shared by
+    /// clones; a process that does not listen loses nothing: the rows are the outbox).
+    notification_signal: Arc<tokio::sync::Notify>,
 }
 
 impl Store {
@@ -178,6 +181,7 @@ impl Store {
             clock: Arc::new(wright_core::SystemClock),
             schedule_config: ScheduleConfig::default(),
             notify_config: NotifyConfig::default(),
+            notification_signal: Arc::new(tokio::sync::Notify::new()),
         };
         store.ensure_default_agent().await?;
         Ok(store)

@@ -140,22 +140,16 @@ impl Store {
                 });
             }
         }
-        let id = sqlx::query(
-            "INSERT INTO notifications (agent_id, source, title, text, conversation_id, schedule_id, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(agent.as_str())
-        .bind(new.source.as_str())
-        .bind(new.title.trim())
-        .bind(&new.text)
-        .bind(new.conversation_id.as_deref())
-        .bind(new.schedule_id)
-        .bind(now)
-        .execute(&mut *transaction)
-        .await?
-        .last_insert_rowid();
+        let id = insert_notification(&mut transaction, agent, new, now).await?;
         transaction.commit().await?;
+        self.notification_signal.notify_waiters();
         self.notification(id).await
+    }
+
+    /// Resolves when a notification is stored in this process (the delivery loop waits on it,
+    /// and also looks now and then for rows another process wrote).
+    pub fn notification_stored(&self) -> tokio::sync::futures::Notified<'_> {
+        self.notification_signal.notified()
     }
 
     pub async fn notification(&self, id: i64) -> Result<Notification, StoreError> {
@@ -183,6 +177,24 @@ impl Store {
         .fetch_all(&self.reader)
         .await?;
         rows.iter().map(from_row).collect()
+    }
+
+    /// Every agent's notifications with an id above `after`, oldest first (the delivery loop's
+    /// feed of the live hub).
+    pub async fn notifications_after(&self, after: i64, limit: i64) -> Result<Vec<Notification>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM notifications WHERE id > ? ORDER BY id LIMIT ?"
+        )))
+        .bind(after)
+        .bind(limit.clamp(1, 500))
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// The highest notification id (0 when there is none).
+    pub async fn last_notification_id(&self) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM notifications").fetch_one(&self.reader).await?)
     }
 
     /// Marks a notification read (once; later calls keep the first time).
@@ -225,6 +237,29 @@ impl Store {
             .await?;
         Ok(changed.rows_affected() == 1)
     }
+}
+
+/// Inserts a notification inside the caller's transaction; its id.
+pub(crate) async fn insert_notification(
+    transaction: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    agent: &AgentId,
+    new: &NewNotification,
+    now: i64,
+) -> Result<i64, StoreError> {
+    Ok(sqlx::query(
+        "INSERT INTO notifications (agent_id, source, title, text, conversation_id, schedule_id, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(agent.as_str())
+    .bind(new.source.as_str())
+    .bind(new.title.trim())
+    .bind(&new.text)
+    .bind(new.conversation_id.as_deref())
+    .bind(new.schedule_id)
+    .bind(now)
+    .execute(&mut **transaction)
+    .await?
+    .last_insert_rowid())
 }
 
 /// What became of a notification on Telegram.

@@ -297,6 +297,24 @@ pub fn next_time(timing: &Timing, time_zone: &str, after_ms: i64) -> Result<Opti
     }
 }
 
+/// A time the model or the person wrote: RFC 3339 with an offset (`2026-12-24T17:00:00Z`), or
+/// a local date and time read in `time_zone` (`2026-12-24T18:00`, `2026-12-24 18:00`).
+pub fn local_time(text: &str, time_zone: &str) -> Result<i64, StoreError> {
+    let text = text.trim();
+    if let Ok(timestamp) = text.parse::<Timestamp>() {
+        return Ok(timestamp.as_millisecond());
+    }
+    let datetime: jiff::civil::DateTime = text
+        .replacen(' ', "T", 1)
+        .parse()
+        .map_err(|_| StoreError::InvalidEdit(format!("{text:?} is not a date and time like 2026-12-24T18:00")))?;
+    let zoned = zone(time_zone)?
+        .to_ambiguous_zoned_datetime(datetime)
+        .compatible()
+        .map_err(|error| StoreError::InvalidEdit(format!("{text:?} in {time_zone}: {error}")))?;
+    Ok(zoned.timestamp().as_millisecond())
+}
+
 /// The shortest gap between two of the next `count` times of `cron` after `from_ms`.
 fn shortest_gap(cron: &Cron, zone: &TimeZone, from_ms: i64, count: usize) -> Option<i64> {
     let mut previous = cron_next(cron, zone, from_ms)?;
@@ -307,6 +325,14 @@ fn shortest_gap(cron: &Cron, zone: &TimeZone, from_ms: i64, count: usize) -> Opt
         previous = next;
     }
     shortest
+}
+
+/// "Next: …" for a notice about a schedule.
+fn next_text(next: Option<i64>, status: ScheduleStatus) -> String {
+    match (status, next) {
+        (ScheduleStatus::Active, Some(next)) => format!("Next: {}.", wright_core::iso_from_ms(next)),
+        _ => "It will not run again.".to_owned(),
+    }
 }
 
 const MINUTE_MS: i64 = 60_000;
@@ -648,12 +674,46 @@ impl Store {
                 missed_count,
                 conversation_id: None,
             };
+            // A time that does not run is told to the person in the same transaction.
+            let not_run = match outcome {
+                RunOutcome::Missed => Some(format!(
+                    "“{}” did not run: {} time(s) passed while Wright was not running (the last at {}). {}",
+                    schedule.name,
+                    missed_count,
+                    wright_core::iso_from_ms(due_at),
+                    next_text(next, status),
+                )),
+                RunOutcome::SkippedLimit => Some(format!(
+                    "“{}” did not run at {}: the agent's schedules already ran {} times in the last 24 hours \
+                     ([schedules] max_runs_per_day). {}",
+                    schedule.name,
+                    wright_core::iso_from_ms(due_at),
+                    runs_today,
+                    next_text(next, status),
+                )),
+                _ => None,
+            };
+            if let Some(text) = not_run {
+                let agent =
+                    AgentId::parse(&schedule.agent_id).map_err(|error| StoreError::InvalidEdit(error.to_string()))?;
+                let notification = crate::NewNotification {
+                    source: crate::NotificationSource::Schedule,
+                    title: format!("⏰ {} was missed", schedule.name),
+                    text,
+                    conversation_id: None,
+                    schedule_id: Some(schedule.id),
+                };
+                crate::notifications::insert_notification(&mut transaction, &agent, &notification, now).await?;
+            }
             let late_by_ms = if outcome == RunOutcome::Started { now - due_at } else { 0 };
             let schedule =
                 Schedule { status, next_run_at: next.filter(|_| status == ScheduleStatus::Active), ..schedule };
             firings.push(Firing { schedule, run, late_by_ms });
         }
         transaction.commit().await?;
+        if firings.iter().any(|firing| firing.run.outcome != RunOutcome::Started) {
+            self.notification_signal.notify_waiters();
+        }
         Ok(firings)
     }
 
@@ -694,6 +754,31 @@ impl Store {
             .execute(&self.writer)
             .await?;
         Ok(changed.rows_affected() == 1)
+    }
+
+    /// Ends a started run with `outcome` and stores the notification that tells the person —
+    /// one transaction, so the result is sent once and never lost. False (and nothing stored)
+    /// when the run was already ended.
+    pub async fn complete_schedule_run(
+        &self,
+        agent: &AgentId,
+        run_id: i64,
+        outcome: RunOutcome,
+        notification: &crate::NewNotification,
+    ) -> Result<bool, StoreError> {
+        let mut transaction = self.begin_write().await?;
+        let changed = sqlx::query("UPDATE schedule_runs SET outcome = ? WHERE id = ? AND outcome = 'started'")
+            .bind(outcome.as_str())
+            .bind(run_id)
+            .execute(&mut *transaction)
+            .await?;
+        if changed.rows_affected() == 0 {
+            return Ok(false);
+        }
+        crate::notifications::insert_notification(&mut transaction, agent, notification, self.clock.now_ms()).await?;
+        transaction.commit().await?;
+        self.notification_signal.notify_waiters();
+        Ok(true)
     }
 
     /// A schedule's recent due times, newest first.

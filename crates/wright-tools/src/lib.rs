@@ -23,6 +23,7 @@ mod interaction;
 pub mod market;
 mod mcp;
 mod memory;
+mod proactive;
 mod registry;
 mod schema;
 mod self_modification;

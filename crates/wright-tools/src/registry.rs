@@ -41,7 +41,7 @@ pub struct Invocation {
 
 /// Every built-in tool, freshly built, each in its toolset (a module's tools share one).
 fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
-    let groups: [(Toolset, Vec<Box<dyn Tool>>); 12] = [
+    let groups: [(Toolset, Vec<Box<dyn Tool>>); 13] = [
         (Toolset::SelfModification, crate::self_modification::tools()),
         (Toolset::State, crate::state::tools()),
         (Toolset::Tools, crate::tool_management::tools()),
@@ -54,6 +54,7 @@ fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
         (Toolset::Browser, crate::browser::tools()),
         (Toolset::Memory, crate::memory::tools()),
         (Toolset::Workspace, crate::workspace::tools()),
+        (Toolset::Schedules, crate::proactive::tools()),
     ];
     groups.into_iter().flat_map(|(toolset, tools)| {
         tools.into_iter().map(move |mut tool| {

@@ -21,6 +21,7 @@ use wright_core::{AgentId, ConversationStatus, EventBody, PendingKind};
 use super::agents::existing_agent;
 use super::{ApiError, ApiJson};
 use crate::AppState;
+use crate::channel::Reply;
 use crate::hub::Update;
 use crate::runs::Sender;
 
@@ -163,6 +164,12 @@ pub struct Accepted {
     pub ok: bool,
 }
 
+/// A command's answer, as Markdown.
+#[derive(Serialize, ToSchema)]
+pub struct CommandReply {
+    pub reply: String,
+}
+
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct StreamQuery {
@@ -241,6 +248,8 @@ pub async fn detail(
     request_body = PostMessage,
     responses((status = 202, body = Accepted), (status = 201, body = super::sessions::NewSessionView,
                description = "The message was `/newsession [name]`: a new session and a conversation in it"),
+               (status = 200, body = CommandReply,
+               description = "The message was a command (`/cancel`, `/codestats`, `/codefailures [n]`, `/help`): its answer"),
                (status = 409, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody)),
 )]
 pub async fn post_message(
@@ -258,17 +267,13 @@ pub async fn post_message(
         }
         Some(name) => Sender::Component(name),
     };
-    // `/newsession [name]` typed by the person starts a session instead of a run.
-    if matches!(sender, Sender::Person)
-        && let Some(name) = super::sessions::new_session_command(&request.text)
-    {
-        let conversation = state.store.conversation(&id).await?;
-        let agent = wright_core::AgentId::parse(&conversation.agent_id)?;
-        let started = super::sessions::start_for_person(&state, &agent, Some(name)).await?;
-        return Ok((StatusCode::CREATED, Json(started)).into_response());
-    }
-    state.runs.send_message(&id, &request.text, sender).await?;
-    Ok((StatusCode::ACCEPTED, Json(Accepted { ok: true })).into_response())
+    // Commands (`/newsession [name]`, `/cancel`, `/codestats`, `/codefailures [n]`, `/help`)
+    // are read here as in every channel.
+    Ok(match crate::channel::send(&state, &id, &request.text, sender).await? {
+        Reply::RunStarted => (StatusCode::ACCEPTED, Json(Accepted { ok: true })).into_response(),
+        Reply::SessionStarted(started) => (StatusCode::CREATED, Json(started)).into_response(),
+        Reply::Text(texts) => (StatusCode::OK, Json(CommandReply { reply: texts.join("\n\n") })).into_response(),
+    })
 }
 
 /// Stops the conversation's run, if one is going.
@@ -278,7 +283,7 @@ pub async fn post_message(
 )]
 pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Accepted>, ApiError> {
     state.store.conversation(&id).await?;
-    state.runs.cancel(&id).await?;
+    crate::channel::cancel(&state, &id).await?;
     Ok(Json(Accepted { ok: true }))
 }
 
@@ -293,7 +298,7 @@ pub async fn answer_pending(
     Path((id, tool_call_id)): Path<(String, String)>,
     ApiJson(request): ApiJson<PendingAnswer>,
 ) -> Result<Json<Accepted>, ApiError> {
-    state.runs.answer_pending(&id, &tool_call_id, request.answer).await?;
+    crate::channel::answer(&state, &id, &tool_call_id, request.answer).await?;
     Ok(Json(Accepted { ok: true }))
 }
 
@@ -352,12 +357,15 @@ pub async fn stream(
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
-fn to_sse(update: &Update) -> Result<SseEvent, Infallible> {
+pub(super) fn to_sse(update: &Update) -> Result<SseEvent, Infallible> {
     let (name, data) = match update {
         Update::Event(stored) => ("event", serde_json::to_string(&EventView::from(stored.clone()))),
         Update::Delta { text } => ("delta", serde_json::to_string(&serde_json::json!({ "text": text }))),
         Update::Status { status, error } => {
             ("status", serde_json::to_string(&serde_json::json!({ "status": status, "error": error })))
+        }
+        Update::Notification(notification) => {
+            ("notification", serde_json::to_string(&super::notifications::NotificationView::from(notification.clone())))
         }
     };
     Ok(SseEvent::default().event(name).data(data.unwrap_or_else(|_| "{}".to_owned())))
@@ -365,7 +373,7 @@ fn to_sse(update: &Update) -> Result<SseEvent, Infallible> {
 
 /// A stream fed by a task through a small channel: the task ends when the page goes away
 /// (its sends fail), so an abandoned stream holds nothing.
-fn async_stream<F, Fut>(producer: F) -> impl Stream<Item = Result<SseEvent, Infallible>>
+pub(super) fn async_stream<F, Fut>(producer: F) -> impl Stream<Item = Result<SseEvent, Infallible>>
 where
     F: FnOnce(tokio::sync::mpsc::Sender<Result<SseEvent, Infallible>>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,

@@ -17,7 +17,9 @@ mod error;
 mod images;
 mod market;
 mod memory;
-mod sessions;
+pub(crate) mod notifications;
+mod schedules;
+pub(crate) mod sessions;
 mod settings;
 mod state;
 mod tools;
@@ -115,6 +117,13 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(admin::component_rollback))
         .routes(routes!(admin::component_enabled))
         .routes(routes!(admin::stats))
+        .routes(routes!(schedules::list))
+        .routes(routes!(schedules::set_paused))
+        .routes(routes!(schedules::delete))
+        .routes(routes!(schedules::runs))
+        .routes(routes!(notifications::list))
+        .routes(routes!(notifications::mark_read))
+        .routes(routes!(notifications::stream))
         .routes(routes!(market::search))
         .routes(routes!(market::listing))
         .routes(routes!(market::publish))

@@ -1,6 +1,7 @@
 //! An agent's sessions (seed 001, "Session Division"): the list the canvas groups
 //! conversations by, and starting one — from the session list or by typing
-//! `/newsession [name]` in a chat, which also opens a new conversation in the new session.
+//! `/newsession [name]` in a chat (read by [`crate::channel`]), which also opens a new
+//! conversation in the new session.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -15,7 +16,7 @@ use super::{ApiError, ApiJson};
 use crate::AppState;
 
 /// Who started a session.
-#[derive(Serialize, ToSchema, Clone, Copy)]
+#[derive(Debug, Serialize, ToSchema, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStarterView {
     /// The configured daily or weekly division.
@@ -26,7 +27,7 @@ pub enum SessionStarterView {
     Agent,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SessionView {
     pub id: i64,
     pub name: String,
@@ -62,16 +63,10 @@ pub struct NewSessionRequest {
 }
 
 /// A new session and the conversation opened in it.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct NewSessionView {
     pub session: SessionView,
     pub conversation_id: String,
-}
-
-/// The name given after `/newsession`, when `text` is that command (`Some("")` for none).
-pub fn new_session_command(text: &str) -> Option<&str> {
-    let rest = text.trim().strip_prefix("/newsession")?;
-    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }
 
 /// Ends the open session, starts one by the person and opens a conversation in it.
@@ -115,17 +110,4 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<NewSessionView>), ApiError> {
     let agent = existing_agent(&state, &agent).await?;
     Ok((StatusCode::CREATED, Json(start_for_person(&state, &agent, request.name.as_deref()).await?)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::new_session_command;
-
-    #[test]
-    fn the_newsession_command_is_recognised_only_as_itself() {
-        assert_eq!(new_session_command("/newsession"), Some(""));
-        assert_eq!(new_session_command("  /newsession   Tax return "), Some("Tax return"));
-        assert_eq!(new_session_command("/newsessions"), None);
-        assert_eq!(new_session_command("please /newsession"), None);
-    }
 }
