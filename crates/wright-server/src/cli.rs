@@ -393,6 +393,7 @@ async fn serve(mut config: Config, bind: Option<SocketAddr>) -> anyhow::Result<E
     let models =
         crate::models::Models::from_environment(&crate::models::provider_env_from_process(), &config.models).await;
     let state = AppState::open(config, auth, models).await?;
+    crate::start_background(&state, &format!("http://{address}"))?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{token_line}")?;
     writeln!(stdout, "Wright is listening on http://{address}")?;

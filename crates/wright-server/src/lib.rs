@@ -22,9 +22,12 @@ pub mod config;
 pub mod hub;
 pub mod listener;
 pub mod models;
+pub mod notifier;
 pub mod owner;
 pub mod runs;
+pub mod scheduler;
 pub mod secrets;
+pub mod telegram;
 pub mod token;
 
 use std::future::Future;
@@ -103,6 +106,19 @@ impl AppState {
             shutdown: CancellationToken::new(),
         })
     }
+}
+
+/// Starts what works on its own beside the HTTP API, until `state.shutdown`: the scheduler,
+/// the notifications' delivery (canvas and Telegram), and the Telegram channel when a bot token
+/// is set. `server_url` is where the canvas is, for links sent to Telegram.
+pub fn start_background(state: &AppState, server_url: &str) -> anyhow::Result<()> {
+    let telegram = telegram::TelegramChannel::new(&state.config.telegram, server_url)?;
+    if let Some(telegram) = &telegram {
+        telegram.spawn(state.clone());
+    }
+    notifier::spawn(state.clone(), telegram);
+    scheduler::spawn(state.clone());
+    Ok(())
 }
 
 /// Opens the data directory (creating it) and everything tools reach the world through: the

@@ -478,18 +478,19 @@ impl Store {
     /// A pending call by its row number, answered or not: its conversation, the call, and
     /// whether it still waits. None when there is no such row.
     pub async fn pending_call_by_id(&self, id: i64) -> Result<Option<(String, PendingCall, bool)>, StoreError> {
-        let row: Option<(String, String, i64, String, String, String, String, String, String)> = sqlx::query_as(
-            "SELECT conversation_id, status, id, tool_call_id, tool_name, kind, args, render, created_at \
-             FROM pending_calls WHERE id = ?",
+        let row: Option<(String, String)> =
+            sqlx::query_as("SELECT conversation_id, status FROM pending_calls WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&self.reader)
+                .await?;
+        let Some((conversation_id, status)) = row else { return Ok(None) };
+        let call: PendingRow = sqlx::query_as(
+            "SELECT id, tool_call_id, tool_name, kind, args, render, created_at FROM pending_calls WHERE id = ?",
         )
         .bind(id)
-        .fetch_optional(&self.reader)
+        .fetch_one(&self.reader)
         .await?;
-        row.map(|(conversation_id, status, id, tool_call_id, tool_name, kind, args, render, created_at)| {
-            let call = pending_from_row((id, tool_call_id, tool_name, kind, args, render, created_at))?;
-            Ok((conversation_id, call, status == "pending"))
-        })
-        .transpose()
+        Ok(Some((conversation_id, pending_from_row(call)?, status == "pending")))
     }
 
     /// Takes the conversation's run for `lease.owner`, or says who holds it.
