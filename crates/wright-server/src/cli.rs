@@ -372,6 +372,8 @@ async fn serve(mut config: Config, bind: Option<SocketAddr>) -> anyhow::Result<E
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal, not in a log file.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if let Some(bind) = bind {
         config.server.bind = bind;

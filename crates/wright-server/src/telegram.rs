@@ -407,10 +407,15 @@ impl TelegramChannel {
                     Ok(HubUpdate::Status { status, error }) => match status {
                         ConversationStatus::Waiting => {
                             self.flush(chat, &mut answer).await;
+                            answer = Streamed::default();
                             self.present_pending(&state, chat, &conversation_id, &mut questions).await;
                         }
                         ConversationStatus::Error | ConversationStatus::Idle => {
+                            // A run that ended without a stored answer (cancelled, failed) leaves
+                            // its streamed text as it is; the next run starts a new message.
                             self.flush(chat, &mut answer).await;
+                            answer = Streamed::default();
+                            flush_at = None;
                             if let Some(error) = error.filter(|error| !error.trim().is_empty()) {
                                 self.send_markdown(chat, &format!("⚠ {error}")).await;
                             }

@@ -8,3 +8,4 @@ mod images;
 mod model_loop;
 mod real_model;
 mod settings;
+mod telegram;

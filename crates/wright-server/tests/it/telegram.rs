@@ -1,0 +1,466 @@
+//! The Telegram channel, schedules and notifications end to end: the real `wright serve`
+//! binary against the strict fake Bot API (`wright_telegram::testing`) and the scripted fake
+//! model, with the binary's clock read from a file the test moves (`WRIGHT_TEST_CLOCK_FILE`),
+//! so schedules come due and downtime passes without waiting for real time.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wright_llm::ProviderKind;
+use wright_llm::testing::{FakeProvider, Turn};
+use wright_telegram::testing::{ChatMessage, FakeBotApi, FakeLimits, Snapshot};
+use wright_telegram::wire::User;
+
+const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
+const TOKEN: &str = "telegram-test-token";
+const BOT_TOKEN: &str = "7000000001:AAtest-bot-token";
+const OWNER: i64 = 184_726_109;
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A data directory with its config and the file the binary's clock reads.
+struct Installation {
+    dir: tempfile::TempDir,
+    clock: PathBuf,
+}
+
+impl Installation {
+    fn new(bot: &FakeBotApi, extra_config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = dir.path().join("clock");
+        std::fs::write(
+            dir.path().join("config.toml"),
+            format!(
+                "[telegram]\napi_base_url = \"{}\"\nallowed_user_ids = [{OWNER}]\npoll_timeout_secs = 1\n\
+                 edit_interval_ms = 150\ncanvas_url = \"http://wright.example\"\n\n\
+                 [schedules]\ntick_ms = 50\n{extra_config}",
+                bot.url()
+            ),
+        )
+        .unwrap();
+        let installation = Self { dir, clock };
+        installation.set_time("2026-11-24T06:00:00Z");
+        installation
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Moves the binary's clock (every process of this installation reads it).
+    fn set_time(&self, iso: &str) {
+        let ms = iso.parse::<jiff::Timestamp>().unwrap().as_millisecond();
+        std::fs::write(&self.clock, ms.to_string()).unwrap();
+    }
+
+    fn command(&self, fake: &FakeProvider) -> Command {
+        let mut command = Command::new(WRIGHT);
+        command
+            .arg("--data-dir")
+            .arg(self.path())
+            .env_clear()
+            .env("WRIGHT_TOKEN", TOKEN)
+            .env("OPENAI_API_KEY", "test-key")
+            .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::Openai))
+            .env("WRIGHT_MODEL", "openai-chat/fake-model")
+            .env("WRIGHT_TELEGRAM_TOKEN", BOT_TOKEN)
+            .env("WRIGHT_TEST_CLOCK_FILE", &self.clock);
+        command
+    }
+
+    fn serve(&self, fake: &FakeProvider) -> Server {
+        let log = File::options().create(true).append(true).open(self.path().join("serve.log")).unwrap();
+        let mut child = self
+            .command(fake)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        lines.next();
+        let listening = lines.next().unwrap().unwrap();
+        let url = listening.rsplit(' ').next().unwrap().to_owned();
+        rustls::crypto::ring::default_provider().install_default().ok();
+        Server { child, url, client: reqwest::Client::new() }
+    }
+
+    /// `wright tool call NAME --args ARGS` beside the server, as an operator would.
+    fn tool(&self, fake: &FakeProvider, name: &str, args: Value) -> (bool, Value) {
+        let output: Output =
+            self.command(fake).args(["tool", "call", name, "--args", &args.to_string()]).output().unwrap();
+        let value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stdout)));
+        (output.status.success(), value)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.path().join("serve.log")).unwrap_or_default()
+    }
+}
+
+struct Server {
+    child: Child,
+    url: String,
+    client: reqwest::Client,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SIGKILL: a crash, not a polite shutdown — what is durable must survive it.
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+impl Server {
+    async fn get(&self, path: &str) -> Value {
+        self.client.get(format!("{}{path}", self.url)).bearer_auth(TOKEN).send().await.unwrap().json().await.unwrap()
+    }
+
+    async fn send(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .client
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Polls the API until `check` finds what it looks for (runs and ticks happen in the
+    /// server; there is no event to wait on from outside).
+    async fn until<T>(&self, what: &str, check: impl AsyncFn(&Server) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            if let Some(found) = check(self).await {
+                return found;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn conversations(&self) -> Vec<Value> {
+        self.get("/api/agents/default/conversations").await.as_array().cloned().unwrap_or_default()
+    }
+}
+
+async fn bot() -> FakeBotApi {
+    FakeBotApi::start(BOT_TOKEN, FakeLimits::default()).await
+}
+
+/// The bot's messages in the owner's chat.
+fn from_bot(snapshot: &Snapshot) -> Vec<ChatMessage> {
+    snapshot.bot_messages(OWNER).into_iter().cloned().collect()
+}
+
+/// Waits for a bot message (in the owner's chat, after the first `after`) whose text contains `needle`.
+async fn bot_says(bot: &FakeBotApi, after: usize, needle: &str) -> ChatMessage {
+    bot.wait_for(&format!("the bot to say {needle:?}"), WAIT, |snapshot| {
+        from_bot(snapshot).into_iter().skip(after).find(|message| message.text.contains(needle))
+    })
+    .await
+}
+
+fn bot_count(bot: &FakeBotApi) -> usize {
+    from_bot(&bot.snapshot()).len()
+}
+
+fn owner(bot: &FakeBotApi) -> User {
+    bot.user(OWNER, "Ada")
+}
+
+#[tokio::test]
+async fn a_message_in_streams_the_answer_out_and_the_commands_answer() {
+    let bot = bot().await;
+    let long_answer: String = (0..160).map(|line| format!("Line {line}: **bold** & <angle> `code` text.\n")).collect();
+    let fake = FakeProvider::start(vec![
+        Turn::Hang { text: "Thinking about it, step one".into() },
+        Turn::text(long_answer.clone()),
+        Turn::tool_call("get_state", json!({"key": 5})),
+        Turn::text("Done."),
+    ])
+    .await;
+    let installation = Installation::new(&bot, "");
+    let server = installation.serve(&fake);
+    let ada = owner(&bot);
+
+    // A message in; the answer streams out while the run is still going (the model hangs).
+    bot.send_text(&ada, "hello there");
+    bot_says(&bot, 0, "Thinking about it, step one").await;
+    let conversation = server.conversations().await[0]["id"].as_str().unwrap().to_owned();
+    let detail = server.get(&format!("/api/conversations/{conversation}")).await;
+    assert_eq!(detail["conversation"]["status"], "running", "the text arrived before the run ended");
+    assert_eq!(detail["events"][0]["text"], "hello there");
+
+    // /cancel stops it.
+    let before = bot_count(&bot);
+    bot.send_text(&ada, "/cancel");
+    bot_says(&bot, before, "Cancelling the run.").await;
+    server
+        .until("the run to stop", async |server| {
+            let detail = server.get(&format!("/api/conversations/{conversation}")).await;
+            (detail["conversation"]["status"] == "idle").then_some(())
+        })
+        .await;
+
+    // A long answer: split into messages Telegram accepts, nothing lost; flood control obeyed.
+    bot.force_retry_after(OWNER, 1);
+    let before = bot_count(&bot);
+    bot.send_text(&ada, "the long one please");
+    bot_says(&bot, before, "Line 159:").await;
+    let snapshot = bot.snapshot();
+    // (The cancelled run's notice may arrive in between.)
+    let answer: Vec<ChatMessage> =
+        from_bot(&snapshot).into_iter().skip(before).filter(|message| message.text.contains("Line ")).collect();
+    assert!(answer.len() >= 2, "over 4096 characters is more than one message: {}", answer.len());
+    let shown: String = answer.iter().map(|message| message.text.clone()).collect::<Vec<_>>().join("\n");
+    for line in 0..160 {
+        assert!(shown.contains(&format!("Line {line}: bold & <angle> code text.")), "line {line} in {shown}");
+    }
+    assert!(answer[0].raw.contains("<b>bold</b>") && answer[0].raw.contains("&lt;angle&gt;"), "{}", answer[0].raw);
+    assert_eq!(snapshot.violations, 0, "no request while Telegram asked to wait: {:?}", snapshot.refusals);
+    assert!(snapshot.refusals.iter().any(|refusal| refusal.contains("Too Many Requests")), "{:?}", snapshot.refusals);
+
+    // A failed call, then the statistics and failures of seed 001.
+    let before = bot_count(&bot);
+    bot.send_text(&ada, "look up 5");
+    bot_says(&bot, before, "Done.").await;
+    let before = bot_count(&bot);
+    bot.send_text(&ada, "/codestats");
+    let stats = bot_says(&bot, before, "Code Execution Stats (7 days)").await;
+    assert!(stats.text.contains("Total: 1") && stats.text.contains("❌ Failed: 1"), "{}", stats.text);
+    assert!(stats.text.contains("• invalid_arguments: 1"), "{}", stats.text);
+    let before = bot_count(&bot);
+    bot.send_text(&ada, "/codefailures 3");
+    let failure = bot_says(&bot, before, "❌ get_state").await;
+    assert!(
+        failure.text.contains("Category: invalid_arguments") && failure.text.contains("\"key\": 5"),
+        "{}",
+        failure.text
+    );
+    assert!(failure.raw.contains("<pre><code class=\"language-json\">"), "{}", failure.raw);
+
+    // /newsession starts a session and moves the chat to a new conversation.
+    let before = bot_count(&bot);
+    bot.send_text(&ada, "/newsession Trip to Rome");
+    bot_says(&bot, before, "Started new session: Trip to Rome").await;
+    let conversations = server.conversations().await;
+    assert_eq!(conversations.len(), 2);
+    let sessions = server.get("/api/agents/default/sessions").await;
+    assert_eq!(sessions[0]["name"], "Trip to Rome");
+    let before = bot_count(&bot);
+    bot.send_text(&ada, "/help");
+    bot_says(&bot, before, "/codefailures [n]").await;
+    assert!(fake.requests().len() == 4, "commands never reach the model: {}", fake.requests().len());
+    drop(server);
+    drop(installation);
+}
+
+#[tokio::test]
+async fn a_stranger_is_refused_and_logged() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![Turn::text("never said")]).await;
+    let installation = Installation::new(&bot, "");
+    let server = installation.serve(&fake);
+    let stranger = bot.user(99, "Mallory");
+    bot.send_text(&stranger, "hi, run my errands");
+    let refusal = bot
+        .wait_for("a refusal", WAIT, |snapshot| snapshot.bot_messages(99).first().map(|message| message.text.clone()))
+        .await;
+    assert!(refusal.contains("This bot is private"), "{refusal}");
+    assert!(server.conversations().await.is_empty(), "no conversation for a stranger");
+    assert!(fake.requests().is_empty(), "the model never hears a stranger");
+    assert!(installation.log().contains("refused a user who is not in [telegram] allowed_user_ids"));
+    let log = installation.log();
+    assert!(log.contains("user_id=99"), "{log}");
+}
+
+#[tokio::test]
+async fn a_button_press_resumes_a_paused_run_once_and_a_restart_in_between_loses_nothing() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![
+        Turn::tool_call("ask_user", json!({"question": "Which city?", "options": ["Oslo", "Rome"]})),
+        Turn::text("Rome it is."),
+        Turn::text("Noted, while you were away."),
+    ])
+    .await;
+    let installation = Installation::new(&bot, "");
+    let server = installation.serve(&fake);
+    let ada = owner(&bot);
+    bot.send_text(&ada, "plan a trip");
+    let question = bot_says(&bot, 0, "Which city?").await;
+    let buttons = question.buttons();
+    assert_eq!(buttons.iter().map(|(label, _)| label.as_str()).collect::<Vec<_>>(), ["Oslo", "Rome"]);
+
+    // The server dies with the question open; a message sent meanwhile waits in Telegram.
+    drop(server);
+    let server = installation.serve(&fake);
+    let rome = buttons[1].1.clone();
+    bot.press(&ada, question.message_id, &rome);
+    bot_says(&bot, 0, "Rome it is.").await;
+    let answers = bot.snapshot().callback_answers;
+    assert_eq!(answers.last().unwrap().text.as_deref(), Some("✓ Rome"));
+    let requests = fake.requests();
+    let tool_result = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(tool_result["content"].as_str().unwrap().contains("Rome"), "{tool_result}");
+
+    // The same question answered again, from the canvas or by the button: refused, once is all.
+    let conversation = server.conversations().await[0]["id"].as_str().unwrap().to_owned();
+    let detail = server.get(&format!("/api/conversations/{conversation}")).await;
+    let call_id = detail["events"].as_array().unwrap().iter().find(|event| event["kind"] == "tool_call").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, _) = server
+        .send(
+            reqwest::Method::POST,
+            &format!("/api/conversations/{conversation}/pending/{call_id}"),
+            json!({"answer": {"answer": "Oslo"}}),
+        )
+        .await;
+    assert_eq!(status, 409);
+    // The buttons went when the answer came; a client that still shows them gets "already".
+    assert!(
+        bot.snapshot()
+            .bot_messages(OWNER)
+            .iter()
+            .find(|message| message.message_id == question.message_id)
+            .unwrap()
+            .buttons()
+            .is_empty()
+    );
+
+    // Killed again; a message sent while it is down is read when it is back.
+    drop(server);
+    bot.send_text(&ada, "and book it");
+    let server = installation.serve(&fake);
+    bot_says(&bot, 0, "Noted, while you were away.").await;
+    let detail = server.get(&format!("/api/conversations/{conversation}")).await;
+    let users: Vec<&str> = detail["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["kind"] == "user")
+        .map(|event| event["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["plan a trip", "and book it"], "each update handled once");
+}
+
+#[tokio::test]
+async fn schedules_fire_in_their_zone_are_missed_during_downtime_and_stay_cancelled() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![Turn::text("Good morning: three meetings today.")]).await;
+    let installation = Installation::new(&bot, "catch_up_minutes = 30\n");
+    installation.set_time("2026-11-24T22:00:00Z");
+    let server = installation.serve(&fake);
+    let ada = owner(&bot);
+    // The owner has a chat with the bot, so notifications can reach Telegram.
+    bot.send_text(&ada, "/help");
+    bot_says(&bot, 0, "/newsession").await;
+
+    // 08:00 in Tokyo is 23:00 UTC; a one-off at 22:30 UTC is cancelled before its time.
+    let (ok, created) = installation.tool(
+        &fake,
+        "schedule",
+        json!({"action": "create", "name": "digest", "prompt": "Summarise my day", "cron": "0 8 * * *", "time_zone": "Asia/Tokyo"}),
+    );
+    assert!(ok, "{created}");
+    assert_eq!(created["schedule"]["next_run_at"], "2026-11-24T23:00:00.000Z");
+    let (ok, once) = installation.tool(
+        &fake,
+        "schedule",
+        json!({"action": "create", "name": "reminder", "prompt": "Remind me to call", "at": "2026-11-25T07:30", "time_zone": "Asia/Tokyo"}),
+    );
+    assert!(ok, "{once}");
+    let (ok, cancelled) = installation.tool(&fake, "schedule", json!({"action": "cancel", "name": "reminder"}));
+    assert!(ok && cancelled["schedule"]["status"] == "cancelled", "{cancelled}");
+    let listed = server.get("/api/agents/default/schedules").await;
+    assert_eq!(listed.as_array().unwrap().len(), 1, "the admin page lists the live one: {listed}");
+
+    // Its time comes: a run in a new conversation, the answer to the person by notification.
+    installation.set_time("2026-11-24T23:00:00Z");
+    let notification = bot_says(&bot, 0, "Good morning: three meetings today.").await;
+    assert!(notification.text.contains("⏰ digest"), "{}", notification.text);
+    let conversations = server.conversations().await;
+    let scheduled = conversations.iter().find(|conversation| conversation["title"] == "⏰ digest").unwrap();
+    assert!(
+        notification.text.contains(scheduled["id"].as_str().unwrap()),
+        "the link opens the run: {}",
+        notification.text
+    );
+    let canvas = server
+        .until("the canvas's notification", async |server| {
+            let list = server.get("/api/agents/default/notifications").await;
+            list.as_array().unwrap().iter().find(|item| item["source"] == "schedule").cloned()
+        })
+        .await;
+    assert_eq!(canvas["text"], "Good morning: three meetings today.");
+    let prompt = &fake.requests()[0].body["messages"];
+    assert!(prompt.to_string().contains("Summarise my day"), "{prompt}");
+
+    // Down for three days: the 08:00s passed are reported, not run; the next one is ahead.
+    drop(server);
+    installation.set_time("2026-11-28T06:00:00Z");
+    let server = installation.serve(&fake);
+    let missed = bot_says(&bot, 0, "did not run").await;
+    assert!(missed.text.contains("3 time(s)"), "{}", missed.text);
+    let schedules = server.get("/api/agents/default/schedules").await;
+    assert_eq!(schedules[0]["next_run_at"], "2026-11-28T23:00:00.000Z");
+    assert_eq!(schedules[0]["last_run"]["outcome"], "missed");
+    assert_eq!(fake.requests().len(), 1, "a missed time starts no run");
+    let cancelled_id = once["schedule"]["id"].as_i64().unwrap();
+    let runs = server.get(&format!("/api/agents/default/schedules/{cancelled_id}/runs")).await;
+    assert_eq!(runs, json!([]), "the cancelled one never ran");
+
+    // The admin page's pause and delete.
+    let id = schedules[0]["id"].as_i64().unwrap();
+    let (status, paused) = server
+        .send(reqwest::Method::PUT, &format!("/api/agents/default/schedules/{id}/paused"), json!({"paused": true}))
+        .await;
+    assert_eq!((status, paused["status"].as_str()), (200, Some("paused")));
+    let (status, deleted) =
+        server.send(reqwest::Method::DELETE, &format!("/api/agents/default/schedules/{id}"), json!({})).await;
+    assert_eq!((status, deleted["status"].as_str()), (200, Some("cancelled")));
+}
+
+#[tokio::test]
+async fn notify_reaches_canvas_and_telegram_and_is_rate_limited() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![]).await;
+    let installation = Installation::new(&bot, "\n[notify]\nmax_per_hour = 2\n");
+    let server = installation.serve(&fake);
+    let ada = owner(&bot);
+    bot.send_text(&ada, "/help");
+    bot_says(&bot, 0, "/newsession").await;
+    for text in ["The build is green.", "The parcel arrived."] {
+        let (ok, result) = installation.tool(&fake, "notify", json!({"text": text, "title": "News"}));
+        assert!(ok, "{result}");
+    }
+    let (ok, refused) = installation.tool(&fake, "notify", json!({"text": "One too many."}));
+    assert!(!ok);
+    assert_eq!(refused["category"], "rate_limited", "{refused}");
+    bot_says(&bot, 0, "The build is green.").await;
+    bot_says(&bot, 0, "The parcel arrived.").await;
+    let list = server.get("/api/agents/default/notifications").await;
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    // An hour later there is room again.
+    installation.set_time("2026-11-24T07:00:01Z");
+    let (ok, result) = installation.tool(&fake, "notify", json!({"text": "Back again."}));
+    assert!(ok, "{result}");
+    bot_says(&bot, 0, "Back again.").await;
+    assert!(bot.snapshot().refusals.iter().all(|refusal| !refusal.contains("parse entities")));
+}
