@@ -420,11 +420,23 @@ impl TelegramChannel {
                                 self.send_markdown(chat, &format!("⚠ {error}")).await;
                             }
                         }
-                        ConversationStatus::Running => {}
+                        ConversationStatus::Running => {
+                            // A new run: what it says starts a new message.
+                            self.flush(chat, &mut answer).await;
+                            answer = Streamed::default();
+                            flush_at = None;
+                        }
                     },
                     Ok(HubUpdate::Notification(_)) => {}
-                    // Fell behind a fast stream: the stored answer at the end has it all.
-                    Err(RecvError::Lagged(_)) => {}
+                    // Fell behind (a long wait Telegram asked for while the stream went on): what
+                    // was dropped may include the end of a run, so the messages shown so far stay as
+                    // they are and what follows goes to new ones; the stored answer at the end has
+                    // it all. Never an edit of an older answer's message with a newer text.
+                    Err(RecvError::Lagged(skipped)) => {
+                        tracing::info!(chat, skipped, "Telegram: the chat fell behind its conversation's updates");
+                        answer = Streamed::default();
+                        flush_at = None;
+                    }
                     Err(RecvError::Closed) => return,
                 }
             }

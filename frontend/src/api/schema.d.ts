@@ -502,6 +502,128 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's notifications, newest first. */
+        get: operations["list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/notifications/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Server-sent events: `notification` for each one stored after `after` (replayed first), then
+         *     each new one as it is delivered.
+         */
+        get: operations["stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/notifications/{id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Marks a notification read. */
+        post: operations["mark_read"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's schedules, newest first. */
+        get: operations["list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Deletes a schedule: it never runs again; its history stays. */
+        delete: operations["delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/schedules/{id}/paused": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Pauses a schedule or resumes it (counting from now: times passed while paused are not run). */
+        put: operations["set_paused"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/schedules/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A schedule's recent due times and what became of each, newest first. */
+        get: operations["runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/sessions": {
         parameters: {
             query?: never;
@@ -1134,6 +1256,10 @@ export interface components {
             default?: null | components["schemas"]["ChoiceView"];
             agents: components["schemas"]["ChoiceView"][];
         };
+        /** @description A command's answer, as Markdown. */
+        CommandReply: {
+            reply: string;
+        };
         ComponentDetail: {
             name: string;
             description: string;
@@ -1564,6 +1690,26 @@ export interface components {
             /** @enum {string} */
             type: "error";
         };
+        /**
+         * @description Where a notification came from.
+         * @enum {string}
+         */
+        NotificationSourceView: "agent" | "schedule";
+        NotificationView: {
+            /** Format: int64 */
+            id: number;
+            agent_id: string;
+            source: components["schemas"]["NotificationSourceView"];
+            title: string;
+            /** @description Markdown. */
+            text: string;
+            /** @description The conversation to open for more, if any. */
+            conversation_id?: string | null;
+            /** Format: int64 */
+            schedule_id?: number | null;
+            created_at: string;
+            read_at?: string | null;
+        };
         Ok: {
             ok: boolean;
         };
@@ -1646,6 +1792,40 @@ export interface components {
             version: number;
             reason?: string | null;
         };
+        /** @enum {string} */
+        RunOutcomeView: "started" | "finished" | "failed" | "missed" | "skipped_limit";
+        ScheduleRunView: {
+            /** Format: int64 */
+            id: number;
+            due_at: string;
+            fired_at: string;
+            outcome: components["schemas"]["RunOutcomeView"];
+            /**
+             * Format: int64
+             * @description For a missed row: how many times were missed.
+             */
+            missed_count: number;
+            conversation_id?: string | null;
+        };
+        /** @enum {string} */
+        ScheduleStatusView: "active" | "paused" | "done" | "missed" | "cancelled";
+        ScheduleView: {
+            /** Format: int64 */
+            id: number;
+            name: string;
+            prompt: string;
+            /** @description The cron expression of a repeating schedule. */
+            cron?: string | null;
+            /** @description The time of a one-off. */
+            run_at?: string | null;
+            time_zone: string;
+            status: components["schemas"]["ScheduleStatusView"];
+            next_run_at?: string | null;
+            /** @description `agent` or `admin`. */
+            created_by: string;
+            created_at: string;
+            last_run?: null | components["schemas"]["ScheduleRunView"];
+        };
         /**
          * @description Who started a session.
          * @enum {string}
@@ -1664,6 +1844,9 @@ export interface components {
         };
         SetEnabled: {
             enabled: boolean;
+        };
+        SetPaused: {
+            paused: boolean;
         };
         StatsView: {
             /** Format: int64 */
@@ -1725,7 +1908,8 @@ export interface components {
              *       "tools",
              *       "canvas",
              *       "web",
-             *       "memory"
+             *       "memory",
+             *       "schedules"
              *     ]
              */
             toolsets: components["schemas"]["Toolset"][];
@@ -1764,10 +1948,11 @@ export interface components {
          * @description What a built-in tool is for. An agent switches whole toolsets on or off: fewer tools
          *     mean a shorter request and better tool choice, above all for small models. `tools` is
          *     the sandbox and the agent's own tools (run_sandbox_code, create_tool, …); `canvas` is
-         *     talking to the person (ask_user, render_*, send_message, components).
+         *     talking to the person (ask_user, render_*, send_message, components); `schedules` is
+         *     acting later or on its own (schedule, notify).
          * @enum {string}
          */
-        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace";
+        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace" | "schedules";
         Uninstalled: {
             deleted: boolean;
         };
@@ -2784,6 +2969,237 @@ export interface operations {
     };
     list: {
         parameters: {
+            query?: {
+                /** @description Only notifications with a larger id. */
+                after?: number;
+                /** @description At most this many (default 50). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    stream: {
+        parameters: {
+            query?: {
+                /** @description Only notifications with a larger id. */
+                after?: number;
+                /** @description At most this many (default 50). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream of notification messages */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    mark_read: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list: {
+        parameters: {
+            query?: {
+                /** @description Also the schedules that ended (done, missed, cancelled). */
+                all?: boolean;
+            };
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_paused: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetPaused"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    runs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleRunView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list: {
+        parameters: {
             query?: never;
             header?: never;
             path: {
@@ -3320,6 +3736,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The message was a command (`/cancel`, `/codestats`, `/codefailures [n]`, `/help`): its answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandReply"];
+                };
+            };
             /** @description The message was `/newsession [name]`: a new session and a conversation in it */
             201: {
                 headers: {

@@ -220,7 +220,7 @@ async fn a_message_in_streams_the_answer_out_and_the_commands_answer() {
     // (The cancelled run's notice may arrive in between.)
     let answer: Vec<ChatMessage> =
         from_bot(&snapshot).into_iter().skip(before).filter(|message| message.text.contains("Line ")).collect();
-    assert!(answer.len() >= 2, "over 4096 characters is more than one message: {}", answer.len());
+    assert!(answer.len() >= 2, "over 4096 characters is more than one message: {:#?}", from_bot(&snapshot));
     let shown: String = answer.iter().map(|message| message.text.clone()).collect::<Vec<_>>().join("\n");
     for line in 0..160 {
         assert!(shown.contains(&format!("Line {line}: bold & <angle> code text.")), "line {line} in {shown}");
