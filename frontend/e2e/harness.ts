@@ -185,7 +185,7 @@ export interface Wright {
  * `noModel`: start without the provider variables, as a fresh install is (the model is then
  * connected from the Settings page).
  */
-export async function startWright(model: FakeModel, options: { config?: string; noModel?: boolean } = {}): Promise<Wright> {
+export async function startWright(model: FakeModel, options: { config?: string; noModel?: boolean; env?: Record<string, string> } = {}): Promise<Wright> {
   const dataDir = mkdtempSync(join(tmpdir(), 'wright-e2e-'));
   if (options.config !== undefined) writeFileSync(join(dataDir, 'config.toml'), options.config);
   const token = `e2e-${Math.random().toString(36).slice(2)}`;
@@ -199,6 +199,8 @@ export async function startWright(model: FakeModel, options: { config?: string; 
     // With `noModel` the server looks for a local Ollama on its default address; a model
     // picked in the canvas wins over it either way.
     RUST_LOG: process.env.RUST_LOG ?? 'warn',
+    // E.g. WRIGHT_TEST_CLOCK_FILE: the (debug) binary's clock, moved by the test.
+    ...options.env,
   };
   const launch = (bind: string) =>
     new Promise<string>((done, fail) => {

@@ -3,6 +3,7 @@ import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
 import { api, ApiError, setUnauthorizedHandler, type Agent, type Conversation, type Session as AgentSession, type Status } from './api/client';
 import { ConversationView } from './components/ConversationView';
 import { Login } from './components/Login';
+import { Notifications } from './components/Notifications';
 import { Sidebar } from './components/Sidebar';
 import { navigate, routePath, useRoute } from './router';
 
@@ -162,6 +163,7 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
           </div>
         )}
         <Suspense fallback={<div className="loading-line pad">Loading…</div>}>{page}</Suspense>
+        {agent && <Notifications key={agent} agent={agent} />}
       </main>
     </div>
   );

@@ -42,6 +42,10 @@ export type Memory = Schemas['MemoryView'];
 export type Session = Schemas['SessionView'];
 export type NewSession = Schemas['NewSessionView'];
 export type MemoryChange = Schemas['MemoryChangeView'];
+export type CommandReply = Schemas['CommandReply'];
+export type Notification = Schemas['NotificationView'];
+export type Schedule = Schemas['ScheduleView'];
+export type ScheduleRun = Schemas['ScheduleRunView'];
 export type MemoryLayer = Schemas['MemoryLayer'];
 /** Which memories the memory page lists; absent ones do not filter. */
 export interface MemoryFilter {
@@ -141,9 +145,10 @@ export const api = {
   updateConversation: (id: string, change: Schemas['ConversationChange']) => request<Conversation>('PATCH', `/api/conversations/${enc(id)}`, change),
   deleteConversation: (id: string) => request<null>('DELETE', `/api/conversations/${enc(id)}`),
   /** `component` names the canvas component that sends the message for the person (its `sendMessage`). */
-  /** A run starts (`Accepted`), or, for `/newsession [name]` typed by the person, a new session and a conversation in it. */
+  /** A run starts (`Accepted`); for `/newsession [name]` typed by the person, a new session and a conversation in it;
+   * for another command (`/cancel`, `/codestats`, `/codefailures [n]`, `/help`), its answer. */
   postMessage: (id: string, text: string, component?: string) =>
-    request<Schemas['Accepted'] | NewSession>('POST', `/api/conversations/${enc(id)}/messages`, (component ? { text, component } : { text }) satisfies Schemas['PostMessage']),
+    request<Schemas['Accepted'] | NewSession | CommandReply>('POST', `/api/conversations/${enc(id)}/messages`, (component ? { text, component } : { text }) satisfies Schemas['PostMessage']),
   cancel: (id: string) => request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/cancel`),
   answerPending: (id: string, toolCallId: string, answer: unknown) =>
     request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/pending/${enc(toolCallId)}`, {
@@ -165,6 +170,15 @@ export const api = {
     request<Schemas['NewVersion']>('POST', `/api/agents/${enc(agent)}/documents/${kind}`, body),
   rollbackDocument: (agent: string, kind: DocumentKind, version: number, reason: string | null) =>
     request<Schemas['NewVersion']>('POST', `/api/agents/${enc(agent)}/documents/${kind}/rollback`, { version, reason } satisfies Schemas['RollbackRequest']),
+
+  notifications: (agent: string) => request<Notification[]>('GET', `/api/agents/${enc(agent)}/notifications`),
+  markNotificationRead: (agent: string, id: number) => request<Notification>('POST', `/api/agents/${enc(agent)}/notifications/${id}/read`),
+  notificationsStreamUrl: (agent: string, after: number) => `/api/agents/${enc(agent)}/notifications/stream?after=${after}`,
+  schedules: (agent: string, all = false) => request<Schedule[]>('GET', `/api/agents/${enc(agent)}/schedules${query({ all })}`),
+  setSchedulePaused: (agent: string, id: number, paused: boolean) =>
+    request<Schedule>('PUT', `/api/agents/${enc(agent)}/schedules/${id}/paused`, { paused } satisfies Schemas['SetPaused']),
+  deleteSchedule: (agent: string, id: number) => request<Schedule>('DELETE', `/api/agents/${enc(agent)}/schedules/${id}`),
+  scheduleRuns: (agent: string, id: number) => request<ScheduleRun[]>('GET', `/api/agents/${enc(agent)}/schedules/${id}/runs`),
 
   sessions: (agent: string) => request<Session[]>('GET', `/api/agents/${enc(agent)}/sessions`),
   startSession: (agent: string, name: string | null) => request<NewSession>('POST', `/api/agents/${enc(agent)}/sessions`, { name } satisfies Schemas['NewSessionRequest']),

@@ -1,6 +1,7 @@
 // The admin section, per agent: the system prompt and learned notes, the agent's tools and UI
 // components (each with its version timeline, diffs and rollback), and the tool execution log
-// with filters, the latest failures and the last 7 days' statistics; and the installation's
+// with filters, the latest failures and the last 7 days' statistics; the agent's schedules
+// (admin/Schedules.tsx: pause, resume, delete); and the installation's
 // Settings (provider connections and models, admin/Settings.tsx).
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { api, type AgentTool, type Schemas, type Tool, type ComponentDetail, type ComponentSummary, type DocumentKind, type DocumentView, type Execution, type ExecutionFilter, type Stats } from '../api/client';
@@ -10,6 +11,7 @@ import { ADMIN_SECTIONS } from './Sidebar';
 import { ConfirmButtons, ErrorAlert, Stat } from '../admin/parts';
 import { Memories } from '../admin/Memory';
 import { Settings } from '../admin/Settings';
+import { Schedules } from '../admin/Schedules';
 
 function pretty(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
@@ -612,6 +614,8 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
           <Components agent={agent} />
         ) : section === 'executions' ? (
           <Executions agent={agent} />
+        ) : section === 'schedules' ? (
+          <Schedules agent={agent} />
         ) : (
           <div className="empty-state">
             <h2>{label}</h2>

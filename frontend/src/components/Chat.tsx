@@ -117,6 +117,7 @@ export function Chat({
   onCancel,
   onAnswer,
   onShowCanvas,
+  commandReply = null,
 }: {
   state: ConversationState;
   status: Status | null;
@@ -124,6 +125,8 @@ export function Chat({
   onCancel: () => Promise<void>;
   onAnswer: (toolCallId: string, answer: unknown) => Promise<void>;
   onShowCanvas: (toolCallId: string) => void;
+  /** The answer of a command typed here (`/codestats`, …): shown, not stored. */
+  commandReply?: string | null;
 }) {
   const [draft, setDraft] = useState('');
   const [sendError, setSendError] = useState<string | null>(null);
@@ -194,6 +197,11 @@ export function Chat({
         {state.streaming && (
           <div className="msg msg-assistant streaming">
             <Markdown content={state.streaming} />
+          </div>
+        )}
+        {commandReply && (
+          <div className="notice command-reply" role="note" aria-label="Command reply">
+            <Markdown content={commandReply} />
           </div>
         )}
         {running && !state.streaming && (

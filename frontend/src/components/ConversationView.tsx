@@ -14,13 +14,16 @@ export function ConversationView({ agent, id, status, onChanged }: { agent: stri
   const [tab, setTab] = useState<'chat' | 'canvas'>('chat');
   const waitingInCanvas = state.pending.some((call) => call.tool_name !== 'ask_user' && call.kind !== 'approval');
   const canvasCount = canvasItems(state).length;
+  // The answer of the last command typed here (`/codestats`, …), shown under the transcript.
+  const [commandReply, setCommandReply] = useState<string | null>(null);
   // `/newsession [name]` opens the new session's conversation.
   const sendOrStart = useCallback(
     async (text: string) => {
-      const started = await send(text);
-      if (started) {
+      const reply = await send(text);
+      setCommandReply(reply && 'reply' in reply ? reply.reply : null);
+      if (reply && 'conversation_id' in reply) {
         onChanged();
-        navigate(routePath({ page: 'agent', agent, conversation: started.conversation_id }));
+        navigate(routePath({ page: 'agent', agent, conversation: reply.conversation_id }));
       }
     },
     [send, onChanged, agent],
@@ -74,6 +77,7 @@ export function ConversationView({ agent, id, status, onChanged }: { agent: stri
           state={state}
           status={status}
           onSend={sendOrStart}
+          commandReply={commandReply}
           onCancel={cancel}
           onAnswer={answer}
           onShowCanvas={(toolCallId) => {

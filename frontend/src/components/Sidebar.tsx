@@ -12,6 +12,7 @@ export const ADMIN_SECTIONS: { id: string; label: string }[] = [
   { id: 'tools', label: 'Tools' },
   { id: 'components', label: 'Components' },
   { id: 'executions', label: 'Executions' },
+  { id: 'schedules', label: 'Schedules' },
   { id: 'settings', label: 'Settings' },
 ];
 

@@ -1,15 +1,16 @@
 // Loads a conversation and follows its SSE stream, reconnecting with `?after=<last seq>` so
 // a dropped connection (or a server that ended a lagging stream) loses nothing.
 import { useCallback, useEffect, useReducer, useRef } from 'react';
-import { api, type NewSession, type StoredEvent } from '../api/client';
+import { api, type CommandReply, type NewSession, type StoredEvent } from '../api/client';
 import { conversationReducer, initialConversationState, type ConversationState } from './conversation';
 
 const PAUSING_TOOLS = new Set(['render_and_wait', 'render_blocks', 'ask_user']);
 
 export interface ConversationHandle {
   state: ConversationState;
-  /** Resolves to the new session when the text was `/newsession [name]` (no run starts then). */
-  send: (text: string) => Promise<NewSession | null>;
+  /** Resolves to the new session when the text was `/newsession [name]`, to the answer of another
+   * command (`/codestats`, …), or to null when a run started. */
+  send: (text: string) => Promise<NewSession | CommandReply | null>;
   cancel: () => Promise<void>;
   answer: (toolCallId: string, answer: unknown) => Promise<void>;
   reload: () => void;
@@ -95,7 +96,7 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
   const send = useCallback(
     async (text: string) => {
       const reply = await api.postMessage(id, text);
-      if ('conversation_id' in reply) return reply;
+      if ('conversation_id' in reply || 'reply' in reply) return reply;
       dispatch({ type: 'user-sent' });
       return null;
     },
