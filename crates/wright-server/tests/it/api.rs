@@ -452,3 +452,23 @@ async fn a_conversation_is_renamed_archived_brought_back_and_deleted() {
     let (status, _) = fixture.authed(Method::GET, &path, None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn commands_typed_in_the_canvas_are_answered_as_in_telegram() {
+    let fixture = Fixture::new().await;
+    let (_, created) = fixture.authed(Method::POST, "/api/agents/default/conversations", Some(json!({}))).await;
+    let messages = format!("/api/conversations/{}/messages", created["id"].as_str().unwrap());
+    let (status, stats) = fixture.authed(Method::POST, &messages, Some(json!({"text": "/codestats"}))).await;
+    assert_eq!(status, StatusCode::OK, "{stats}");
+    assert!(stats["reply"].as_str().unwrap().starts_with("📊 Code Execution Stats (7 days)\n\nTotal: 0"), "{stats}");
+    let (_, failures) = fixture.authed(Method::POST, &messages, Some(json!({"text": "/codefailures 2"}))).await;
+    assert_eq!(failures["reply"], "No recent failures! 🎉");
+    let (_, cancel) = fixture.authed(Method::POST, &messages, Some(json!({"text": "/cancel"}))).await;
+    assert_eq!(cancel["reply"], "Nothing is running.");
+    let (status, started) = fixture.authed(Method::POST, &messages, Some(json!({"text": "/newsession Taxes"}))).await;
+    assert_eq!((status, started["session"]["name"].as_str()), (StatusCode::CREATED, Some("Taxes")));
+    // A component cannot run commands: its text goes to the agent (and here, with no model, is refused).
+    let (status, _) =
+        fixture.authed(Method::POST, &messages, Some(json!({"text": "/codestats", "component": "Picker"}))).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+}
