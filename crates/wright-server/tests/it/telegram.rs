@@ -290,6 +290,12 @@ async fn a_button_press_resumes_a_paused_run_once_and_a_restart_in_between_loses
         Turn::tool_call("ask_user", json!({"question": "Which city?", "options": ["Oslo", "Rome"]})),
         Turn::text("Rome it is."),
         Turn::text("Noted, while you were away."),
+        Turn::tool_call(
+            "render_blocks",
+            json!({"title": "Booking", "blocks": [{"type": "form", "submitLabel": "Book",
+                   "fields": [{"name": "date", "label": "Date", "type": "text"}]}]}),
+        ),
+        Turn::text("Booked."),
     ])
     .await;
     let installation = Installation::new(&bot, "");
@@ -358,6 +364,32 @@ async fn a_button_press_resumes_a_paused_run_once_and_a_restart_in_between_loses
         .map(|event| event["text"].as_str().unwrap())
         .collect();
     assert_eq!(users, ["plan a trip", "and book it"], "each update handled once");
+
+    // A form is a short text with the canvas link; answered in the canvas, the run goes on and
+    // its answer reaches Telegram too.
+    let before = bot_count(&bot);
+    bot.send_text(&ada, "fill the booking");
+    let form = bot_says(&bot, before, "waits for you in the canvas").await;
+    let link = format!("http://wright.example/agents/default/c/{conversation}");
+    assert!(form.text.contains("A form “Booking”") && form.text.contains(&link), "{}", form.text);
+    let pending = server
+        .until("the form to wait", async |server| {
+            let detail = server.get(&format!("/api/conversations/{conversation}")).await;
+            detail["pending"]
+                .as_array()
+                .and_then(|pending| pending.first())
+                .map(|call| call["tool_call_id"].as_str().unwrap().to_owned())
+        })
+        .await;
+    let (status, _) = server
+        .send(
+            reqwest::Method::POST,
+            &format!("/api/conversations/{conversation}/pending/{pending}"),
+            json!({"answer": {"action": "submit", "data": {"date": "May 3"}}}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    bot_says(&bot, before, "Booked.").await;
 }
 
 #[tokio::test]
