@@ -71,10 +71,18 @@ describe('conversation reducer', () => {
     expect(state.status).toBe('error');
     expect(state.error).toBe('provider said 429');
     expect(state.conversation!.status).toBe('error');
-    state = run([{ type: 'user-sent' }], state);
+    state = run([{ type: 'user-sent', sinceSeq: state.lastSeq }], state);
     expect(state.status).toBe('running');
     expect(state.error).toBeNull();
     expect(run([{ type: 'status', status: 'bogus' }]).status).toBe('idle');
+  });
+
+  it('a run that ended before its POST answered is not shown as running again', () => {
+    // The stream brought the user message, the answer and idle before the POST returned.
+    let state = run([{ type: 'loaded', detail: detail([], 'idle') }]);
+    const sinceSeq = state.lastSeq;
+    state = run([{ type: 'event', event: call(1, 'a', 'x') }, { type: 'status', status: 'idle' }, { type: 'user-sent', sinceSeq }], state);
+    expect(state.status).toBe('idle');
   });
 
   it('drops a pending call once its result is stored', () => {

@@ -34,7 +34,8 @@ export type ConversationAction =
   | { type: 'status'; status: string; error?: string | null }
   | { type: 'pending'; pending: PendingWithComponent[] }
   | { type: 'answered'; toolCallId: string; answer: unknown }
-  | { type: 'user-sent' };
+  /** The person's message was accepted; `sinceSeq` is the last seq known when it was sent. */
+  | { type: 'user-sent'; sinceSeq: number };
 
 export const initialConversationState: ConversationState = {
   conversation: null,
@@ -116,6 +117,9 @@ export function conversationReducer(state: ConversationState, action: Conversati
         answered: { ...state.answered, [action.toolCallId]: action.answer },
       };
     case 'user-sent':
+      // Shown as running at once — unless the stream already brought the run's own events
+      // (a fast run can finish before the POST answers): then its statuses are the truth.
+      if (state.lastSeq > action.sinceSeq) return state;
       return { ...state, status: 'running', error: null };
   }
 }

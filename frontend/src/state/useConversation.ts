@@ -95,9 +95,10 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
 
   const send = useCallback(
     async (text: string) => {
+      const sinceSeq = lastSeq.current;
       const reply = await api.postMessage(id, text);
       if ('conversation_id' in reply || 'reply' in reply) return reply;
-      dispatch({ type: 'user-sent' });
+      dispatch({ type: 'user-sent', sinceSeq });
       return null;
     },
     [id],
