@@ -496,3 +496,41 @@ async fn notify_reaches_canvas_and_telegram_and_is_rate_limited() {
     bot_says(&bot, 0, "Back again.").await;
     assert!(bot.snapshot().refusals.iter().all(|refusal| !refusal.contains("parse entities")));
 }
+
+#[tokio::test]
+async fn a_question_without_options_takes_the_next_message_and_an_approval_is_a_button() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![
+        Turn::tool_call("ask_user", json!({"question": "What is your name?"})),
+        Turn::tool_call("set_state", json!({"key": "name", "value": "Ada"})),
+        Turn::text("Understood: I did not save it."),
+    ])
+    .await;
+    let installation = Installation::new(&bot, "");
+    let server = installation.serve(&fake);
+    // The person wants to approve every state write of this agent.
+    let (status, _) =
+        server.send(reqwest::Method::PUT, "/api/agents/default/tools/set_state/policy", json!({"policy": "ask"})).await;
+    assert_eq!(status, 200);
+    let ada = owner(&bot);
+    bot.send_text(&ada, "remember my name");
+    let question = bot_says(&bot, 0, "What is your name?").await;
+    assert!(question.buttons().is_empty() && question.text.contains("Reply with your answer"), "{question:?}");
+    // The next message answers the question instead of starting another run.
+    bot.send_text(&ada, "Ada");
+    let approval = bot_says(&bot, 0, "The agent wants to run set_state").await;
+    let answer = fake.requests()[1].body["messages"].to_string();
+    assert!(answer.contains("Ada"), "{answer}");
+    let labels: Vec<String> = approval.buttons().into_iter().map(|(label, _)| label).collect();
+    assert_eq!(labels, ["Approve", "Deny", "Always allow"]);
+    let deny = approval.buttons()[1].1.clone();
+    bot.press(&ada, approval.message_id, &deny);
+    bot_says(&bot, 0, "Understood: I did not save it.").await;
+    assert_eq!(bot.snapshot().callback_answers.last().unwrap().text.as_deref(), Some("✓ Denied"));
+    let state = server.get("/api/agents/default/state").await;
+    assert!(!state.to_string().contains("\"name\""), "the denied call did not run: {state}");
+    let conversation = server.conversations().await[0]["id"].as_str().unwrap().to_owned();
+    let detail = server.get(&format!("/api/conversations/{conversation}")).await;
+    let users = detail["events"].as_array().unwrap().iter().filter(|event| event["kind"] == "user").count();
+    assert_eq!(users, 1, "the answer was not a new message: {detail}");
+}
