@@ -53,8 +53,9 @@ pub enum ServerState {
     Starting,
     /// Connected; `tools` of its tools are offered.
     Up { tools: usize },
-    /// Not connected: why, how many failures in a row, and when the next attempt is.
-    Down { error: String, failures: u32, retry_in_ms: u64 },
+    /// Not connected: why, how many failures in a row, how long the wait before the next
+    /// attempt is, and when that attempt starts (milliseconds since the Unix epoch).
+    Down { error: String, failures: u32, retry_in_ms: u64, retry_at_ms: u64 },
 }
 
 /// One configured server and its state.
@@ -66,10 +67,13 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// Tools the server offers whose names cannot be model tool names (not offered).
     pub skipped_tools: Vec<String>,
+    /// Why the server last went down, kept after it comes back (none if it never did).
+    pub last_error: Option<String>,
 }
 
 struct Slot {
     state: ServerState,
+    last_error: Option<String>,
     peer: Option<Peer<RoleClient>>,
     /// Wakes the supervisor when a call finds the connection broken. An HTTP session has no
     /// process whose exit ends it, so a failed call is how a dead server is noticed.
@@ -138,6 +142,7 @@ impl McpClients {
             .map(|name| {
                 let slot = Slot {
                     state: ServerState::Starting,
+                    last_error: None,
                     peer: None,
                     broken: Arc::new(Notify::new()),
                     tools: Vec::new(),
@@ -178,6 +183,7 @@ impl McpClients {
                 transport: self.shared.config.servers.get(name).map_or("unknown", McpServerConfig::transport),
                 state: slot.state.clone(),
                 skipped_tools: slot.skipped_tools.clone(),
+                last_error: slot.last_error.clone(),
             })
             .collect()
     }
@@ -286,8 +292,14 @@ async fn supervise(shared: Arc<Shared>, name: String, server: McpServerConfig, s
         let delay = shared.config.retry_delay(failures);
         tracing::warn!(server = %name, %error, failures, retry_in = ?delay, "MCP server is down");
         let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        // Shown to the person ("next attempt at …"); the wait itself is the sleep below.
+        let retry_at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+            .saturating_add(retry_in_ms);
         shared.update(&name, |slot| {
-            slot.state = ServerState::Down { error, failures, retry_in_ms };
+            slot.last_error = Some(error.clone());
+            slot.state = ServerState::Down { error, failures, retry_in_ms, retry_at_ms };
             slot.peer = None;
             slot.tools.clear();
         });

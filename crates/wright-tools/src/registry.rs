@@ -145,6 +145,11 @@ impl ToolRegistry {
         self
     }
 
+    /// How each of the operator's MCP servers is doing (empty when none is configured).
+    pub fn mcp_status(&self) -> Vec<wright_mcp::ServerStatus> {
+        self.mcp.as_ref().map(|mcp| mcp.clients.status()).unwrap_or_default()
+    }
+
     /// Debug builds only: makes the built-in `name` panic when called (fault injection for
     /// the end-to-end tests of the run lifecycle).
     #[cfg(debug_assertions)]

@@ -43,6 +43,7 @@ export type Session = Schemas['SessionView'];
 export type NewSession = Schemas['NewSessionView'];
 export type MemoryChange = Schemas['MemoryChangeView'];
 export type MemoryLayer = Schemas['MemoryLayer'];
+export type McpServer = Schemas['McpServerView'];
 /** Which memories the memory page lists; absent ones do not filter. */
 export interface MemoryFilter {
   layer?: MemoryLayer;
@@ -124,6 +125,8 @@ export const api = {
   deleteConnection: (id: string) => request<Schemas['OkView']>('DELETE', `/api/settings/connections/${enc(id)}`),
   testConnection: (id: string) => request<ConnectionTest>('POST', `/api/settings/connections/${enc(id)}/test`),
   connectionModels: (id: string) => request<Schemas['ModelsView']>('GET', `/api/settings/connections/${enc(id)}/models`),
+  /** The MCP servers of `[mcp.servers]` in config.toml and how each is doing. */
+  mcpServers: () => request<McpServer[]>('GET', '/api/mcp/servers'),
   modelChoices: () => request<ModelChoices>('GET', '/api/settings/models'),
   setDefaultModel: (input: ChoiceInput) => request<ModelChoice>('PUT', '/api/settings/models/default', input),
   clearDefaultModel: () => request<Schemas['OkView']>('DELETE', '/api/settings/models/default'),

@@ -1,4 +1,8 @@
-//! Wright as an MCP server: `/mcp` (streamable HTTP), an agent's tools for any MCP client.
+//! MCP both ways, as the API sees it: Wright as an MCP server at `/mcp` (streamable HTTP, an
+//! agent's tools for any MCP client), and `GET /api/mcp/servers`, how the MCP servers Wright
+//! is a client of are doing (for the admin page).
+//!
+//! Serving `/mcp`:
 //!
 //! - **Which agent.** `/mcp` serves the default agent and `/mcp/<agent>` any other. An MCP
 //!   client is configured with one URL per server, so the agent belongs in the URL: two agents
@@ -29,7 +33,7 @@ use std::sync::Arc;
 
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Router, middleware};
+use axum::{Extension, Json, Router, middleware};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -38,7 +42,9 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 use wright_core::{AgentId, DecidedBy, ToolKind, ToolPolicy};
 use wright_tools::{Invocation, ToolInfo};
 
@@ -253,4 +259,65 @@ impl ServerHandler for WrightMcp {
         let agent = Self::agent(&context)?;
         self.call(agent, request, &context).await.map(CallToolResponse::from)
     }
+}
+
+/// Where a configured MCP server stands.
+#[derive(Serialize, ToSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum McpServerState {
+    /// The first attempt to connect has not finished.
+    Starting,
+    /// Connected; its tools are offered to the agents.
+    Up,
+    /// Not connected; tried again at `retry_at`.
+    Down,
+}
+
+/// One MCP server of `[mcp.servers]`, as the admin page shows it.
+#[derive(Serialize, ToSchema)]
+pub struct McpServerView {
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    pub state: McpServerState,
+    /// Tools it offers now (0 unless up).
+    pub tools: usize,
+    /// Tools it has whose names cannot be model tool names, so are not offered.
+    pub skipped_tools: Vec<String>,
+    /// Why it is down, or why it last went down (kept after it came back).
+    pub last_error: Option<String>,
+    /// Failed attempts in a row (0 unless down).
+    pub failures: u32,
+    /// When the next attempt starts, while down (ISO 8601).
+    pub retry_at: Option<String>,
+}
+
+impl From<wright_mcp::ServerStatus> for McpServerView {
+    fn from(status: wright_mcp::ServerStatus) -> Self {
+        let (state, tools, failures, retry_at) = match status.state {
+            wright_mcp::ServerState::Starting => (McpServerState::Starting, 0, 0, None),
+            wright_mcp::ServerState::Up { tools } => (McpServerState::Up, tools, 0, None),
+            wright_mcp::ServerState::Down { failures, retry_at_ms, .. } => {
+                let retry_at = i64::try_from(retry_at_ms).ok().map(wright_core::iso_from_ms);
+                (McpServerState::Down, 0, failures, retry_at)
+            }
+        };
+        McpServerView {
+            name: status.name,
+            transport: status.transport.to_owned(),
+            state,
+            tools,
+            skipped_tools: status.skipped_tools,
+            last_error: status.last_error,
+            failures,
+            retry_at,
+        }
+    }
+}
+
+/// The MCP servers of `[mcp.servers]` in config.toml and how each is doing: up with its tool
+/// count, or down with the reason and when it is tried again.
+#[utoipa::path(get, path = "/api/mcp/servers", tag = "admin", responses((status = 200, body = Vec<McpServerView>)))]
+pub async fn servers(State(state): State<AppState>) -> Json<Vec<McpServerView>> {
+    Json(state.tools.mcp_status().into_iter().map(McpServerView::from).collect())
 }

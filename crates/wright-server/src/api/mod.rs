@@ -116,6 +116,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(admin::component_rollback))
         .routes(routes!(admin::component_enabled))
         .routes(routes!(admin::stats))
+        .routes(routes!(mcp::servers))
         .routes(routes!(market::search))
         .routes(routes!(market::listing))
         .routes(routes!(market::publish))

@@ -262,3 +262,50 @@ async fn mcp_can_be_switched_off_and_only_builtins_that_run_unattended_can_be_of
         assert!(error.contains(expected), "{error}");
     }
 }
+
+#[tokio::test]
+async fn the_admin_api_reports_each_mcp_server_up_with_its_tools_or_down_with_why_and_when_it_is_tried_again() {
+    let server_script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wright-mcp/tests/it/server.py");
+    let config = format!(
+        "[mcp]\nretry_initial_ms = 60000\n\n[mcp.servers.python]\ntransport = \"stdio\"\ncommand = {python:?}\nargs = \
+         [{script:?}, \"stdio\"]\n\n[mcp.servers.missing]\ntransport = \"stdio\"\ncommand = \"/nonexistent/mcp-server\"\n",
+        python = python(),
+        script = server_script.to_string_lossy(),
+    );
+    let (_dir, state) = state_with(&config).await;
+    let app = wright_server::api::app(state.unwrap());
+    let request = || {
+        Request::get("/api/mcp/servers").header("authorization", format!("Bearer {TOKEN}")).body(Body::empty()).unwrap()
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let servers = loop {
+        let response = app.clone().oneshot(request()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let servers: Value =
+            serde_json::from_slice(&axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap()).unwrap();
+        if servers.as_array().unwrap().iter().all(|server| server["state"] != "starting") {
+            break servers;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "still starting: {servers}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let [missing, python] = [&servers[0], &servers[1]];
+    assert_eq!(
+        (&missing["name"], &missing["state"], &missing["transport"]),
+        (&json!("missing"), &json!("down"), &json!("stdio"))
+    );
+    assert!(missing["last_error"].as_str().unwrap().contains("could not start `/nonexistent/mcp-server`"), "{missing}");
+    assert_eq!((&missing["failures"], &missing["tools"]), (&json!(1), &json!(0)));
+    // Tried again in a minute (retry_initial_ms), said as a time.
+    let retry_at = missing["retry_at"].as_str().unwrap();
+    assert!(retry_at.ends_with('Z') && retry_at.len() == 24, "{retry_at}");
+    assert_eq!(
+        (&python["name"], &python["state"], &python["last_error"]),
+        (&json!("python"), &json!("up"), &Value::Null)
+    );
+    assert!(python["tools"].as_u64().unwrap() >= 5, "{python}");
+    assert_eq!(python["retry_at"], Value::Null);
+    // Without the token: 401, like every admin route.
+    let unauthenticated = app.oneshot(Request::get("/api/mcp/servers").body(Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(unauthenticated.status(), StatusCode::UNAUTHORIZED);
+}
