@@ -31,6 +31,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::McpError;
 use crate::config::{McpConfig, McpServerConfig, qualified_name, server_of};
+use crate::gate::{HttpGate, PinnedResolver};
 
 /// One tool of a connected server, as the registry lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -84,6 +85,8 @@ struct Slot {
 
 struct Shared {
     config: McpConfig,
+    /// Judges every HTTP server's URL before each connection (the egress policy).
+    gate: Arc<dyn HttpGate>,
     servers: Mutex<BTreeMap<String, Slot>>,
     /// Bumped whenever any server's tool list changes (up, down, list_changed), so a
     /// registry can rebuild the specs it caches.
@@ -132,8 +135,9 @@ impl ClientHandler for Handler {
 
 impl McpClients {
     /// Checks the configuration and starts one supervisor per server (on the current tokio
-    /// runtime). Returns at once: servers connect in the background.
-    pub fn start(config: McpConfig) -> Result<McpClients, McpError> {
+    /// runtime). Returns at once: servers connect in the background. Every connection to an
+    /// HTTP server is first admitted by `gate`, and goes only to the addresses it admitted.
+    pub fn start(config: McpConfig, gate: Arc<dyn HttpGate>) -> Result<McpClients, McpError> {
         config.check()?;
         install_crypto_provider();
         let servers = config
@@ -152,7 +156,7 @@ impl McpClients {
             })
             .collect();
         let (generation, _) = watch::channel(0);
-        let shared = Arc::new(Shared { config, servers: Mutex::new(servers), generation });
+        let shared = Arc::new(Shared { config, gate, servers: Mutex::new(servers), generation });
         let stop = CancellationToken::new();
         for (name, server) in &shared.config.servers {
             tokio::spawn(supervise(Arc::clone(&shared), name.clone(), server.clone(), stop.clone()));
@@ -321,12 +325,11 @@ async fn run_connection(
     let tools_changed = Arc::new(Notify::new());
     let handler = Handler { tools_changed: Arc::clone(&tools_changed) };
     let connect_timeout = shared.config.connect_timeout();
-    let running =
-        match tokio::time::timeout(connect_timeout, connect(server, handler, shared.config.max_result_bytes)).await {
-            Err(_elapsed) => return format!("did not finish starting within {connect_timeout:?}"),
-            Ok(Err(error)) => return error,
-            Ok(Ok(running)) => running,
-        };
+    let running = match tokio::time::timeout(connect_timeout, connect(shared, server, handler)).await {
+        Err(_elapsed) => return format!("did not finish starting within {connect_timeout:?}"),
+        Ok(Err(error)) => return error,
+        Ok(Ok(running)) => running,
+    };
     let peer = running.peer().clone();
     // `waiting` owns the service; dropping it (when this function returns) cancels the
     // connection's task through rmcp's own drop guard, which ends the child process.
@@ -397,7 +400,7 @@ async fn list_into(shared: &Shared, name: &str, peer: &Peer<RoleClient>) -> Resu
 
 type Running = rmcp::service::RunningService<RoleClient, Handler>;
 
-async fn connect(server: &McpServerConfig, handler: Handler, max_result_bytes: usize) -> Result<Running, String> {
+async fn connect(shared: &Shared, server: &McpServerConfig, handler: Handler) -> Result<Running, String> {
     match server {
         McpServerConfig::Stdio { command, args, env, cwd } => {
             let mut process = tokio::process::Command::new(command);
@@ -414,6 +417,8 @@ async fn connect(server: &McpServerConfig, handler: Handler, max_result_bytes: u
             handler.serve(transport).await.map_err(|error| format!("the MCP handshake failed: {error}"))
         }
         McpServerConfig::Http { url, headers } => {
+            // Judged once for this connection; the client below reaches only what passed.
+            let admission = shared.gate.admit(url).await?;
             let mut custom = HashMap::new();
             for (header, value) in headers {
                 let header_name = reqwest::header::HeaderName::from_bytes(header.as_bytes())
@@ -426,13 +431,19 @@ async fn connect(server: &McpServerConfig, handler: Handler, max_result_bytes: u
             // before the result cap is checked. rmcp treats a response over this bound as a
             // broken transport (the connection is dropped and reconnected), so it is set well
             // above the result cap: results between the two get the ordinary TooLarge error.
-            let response_cap = max_result_bytes.saturating_mul(4).saturating_add(1024 * 1024);
+            let response_cap = shared.config.max_result_bytes.saturating_mul(4).saturating_add(1024 * 1024);
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(custom)
                 .max_json_response_size(response_cap)
                 .max_sse_event_size(response_cap);
-            let client =
-                reqwest::Client::builder().no_proxy().build().map_err(|error| format!("HTTP client: {error}"))?;
+            // No proxy (it would resolve names itself), no redirects (a hop would be unjudged),
+            // and names resolve only to the admitted addresses.
+            let client = reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .dns_resolver(Arc::new(PinnedResolver(admission)))
+                .build()
+                .map_err(|error| format!("HTTP client: {error}"))?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
             handler.serve(transport).await.map_err(|error| format!("the MCP handshake failed: {error}"))
         }

@@ -267,8 +267,23 @@ async fn mcp_can_be_switched_off_and_only_builtins_that_run_unattended_can_be_of
 async fn the_admin_api_reports_each_mcp_server_up_with_its_tools_or_down_with_why_and_when_it_is_tried_again() {
     let server_script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wright-mcp/tests/it/server.py");
     let config = format!(
-        "[mcp]\nretry_initial_ms = 60000\n\n[mcp.servers.python]\ntransport = \"stdio\"\ncommand = {python:?}\nargs = \
-         [{script:?}, \"stdio\"]\n\n[mcp.servers.missing]\ntransport = \"stdio\"\ncommand = \"/nonexistent/mcp-server\"\n",
+        r#"
+[mcp]
+retry_initial_ms = 60000
+
+[mcp.servers.python]
+transport = "stdio"
+command = {python:?}
+args = [{script:?}, "stdio"]
+
+[mcp.servers.missing]
+transport = "stdio"
+command = "/nonexistent/mcp-server"
+
+[mcp.servers.private]
+transport = "http"
+url = "http://10.1.2.3:9/mcp"
+"#,
         python = python(),
         script = server_script.to_string_lossy(),
     );
@@ -289,7 +304,14 @@ async fn the_admin_api_reports_each_mcp_server_up_with_its_tools_or_down_with_wh
         assert!(tokio::time::Instant::now() < deadline, "still starting: {servers}");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
-    let [missing, python] = [&servers[0], &servers[1]];
+    let [missing, private, python] = [&servers[0], &servers[1], &servers[2]];
+    // An HTTP server the operator did not allow in [egress] is not reached.
+    assert_eq!((&private["state"], &private["transport"]), (&json!("down"), &json!("http")));
+    let refused = private["last_error"].as_str().unwrap();
+    assert!(
+        refused.contains("request denied by egress policy") && refused.contains("10.1.2.3 is private"),
+        "{refused}"
+    );
     assert_eq!(
         (&missing["name"], &missing["state"], &missing["transport"]),
         (&json!("missing"), &json!("down"), &json!("stdio"))
