@@ -5,6 +5,7 @@ mod api;
 mod binary;
 mod hardening;
 mod images;
+mod mcp;
 mod mcp_server;
 mod model_loop;
 mod real_model;
