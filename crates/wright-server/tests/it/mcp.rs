@@ -1,7 +1,7 @@
 //! The router's side of MCP in process: the `/mcp` request cap, `[mcp_server]` switched off and
 //! its checks at load, and `GET /api/mcp/servers` with real MCP servers behind it (the Python
 //! SDK server of wright-mcp's tests; `$WRIGHT_TEST_MCP_PYTHON`, made by scripts/test.sh, else
-//! `target/mcp-test-venv`). An MCP client against the real binary is in `tests/it/mcp_server.rs`.
+//! `target/mcp-test-venv`). An MCP client against the real binary is in `tests/e2e/mcp_server.rs`.
 
 use std::path::PathBuf;
 
