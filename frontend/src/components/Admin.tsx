@@ -10,6 +10,7 @@ import { ADMIN_SECTIONS } from './Sidebar';
 import { ConfirmButtons, ErrorAlert, Stat } from '../admin/parts';
 import { Memories } from '../admin/Memory';
 import { Settings } from '../admin/Settings';
+import { Toolsets } from '../admin/Toolsets';
 
 function pretty(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
@@ -605,6 +606,7 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
           <Memories agent={agent} />
         ) : section === 'tools' ? (
           <>
+            <Toolsets agent={agent} />
             <Policies agent={agent} />
             <Tools agent={agent} />
           </>
