@@ -23,6 +23,8 @@ pub struct ToolInfo {
     pub description: String,
     pub parameters: Value,
     pub kind: ToolKind,
+    /// The toolset a built-in belongs to; `None` for the agent's own and MCP tools.
+    pub toolset: Option<wright_core::Toolset>,
 }
 
 /// One call to make: which agent, which tool, with what, on whose behalf.
@@ -214,8 +216,8 @@ impl ToolRegistry {
             .builtins
             .values()
             .map(|registered| {
-                let ToolSpec { name, description, parameters, .. } = registered.tool.spec().clone();
-                ToolInfo { name, description, parameters, kind: ToolKind::Builtin }
+                let ToolSpec { name, description, parameters, toolset, .. } = registered.tool.spec().clone();
+                ToolInfo { name, description, parameters, kind: ToolKind::Builtin, toolset }
             })
             .collect();
         for tool in self.services.store.list_agent_tools(agent, false).await? {
@@ -224,6 +226,7 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.parameter_schema,
                 kind: ToolKind::Agent,
+                toolset: None,
             });
         }
         for tool in self.mcp_tools() {
@@ -232,6 +235,7 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.input_schema,
                 kind: ToolKind::Mcp,
+                toolset: None,
             });
         }
         Ok(tools)

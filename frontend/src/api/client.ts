@@ -17,6 +17,8 @@ export type ConversationStatus = Schemas['ConversationStatus'];
 export type Pending = Schemas['PendingView'];
 export type Status = Schemas['StatusView'];
 export type Tool = Schemas['ToolView'];
+export type ToolSettings = Schemas['ToolSettings'];
+export type Toolset = Schemas['Toolset'];
 export type Execution = Schemas['ExecutionView'];
 export type DocumentView = Schemas['DocumentView'];
 export type VersionSummary = Schemas['VersionSummaryView'];
@@ -193,6 +195,9 @@ export const api = {
   /** `null` removes the agent's own policy, so the tool's default applies. */
   setToolPolicy: (agent: string, name: string, policy: Schemas['ToolPolicy'] | null) =>
     request<Tool>('PUT', `/api/agents/${enc(agent)}/tools/${enc(name)}/policy`, { policy } satisfies Schemas['PolicyUpdate']),
+  toolSettings: (agent: string) => request<ToolSettings>('GET', `/api/agents/${enc(agent)}/tool-settings`),
+  setToolSettings: (agent: string, settings: ToolSettings) =>
+    request<ToolSettings>('PUT', `/api/agents/${enc(agent)}/tool-settings`, settings),
   invokeTool: (agent: string, name: string, args: unknown) => request<unknown>('POST', `/api/agents/${enc(agent)}/tools/${enc(name)}/invoke`, args),
   agentTools: (agent: string) => request<AgentTool[]>('GET', `/api/agents/${enc(agent)}/agent-tools`),
   agentToolVersions: (agent: string, name: string) =>

@@ -1804,6 +1804,7 @@ export interface components {
             default_policy: components["schemas"]["ToolPolicy"];
             /** @description Whether the agent has a policy of its own for this tool. */
             overridden: boolean;
+            toolset?: null | components["schemas"]["Toolset"];
         };
         /**
          * @description What a built-in tool is for. An agent switches whole toolsets on or off: fewer tools

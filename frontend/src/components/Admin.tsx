@@ -12,6 +12,7 @@ import { ConfirmButtons, ErrorAlert, Stat } from '../admin/parts';
 import { Memories } from '../admin/Memory';
 import { Settings } from '../admin/Settings';
 import { McpServers } from '../admin/McpServers';
+import { Toolsets } from '../admin/Toolsets';
 
 function pretty(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
@@ -610,6 +611,7 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
           <Memories agent={agent} />
         ) : section === 'tools' ? (
           <>
+            <Toolsets agent={agent} />
             <Policies agent={agent} />
             <Tools agent={agent} />
           </>
