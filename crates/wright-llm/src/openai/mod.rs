@@ -147,7 +147,8 @@ impl Wire for ChatWire {
     /// whole-response parser reads. OpenAI's own API streams reliably.
     fn build_whole(&self, request: &Request) -> Option<Result<HttpCall, LlmError>> {
         (self.flavor == Flavor::Compatible && self.settings.streaming).then(|| {
-            let wire = ChatWire { settings: Settings { streaming: false, ..self.settings.clone() }, flavor: self.flavor };
+            let wire =
+                ChatWire { settings: Settings { streaming: false, ..self.settings.clone() }, flavor: self.flavor };
             wire.build(request)
         })
     }

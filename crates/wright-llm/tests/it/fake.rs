@@ -391,7 +391,8 @@ async fn the_fake_refuses_a_call_without_its_result_like_each_vendor() {
 async fn a_local_server_that_fails_to_stream_a_call_is_asked_for_the_answer_whole() {
     // llama.cpp's streaming tool-call parser ends some streams with a 500 its whole-response
     // path does not hit ("Invalid diff: now finding less tool calls!").
-    let failure = || Turn::StreamError { text: String::new(), message: "Invalid diff: now finding less tool calls!".into() };
+    let failure =
+        || Turn::StreamError { text: String::new(), message: "Invalid diff: now finding less tool calls!".into() };
     let fake = FakeProvider::start(vec![failure(), Turn::tool_call("get_time", json!({"city": "Oslo"}))]).await;
     let (reply, _) = run(&fake.config(ProviderKind::OpenaiCompatible), request()).await;
     assert_eq!(reply.expect("answered whole").tool_calls[0].name, "get_time");
