@@ -19,13 +19,16 @@ export function frameCsp(cspNonce: string): string {
     "connect-src 'none'",
     "frame-src 'none'",
     "child-src 'none'",
-    "worker-src 'none'",
+    // the frame's one worker, where component code runs (runtime/main.ts); a blob: worker
+    // inherits this policy, so within it too nothing but blob: scripts load and nothing connects
+    'worker-src blob:',
     "object-src 'none'",
     "manifest-src 'none'",
     "form-action 'none'",
     "base-uri 'none'",
     "require-trusted-types-for 'script'",
-    "trusted-types 'none'",
+    // the one policy: the runtime's, which passes the worker's blob: URL to new Worker()
+    'trusted-types wright-worker',
     // the standard switch for WebRTC; Chromium ignores it today, so the runtime also removes
     // the constructors (runtime/main.tsx)
     "webrtc 'block'",
