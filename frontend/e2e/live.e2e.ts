@@ -80,6 +80,9 @@ export default function Picker({ colours }) {
 
 // Each attempt returns a value when it got through and throws (or returns undefined) when it
 // was stopped; the canary sees whatever left the frame regardless of what the code believes.
+// Component code runs in a Worker with no DOM, so the document's ways (cookies, storage, the
+// parent, elements, innerHTML, WebRTC) now fail at once; they stay, as code written for a page
+// would try them, with the worker's own ways and the frame's protocol after them.
 const ATTACK = `import { useEffect, useState } from 'react';
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 async function rtc(Peer, stun) {
@@ -129,6 +132,23 @@ const attacks = {
   evalCode: () => (0, eval)('"eval works"'),
   popup: (p) => (window.open(p.canary + '/popup') ? 'popup opened' : undefined),
   topNavigation: (p) => { window.top.location.href = p.canary + '/top'; return undefined; },
+  // a component runs in a Worker: its own ways out
+  importScripts: (p) => { importScripts(p.canary + '/import-scripts.js'); return 'imported'; },
+  dynamicImport: async (p) => Object.keys(await import(p.canary + '/import.js')).length + ' exports',
+  eventSource: (p) => new Promise((done, fail) => { const source = new EventSource(p.canary + '/events'); source.onopen = () => done('open'); source.onerror = () => { source.close(); fail(new Error('refused')); }; }),
+  nestedWorker: (p) => new Promise((done, fail) => { const worker = new Worker(p.canary + '/worker.js'); worker.onmessage = () => done('ran'); worker.onerror = fail; }),
+  // and, without React, the frame's own protocol: elements that would load from the canary
+  rawOps: (p) => {
+    const el = (id, tag, props) => ({ op: 'insert', parent: 0, before: null, node: { id, tag, props, children: [] } });
+    postMessage({ t: 'ops', ops: [
+      el(990001, 'img', { src: p.canary + '/raw-img.png' }),
+      el(990002, 'iframe', { src: p.canary + '/raw-frame' }),
+      el(990003, 'link', { rel: 'prefetch', href: p.canary + '/raw-prefetch' }),
+      el(990004, 'div', { style: { backgroundImage: 'url(' + p.canary + '/raw-bg.png)', background: 'url(' + p.canary + '/raw-background.png)' } }),
+      el(990005, 'input', { type: 'image', src: p.canary + '/raw-input.png' }),
+    ] });
+    return undefined;
+  },
 };
 export default function Attack(props) {
   const [report, setReport] = useState(null);
@@ -424,7 +444,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright ser
     const results = report.results as Record<string, string>;
     const open = Object.entries(results).filter(([, outcome]) => !outcome.startsWith('blocked'));
     expect(open, `${JSON.stringify(results, null, 1)}\ncanary: ${JSON.stringify(canary.hits)}`).toEqual([]);
-    expect(Object.keys(results).length).toBe(21);
+    expect(Object.keys(results).length).toBe(26);
     // give late requests (beacon, prefetch, STUN retries, the self-navigation) time to land
     await page.waitForTimeout(2000);
     expect(canary.hits).toEqual([]);
