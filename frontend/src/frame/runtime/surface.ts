@@ -36,8 +36,6 @@ interface Info {
   on: Set<string>;
   /** Controlled values the worker last gave (`value`, `checked`), to restore after the person's edits. */
   controlled: Map<string, unknown>;
-  /** Style properties the worker set (to remove those it drops). */
-  style: Set<string>;
   hidden: boolean;
   /** A hidden text node's text. */
   text?: string;
@@ -65,6 +63,7 @@ export class Surface {
   /** Fields the person changed since the worker last caught up. */
   private readonly edited = new Set<Element>();
   private failure: string | null = null;
+  private readonly selects = new Set<HTMLSelectElement>();
 
   constructor(
     private readonly root: HTMLElement,
@@ -73,7 +72,7 @@ export class Surface {
     private readonly limits: SurfaceLimits = DEFAULT_LIMITS,
   ) {
     this.dom = domOf(root.ownerDocument);
-    this.info.set(root, { id: ROOT, tag: 'root', on: new Set(), controlled: new Map(), style: new Set(), hidden: false });
+    this.info.set(root, { id: ROOT, tag: 'root', on: new Set(), controlled: new Map(), hidden: false });
     this.nodes.set(ROOT, root);
     for (const type of Object.keys(DOM_EVENTS) as DomEvent[]) {
       if (type === 'mouseenter' || type === 'mouseleave') continue;
@@ -226,7 +225,7 @@ export class Surface {
     let created: Node;
     if (typeof node.text === 'string' && node.tag === undefined) {
       created = this.dom.createTextNode(this.text(node.text));
-      this.info.set(created, { id: node.id, tag: '#text', on: new Set(), controlled: new Map(), style: new Set(), hidden: false });
+      this.info.set(created, { id: node.id, tag: '#text', on: new Set(), controlled: new Map(), hidden: false });
     } else {
       const tag = node.tag;
       if (typeof tag !== 'string') return null;
@@ -235,7 +234,8 @@ export class Surface {
       else if (SVG_TAGS.has(tag)) element = this.dom.createElementNS(SVG_NS, tag);
       else return null;
       created = element;
-      this.info.set(element, { id: node.id, tag, on: new Set(), controlled: new Map(), style: new Set(), hidden: false });
+      if (element instanceof HTMLSelectElement) this.selects.add(element);
+      this.info.set(element, { id: node.id, tag, on: new Set(), controlled: new Map(), hidden: false });
       if (typeof node.props === 'object' && node.props !== null) this.setProps(element, node.props as WireProps, []);
       if (Array.isArray(node.children)) {
         this.nodes.set(node.id, element);
@@ -254,6 +254,7 @@ export class Surface {
     const info = this.info.get(node);
     if (info) this.nodes.delete(info.id);
     if (node instanceof Element) this.edited.delete(node);
+    if (node instanceof HTMLSelectElement) this.selects.delete(node);
     for (const child of node.childNodes) this.forget(child);
   }
 
@@ -273,11 +274,10 @@ export class Surface {
       return;
     }
     if (name === 'style') {
+      // written whole each time: a shorthand's longhands go with it (setProps hides again after)
       const style = (element as HTMLElement | SVGElement).style;
-      const next = value === undefined ? {} : checkStyle(value, this.limits.maxValueChars, this.isColor);
-      for (const property of info.style) if (!(property in next)) style.removeProperty(property);
-      info.style = new Set(Object.keys(next));
-      for (const [property, text] of Object.entries(next)) style.setProperty(property, text);
+      style.cssText = '';
+      if (value !== undefined) for (const [property, text] of Object.entries(checkStyle(value, this.limits.maxValueChars, this.isColor))) style.setProperty(property, text);
       return;
     }
     if (value === undefined) {
@@ -335,8 +335,7 @@ export class Surface {
 
   /** A select's value can only be set once its options are there: after every batch. */
   private syncSelects() {
-    for (const node of this.nodes.values()) {
-      if (!(node instanceof HTMLSelectElement)) continue;
+    for (const node of this.selects) {
       const info = this.info.get(node)!;
       if (info.controlled.has('value')) {
         if (!(this.seq > this.acked && this.edited.has(node))) this.restore(node);

@@ -33,6 +33,7 @@ interface Container {
 }
 
 const ROOT = 0;
+const HOST_CONTEXT = {};
 
 /** The props an element sends to the frame: allowlisted names with plain values, `$on` for
  * its handlers. (The frame checks all of it again; this only keeps the messages small.) */
@@ -148,7 +149,8 @@ export function createRenderer(send: (message: WorkerMessage) => void, onError: 
     },
     finalizeInitialChildren: () => false,
     shouldSetTextContent: () => false,
-    getRootHostContext: () => null,
+    // one context for the whole tree (React's development build wants it to be an object)
+    getRootHostContext: () => HOST_CONTEXT,
     getChildHostContext: (parentContext: unknown) => parentContext,
     getPublicInstance: (instance: Instance) => (instance.kind === 'element' ? instance.handle : null),
     prepareForCommit: () => null,
