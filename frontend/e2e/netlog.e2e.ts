@@ -202,10 +202,11 @@ describe.skipIf(!built || !hasChromium || !hasWright)('no DNS lookup or preconne
     // naming the attacker's host.
     const drawn = await page.frames().find((candidate) => candidate !== page.mainFrame() && candidate.url() === 'about:srcdoc')?.evaluate(() => {
       const root = document.getElementById('root')!;
-      const elements = [...root.querySelectorAll('*')];
+      const elements = Array.from(root.querySelectorAll('*'));
       return {
+        text: root.textContent ?? '',
         tags: [...new Set(elements.map((element) => element.localName))].sort(),
-        naming: elements.flatMap((element) => [...element.attributes].filter((attribute) => attribute.value.includes('attacker.example')).map((attribute) => `${element.localName} ${attribute.name}`)),
+        naming: elements.flatMap((element) => Array.from(element.attributes).filter((attribute) => attribute.value.includes('attacker.example')).map((attribute) => `${element.localName} ${attribute.name}`)),
       };
     });
 
@@ -231,6 +232,9 @@ describe.skipIf(!built || !hasChromium || !hasWright)('no DNS lookup or preconne
     expect(shown).toBe(true);
     expect(drawn).toBeDefined();
     expect(drawn!.naming).toEqual([]);
+    // the raw ops did reach the frame, which drew what it allows of them (and the JSX alike)
+    for (const shownText of ['raw styled', 'raw submit', 'jsx styled', 'jsx button']) expect(drawn!.text).toContain(shownText);
+    for (const refusedText of ['raw link', 'jsx download', 'jsx ping']) expect(drawn!.text).not.toContain(refusedText);
     for (const tag of drawn!.tags) expect(['iframe', 'a', 'img', 'meta', 'link', 'object', 'embed', 'base', 'video', 'style', 'image', 'use', 'script']).not.toContain(tag);
     // the component ran where there is no document to navigate
     expect(reported()).toBeDefined();
