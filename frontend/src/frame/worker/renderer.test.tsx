@@ -177,7 +177,9 @@ describe('the worker renderer', () => {
   });
 
   it('fails in the error boundary for an element that may not be drawn, and for raw HTML', async () => {
-    const { root } = mount(
+    // caught by the component's own boundaries: logged in the worker, not reported as the component's error
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const { root, errors } = mount(
       <div>
         <Boundary>
           <a href="http://x.test/">link</a>
@@ -198,5 +200,8 @@ describe('the worker renderer', () => {
     expect(messages[2]).toMatch(/^dangerouslySetInnerHTML is not available/);
     expect(root.querySelector('a, iframe, img')).toBeNull();
     expect(root.querySelector('p')!.textContent).toBe('still here');
+    expect(errors).toEqual([]);
+    expect(logged).toHaveBeenCalledTimes(3);
+    logged.mockRestore();
   });
 });

@@ -272,7 +272,9 @@ export function createRenderer(send: (message: WorkerMessage) => void, onError: 
   const reconciler = Reconciler(config as unknown as Parameters<typeof Reconciler>[0]);
   const container: Container = { children: [] };
   const report = (error: unknown) => onError(error);
-  const root = reconciler.createContainer(container, ConcurrentRoot, null, false, null, 'w', report, report, report, () => {}, null);
+  // an error a component's own boundary caught is the component's business (as with react-dom)
+  const caught = (error: unknown) => console.error(error);
+  const root = reconciler.createContainer(container, ConcurrentRoot, null, false, null, 'w', report, caught, report, () => {}, null);
 
   return {
     render(element) {
