@@ -135,6 +135,26 @@ describe('what the surface draws', () => {
     expect(root.innerHTML).toBe('');
   });
 
+  it('hides and shows again (a suspended subtree), keeping the element’s own display', () => {
+    const box = el('div', { style: { display: 'flex', color: 'red' } }, [text('box')]);
+    const words = text('words');
+    surface.apply([insert(box), insert(words)]);
+    surface.apply([
+      { op: 'hide', id: box.id },
+      { op: 'hide', id: words.id },
+    ]);
+    const div = root.querySelector('div')!;
+    expect([div.style.getPropertyValue('display'), div.style.getPropertyPriority('display'), root.textContent]).toEqual(['none', 'important', 'box']);
+    // a style update while hidden stays hidden
+    surface.apply([{ op: 'props', id: box.id, set: { style: { display: 'grid', color: 'blue' } }, unset: [] }]);
+    expect(div.style.getPropertyValue('display')).toBe('none');
+    surface.apply([
+      { op: 'unhide', id: box.id },
+      { op: 'unhide', id: words.id },
+    ]);
+    expect([div.style.getPropertyValue('display'), div.style.getPropertyValue('color'), root.textContent]).toEqual(['grid', 'blue', 'boxwords']);
+  });
+
   it('ignores malformed ops, reused ids and moves to another parent', () => {
     const a = el('div', {}, [el('span')]);
     const b = el('p');

@@ -37,6 +37,8 @@ interface Info {
   /** Controlled values the worker last gave (`value`, `checked`), to restore after the person's edits. */
   controlled: Map<string, unknown>;
   hidden: boolean;
+  /** The style the worker gave (for `unhide` to restore a display of its own). */
+  style?: Record<string, string>;
   /** A hidden text node's text. */
   text?: string;
 }
@@ -179,7 +181,10 @@ export class Surface {
           else node.data = info.text ?? '';
         } else if (node instanceof HTMLElement || node instanceof SVGElement) {
           if (hide) node.style.setProperty('display', 'none', 'important');
-          else node.style.removeProperty('display');
+          else {
+            node.style.removeProperty('display');
+            if (info.style?.display) node.style.setProperty('display', info.style.display);
+          }
         }
         return;
       }
@@ -277,7 +282,8 @@ export class Surface {
       // written whole each time: a shorthand's longhands go with it (setProps hides again after)
       const style = (element as HTMLElement | SVGElement).style;
       style.cssText = '';
-      if (value !== undefined) for (const [property, text] of Object.entries(checkStyle(value, this.limits.maxValueChars, this.isColor))) style.setProperty(property, text);
+      info.style = value === undefined ? undefined : checkStyle(value, this.limits.maxValueChars, this.isColor);
+      for (const [property, text] of Object.entries(info.style ?? {})) style.setProperty(property, text);
       return;
     }
     if (value === undefined) {

@@ -2,7 +2,7 @@
 // between them are delayed as postMessage delays them): components draw, events reach their
 // handlers, controlled fields keep what the person types, refs are handles, and elements a
 // component may not draw fail in its error boundary.
-import { Component, createRef, useState, type ReactNode } from 'react';
+import { Component, createRef, Suspense, use, useState, type ReactNode } from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Surface } from '../runtime/surface';
 import type { WorkerMessage } from '../tree';
@@ -163,6 +163,30 @@ describe('the worker renderer', () => {
     await vi.waitFor(() => expect(root.textContent).toBe('cba'));
     expect(root.querySelectorAll('li')[2]).toBe(first);
     expect(fromWorker.flatMap((message) => (message.t === 'ops' ? message.ops.map((op) => op.op) : [])).filter((op) => op === 'insert')).toEqual(['insert']);
+  });
+
+  it('hides content that suspends behind its fallback, and shows it again', async () => {
+    let release: () => void = () => {};
+    const waiting = new Promise<void>((resolve) => (release = resolve));
+    let wait: () => void = () => {};
+    function Slow() {
+      const [blocked, setBlocked] = useState(false);
+      wait = () => setBlocked(true);
+      if (blocked) use(waiting);
+      return <p>content</p>;
+    }
+    const { root } = mount(
+      <Suspense fallback={<span>loading</span>}>
+        <Slow />
+      </Suspense>,
+    );
+    await vi.waitFor(() => expect(root.textContent).toBe('content'));
+    wait();
+    await vi.waitFor(() => expect(root.querySelector('span')?.textContent).toBe('loading'));
+    expect(root.querySelector('p')!.style.display).toBe('none');
+    release();
+    await vi.waitFor(() => expect(root.querySelector('span')).toBeNull());
+    expect(root.querySelector('p')!.style.display).toBe('');
   });
 
   it('hands a ref a handle, not a node, that focuses its element in the frame', async () => {
