@@ -101,6 +101,16 @@ export default function Leaks({ run }) {
     attempt('dynamicImport', () => { import(url('dynamic-import')).catch(() => {}); });
     attempt('nestedWorker', () => { new Worker(url('nested-worker')); });
     attempt('beacon', () => navigator.sendBeacon(url('beacon'), 'x'));
+    // the worker's own Trusted Types policy of the name the frame's CSP allows: past the
+    // script-URL sinks, script-src still refuses the address
+    attempt('trustedImportScripts', () => {
+      const policy = trustedTypes.createPolicy('wright-worker', { createScriptURL: (value) => value });
+      importScripts(policy.createScriptURL(url('trusted-import-scripts')));
+    });
+    attempt('trustedWorker', () => {
+      const policy = trustedTypes.createPolicy('wright-worker', { createScriptURL: (value) => value });
+      new Worker(policy.createScriptURL(url('trusted-worker')));
+    });
     // the frame's own protocol, without React
     attempt('rawOps', () => postMessage({ t: 'ops', ops: rawOps(url) }));
     const timer = setTimeout(() => {
@@ -242,5 +252,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('no DNS lookup or preconne
     expect({ document: report.document, window: report.window }).toEqual({ document: 'undefined', window: 'undefined' });
     expect(report.tried.locationHref).toMatch(/^threw: /);
     expect(report.tried.locationReplace).toMatch(/^threw: /);
+    // past Trusted Types (that refusal would say so), refused as a script that failed to load
+    expect(report.tried.trustedImportScripts).toMatch(/^threw: Failed to execute 'importScripts' on 'WorkerGlobalScope': The script at /);
   }, 90_000);
 });
