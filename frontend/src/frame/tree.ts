@@ -44,7 +44,7 @@ export type WorkerMessage =
   | { t: 'request'; type: BridgeRequest; id: number; fields: Record<string, unknown> };
 
 /** What an event carries to the worker about the element it happened on. */
-export interface EventTarget {
+export interface WireTarget {
   id: number | null;
   value?: string | string[];
   checked?: boolean;
@@ -56,7 +56,7 @@ export interface EventTarget {
  * event; the worker dispatches to their handlers in that order (bubbling). */
 export type FrameToWorker =
   | { t: 'init'; code: string; props: Record<string, unknown>; interactive: boolean }
-  | { t: 'event'; seq: number; type: DomEvent; path: number[]; target: EventTarget; data: Record<string, unknown> }
+  | { t: 'event'; seq: number; type: DomEvent; path: number[]; target: WireTarget; data: Record<string, unknown> }
   | { t: 'response'; id: number; ok: boolean; value?: unknown; error?: string };
 
 // ---- limits the frame enforces -----------------------------------------------------------
@@ -291,7 +291,7 @@ export function allowedProp(tag: string, prop: string): { kind: 'attribute' | 'p
 /**
  * An attribute as the frame will set it, or null when it is not allowed on this tag or its
  * value does not fit. `color` values need a CSS parser (the frame's `CSS.supports`); the worker,
- * which has none, passes `parseColor` undefined and leaves that check to the frame.
+ * which has none, passes `isColor` undefined and leaves that check to the frame.
  */
 export function checkAttribute(
   tag: string,

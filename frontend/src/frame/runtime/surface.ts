@@ -19,7 +19,7 @@ import {
   HTML_TAGS,
   SVG_TAGS,
   type DomEvent,
-  type EventTarget as WireTarget,
+  type WireTarget,
   type FrameToWorker,
   type SurfaceLimits,
   type WireNode,

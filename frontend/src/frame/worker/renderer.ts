@@ -6,7 +6,7 @@
 import { createContext } from 'react';
 import Reconciler from 'react-reconciler';
 import { ConcurrentRoot, DefaultEventPriority, NoEventPriority } from 'react-reconciler/constants';
-import { allowedProp, ELEMENT_METHODS, EVENT_PROPS, handlerNames, isAllowedTag, type DomEvent, type ElementMethod, type EventTarget as WireTarget, type Op, type WireNode, type WireProps, type WorkerMessage } from '../tree';
+import { allowedProp, ELEMENT_METHODS, EVENT_PROPS, handlerNames, isAllowedTag, type DomEvent, type ElementMethod, type WireTarget, type Op, type WireNode, type WireProps, type WorkerMessage } from '../tree';
 
 /** What a ref to an element holds: it can ask the frame to act on the element, nothing more. */
 export type ElementHandle = Readonly<Record<ElementMethod, () => void>>;
