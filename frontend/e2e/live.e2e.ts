@@ -173,6 +173,20 @@ export default function Attack(props) {
   return <Card><Text>{report ? 'Attacks done' : 'Attacking…'}</Text></Card>;
 }`;
 
+/** Controlled fields: what the person types goes to the component (in its worker) and back. */
+const TYPIST = `export default function Typist() {
+  const [text, setText] = useState('');
+  const [size, setSize] = useState('m');
+  const [on, setOn] = useState(false);
+  const [keys, setKeys] = useState(0);
+  return <Card><form onSubmit={(e) => { e.preventDefault(); callTool('typed', { text, size, on, keys }); }}><Stack>
+    <Input label="Shout" value={text} onChange={(e) => setText(e.target.value.toUpperCase())} onKeyDown={() => setKeys((n) => n + 1)} />
+    <Select label="Size" options={['s', 'm', 'l']} value={size} onChange={(e) => setSize(e.target.value)} />
+    <Checkbox label="Loud" checked={on} onChange={(e) => setOn(e.target.checked)} />
+    <Button type="submit" variant="primary">Send</Button>
+  </Stack></form></Card>;
+}`;
+
 const NOTE = { title: 'A note', blocks: [{ type: 'markdown', content: 'Nothing to fill in here.' }] };
 
 const MESSENGER = `export default function Messenger() {
@@ -193,6 +207,8 @@ function model(canaryOf: () => Canary, api: () => string) {
         return { toolCalls: [{ name: 'ask_user', arguments: { question: 'Deploy to production now?', options: ['Deploy', 'Wait until Monday'] } }] };
       case 'component':
         return { toolCalls: [{ name: 'render_and_wait', arguments: { title: 'Pick a colour', code: PICKER, props: { colours: ['teal', 'amber', 'violet'] } } }] };
+      case 'typing':
+        return { toolCalls: [{ name: 'render_and_wait', arguments: { title: 'Typist', code: TYPIST, props: {} } }] };
       case 'dismiss':
         return { toolCalls: [{ name: 'render_blocks', arguments: NOTE }] };
       case 'parallel':
@@ -319,6 +335,19 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright ser
     await frame.getByRole('button', { name: 'Use it' }).click();
     expect(await resultSeenByModel('component')).toEqual({ action: 'choose', colour: 'amber' });
     await page.getByText(/Model received: .*amber/).waitFor();
+  });
+
+  it('a component’s controlled fields follow fast typing, a select and a checkbox', async () => {
+    await startConversation('typing');
+    const frame = page.frameLocator('iframe[title="Typist"]');
+    const shout = frame.getByLabel('Shout');
+    await shout.click();
+    await page.keyboard.type('hello world'); // no pause between keys: faster than each round trip
+    await expect.poll(() => shout.inputValue()).toBe('HELLO WORLD');
+    await frame.getByLabel('Size').selectOption('l');
+    await frame.getByLabel('Loud').check();
+    await frame.getByRole('button', { name: 'Send' }).click();
+    expect(await resultSeenByModel('typing')).toEqual({ action: 'typed', text: 'HELLO WORLD', size: 'l', on: true, keys: 11 });
   });
 
   it('a pending form survives a crash of the server and answering it resumes the run', async () => {

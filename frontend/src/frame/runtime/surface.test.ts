@@ -226,13 +226,34 @@ describe('events and controlled fields', () => {
     expect(sent).toHaveLength(1);
   });
 
-  it('prevents every form submission and sends the fields', () => {
-    const form = el('form', { $on: ['onSubmit'] }, [el('input', { name: 'city', defaultValue: 'Lisbon' }), el('input', { name: 'ok', type: 'checkbox', defaultChecked: true }), el('button', { type: 'submit' }, [text('send')])]);
+  it('submits for the person (the sandbox blocks forms): a submit button, or Enter in a field', () => {
+    const form = el('form', { $on: ['onSubmit'] }, [
+      el('input', { name: 'city', defaultValue: 'Lisbon' }),
+      el('input', { name: 'ok', type: 'checkbox', defaultChecked: true }),
+      el('select', { name: 'tags', multiple: true, value: ['a', 'c'] }, ['a', 'b', 'c'].map((value) => el('option', { value }, [text(value)]))),
+      el('button', { type: 'submit', name: 'go' }, [text('send')]),
+      el('button', { type: 'button' }, [text('other')]),
+    ]);
     surface.apply([insert(form)]);
-    const event = new Event('submit', { bubbles: true, cancelable: true });
-    root.querySelector('form')!.dispatchEvent(event);
-    expect(event.defaultPrevented).toBe(true);
-    expect(sent[0]).toMatchObject({ type: 'submit', path: [form.id], data: { formData: { city: 'Lisbon', ok: 'on' } } });
+    const submitted = () => sent.filter((message) => message.type === 'submit');
+    const [send, other] = root.querySelectorAll('button');
+    other.click();
+    expect(submitted()).toEqual([]);
+    send.click();
+    expect(submitted()).toHaveLength(1);
+    expect(submitted()[0]).toMatchObject({ path: [form.id], target: { id: form.id }, data: { formData: { city: 'Lisbon', ok: 'on', tags: ['a', 'c'] } } });
+    root.querySelector('input')!.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+    expect(submitted()).toHaveLength(2);
+    // a native submission, were one to happen, is prevented
+    const native = new Event('submit', { bubbles: true, cancelable: true });
+    root.querySelector('form')!.dispatchEvent(native);
+    expect([native.defaultPrevented, submitted().length]).toEqual([true, 2]);
+  });
+
+  it('does not submit a form whose fields are invalid', () => {
+    surface.apply([insert(el('form', { $on: ['onSubmit'] }, [el('input', { name: 'city', required: true }), el('button', { type: 'submit' }, [text('send')])]))]);
+    root.querySelector('button')!.click();
+    expect(sent).toEqual([]);
   });
 
   it('keeps what the person typed until the worker catches up, then takes its value', () => {

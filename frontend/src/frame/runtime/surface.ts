@@ -362,7 +362,7 @@ export class Surface {
       const has = listeners?.has(type);
       if (wanted.has(prop) && !has) {
         if (!listeners) this.hoverListeners.set(element, (listeners = new Map()));
-        const listener = (event: Event) => this.dispatch(type, event, [info.id], element);
+        const listener = (event: Event) => this.dispatch(type, [info.id], element, eventData(event));
         listeners.set(type, listener);
         element.addEventListener(type, listener);
       } else if (!wanted.has(prop) && has) {
@@ -373,32 +373,63 @@ export class Surface {
   }
 
   private onEvent(type: DomEvent, event: Event) {
-    // Nothing a component draws may submit a form (the sandbox refuses it too).
-    if (type === 'submit') event.preventDefault();
+    // The sandbox (no allow-forms) blocks every form submission before its submit event, so the
+    // surface submits for the person: a submit button's click, or Enter in a form's text field.
+    if (type === 'submit') {
+      event.preventDefault();
+      return;
+    }
+    const { path, target } = this.listeners(type, event.target as Node | null);
+    const field = target && this.info.get(target);
+    const isEdit = type === 'input' || type === 'change';
+    if (isEdit && target && field?.controlled.size) this.edited.add(target);
+    if (path.length) this.dispatch(type, path, target, eventData(event));
+    // a controlled field nobody listens to keeps the worker's value, as in React
+    else if (isEdit && target && this.seq === this.acked) queueMicrotask(() => this.restore(target));
+    const form = submits(type, event, this.root);
+    if (form) this.submit(form);
+  }
+
+  /** The ids of the elements from `start` up that listen for this event, and the first element. */
+  private listeners(type: DomEvent, start: Node | null): { path: number[]; target: Element | null } {
     const names = DOM_EVENTS[type] as readonly string[];
     const path: number[] = [];
     let target: Element | null = null;
-    for (let node = event.target as Node | null; node && node !== this.root; node = node.parentNode) {
+    for (let node = start; node && node !== this.root; node = node.parentNode) {
       const info = this.info.get(node);
       if (!info || !(node instanceof Element)) continue;
       target ??= node;
       if (names.some((name) => info.on.has(name))) path.push(info.id);
     }
-    const field = target && this.info.get(target);
-    const isEdit = type === 'input' || type === 'change';
-    if (isEdit && target && field?.controlled.size) this.edited.add(target);
-    if (path.length === 0) {
-      // a controlled field nobody listens to keeps the worker's value, as in React
-      if (isEdit && target && this.seq === this.acked) queueMicrotask(() => this.restore(target));
-      return;
-    }
-    this.dispatch(type, event, path, target);
+    return { path, target };
   }
 
-  private dispatch(type: DomEvent, event: Event, path: number[], target: Element | null) {
-    this.seq += 1;
-    this.send({ t: 'event', seq: this.seq, type, path, target: describe(target, this.info.get(target!)?.id ?? null), data: eventData(event) });
+  /** What a form's submission would do, minus the request: check the fields (the browser shows
+   * what is wrong), then the submit event with the form's fields. */
+  private submit(form: HTMLFormElement) {
+    if (!form.noValidate && !form.reportValidity()) return;
+    const { path } = this.listeners('submit', form);
+    if (path.length) this.dispatch('submit', path, form, { formData: formFields(form) });
   }
+
+  private dispatch(type: DomEvent, path: number[], target: Element | null, data: Record<string, unknown>) {
+    this.seq += 1;
+    this.send({ t: 'event', seq: this.seq, type, path, target: describe(target, target ? (this.info.get(target)?.id ?? null) : null), data });
+  }
+}
+
+/** The form a click or key submits: a submit button's, or a single-line field's on Enter. */
+function submits(type: DomEvent, event: Event, root: HTMLElement): HTMLFormElement | null {
+  let form: HTMLFormElement | null = null;
+  if (type === 'click' && event instanceof MouseEvent && event.button === 0) {
+    const button = (event.target as Element | null)?.closest?.('button, input');
+    if ((button instanceof HTMLButtonElement || button instanceof HTMLInputElement) && button.type === 'submit' && !button.disabled) form = button.form;
+  } else if (type === 'keydown' && event instanceof KeyboardEvent && event.key === 'Enter' && !event.isComposing) {
+    const field = event.target;
+    const singleLine = field instanceof HTMLInputElement && !['checkbox', 'radio', 'button', 'submit', 'reset', 'range', 'color', 'hidden'].includes(field.type);
+    if (singleLine) form = field.form;
+  }
+  return form && root.contains(form) ? form : null;
 }
 
 function describe(element: Element | null, id: number | null): WireTarget {
@@ -418,7 +449,7 @@ function describe(element: Element | null, id: number | null): WireTarget {
   return target;
 }
 
-/** The parts of an event a handler may use: keys, pointer position, a form's fields. */
+/** The parts of an event a handler may use: keys, modifiers, pointer position. */
 function eventData(event: Event): Record<string, unknown> {
   const data: Record<string, unknown> = {};
   if (event instanceof KeyboardEvent) {
@@ -437,17 +468,22 @@ function eventData(event: Event): Record<string, unknown> {
       metaKey: event.metaKey,
       shiftKey: event.shiftKey,
     });
-  } else if (event.type === 'submit' && event.target instanceof HTMLFormElement) {
-    const fields: Record<string, string | string[]> = {};
-    for (const element of event.target.elements) {
-      const field = element as HTMLInputElement;
-      if (!field.name || field.disabled || field instanceof HTMLButtonElement) continue;
-      if ((field.type === 'checkbox' || field.type === 'radio') && !field.checked) continue;
-      const value = field.value;
+  }
+  return data;
+}
+
+/** A form's fields as a submission would send them (name → value, or values when repeated). */
+function formFields(form: HTMLFormElement): Record<string, string | string[]> {
+  const fields: Record<string, string | string[]> = {};
+  for (const element of form.elements) {
+    const field = element as HTMLInputElement;
+    if (!field.name || field.disabled || field instanceof HTMLButtonElement || field.type === 'submit' || field.type === 'reset' || field.type === 'button') continue;
+    if ((field.type === 'checkbox' || field.type === 'radio') && !field.checked) continue;
+    const values = field instanceof HTMLSelectElement ? [...field.selectedOptions].map((option) => option.value) : [field.value];
+    for (const value of values) {
       const previous = fields[field.name];
       fields[field.name] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value];
     }
-    data.formData = fields;
   }
-  return data;
+  return fields;
 }
