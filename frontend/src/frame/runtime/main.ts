@@ -15,6 +15,15 @@ import { BRIDGE_REQUESTS, type FrameToWorker, type WorkerMessage } from '../tree
 import { frameStyles } from './styles';
 import { Surface } from './surface';
 
+// First, the worker: its start (a thread, React and our renderer compiled in a fresh realm) is
+// most of the time a component takes to show. Its script is a blob: URL this runtime makes;
+// Trusted Types (srcdoc.ts) allow it through the one policy the frame's CSP names, created here
+// before anything else could.
+const trustedTypes = (window as unknown as { trustedTypes?: { createPolicy(name: string, rules: { createScriptURL(url: string): string }): { createScriptURL(url: string): unknown } } }).trustedTypes;
+const policy = trustedTypes?.createPolicy('wright-worker', { createScriptURL: (url: string) => url });
+const workerUrl = URL.createObjectURL(new Blob([workerSource], { type: 'text/javascript' }));
+const worker = new Worker((policy ? policy.createScriptURL(workerUrl) : workerUrl) as string, { name: 'component' });
+
 // The bridge nonce proves to the parent that a message comes from this frame's runtime.
 const bridgeMeta = document.querySelector('meta[name="wright-bridge"]');
 const nonce = bridgeMeta?.getAttribute('content') ?? '';
@@ -38,12 +47,6 @@ const style = document.createElement('style');
 style.textContent = frameStyles;
 document.head.appendChild(style);
 
-// The worker's script is a blob: URL this runtime makes; Trusted Types (srcdoc.ts) allow it
-// through the one policy the frame's CSP names, created here before anything else could.
-const trustedTypes = (window as unknown as { trustedTypes?: { createPolicy(name: string, rules: { createScriptURL(url: string): string }): { createScriptURL(url: string): unknown } } }).trustedTypes;
-const policy = trustedTypes?.createPolicy('wright-worker', { createScriptURL: (url: string) => url });
-const workerUrl = URL.createObjectURL(new Blob([workerSource], { type: 'text/javascript' }));
-const worker = new Worker((policy ? policy.createScriptURL(workerUrl) : workerUrl) as string, { name: 'component' });
 const toWorker = (message: FrameToWorker) => worker.postMessage(message);
 
 let stopped = false;

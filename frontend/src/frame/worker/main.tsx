@@ -13,7 +13,7 @@ import * as React from 'react';
 import * as JsxRuntime from 'react/jsx-runtime';
 import type { BridgeRequest, FrameToWorker, WorkerMessage } from '../tree';
 import { primitives } from './primitives';
-import { createRenderer } from './renderer';
+import { createRenderer, type Renderer } from './renderer';
 
 interface WorkerScope {
   postMessage(message: unknown): void;
@@ -186,9 +186,12 @@ class Boundary extends React.Component<{ children: React.ReactNode }, { error: E
   }
 }
 
-const renderer = createRenderer(send, report);
+// Made when the component arrives, while its module loads: compiling the reconciler is the
+// largest part of the worker's start.
+let renderer: Renderer | null = null;
+const rendererNow = () => (renderer ??= createRenderer(send, report));
 function showError(message: string) {
-  renderer.render(<pre className="w-error">{message}</pre>);
+  rendererNow().render(<pre className="w-error">{message}</pre>);
   send({ t: 'error', message });
 }
 
@@ -196,7 +199,9 @@ async function start(message: Extract<FrameToWorker, { t: 'init' }>) {
   interactive = message.interactive === true;
   let module: Record<string, unknown>;
   try {
-    module = await loadModule(String(message.code));
+    const loading = loadModule(String(message.code));
+    rendererNow();
+    module = await loading;
   } catch (error) {
     showError(`The component failed to load: ${errorText(error)}`);
     return;
@@ -206,7 +211,7 @@ async function start(message: Extract<FrameToWorker, { t: 'init' }>) {
     showError('The component has no default export: end it with `export default function MyComponent(props) { ... }`.');
     return;
   }
-  renderer.render(<Boundary>{React.createElement(Component as React.ComponentType<Record<string, unknown>>, message.props ?? {})}</Boundary>);
+  rendererNow().render(<Boundary>{React.createElement(Component as React.ComponentType<Record<string, unknown>>, message.props ?? {})}</Boundary>);
 }
 
 let started = false;
@@ -217,7 +222,7 @@ scope.addEventListener('message', (event: MessageEvent) => {
     started = true;
     void start(data);
   } else if (data.t === 'event') {
-    renderer.dispatch(data);
+    rendererNow().dispatch(data);
   } else if (data.t === 'response') {
     const request = waiting.get(data.id);
     if (!request) return;
