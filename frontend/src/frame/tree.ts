@@ -262,7 +262,7 @@ const PATH_DATA = /^[MmZzLlHhVvCcSsQqTtAa\d\s,.eE+-]*$/;
 const TRANSFORM = /^((matrix|translate|scale|rotate|skewX|skewY)\([\d\s,.eE+-]*\)[\s,]*)*$/;
 
 /** The DOM name of an allowed attribute (`aria-*` and `data-*` as they are). */
-export function attributeName(prop: string): string {
+function attributeName(prop: string): string {
   if (ATTRIBUTE_NAMES[prop]) return ATTRIBUTE_NAMES[prop];
   if (/^(aria|data)-/.test(prop)) return prop;
   // SVG presentation attributes are kebab-case (strokeWidth → stroke-width)
