@@ -8,12 +8,14 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
 use wright_core::AgentId;
 
 use crate::WorkspaceError;
 use crate::config::{ShellConfig, WorkspaceConfig, WorkspaceLimits};
+use crate::network::{NetworkAccess, ShellNetwork};
 use crate::shell::{PidsCgroups, ShellStatus};
 
 /// Where the agent's own directory appears, to the model and inside the shell.
@@ -31,11 +33,16 @@ pub struct Workspaces {
     shell: ShellStatus,
     /// Where commands' processes are counted when the server runs as root (see `shell.rs`).
     pids_cgroups: Option<PidsCgroups>,
+    /// The egress proxy for commands, when `[workspace.shell] network` is on and
+    /// [`Workspaces::with_network`] gave it.
+    network: Option<Arc<NetworkAccess>>,
 }
 
 impl Workspaces {
     /// Checks the configured roots and probes the shell (a real confined `true`), so the
-    /// binary can say at start whether `bash` is on and, if not, why.
+    /// binary can say at start whether `bash` is on and, if not, why. With
+    /// `[workspace.shell] network` on, the shell stays off until [`Workspaces::with_network`]
+    /// gives it the egress proxy (it never runs with a network other than that one).
     pub fn new(data_dir: impl Into<PathBuf>, config: WorkspaceConfig) -> Result<Self, WorkspaceError> {
         for root in &config.roots {
             check_root_config(&root.path)?;
@@ -43,8 +50,34 @@ impl Workspaces {
         let data_dir = data_dir.into();
         let agents = data_dir.join("agents");
         std::fs::create_dir_all(&agents).map_err(|error| WorkspaceError::io(&agents.display().to_string(), error))?;
-        let (shell, pids_cgroups) = ShellStatus::probe(&config.shell, &agents);
-        Ok(Workspaces { data_dir, config, shell, pids_cgroups })
+        let (shell, pids_cgroups) = if config.shell.network && config.shell.enabled {
+            let reason = "[workspace.shell] network is on, but no egress proxy was given to the shell".to_owned();
+            (ShellStatus::Unavailable { reason }, None)
+        } else {
+            ShellStatus::probe(&config.shell, &agents, None)
+        };
+        Ok(Workspaces { data_dir, config, shell, pids_cgroups, network: None })
+    }
+
+    /// Gives commands the network through `network` when `[workspace.shell] network` is on (and
+    /// probes the shell again, the forwarder included); without that setting it changes nothing.
+    pub fn with_network(mut self, network: ShellNetwork) -> Result<Self, WorkspaceError> {
+        if !(self.config.shell.network && self.config.shell.enabled) {
+            return Ok(self);
+        }
+        let access = NetworkAccess::new(&self.data_dir, network)?;
+        let (shell, pids_cgroups) =
+            ShellStatus::probe(&self.config.shell, &self.data_dir.join("agents"), Some(&access));
+        self.network = shell.is_available().then(|| Arc::new(access));
+        self.shell = shell;
+        self.pids_cgroups = pids_cgroups;
+        Ok(self)
+    }
+
+    /// Whether commands reach the network (through the egress proxy): the shell is available
+    /// and the operator turned network on.
+    pub fn shell_network(&self) -> bool {
+        self.shell.is_available() && self.network.is_some()
     }
 
     pub fn config(&self) -> &WorkspaceConfig {
@@ -74,6 +107,7 @@ impl Workspaces {
             shell: self.config.shell.clone(),
             shell_status: self.shell.clone(),
             pids_cgroups: self.pids_cgroups.clone(),
+            network: self.network.clone(),
         })
     }
 }
@@ -161,6 +195,7 @@ pub struct Workspace {
     pub(crate) shell: ShellConfig,
     pub(crate) shell_status: ShellStatus,
     pub(crate) pids_cgroups: Option<PidsCgroups>,
+    pub(crate) network: Option<Arc<NetworkAccess>>,
 }
 
 impl Workspace {
@@ -171,6 +206,11 @@ impl Workspace {
 
     pub fn shell_status(&self) -> &ShellStatus {
         &self.shell_status
+    }
+
+    /// Whether commands reach the network (only through the egress proxy).
+    pub fn shell_network(&self) -> bool {
+        self.shell_status.is_available() && self.network.is_some()
     }
 
     /// Which root `path` belongs to, and the rest of it (to be resolved by the kernel).
