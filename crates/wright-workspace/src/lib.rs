@@ -14,9 +14,11 @@
 //!   check. What was opened is used through its fd; no path is resolved twice, so a symlink
 //!   swapped in between changes nothing. Walks (glob, grep) descend by fd, one component at
 //!   a time, never following a symlink.
-//! - Only regular files with a single link are read or edited (a device, a FIFO or a hard link
-//!   to a file elsewhere is refused); a write replaces the directory entry by rename, so it
-//!   never lands in a file that another name also points to.
+//! - Only regular files are read or edited (a device or a FIFO is refused), and a file with
+//!   several names (hard links) only in the agent's own workspace and only when the server's
+//!   user owns it — there the shell cannot link across its mount, so both names are inside
+//!   (see `paths::Links`); a write replaces the directory entry by rename, so it never lands in
+//!   a file that another name also points to.
 //! - Nothing is written beneath a read-only root.
 //! - Commands run only under bubblewrap with their own user, mount, PID, network, IPC and UTS
 //!   namespaces: read-only system directories, the roots bound as configured, a deadline after

@@ -97,9 +97,12 @@ impl Workspaces {
     pub fn open(&self, agent: &AgentId) -> Result<Workspace, WorkspaceError> {
         let own = self.agent_dir(agent);
         std::fs::create_dir_all(&own).map_err(|error| WorkspaceError::io(WORKSPACE_MOUNT, error))?;
-        let mut roots = vec![Root::open(PathBuf::from(WORKSPACE_MOUNT), own, true)?];
+        // Files with several names are read in the agent's own workspace when this user owns
+        // them (see `Links`), never in an operator root.
+        let owner = Links::OwnedBy(rustix::process::geteuid().as_raw());
+        let mut roots = vec![Root::open(PathBuf::from(WORKSPACE_MOUNT), own, true, owner)?];
         for root in &self.config.roots {
-            roots.push(Root::open(root.path.clone(), root.path.clone(), root.writable)?);
+            roots.push(Root::open(root.path.clone(), root.path.clone(), root.writable, Links::Single)?);
         }
         Ok(Workspace {
             roots,
@@ -148,15 +151,38 @@ pub struct Root {
     /// The directory on the host.
     pub host: PathBuf,
     pub writable: bool,
+    /// Which files with more than one name its engines read, search and edit.
+    pub(crate) links: Links,
     /// `O_PATH` fd of the directory, opened once; every path beneath is resolved from it.
     fd: OwnedFd,
 }
 
+/// Which files with more than one name (hard links) a root's engines work on. Writes never
+/// land in a shared inode either way (they replace the name by rename).
+///
+/// A second name may be anywhere on the filesystem, so a hard link in a root may be a way to a
+/// file outside the roots. Who can make one decides the rule:
+/// - In an operator root, anyone who can write there (it may be shared with other users of
+///   the host, and on a host without `fs.protected_hardlinks` they could link files they cannot
+///   read): one name only.
+/// - In the agent's own workspace, only two kinds of writer exist. Its shell, whose workspace
+///   is a bind mount of its own: the kernel refuses a link across mounts (`EXDEV`), so both
+///   names are in the workspace. And processes of the server's own user (or root) on the host,
+///   which could as well copy the file. So a file there with several names is accepted when
+///   this user owns it (what the shell's user maps to); a file of another owner linked in is
+///   refused. That serves `git clone` of a local repository and package stores (pnpm) that
+///   hard-link, inside the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Links {
+    Single,
+    OwnedBy(u32),
+}
+
 impl Root {
-    fn open(shown: PathBuf, host: PathBuf, writable: bool) -> Result<Self, WorkspaceError> {
+    fn open(shown: PathBuf, host: PathBuf, writable: bool, links: Links) -> Result<Self, WorkspaceError> {
         let fd = rustix::fs::open(&host, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(|errno| WorkspaceError::errno(&shown.display().to_string(), errno))?;
-        Ok(Root { shown, host, writable, fd })
+        Ok(Root { shown, host, writable, links, fd })
     }
 
     pub(crate) fn fd(&self) -> &OwnedFd {
