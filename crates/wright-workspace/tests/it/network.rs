@@ -33,8 +33,15 @@ fn network(allow: &[String], resolver: StaticResolver) -> ShellNetwork {
     let egress = Egress::with_resolver(config, Arc::new(resolver)).expect("egress");
     ShellNetwork {
         proxy: Arc::new(TestProxy(egress)),
-        forwarder: Forwarder { program: env!("CARGO_BIN_EXE_wright-shell-forward").into(), arguments: Vec::new() },
+        forwarder: Forwarder { program: forwarder_program(), arguments: Vec::new() },
     }
+}
+
+/// The forwarder cargo built, or a copy (`scripts/test.sh` runs these tests again as an
+/// unprivileged user, from copies that user can reach).
+fn forwarder_program() -> std::path::PathBuf {
+    std::env::var_os("WRIGHT_TEST_SHELL_FORWARD")
+        .map_or_else(|| env!("CARGO_BIN_EXE_wright-shell-forward").into(), std::path::PathBuf::from)
 }
 
 fn networked(allow: &[String], resolver: StaticResolver) -> Fixture {
