@@ -164,14 +164,7 @@ pub fn forward_main(arguments: &[String]) -> ExitCode {
         eprintln!("wright: the shell's forwarder needs LISTEN SOCKET PROGRAM [ARGUMENTS...]");
         return ExitCode::from(126);
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("wright: the shell's forwarder could not start: {error}");
-            return ExitCode::from(126);
-        }
-    };
-    match runtime.block_on(forward(listen, Path::new(socket), program, rest)) {
+    match forward(listen, Path::new(socket), program, rest) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("wright: the shell's network forwarder failed: {error}");
@@ -180,23 +173,40 @@ pub fn forward_main(arguments: &[String]) -> ExitCode {
     }
 }
 
-async fn forward(listen: &str, socket: &Path, program: &str, arguments: &[String]) -> std::io::Result<u8> {
-    let listener = tokio::net::TcpListener::bind(listen).await?;
-    let mut child = tokio::process::Command::new(program).args(arguments).spawn()?;
+/// Binds first, then starts the command at once and waits for it on this thread (a plain
+/// `waitpid`, so its end is seen without delay), while a second thread builds a small runtime
+/// and serves the connections; any that arrive meanwhile wait in the listen backlog.
+fn forward(listen: &str, socket: &Path, program: &str, arguments: &[String]) -> std::io::Result<u8> {
+    let listener = std::net::TcpListener::bind(listen)?;
+    listener.set_nonblocking(true)?;
+    let mut child = std::process::Command::new(program).args(arguments).spawn()?;
     let socket = socket.to_owned();
     // Ends with the process, when the command has exited.
-    tokio::spawn(async move {
-        loop {
-            match listener.accept().await {
-                Ok((client, _)) => {
-                    tokio::spawn(relay(client, socket.clone()));
+    let serving = std::thread::Builder::new().name("forward".to_owned()).spawn(move || {
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build() {
+            Ok(runtime) => runtime,
+            Err(error) => return eprintln!("wright: the shell's network forwarder could not start: {error}"),
+        };
+        runtime.block_on(async move {
+            let listener = match tokio::net::TcpListener::from_std(listener) {
+                Ok(listener) => listener,
+                Err(error) => return eprintln!("wright: the shell's network forwarder could not listen: {error}"),
+            };
+            loop {
+                match listener.accept().await {
+                    Ok((client, _)) => {
+                        tokio::spawn(relay(client, socket.clone()));
+                    }
+                    // Out of descriptors (the command's own doing): the next accept may succeed.
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
                 }
-                // Out of descriptors (the command's own doing): the next accept may succeed.
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
             }
-        }
+        });
     });
-    let status = child.wait().await?;
+    if let Err(error) = serving {
+        eprintln!("wright: the shell's network forwarder could not start: {error}");
+    }
+    let status = child.wait()?;
     use std::os::unix::process::ExitStatusExt;
     let code = status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(126);
     Ok(u8::try_from(code).unwrap_or(u8::MAX))
