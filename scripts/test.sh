@@ -11,7 +11,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
 fi
 
-# The real-model tests (crates/wright-server/tests/it/real_model.rs) install llama.cpp and a
+# The real-model tests (tests/e2e/real_model.rs) install llama.cpp and a
 # 0.5B model from PyPI into a venv (../shared/realmodel/setup.sh): they need python3 with venv.
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
   echo "== installing python3-venv for the real-model tests"

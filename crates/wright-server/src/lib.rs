@@ -60,10 +60,12 @@ impl AppState {
     pub async fn open(config: Config, auth: token::Auth, models: models::Models) -> anyhow::Result<Self> {
         let services = open_services(&config).await?;
         let store = services.store.clone();
+        // HTTP MCP servers are reached through the egress policy, like any agent-caused request.
+        let mcp_gate = wright_tools::egress_gate(&services.egress);
         let mut registry = ToolRegistry::new(Arc::new(services));
         if !config.mcp.servers.is_empty() {
             // Servers connect in the background; their tools appear as each comes up.
-            registry = registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone())?);
+            registry = registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone(), mcp_gate)?);
         }
         #[cfg(debug_assertions)]
         let registry = registry.panicking_in(config.fault_panic_tool.clone());

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
-const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
+pub(crate) const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
 
 fn wright(data_dir: &Path, args: &[&str]) -> Output {
     Command::new(WRIGHT).arg("--data-dir").arg(data_dir).args(args).env_remove("WRIGHT_TOKEN").output().unwrap()
@@ -18,14 +18,14 @@ fn json_of(output: &Output) -> Value {
         .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))
 }
 
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    address: String,
+    pub(crate) address: String,
     first_line: String,
 }
 
 impl Server {
-    fn start(data_dir: &Path, token: Option<&str>) -> Self {
+    pub(crate) fn start(data_dir: &Path, token: Option<&str>) -> Self {
         let mut command = Command::new(WRIGHT);
         command
             .arg("--data-dir")
@@ -53,7 +53,7 @@ impl Drop for Server {
     }
 }
 
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     rustls::crypto::ring::default_provider().install_default().ok();
     reqwest::Client::new()
 }
