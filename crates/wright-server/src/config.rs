@@ -45,6 +45,9 @@ pub struct Config {
     pub mcp_server: McpServeConfig,
     /// `[workspace]`: extra roots, file and search limits, the confined shell.
     pub workspace: WorkspaceConfig,
+    /// The program that forwards a networked command's proxy port inside its sandbox: this
+    /// binary behind `cli::SHELL_FORWARD` (used only with `[workspace.shell] network`).
+    pub shell_forwarder: wright_workspace::Forwarder,
     /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
     pub models: BTreeMap<String, String>,
     /// Per-agent settings (`[agents.<id>]`), by agent id.
@@ -267,13 +270,16 @@ impl Config {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
             Err(error) => return Err(anyhow::anyhow!("{}: {error}", path.display())),
         };
+        let program =
+            std::env::current_exe().map_err(|error| anyhow::anyhow!("cannot find the wright binary: {error}"))?;
         let mut sandbox = file.sandbox;
         if sandbox.worker_command.is_empty() {
             // The binary serves as its own sandbox worker (see `cli::SANDBOX_WORKER`).
-            let program =
-                std::env::current_exe().map_err(|error| anyhow::anyhow!("cannot find the wright binary: {error}"))?;
             sandbox.worker_command = vec![program.display().to_string(), crate::cli::SANDBOX_WORKER.to_owned()];
         }
+        // And as the shell's forwarder, bind-mounted into each networked command's sandbox.
+        let shell_forwarder =
+            wright_workspace::Forwarder { program, arguments: vec![crate::cli::SHELL_FORWARD.to_owned()] };
         Ok(Self {
             data_dir: data_dir.to_owned(),
             server: file.server,
@@ -298,6 +304,7 @@ impl Config {
                 file.mcp_server
             },
             workspace: file.workspace,
+            shell_forwarder,
             models: file.models,
             agents: file.agents,
             #[cfg(debug_assertions)]

@@ -29,7 +29,7 @@ mod self_modification;
 mod state;
 mod tool_management;
 mod web;
-mod workspace;
+pub mod workspace;
 
 pub use code::run_file;
 pub use error::ToolError;
