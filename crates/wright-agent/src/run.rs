@@ -650,11 +650,24 @@ async fn run_approved_calls(
         if site.cancel.is_cancelled() {
             return Ok(());
         }
-        let Dispatched::Finished { output, success } =
+        // The stored call keeps the model's arguments (events are append-only): when the
+        // person edited them, the result says what really ran, for the model and the canvas.
+        let edited = view.history.iter().any(|event| {
+            matches!(&event.body, EventBody::ToolCall { id, arguments, .. }
+                if *id == approved.tool_call_id && *arguments != approved.arguments)
+        });
+        let ran_with = edited.then(|| approved.arguments.clone());
+        let Dispatched::Finished { mut output, success } =
             run_approved(site, &approved.tool_call_id, &approved.tool_name, approved.arguments).await
         else {
             unreachable!("an approved call runs; it never parks")
         };
+        if let Some(arguments) = ran_with {
+            if !output.is_object() {
+                output = serde_json::json!({ "result": output });
+            }
+            output["arguments_edited_by_person"] = arguments;
+        }
         let result = NewEvent::new(
             transcript_line(&output),
             EventBody::ToolResult { tool_call_id: approved.tool_call_id, name: approved.tool_name, output, success },
