@@ -16,6 +16,7 @@ mod documents;
 mod error;
 mod images;
 mod market;
+mod mcp;
 mod memory;
 pub(crate) mod notifications;
 mod schedules;
@@ -124,6 +125,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(notifications::list))
         .routes(routes!(notifications::mark_read))
         .routes(routes!(notifications::stream))
+        .routes(routes!(mcp::servers))
         .routes(routes!(market::search))
         .routes(routes!(market::listing))
         .routes(routes!(market::publish))
@@ -159,6 +161,14 @@ pub fn app(state: AppState) -> Router {
             .layer(HandleErrorLayer::new(timeout_error))
             .timeout(state.config.server.request_timeout()),
     );
+    // `/mcp` speaks MCP, not this API: its errors are rmcp's (JSON-RPC), so it is merged
+    // after the `/api` layers; it gets the same request timeout.
+    let mcp = mcp::router(&state).layer(
+        ServiceBuilder::new()
+            .layer(HandleErrorLayer::new(timeout_error))
+            .timeout(state.config.server.request_timeout()),
+    );
+    let api = api.merge(mcp);
     let frontend_dir = state.config.server.frontend_dir.clone();
     let host_check = middleware::from_fn_with_state(state.clone(), auth::check_host);
     let router = api.with_state(state);
