@@ -14,6 +14,7 @@ const TOOLSETS: { id: Toolset; label: string; hint: string }[] = [
   { id: 'web', label: 'Web', hint: 'fetching pages and searching through the egress' },
   { id: 'memory', label: 'Memory', hint: 'layered memories with expiry and recall' },
   { id: 'workspace', label: 'Workspace', hint: 'files and a confined shell' },
+  { id: 'schedules', label: 'Schedules', hint: 'running prompts later by itself, notifying you' },
   { id: 'browser', label: 'Browser', hint: 'driving headless Chromium' },
   { id: 'marketplace', label: 'Marketplace', hint: 'publishing and installing tools' },
 ];
