@@ -657,8 +657,15 @@ impl TelegramChannel {
                     }
                     let mut delivered = TelegramDelivery::Failed;
                     for chat in chats {
-                        if self.send_markdown(chat, &text).await {
-                            delivered = TelegramDelivery::Sent;
+                        match self.try_send_markdown(chat, &text).await {
+                            Ok(()) => delivered = TelegramDelivery::Sent,
+                            // Refused for good (blocked, a chat that is gone): not again.
+                            Err(TelegramError::Forbidden { .. } | TelegramError::BadRequest { .. }) => {}
+                            // Telegram unreachable or busy: it stays in the outbox for the next look.
+                            Err(error) => {
+                                tracing::warn!(%error, "Telegram: a notification waits for Telegram to be reachable");
+                                return;
+                            }
                         }
                     }
                     delivered
@@ -670,13 +677,19 @@ impl TelegramChannel {
         }
     }
 
-    /// Sends Markdown as one or more messages; true when all went.
-    async fn send_markdown(&self, chat: i64, markdown: &str) -> bool {
-        let mut all = true;
-        for html in format::render(markdown, MESSAGE_LIMIT) {
-            all &= self.send_html(chat, html, None).await.is_some();
+    /// Sends Markdown as one or more messages (failures are logged).
+    async fn send_markdown(&self, chat: i64, markdown: &str) {
+        if let Err(error) = self.try_send_markdown(chat, markdown).await {
+            tracing::warn!(%error, chat, "Telegram: sendMessage failed");
         }
-        all
+    }
+
+    /// Sends Markdown as one or more messages; the first failure stops it.
+    async fn try_send_markdown(&self, chat: i64, markdown: &str) -> Result<(), TelegramError> {
+        for html in format::render(markdown, MESSAGE_LIMIT) {
+            self.try_send_html(chat, html, None).await?;
+        }
+        Ok(())
     }
 
     /// Sends plain text (escaped), with optional buttons.
@@ -689,6 +702,21 @@ impl TelegramChannel {
     }
 
     async fn send_html(&self, chat: i64, html: String, keyboard: Option<InlineKeyboardMarkup>) -> Option<i64> {
+        match self.try_send_html(chat, html, keyboard).await {
+            Ok(message_id) => Some(message_id),
+            Err(error) => {
+                tracing::warn!(%error, chat, "Telegram: sendMessage failed");
+                None
+            }
+        }
+    }
+
+    async fn try_send_html(
+        &self,
+        chat: i64,
+        html: String,
+        keyboard: Option<InlineKeyboardMarkup>,
+    ) -> Result<i64, TelegramError> {
         let request = SendMessage {
             chat_id: chat,
             text: html,
@@ -696,13 +724,7 @@ impl TelegramChannel {
             reply_markup: keyboard,
             link_preview_options: Some(LinkPreviewOptions { is_disabled: true }),
         };
-        match self.paced(chat, || self.api.send_message(&request)).await {
-            Ok(message) => Some(message.message_id),
-            Err(error) => {
-                tracing::warn!(%error, chat, "Telegram: sendMessage failed");
-                None
-            }
-        }
+        self.paced(chat, || self.api.send_message(&request)).await.map(|message| message.message_id)
     }
 
     /// Runs a request to `chat` when its pacer allows, repeating it after a 429's `retry_after`.

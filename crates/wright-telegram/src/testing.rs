@@ -15,7 +15,8 @@
 //!   over is refused again and counted as a violation (a client that respects `retry_after` has
 //!   none);
 //! - two getUpdates at once: the earlier ends with 409 `Conflict: terminated by other getUpdates
-//!   request`.
+//!   request`;
+//! - an outage ([`FakeBotApi::set_down`]): 502 with an HTML page, as Telegram's front end answers.
 //!
 //! A test plays the person: [`FakeBotApi::send_text`] queues a message update,
 //! [`FakeBotApi::press`] a button press on a message the bot sent; it reads what the bot did
@@ -133,6 +134,9 @@ struct FakeState {
     forced_waits: HashMap<i64, u64>,
     /// Bumped by every getUpdates, so an earlier one waiting learns it was superseded.
     poll_generation: u64,
+    /// An outage: every request is answered as Telegram's front end does when the API is down
+    /// (502 with an HTML page, not the Bot API's JSON).
+    down: bool,
 }
 
 struct Shared {
@@ -282,6 +286,11 @@ impl FakeBotApi {
         query_id
     }
 
+    /// Starts or ends an outage (see [`FakeBotApi`]'s module notes).
+    pub fn set_down(&self, down: bool) {
+        self.shared.state().down = down;
+    }
+
     /// The next request to `chat` is answered 429 with `retry_after = seconds`.
     pub fn force_retry_after(&self, chat: i64, seconds: u64) {
         self.shared.state().forced_waits.insert(chat, seconds);
@@ -361,6 +370,12 @@ async fn handle(
     Path((bot, method)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
+    if shared.state().down {
+        shared.state().snapshot.refusals.push(format!("{method}: 502 Bad Gateway"));
+        shared.changed.notify_waiters();
+        let page = "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>";
+        return (StatusCode::BAD_GATEWAY, [(axum::http::header::CONTENT_TYPE, "text/html")], page).into_response();
+    }
     if bot.strip_prefix("bot") != Some(shared.token.as_str()) {
         return refuse(&shared, &method, 401, "Unauthorized", None);
     }

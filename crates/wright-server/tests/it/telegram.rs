@@ -489,10 +489,17 @@ async fn notify_reaches_canvas_and_telegram_and_is_rate_limited() {
     bot_says(&bot, 0, "The parcel arrived.").await;
     let list = server.get("/api/agents/default/notifications").await;
     assert_eq!(list.as_array().unwrap().len(), 2);
-    // An hour later there is room again.
+    // An hour later there is room again. Telegram is down when it is sent: it waits in the
+    // outbox and goes when Telegram is back.
     installation.set_time("2026-11-24T07:00:01Z");
+    bot.set_down(true);
     let (ok, result) = installation.tool(&fake, "notify", json!({"text": "Back again."}));
     assert!(ok, "{result}");
+    bot.wait_for("a send during the outage", WAIT, |snapshot| {
+        snapshot.refusals.iter().any(|refusal| refusal == "sendMessage: 502 Bad Gateway").then_some(())
+    })
+    .await;
+    bot.set_down(false);
     bot_says(&bot, 0, "Back again.").await;
     assert!(bot.snapshot().refusals.iter().all(|refusal| !refusal.contains("parse entities")));
 }
