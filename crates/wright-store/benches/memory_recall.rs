@@ -3,7 +3,9 @@
 //! message (`context_memories` at the default 4,000-character cap). Measures; asserts nothing.
 //!
 //! `cargo bench -p wright-store --bench memory_recall` (release). `MEMORY_BENCH_COUNT` changes
-//! the corpus size, `MEMORY_BENCH_RANK_ALL_BELOW` the `[memory] rank_all_below` setting.
+//! the corpus size, `MEMORY_BENCH_RANK_ALL_BELOW` the `[memory] rank_all_below` setting;
+//! `MEMORY_BENCH_DB=path` keeps the database there and reuses it on the next run (storing
+//! 100,000 memories takes about a minute).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,8 +61,10 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async move {
         let directory = tempfile::tempdir().unwrap();
+        let path = std::env::var_os("MEMORY_BENCH_DB").map_or_else(|| directory.path().join("wright.db"), std::path::PathBuf::from);
+        let reuse = path.exists();
         let clock = Arc::new(FixedClock::at(1_790_000_000_000));
-        let store = Store::open(&directory.path().join("wright.db"), StateLimits::default())
+        let store = Store::open(&path, StateLimits::default())
             .await
             .unwrap()
             .with_memory(MemoryConfig { long_ttl_days: None, mid_ttl_days: None, short_ttl_days: None, session_ttl_days: None, rank_all_below, ..MemoryConfig::default() }, clock.clone());
@@ -71,6 +75,15 @@ fn main() {
         let categories = ["fact", "preference", "goal", "plan", "summary", "project"];
         let started = Instant::now();
         for index in 0..count {
+            if reuse {
+                // The same draws as when the database was written, so the queries below match.
+                let length = 6 + random.skewed(20);
+                for _ in 0..length {
+                    random.skewed(words.len());
+                }
+                clock.advance_ms(365 * DAY_MS / count as i64);
+                continue;
+            }
             let length = 6 + random.skewed(20);
             let content: Vec<&str> = (0..length).map(|_| words[random.skewed(words.len())].as_str()).collect();
             let memory = NewMemory {

@@ -58,7 +58,8 @@ pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExe
 pub use limits::TextLimits;
 pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSource};
 pub use memory::{
-    ArchivedReason, Memory, MemoryActor, MemoryChange, MemoryConfig, MemoryFilter, MemoryPatch, NewMemory,
+    ArchivedReason, EmbedFailure, EmbedFuture, EmbedReport, Memory, MemoryActor, MemoryChange, MemoryConfig,
+    MemoryEmbedder, MemoryEmbeddingsConfig, MemoryFilter, MemoryPatch, NewMemory,
 };
 pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
 pub use state::StateLimits;
@@ -121,6 +122,9 @@ pub struct Store {
     session_schedule: SessionSchedule,
     /// Where time comes from wherever it decides behaviour (memory expiry); fixed in tests.
     clock: Arc<dyn wright_core::Clock>,
+    /// The embedder of memory vectors, when `[memory.embeddings]` is configured and the binary
+    /// attached one ([`Store::with_embedder`]); shared by clones.
+    embeddings: Option<Arc<memory::vectors::Embeddings>>,
 }
 
 impl Store {
@@ -160,6 +164,7 @@ impl Store {
             memory_config: MemoryConfig::default(),
             session_schedule: SessionSchedule::default(),
             clock: Arc::new(wright_core::SystemClock),
+            embeddings: None,
         };
         store.ensure_default_agent().await?;
         Ok(store)

@@ -24,6 +24,8 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (10, "memory", include_str!("../../../migrations/0010_memory.sql")),
     (11, "provider_connections", include_str!("../../../migrations/0011_provider_connections.sql")),
     (12, "mcp_tool_kind", include_str!("../../../migrations/0012_mcp_tool_kind.sql")),
+    // 13 and 14 are taken by work on other branches.
+    (15, "memory_vectors", include_str!("../../../migrations/0015_memory_vectors.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {
