@@ -48,12 +48,11 @@ pub struct MemoryConfig {
     pub max_content_chars: usize,
     /// Largest `limit` a recall or list may ask for.
     pub max_results: usize,
-    /// A word in more memories than this is common: when a query has rarer words, its
-    /// memories are ranked by those (a word most memories contain tells them apart by next to
-    /// nothing, and scoring each of its matches is what makes a recall slow on a large store).
+    /// A word in more memories than this is common: only its most recent this many matches
+    /// are candidates (its weight still says how common it is; reading every match of a word
+    /// most memories contain is what makes a recall slow on a large store). Read further back
+    /// when the filter leaves too few.
     pub rank_all_below: usize,
-    /// A query whose words are all common ranks only its this many most recent matches.
-    pub recent_window: usize,
     /// Recall multiplies BM25 by a weight per layer: a lasting fact outranks a passing remark
     /// that matches as well.
     pub weight_long: f64,
@@ -87,7 +86,6 @@ impl Default for MemoryConfig {
             weight_session: 1.0,
             recency_half_life_days: 30.0,
             recency_floor: 0.5,
-            recent_window: 500,
             embeddings: None,
         }
     }
@@ -117,12 +115,11 @@ impl MemoryConfig {
         }
     }
 
-    /// The relevance of a match: its BM25 score relative to the best match of the same
-    /// query (SQLite's `bm25()` is negative, better is lower; its absolute size depends on the
-    /// corpus, and on a corpus of a few memories it is near zero), times the layer's weight and
-    /// the recency factor. In 0..1.
+    /// The relevance of a full-text match: its BM25 score (higher is better) relative to the
+    /// best match of the same query (its absolute size depends on the corpus and the query),
+    /// times the layer's weight and the recency factor. In 0..1.
     pub fn relevance(&self, bm25: f64, best_bm25: f64, layer: MemoryLayer, age_ms: i64) -> f64 {
-        let text = if best_bm25 < 0.0 { (bm25 / best_bm25).clamp(0.0, 1.0) } else { 1.0 };
+        let text = if best_bm25 > 0.0 { (bm25 / best_bm25).clamp(0.0, 1.0) } else { 1.0 };
         text * self.weight(layer) * self.recency(age_ms)
     }
 

@@ -1,15 +1,8 @@
 //! Recall: the memories that match a query, best first.
 //!
-//! Full text (always): FTS5's BM25 picks a pool of candidates, filtered (agent, layer,
-//! archived, session), and each gets `bm25 / best bm25 × layer weight × recency`. How the pool
-//! is picked depends on how common the query's words are, because scoring a match is the
-//! expensive part (about a microsecond each, and a word most memories contain matches tens of
-//! thousands), and BM25 already says a common word tells memories apart by next to nothing:
-//! - every word in at most `rank_all_below` memories: all matches are ranked;
-//! - some words rarer than that: the matches of the rare words are ranked (a memory with a
-//!   rare word outscores any with only common ones anyway);
-//! - all words common: the `recent_window` most recent matches are ranked (recency is part of
-//!   relevance).
+//! Full text (always): FTS5 finds each word's memories, BM25 (computed here, see
+//! [`full_text`]) picks a pool of candidates, filtered (agent, layer, archived, session), and
+//! each gets `bm25 / best bm25 × layer weight × recency`.
 //!
 //! Hybrid (with an embedder that answers): the query is embedded (one call to the embedding
 //! endpoint, never a chat model); the agent's quantised vector index nominates its nearest
@@ -44,7 +37,7 @@ fn phrases(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// A candidate from the full-text side: the memory and its BM25 (negative, lower is better).
+/// A candidate from the full-text side: the memory and its BM25 (higher is better).
 struct Scored {
     memory: Memory,
     bm25: f64,
@@ -88,7 +81,33 @@ pub(super) async fn recall(
     Ok(memories)
 }
 
+/// One query word: the memories it is in (newest first), whether that is all of them, and its
+/// inverse document frequency.
+struct Word {
+    rowids: Vec<i64>,
+    complete: bool,
+    idf: f64,
+}
+
+/// BM25's term-frequency saturation and length normalisation (the usual values, FTS5's too).
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
 /// The full-text candidates, filtered, best BM25 first, at most `pool`.
+///
+/// FTS5 finds the memories each word is in — a walk of the word's doclist, newest first,
+/// a few microseconds per thousand — and the scoring is done here: FTS5's own `bm25()` costs
+/// about a microsecond per match plus a pass over every match of every word for its document
+/// frequency, which on 100,000 memories was most of a recall's time. The score is BM25 with
+/// binary term frequency (a memory is one short fact; a word in it once or twice is the same
+/// evidence): `Σ idf(word) · (k1 + 1) / (1 + k1 · (1 − b + b · length / average length))` over
+/// the query words the memory has, the average taken over the candidates.
+///
+/// A word in more than `rank_all_below` memories is common: only its most recent that many
+/// matches are candidates, and its document frequency is estimated from how far back they
+/// reach (ids grow with time). Candidates are ordered by their summed idf, and joined to their
+/// rows and filtered (agent, layer, archived, session) a batch at a time; when the filter
+/// leaves fewer than `pool` and a common word was cut, its matches are read further back.
 async fn full_text(
     store: &Store,
     agent: &AgentId,
@@ -98,80 +117,114 @@ async fn full_text(
     now: i64,
 ) -> Result<Vec<Scored>, StoreError> {
     let config = &store.memory_config;
-    let threshold = config.rank_all_below.max(pool);
-    // How many memories each word is in, counted no further than the threshold (a walk of
-    // the word's doclist, no scoring).
-    let mut rare = Vec::new();
-    let mut common = Vec::new();
-    let mut rare_matches = 0;
-    for phrase in phrases {
-        let (count,): (i64,) =
-            sqlx::query_as("SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)")
-                .bind(phrase)
-                .bind(threshold as i64 + 1)
-                .fetch_one(&store.reader)
-                .await?;
-        let count = count as usize;
-        if count > threshold {
-            common.push(phrase.as_str());
-        } else if count > 0 {
-            rare.push(phrase.as_str());
-            rare_matches += count;
+    let (newest,): (Option<i64>,) = sqlx::query_as("SELECT max(id) FROM memories").fetch_one(&store.reader).await?;
+    let corpus = newest.unwrap_or(0).max(1) as f64;
+    let mut cap = config.rank_all_below.max(pool) as i64;
+    loop {
+        let mut words = Vec::with_capacity(phrases.len());
+        for phrase in phrases {
+            // One row per word (the ids as text): rows cross from SQLite's thread one by one,
+            // and thousands of them cost more than the search.
+            let (listed,): (Option<String>,) = sqlx::query_as(
+                "SELECT group_concat(rowid) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? \
+                 ORDER BY rowid DESC LIMIT ?)",
+            )
+            .bind(phrase)
+            .bind(if cap < 0 { -1 } else { cap + 1 })
+            .fetch_one(&store.reader)
+            .await?;
+            let rowids: Vec<i64> =
+                listed.as_deref().unwrap_or_default().split(',').filter_map(|id| id.parse().ok()).collect();
+            let complete = cap < 0 || rowids.len() as i64 <= cap;
+            let mut rowids = rowids;
+            rowids.truncate(if complete { rowids.len() } else { cap as usize });
+            let df = match (complete, rowids.last()) {
+                (true, _) | (false, None) => rowids.len() as f64,
+                // The matches reach back to `oldest`: as dense before it as after.
+                (false, Some(oldest)) => (rowids.len() as f64 * corpus / (corpus - *oldest as f64 + 1.0)).min(corpus),
+            };
+            let idf = (1.0 + (corpus - df + 0.5) / (df + 0.5)).ln();
+            words.push(Word { rowids, complete, idf });
         }
-    }
-    let window = config.recent_window.max(pool);
-    let mut scored = Vec::new();
-    if !rare.is_empty() {
-        // Every match of the rare words, ranked inside the index; only the best `scan` are
-        // joined to their rows and filtered, and all of them only if the filter leaves too few.
-        let scan = (pool * 8).max(512);
-        scored = ranked(store, agent, &rare.join(" OR "), "rank", scan as i64, filter, pool, now).await?;
-        if scored.len() < pool && rare_matches > scan {
-            scored = ranked(store, agent, &rare.join(" OR "), "rank", -1, filter, pool, now).await?;
+        let mut summed: HashMap<i64, f64> = HashMap::new();
+        for word in &words {
+            for rowid in &word.rowids {
+                *summed.entry(*rowid).or_insert(0.0) += word.idf;
+            }
         }
-    }
-    if scored.len() < pool / 8 && !common.is_empty() {
-        // Too few memories have the rare words (or there are none): the most recent matches
-        // of the common ones follow. Their BM25 counts only common words, so it is small next
-        // to a rare word's, which keeps them after the memories with rare words.
-        let seen: HashSet<i64> = scored.iter().map(|scored| scored.memory.id).collect();
-        let mut recent =
-            ranked(store, agent, &common.join(" OR "), "rowid DESC", window as i64, filter, pool, now).await?;
-        if recent.len() < pool {
-            // A narrow filter (another agent's memories are most of the window): a wider one.
-            recent = ranked(store, agent, &common.join(" OR "), "rowid DESC", (window * 8) as i64, filter, pool, now)
-                .await?;
+        let mut order: Vec<(i64, f64)> = summed.into_iter().collect();
+        let batch = (pool * 2).max(128);
+        let best_first = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0));
+        // Usually the first batch is enough: sort it alone, and the rest only when needed.
+        if order.len() > batch {
+            order.select_nth_unstable_by(batch, best_first);
         }
-        scored.extend(recent.into_iter().filter(|candidate| !seen.contains(&candidate.memory.id)));
-        scored.sort_by(|a, b| a.bm25.total_cmp(&b.bm25));
+        let first = batch.min(order.len());
+        order[..first].sort_by(best_first);
+        let mut rest_sorted = order.len() <= batch;
+        let mut kept: Vec<(Memory, f64)> = Vec::new();
+        let mut start = 0;
+        while start < order.len() {
+            if start > 0 && !rest_sorted {
+                order[start..].sort_by(best_first);
+                rest_sorted = true;
+            }
+            let chunk = &order[start..(start + batch).min(order.len())];
+            start += chunk.len();
+            let idf_of: HashMap<i64, f64> = chunk.iter().copied().collect();
+            let ids: Vec<i64> = chunk.iter().map(|(id, _)| *id).collect();
+            for memory in rows_of(store, agent, &ids, filter, now).await? {
+                let idf = idf_of.get(&memory.id).copied().unwrap_or(0.0);
+                kept.push((memory, idf));
+            }
+            if kept.len() >= pool {
+                break;
+            }
+        }
+        let cut = words.iter().any(|word| !word.complete);
+        if kept.len() < pool && cut && cap >= 0 {
+            // Read the cut words further back: eight times as far, then to the start.
+            cap = if cap >= config.rank_all_below.max(pool) as i64 * 8 { -1 } else { cap * 8 };
+            continue;
+        }
+        let lengths: Vec<f64> = kept.iter().map(|(memory, _)| length_of(memory)).collect();
+        let average = (lengths.iter().sum::<f64>() / lengths.len().max(1) as f64).max(1.0);
+        let mut scored: Vec<Scored> = kept
+            .into_iter()
+            .zip(lengths)
+            .map(|((memory, idf), length)| Scored {
+                memory,
+                bm25: idf * (K1 + 1.0) / (1.0 + K1 * (1.0 - B + B * length / average)),
+            })
+            .collect();
+        scored.sort_by(|a, b| b.bm25.total_cmp(&a.bm25).then(b.memory.id.cmp(&a.memory.id)));
         scored.truncate(pool);
+        return Ok(scored);
     }
-    Ok(scored)
 }
 
-/// One ranked full-text query: the matches of `expression` in `order`, the first `scan` of
-/// them (-1: all) joined to their rows and filtered, the best `pool` by BM25. The join goes
-/// from the index to the rows (`CROSS JOIN`: the planner otherwise probed the index per row).
-async fn ranked(
+/// A memory's length in words (content and category), as BM25 normalises by.
+fn length_of(memory: &Memory) -> f64 {
+    let words = |text: &str| text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).count();
+    (words(&memory.content) + memory.category.as_deref().map_or(0, words)) as f64
+}
+
+/// The memories of `ids` that pass the filter, in no particular order.
+async fn rows_of(
     store: &Store,
     agent: &AgentId,
-    expression: &str,
-    order: &str,
-    scan: i64,
+    ids: &[i64],
     filter: &MemoryFilter,
-    pool: usize,
     now: i64,
-) -> Result<Vec<Scored>, StoreError> {
+) -> Result<Vec<Memory>, StoreError> {
     let columns = COLUMNS.split(", ").map(|column| format!("m.{column}")).collect::<Vec<_>>().join(", ");
     let sql = format!(
-        "SELECT {columns}, ranked.score AS score FROM \
-         (SELECT rowid, rank AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY {order} LIMIT ?) \
-         AS ranked CROSS JOIN memories m ON m.id = ranked.rowid \
-         WHERE m.agent_id = ?{} ORDER BY ranked.score LIMIT ?",
+        "SELECT {columns} FROM json_each(?) AS j CROSS JOIN memories m ON m.id = j.value WHERE m.agent_id = ?{}",
         filter_sql(filter)
     );
-    let mut statement =
-        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(expression.to_owned()).bind(scan).bind(agent.as_str());
+    let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
+        .bind(agent.as_str());
     if !filter.archived {
         statement = statement.bind(now);
     }
@@ -181,8 +234,7 @@ async fn ranked(
     if let Some(session) = &filter.session_id {
         statement = statement.bind(*session);
     }
-    let rows = statement.bind(pool as i64).fetch_all(&store.reader).await?;
-    rows.iter().map(|row| Ok(Scored { memory: decode(row)?, bm25: row.try_get("score")? })).collect()
+    statement.fetch_all(&store.reader).await?.iter().map(decode).collect()
 }
 
 /// Full-text candidates and the vector index's nominees, rescored by cosine and fused by
