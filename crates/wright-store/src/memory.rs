@@ -339,24 +339,23 @@ impl Store {
         self.memory(agent, id).await
     }
 
-    /// Queues a memory for a vector (with an embedder attached; without one, attaching it
-    /// later queues whatever has no vector).
+    /// Queues a memory for a vector in the embedding space. Also without an embedder attached
+    /// (the CLI beside the server, or embeddings configured later): the queue is what needs a
+    /// vector, drained by whichever process has the embedder.
     async fn queue_for_embedding(
         &self,
         transaction: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
         id: i64,
         now: i64,
     ) -> Result<(), StoreError> {
-        if self.embeddings.is_some() {
-            sqlx::query(
-                "INSERT OR REPLACE INTO memory_embedding_queue (memory_id, agent_id, attempts, next_attempt_at) \
-                 SELECT id, agent_id, 0, ? FROM memories WHERE id = ?",
-            )
-            .bind(now)
-            .bind(id)
-            .execute(&mut **transaction)
-            .await?;
-        }
+        sqlx::query(
+            "INSERT OR REPLACE INTO memory_embedding_queue (memory_id, agent_id, attempts, next_attempt_at) \
+             SELECT id, agent_id, 0, ? FROM memories WHERE id = ?",
+        )
+        .bind(now)
+        .bind(id)
+        .execute(&mut **transaction)
+        .await?;
         Ok(())
     }
 
@@ -489,25 +488,21 @@ impl Store {
         .execute(&mut *transaction)
         .await?;
         record(&mut transaction, id, MemoryAction::Restore, actor, now).await?;
-        let queued = match &self.embeddings {
-            // Archived memories are not queued when the embedder is attached: one that has no
-            // vector in the space gets one now.
-            Some(embeddings) => {
-                sqlx::query(
-                    "INSERT OR IGNORE INTO memory_embedding_queue (memory_id, agent_id, attempts, next_attempt_at) \
-                     SELECT id, agent_id, 0, ? FROM memories m WHERE id = ? AND NOT EXISTS \
-                     (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id AND v.space = ?)",
-                )
-                .bind(now)
-                .bind(id)
-                .bind(&embeddings.space)
-                .execute(&mut *transaction)
-                .await?
-                .rows_affected()
-                    > 0
-            }
-            None => false,
-        };
+        // Archived memories are not queued when an embedder is attached: a restored one
+        // without a vector in the space gets one now.
+        let space = self.embeddings.as_ref().map(|embeddings| embeddings.space.clone()).unwrap_or_default();
+        let queued = sqlx::query(
+            "INSERT OR IGNORE INTO memory_embedding_queue (memory_id, agent_id, attempts, next_attempt_at) \
+             SELECT id, agent_id, 0, ? FROM memories m WHERE id = ? AND NOT EXISTS \
+             (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id AND v.space = ?)",
+        )
+        .bind(now)
+        .bind(id)
+        .bind(&space)
+        .execute(&mut *transaction)
+        .await?
+        .rows_affected()
+            > 0;
         transaction.commit().await?;
         if queued {
             self.embed_now(&[id]).await;
