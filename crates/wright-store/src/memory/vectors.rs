@@ -698,34 +698,4 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_takes_the_closest_by_hamming_distance_and_ties_in_order() {
-        let mut index = VectorIndex { words: 1, ..VectorIndex::default() };
-        for (id, bits) in [(1, 0b1111u64), (2, 0b0111), (3, 0b0000), (4, 0b0011), (5, 0b0111)] {
-            index.slots.insert(id, index.ids.len());
-            index.ids.push(id);
-            index.bits.push(bits);
-        }
-        assert_eq!(index.nearest(&[0b1111], 1), vec![1]);
-        assert_eq!(index.nearest(&[0b1111], 3), vec![1, 2, 5]);
-        assert_eq!(index.nearest(&[0b0000], 2), vec![3, 4]);
-        assert_eq!(index.nearest(&[0b1111], 9).len(), 5);
-    }
-
-    #[test]
-    fn vectors_round_trip_as_little_endian_f32_and_signs_fill_words() {
-        let vector = vec![0.5f32, -0.25, 0.0, 1.0e-3];
-        let blob = to_blob(&vector);
-        assert_eq!(blob.len(), 16);
-        assert_eq!(&blob[..4], &0.5f32.to_le_bytes());
-        assert_eq!(from_blob(&blob), vector);
-        let long: Vec<f32> = (0..70).map(|index| if index % 2 == 0 { 1.0 } else { -1.0 }).collect();
-        let bits = sign_bits(&long);
-        assert_eq!(bits.len(), 2);
-        assert_eq!(bits[0], 0x5555_5555_5555_5555);
-        assert_eq!(bits[1], 0b01_0101);
-    }
-}
+mod tests;
