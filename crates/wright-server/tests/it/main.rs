@@ -5,6 +5,7 @@ mod api;
 mod binary;
 mod hardening;
 mod images;
+mod memory_embeddings;
 mod model_loop;
 mod real_model;
 mod settings;
