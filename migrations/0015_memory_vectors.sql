@@ -12,7 +12,7 @@ CREATE TABLE memory_vectors (
     agent_id    TEXT NOT NULL REFERENCES agents(id),
     dimensions  INTEGER NOT NULL CHECK (dimensions > 0),
     -- The sign of each component, one bit each (little-endian u64 words): the in-memory
-    -- index's quantised copy. Before `vector`, so reading it leaves the vector's pages unread.
+    -- index's quantised copy, loaded from the covering index below without the vectors.
     bits        BLOB NOT NULL,
     -- The vector scaled to length 1, as little-endian f32 × dimensions.
     vector      BLOB NOT NULL CHECK (length(vector) = 4 * dimensions),
@@ -20,7 +20,9 @@ CREATE TABLE memory_vectors (
     UNIQUE (memory_id, space)
 ) STRICT;
 
-CREATE INDEX memory_vectors_by_space ON memory_vectors (space, agent_id, seq);
+-- Covers the index's load (`seq > ?` of one agent in one space): 100,000 sign-bit rows read
+-- without touching the vectors (1.5–6 KB each).
+CREATE INDEX memory_vectors_by_space ON memory_vectors (space, agent_id, seq, memory_id, bits);
 
 -- Memories whose vector in the configured space is missing or stale: stored or edited while
 -- the endpoint failed, restored, or stored before embeddings were configured. Drained right

@@ -151,7 +151,10 @@ impl Store {
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .test_before_acquire(false)
-            .connect_with(options.read_only(true))
+            // Reads map the file instead of copying each page in with a system call: recall
+            // touches a few hundred scattered pages (rows, vectors), and on a busy machine the
+            // calls were most of its time.
+            .connect_with(options.read_only(true).pragma("mmap_size", "1073741824"))
             .await?;
         let text_limits = TextLimits::default();
         let diff_permits = std::sync::Arc::new(tokio::sync::Semaphore::new(text_limits.max_concurrent_diffs));

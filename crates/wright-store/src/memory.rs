@@ -224,31 +224,72 @@ pub(crate) const COLUMNS: &str = "id, layer, category, certainty, content, sessi
                        created_at, updated_at, expires_at, archived_at, archived_reason";
 
 pub(crate) fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<Memory, StoreError> {
-    let invalid = |error: wright_core::CoreError| StoreError::Database(sqlx::Error::Decode(Box::new(error)));
-    let archived_reason: Option<String> = row.try_get("archived_reason")?;
-    Ok(Memory {
+    StoredMemory {
         id: row.try_get("id")?,
-        layer: MemoryLayer::parse(row.try_get("layer")?).map_err(invalid)?,
+        layer: row.try_get("layer")?,
         category: row.try_get("category")?,
         certainty: row.try_get("certainty")?,
         content: row.try_get("content")?,
         session_id: row.try_get("session_id")?,
         conversation_id: row.try_get("conversation_id")?,
-        author: MemoryAuthor::parse(row.try_get("author")?).map_err(invalid)?,
+        author: row.try_get("author")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         expires_at: row.try_get("expires_at")?,
         archived_at: row.try_get("archived_at")?,
-        archived_reason: match archived_reason.as_deref() {
-            None => None,
-            Some("forget") => Some(ArchivedReason::Forget),
-            Some("expire") => Some(ArchivedReason::Expire),
-            Some(other) => {
-                return Err(invalid(wright_core::CoreError::Unknown { what: "archive reason", value: other.into() }));
-            }
-        },
-        relevance: None,
-    })
+        archived_reason: row.try_get("archived_reason")?,
+    }
+    .into_memory()
+}
+
+/// A memory's columns as stored (also as recall reads them, in one JSON array per query).
+#[derive(Deserialize)]
+pub(crate) struct StoredMemory {
+    pub id: i64,
+    pub layer: String,
+    pub category: Option<String>,
+    pub certainty: Option<f64>,
+    pub content: String,
+    pub session_id: Option<i64>,
+    pub conversation_id: Option<String>,
+    pub author: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub expires_at: Option<i64>,
+    pub archived_at: Option<i64>,
+    pub archived_reason: Option<String>,
+}
+
+impl StoredMemory {
+    pub(crate) fn into_memory(self) -> Result<Memory, StoreError> {
+        let invalid = |error: wright_core::CoreError| StoreError::Database(sqlx::Error::Decode(Box::new(error)));
+        Ok(Memory {
+            id: self.id,
+            layer: MemoryLayer::parse(&self.layer).map_err(invalid)?,
+            category: self.category,
+            certainty: self.certainty,
+            content: self.content,
+            session_id: self.session_id,
+            conversation_id: self.conversation_id,
+            author: MemoryAuthor::parse(&self.author).map_err(invalid)?,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            expires_at: self.expires_at,
+            archived_at: self.archived_at,
+            archived_reason: match self.archived_reason.as_deref() {
+                None => None,
+                Some("forget") => Some(ArchivedReason::Forget),
+                Some("expire") => Some(ArchivedReason::Expire),
+                Some(other) => {
+                    return Err(invalid(wright_core::CoreError::Unknown {
+                        what: "archive reason",
+                        value: other.into(),
+                    }));
+                }
+            },
+            relevance: None,
+        })
+    }
 }
 
 /// SQL that keeps only the memories the filter asks for; binds `now` twice when active.

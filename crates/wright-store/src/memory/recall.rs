@@ -19,8 +19,8 @@ use std::collections::{HashMap, HashSet};
 use sqlx::Row;
 use wright_core::AgentId;
 
-use super::vectors::{dot, from_blob};
-use super::{COLUMNS, Memory, MemoryFilter, decode, filter_sql};
+use super::vectors::dot;
+use super::{COLUMNS, Memory, MemoryFilter, filter_sql};
 use crate::{Store, StoreError};
 
 /// The distinct words of a query (lowercased), each quoted as an FTS5 phrase so `"`, `*`,
@@ -117,22 +117,27 @@ async fn full_text(
     now: i64,
 ) -> Result<Vec<Scored>, StoreError> {
     let config = &store.memory_config;
-    let (newest,): (Option<i64>,) = sqlx::query_as("SELECT max(id) FROM memories").fetch_one(&store.reader).await?;
-    let corpus = newest.unwrap_or(0).max(1) as f64;
     let mut cap = config.rank_all_below.max(pool) as i64;
+    // One statement, one row: the corpus size and each word's matches as text (rows cross
+    // from SQLite's thread one at a time, and thousands of them cost more than the search).
+    let mut sql = "SELECT (SELECT max(id) FROM memories)".to_owned();
+    for _ in phrases {
+        sql.push_str(
+            ", (SELECT group_concat(rowid) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? \
+             ORDER BY rowid DESC LIMIT ?))",
+        );
+    }
     loop {
-        let mut words = Vec::with_capacity(phrases.len());
+        let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
         for phrase in phrases {
-            // One row per word (the ids as text): rows cross from SQLite's thread one by one,
-            // and thousands of them cost more than the search.
-            let (listed,): (Option<String>,) = sqlx::query_as(
-                "SELECT group_concat(rowid) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? \
-                 ORDER BY rowid DESC LIMIT ?)",
-            )
-            .bind(phrase)
-            .bind(if cap < 0 { -1 } else { cap + 1 })
-            .fetch_one(&store.reader)
-            .await?;
+            statement = statement.bind(phrase.clone()).bind(if cap < 0 { -1 } else { cap + 1 });
+        }
+        let row = statement.fetch_one(&store.reader).await?;
+        let newest: Option<i64> = row.try_get(0)?;
+        let corpus = newest.unwrap_or(0).max(1) as f64;
+        let mut words = Vec::with_capacity(phrases.len());
+        for index in 0..phrases.len() {
+            let listed: Option<String> = row.try_get(index + 1)?;
             let rowids: Vec<i64> =
                 listed.as_deref().unwrap_or_default().split(',').filter_map(|id| id.parse().ok()).collect();
             let complete = cap < 0 || rowids.len() as i64 <= cap;
@@ -217,14 +222,43 @@ async fn rows_of(
     filter: &MemoryFilter,
     now: i64,
 ) -> Result<Vec<Memory>, StoreError> {
-    let columns = COLUMNS.split(", ").map(|column| format!("m.{column}")).collect::<Vec<_>>().join(", ");
+    Ok(with_vectors(store, agent, ids, filter, now, None).await?.into_iter().map(|(memory, _)| memory).collect())
+}
+
+/// The memories of `ids` that pass the filter, each with its vector in `space` when asked and
+/// stored; in no particular order. One row of JSON (the vectors in hex): rows cross from
+/// SQLite's thread one at a time, and on two busy cores each crossing cost more than reading
+/// the row.
+async fn with_vectors(
+    store: &Store,
+    agent: &AgentId,
+    ids: &[i64],
+    filter: &MemoryFilter,
+    now: i64,
+    space: Option<&str>,
+) -> Result<Vec<(Memory, Option<Vec<f32>>)>, StoreError> {
+    #[derive(serde::Deserialize)]
+    struct Found {
+        #[serde(flatten)]
+        memory: super::StoredMemory,
+        vector: Option<String>,
+    }
+    let fields = COLUMNS.split(", ").map(|column| format!("'{column}', m.{column}")).collect::<Vec<_>>().join(", ");
+    let (vector, join) = match space {
+        Some(_) => (", 'vector', hex(v.vector)", " LEFT JOIN memory_vectors v ON v.memory_id = m.id AND v.space = ?"),
+        None => ("", ""),
+    };
     let sql = format!(
-        "SELECT {columns} FROM json_each(?) AS j CROSS JOIN memories m ON m.id = j.value WHERE m.agent_id = ?{}",
+        "SELECT json_group_array(json_object({fields}{vector})) FROM json_each(?) AS j \
+         CROSS JOIN memories m ON m.id = j.value{join} WHERE m.agent_id = ?{}",
         filter_sql(filter)
     );
-    let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
-        .bind(agent.as_str());
+    let mut statement = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql))
+        .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()));
+    if let Some(space) = space {
+        statement = statement.bind(space.to_owned());
+    }
+    statement = statement.bind(agent.as_str());
     if !filter.archived {
         statement = statement.bind(now);
     }
@@ -234,7 +268,40 @@ async fn rows_of(
     if let Some(session) = &filter.session_id {
         statement = statement.bind(*session);
     }
-    statement.fetch_all(&store.reader).await?.iter().map(decode).collect()
+    let listed = statement.fetch_one(&store.reader).await?;
+    let found: Vec<Found> =
+        serde_json::from_str(&listed).map_err(|error| StoreError::Database(sqlx::Error::Decode(Box::new(error))))?;
+    found
+        .into_iter()
+        .map(|found| {
+            let vector = found.vector.as_deref().and_then(floats_of_hex);
+            Ok((found.memory.into_memory()?, vector))
+        })
+        .collect()
+}
+
+/// Little-endian f32s from the hex of their bytes (as SQLite's `hex()` writes them).
+fn floats_of_hex(hex: &str) -> Option<Vec<f32>> {
+    let bytes = hex.as_bytes();
+    if bytes.len() % 8 != 0 {
+        return None;
+    }
+    let nibble = |byte: u8| match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'A'..=b'F' => Some(byte - b'A' + 10),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        _ => None,
+    };
+    bytes
+        .chunks_exact(8)
+        .map(|float| {
+            let mut le = [0u8; 4];
+            for (index, pair) in float.chunks_exact(2).enumerate() {
+                le[index] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+            }
+            Some(f32::from_le_bytes(le))
+        })
+        .collect()
 }
 
 /// Full-text candidates and the vector index's nominees, rescored by cosine and fused by
@@ -257,45 +324,23 @@ async fn hybrid(
     let nominated = store.nominate(agent, query, nominees).await?;
     let text_rank: HashMap<i64, usize> =
         text.iter().enumerate().map(|(position, scored)| (scored.memory.id, position + 1)).collect();
-    let mut ids: Vec<i64> = text.iter().map(|scored| scored.memory.id).collect();
-    ids.extend(nominated.iter().filter(|id| !text_rank.contains_key(id)));
+    // Only the nominees are rescored: a full-text candidate the index did not nominate is
+    // not among the nearest, and ranks by its words alone (the index is the vector side's
+    // retrieval, as any approximate nearest-neighbour search is).
 
-    let columns = COLUMNS.split(", ").map(|column| format!("m.{column}")).collect::<Vec<_>>().join(", ");
-    let sql = format!(
-        "SELECT {columns}, v.vector AS vector FROM json_each(?) AS j CROSS JOIN memories m ON m.id = j.value \
-         LEFT JOIN memory_vectors v ON v.memory_id = m.id AND v.space = ? WHERE m.agent_id = ?{}",
-        filter_sql(filter)
-    );
-    let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()))
-        .bind(&embeddings.space)
-        .bind(agent.as_str());
-    if !filter.archived {
-        statement = statement.bind(now);
+    let found = with_vectors(store, agent, &nominated, filter, now, Some(&embeddings.space)).await?;
+    let mut cosines: HashMap<i64, f64> = HashMap::with_capacity(found.len());
+    let mut candidates: Vec<Memory> = text.into_iter().map(|scored| scored.memory).collect();
+    for (memory, vector) in found {
+        if let Some(vector) = vector.filter(|vector| vector.len() == query.len()) {
+            cosines.insert(memory.id, f64::from(dot(&vector, query)));
+        }
+        if !text_rank.contains_key(&memory.id) {
+            candidates.push(memory);
+        }
     }
-    if let Some(layer) = filter.layer {
-        statement = statement.bind(layer.as_str());
-    }
-    if let Some(session) = &filter.session_id {
-        statement = statement.bind(*session);
-    }
-    let rows = statement.fetch_all(&store.reader).await?;
-    let mut candidates = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let memory = decode(row)?;
-        let vector: Option<Vec<u8>> = row.try_get("vector")?;
-        let cosine = vector
-            .map(|blob| from_blob(&blob))
-            .filter(|vector| vector.len() == query.len())
-            .map(|vector| f64::from(dot(&vector, query)));
-        candidates.push((memory, cosine));
-    }
-    let mut by_cosine: Vec<(i64, f64)> = candidates
-        .iter()
-        .filter_map(|(memory, cosine)| {
-            cosine.filter(|cosine| *cosine >= config.min_similarity).map(|cosine| (memory.id, cosine))
-        })
-        .collect();
+    let mut by_cosine: Vec<(i64, f64)> =
+        cosines.into_iter().filter(|(_, cosine)| *cosine >= config.min_similarity).collect();
     by_cosine.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let vector_rank: HashMap<i64, usize> =
         by_cosine.iter().enumerate().map(|(position, (id, _))| (*id, position + 1)).collect();
@@ -305,7 +350,7 @@ async fn hybrid(
     let memory_config = &store.memory_config;
     Ok(candidates
         .into_iter()
-        .filter_map(|(mut memory, _)| {
+        .filter_map(|mut memory| {
             let fused = [text_rank.get(&memory.id), vector_rank.get(&memory.id)]
                 .into_iter()
                 .flatten()

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -183,6 +183,11 @@ pub(crate) struct Embeddings {
     indexes: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<VectorIndex>>>>,
     /// Set while a background drain started by a recall runs, so recalls start at most one.
     draining: AtomicBool,
+    /// Counts the batches of vectors this process wrote: an index refreshes when it changed.
+    written: AtomicU64,
+    /// Whether the queue may hold something (set when this process queues or postpones a
+    /// memory, cleared when a drain finds nothing): a recall looks at the queue only then.
+    maybe_queued: AtomicBool,
 }
 
 impl std::fmt::Debug for Embeddings {
@@ -267,6 +272,7 @@ pub(crate) fn to_blob(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|value| value.to_le_bytes()).collect()
 }
 
+#[cfg(test)]
 pub(crate) fn from_blob(blob: &[u8]) -> Vec<f32> {
     blob.chunks_exact(4).map(|bytes| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])).collect()
 }
@@ -291,6 +297,36 @@ pub(crate) fn dot(left: &[f32], right: &[f32]) -> f32 {
     left.iter().zip(right).map(|(a, b)| a * b).sum()
 }
 
+/// Rows of sign bits read per query when an index loads.
+const LOAD_CHUNK: i64 = 10_000;
+
+/// How long an index trusts that only this process writes vectors.
+const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Little-endian u64 words from the hex of their bytes (as SQLite's `hex()` writes them).
+fn words_of_hex(hex: &str) -> Option<Vec<u64>> {
+    let bytes = hex.as_bytes();
+    if bytes.len() % 16 != 0 {
+        return None;
+    }
+    let nibble = |byte: u8| match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'A'..=b'F' => Some(byte - b'A' + 10),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        _ => None,
+    };
+    bytes
+        .chunks_exact(16)
+        .map(|word| {
+            let mut le = [0u8; 8];
+            for (index, pair) in word.chunks_exact(2).enumerate() {
+                le[index] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+            }
+            Some(u64::from_le_bytes(le))
+        })
+        .collect()
+}
+
 /// One agent's vectors in one space, quantised to sign bits: 100,000 vectors of 1,536
 /// dimensions take 19 MB, and a query's Hamming distance to all of them is a few hundred
 /// thousand popcounts. Only a nomination: the candidates are rescored exactly from SQLite.
@@ -301,47 +337,69 @@ pub(crate) struct VectorIndex {
     words: usize,
     /// The highest `seq` loaded: the next refresh reads only newer rows.
     seen: i64,
+    /// When it was last refreshed, and the store's vector-write count then.
+    loaded_at: Option<std::time::Instant>,
+    generation: u64,
     ids: Vec<i64>,
     bits: Vec<u64>,
     slots: HashMap<i64, usize>,
 }
 
 impl VectorIndex {
-    /// Loads the vectors written since the last refresh (by this process or another).
-    async fn refresh(&mut self, store: &Store, agent: &AgentId) -> Result<(), StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, memory_id, bits FROM memory_vectors WHERE space = ? AND agent_id = ? AND seq > ? ORDER BY seq",
-        )
-        .bind(&self.space)
-        .bind(agent.as_str())
-        .bind(self.seen)
-        .fetch_all(&store.reader)
-        .await?;
-        for row in &rows {
-            let seq: i64 = row.try_get("seq")?;
-            let id: i64 = row.try_get("memory_id")?;
-            let blob: Vec<u8> = row.try_get("bits")?;
-            self.seen = self.seen.max(seq);
-            let words: Vec<u64> =
-                blob.chunks_exact(8).map(|bytes| u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]))).collect();
-            if self.words == 0 {
-                self.words = words.len();
+    /// Loads the vectors written since the last refresh, when this process wrote some since
+    /// (`generation`) or `REFRESH_AFTER` has passed (another process may have: vectors are
+    /// written only by a process with an embedder, normally one server).
+    async fn refresh(&mut self, store: &Store, agent: &AgentId, generation: u64) -> Result<(), StoreError> {
+        if self.loaded_at.is_some_and(|at| at.elapsed() < REFRESH_AFTER) && self.generation == generation {
+            return Ok(());
+        }
+        self.generation = generation;
+        self.loaded_at = Some(std::time::Instant::now());
+        loop {
+            // Thousands of rows at a time as one text row each (`id:hex,…`): rows cross from
+            // SQLite's thread one by one, and 100,000 of them took a second.
+            let (newest, listed): (Option<i64>, Option<String>) = sqlx::query_as(
+                "SELECT max(seq), group_concat(memory_id || ':' || hex(bits)) FROM (SELECT seq, memory_id, bits \
+                 FROM memory_vectors WHERE space = ? AND agent_id = ? AND seq > ? ORDER BY seq LIMIT ?)",
+            )
+            .bind(&self.space)
+            .bind(agent.as_str())
+            .bind(self.seen)
+            .bind(LOAD_CHUNK)
+            .fetch_one(&store.reader)
+            .await?;
+            let Some(newest) = newest else { return Ok(()) };
+            self.seen = newest;
+            let mut loaded = 0;
+            for entry in listed.as_deref().unwrap_or_default().split(',') {
+                loaded += 1;
+                let Some((id, hex)) = entry.split_once(':') else { continue };
+                let (Ok(id), Some(words)) = (id.parse::<i64>(), words_of_hex(hex)) else { continue };
+                self.put(id, &words);
             }
-            // A vector of another length (the endpoint changed its dimensions) cannot be
-            // compared; exact rescoring ignores it too.
-            if words.len() != self.words {
-                continue;
-            }
-            match self.slots.get(&id) {
-                Some(&slot) => self.bits[slot * self.words..(slot + 1) * self.words].copy_from_slice(&words),
-                None => {
-                    self.slots.insert(id, self.ids.len());
-                    self.ids.push(id);
-                    self.bits.extend_from_slice(&words);
-                }
+            if loaded < LOAD_CHUNK {
+                return Ok(());
             }
         }
-        Ok(())
+    }
+
+    fn put(&mut self, id: i64, words: &[u64]) {
+        if self.words == 0 {
+            self.words = words.len();
+        }
+        // A vector of another length (the endpoint changed its dimensions) cannot be
+        // compared; exact rescoring ignores it too.
+        if words.len() != self.words {
+            return;
+        }
+        match self.slots.get(&id) {
+            Some(&slot) => self.bits[slot * self.words..(slot + 1) * self.words].copy_from_slice(words),
+            None => {
+                self.slots.insert(id, self.ids.len());
+                self.ids.push(id);
+                self.bits.extend_from_slice(words);
+            }
+        }
     }
 
     /// The ids of the `count` vectors nearest to `query` by Hamming distance of the signs.
@@ -436,6 +494,9 @@ impl Store {
             health: std::sync::Mutex::new(Health::default()),
             indexes: std::sync::Mutex::new(HashMap::new()),
             draining: AtomicBool::new(false),
+            written: AtomicU64::new(0),
+            // Memories may have been queued by another process, or before the start.
+            maybe_queued: AtomicBool::new(true),
         }));
         Ok(self)
     }
@@ -473,6 +534,7 @@ impl Store {
     /// timeout. A failure leaves them queued; it is never the caller's error.
     pub(crate) async fn embed_now(&self, ids: &[i64]) {
         let Some(embeddings) = self.embeddings.clone() else { return };
+        embeddings.maybe_queued.store(true, Ordering::SeqCst);
         let timeout = Duration::from_millis(embeddings.config.query_timeout_ms);
         if let Err(error) = self.embed_queued(&embeddings, None, Some(ids), timeout).await {
             tracing::warn!(%error, "memories could not be embedded; they stay queued");
@@ -484,16 +546,20 @@ impl Store {
     pub(crate) async fn embed_due_in_background(&self, agent: &AgentId) -> Result<(), StoreError> {
         let Some(embeddings) = self.embeddings.clone() else { return Ok(()) };
         let now = self.clock.now_ms();
-        if !embeddings.available(now) {
+        if !embeddings.available(now) || !embeddings.maybe_queued.load(Ordering::SeqCst) {
             return Ok(());
         }
-        let due: Option<(i64,)> =
-            sqlx::query_as("SELECT 1 FROM memory_embedding_queue WHERE agent_id = ? AND next_attempt_at <= ? LIMIT 1")
-                .bind(agent.as_str())
-                .bind(now)
-                .fetch_optional(&self.reader)
-                .await?;
-        if due.is_none() || embeddings.draining.swap(true, Ordering::SeqCst) {
+        let (next, any): (Option<i64>, bool) = sqlx::query_as(
+            "SELECT (SELECT min(next_attempt_at) FROM memory_embedding_queue WHERE agent_id = ?), \
+             EXISTS (SELECT 1 FROM memory_embedding_queue)",
+        )
+        .bind(agent.as_str())
+        .fetch_one(&self.reader)
+        .await?;
+        if !any {
+            embeddings.maybe_queued.store(false, Ordering::SeqCst);
+        }
+        if next.is_none_or(|next| next > now) || embeddings.draining.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
         let store = self.clone();
@@ -554,6 +620,14 @@ impl Store {
             queued.push((id, attempts, content));
         }
         if queued.is_empty() {
+            if ids.is_none() {
+                // Nothing due; anything still queued waits for its time, and the sweep has it.
+                let (left,): (i64,) =
+                    sqlx::query_as("SELECT count(*) FROM memory_embedding_queue").fetch_one(&self.reader).await?;
+                if left == 0 {
+                    embeddings.maybe_queued.store(false, Ordering::SeqCst);
+                }
+            }
             return Ok(report);
         }
         let texts: Vec<String> = queued.iter().map(|(_, _, content)| content.clone()).collect();
@@ -641,6 +715,7 @@ impl Store {
             written += 1;
         }
         transaction.commit().await?;
+        embeddings.written.fetch_add(1, Ordering::SeqCst);
         Ok(written)
     }
 
@@ -651,6 +726,7 @@ impl Store {
         queued: &[(i64, i64, String)],
         error: &str,
     ) -> Result<(), StoreError> {
+        embeddings.maybe_queued.store(true, Ordering::SeqCst);
         let now = self.clock.now_ms();
         let mut transaction = self.begin_write().await?;
         for (id, attempts, _) in queued {
@@ -692,7 +768,7 @@ impl Store {
         let Some(embeddings) = self.embeddings.as_ref() else { return Ok(Vec::new()) };
         let index = embeddings.index(agent);
         let mut index = index.lock().await;
-        index.refresh(self, agent).await?;
+        index.refresh(self, agent, embeddings.written.load(Ordering::SeqCst)).await?;
         Ok(index.nearest(&sign_bits(query), count))
     }
 }
