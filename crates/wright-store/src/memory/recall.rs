@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use sqlx::Row;
 use wright_core::AgentId;
 
-use super::vectors::dot;
+use super::vectors::{dot, floats_of_hex};
 use super::{COLUMNS, Memory, MemoryFilter, filter_sql};
 use crate::{Store, StoreError};
 
@@ -276,30 +276,6 @@ async fn with_vectors(
         .map(|found| {
             let vector = found.vector.as_deref().and_then(floats_of_hex);
             Ok((found.memory.into_memory()?, vector))
-        })
-        .collect()
-}
-
-/// Little-endian f32s from the hex of their bytes (as SQLite's `hex()` writes them).
-fn floats_of_hex(hex: &str) -> Option<Vec<f32>> {
-    let bytes = hex.as_bytes();
-    if bytes.len() % 8 != 0 {
-        return None;
-    }
-    let nibble = |byte: u8| match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'A'..=b'F' => Some(byte - b'A' + 10),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        _ => None,
-    };
-    bytes
-        .chunks_exact(8)
-        .map(|float| {
-            let mut le = [0u8; 4];
-            for (index, pair) in float.chunks_exact(2).enumerate() {
-                le[index] = nibble(pair[0])? << 4 | nibble(pair[1])?;
-            }
-            Some(f32::from_le_bytes(le))
         })
         .collect()
 }

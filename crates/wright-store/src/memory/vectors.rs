@@ -303,8 +303,32 @@ const LOAD_CHUNK: i64 = 10_000;
 /// How long an index trusts that only this process writes vectors.
 const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Little-endian f32s from the hex of their bytes (as SQLite's `hex()` writes them).
+pub(crate) fn floats_of_hex(hex: &str) -> Option<Vec<f32>> {
+    let bytes = hex.as_bytes();
+    if bytes.len() % 8 != 0 {
+        return None;
+    }
+    let nibble = |byte: u8| match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'A'..=b'F' => Some(byte - b'A' + 10),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        _ => None,
+    };
+    bytes
+        .chunks_exact(8)
+        .map(|float| {
+            let mut le = [0u8; 4];
+            for (index, pair) in float.chunks_exact(2).enumerate() {
+                le[index] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+            }
+            Some(f32::from_le_bytes(le))
+        })
+        .collect()
+}
+
 /// Little-endian u64 words from the hex of their bytes (as SQLite's `hex()` writes them).
-fn words_of_hex(hex: &str) -> Option<Vec<u64>> {
+pub(crate) fn words_of_hex(hex: &str) -> Option<Vec<u64>> {
     let bytes = hex.as_bytes();
     if bytes.len() % 16 != 0 {
         return None;
