@@ -306,7 +306,7 @@ const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 /// Little-endian f32s from the hex of their bytes (as SQLite's `hex()` writes them).
 pub(crate) fn floats_of_hex(hex: &str) -> Option<Vec<f32>> {
     let bytes = hex.as_bytes();
-    if bytes.len() % 8 != 0 {
+    if !bytes.len().is_multiple_of(8) {
         return None;
     }
     let nibble = |byte: u8| match byte {
@@ -330,7 +330,7 @@ pub(crate) fn floats_of_hex(hex: &str) -> Option<Vec<f32>> {
 /// Little-endian u64 words from the hex of their bytes (as SQLite's `hex()` writes them).
 pub(crate) fn words_of_hex(hex: &str) -> Option<Vec<u64>> {
     let bytes = hex.as_bytes();
-    if bytes.len() % 16 != 0 {
+    if !bytes.len().is_multiple_of(16) {
         return None;
     }
     let nibble = |byte: u8| match byte {
