@@ -226,6 +226,11 @@ impl FakeProvider {
             models.iter().map(|model| (*model).to_owned()).collect();
     }
 
+    /// The native width of the fake's embedding vectors from now on (64 at start).
+    pub fn set_embedding_dimensions(&self, dimensions: usize) {
+        self.shared.embeddings.lock().expect("embeddings lock").dimensions = dimensions.max(1);
+    }
+
     /// The longest input the embedding models take, in the fake's tokens (four characters
     /// each; 8,192 at start). OpenAI refuses a longer one; Ollama and Gemini cut it short,
     /// as they do by default.
