@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use sqlx::Row;
 use wright_core::AgentId;
 
-use super::vectors::{dot, floats_of_hex};
+use super::vectors::{dot, from_blob};
 use super::{COLUMNS, Memory, MemoryFilter, filter_sql};
 use crate::{Store, StoreError};
 
@@ -214,7 +214,9 @@ fn length_of(memory: &Memory) -> f64 {
     (words(&memory.content) + memory.category.as_deref().map_or(0, words)) as f64
 }
 
-/// The memories of `ids` that pass the filter, in no particular order.
+/// The memories of `ids` that pass the filter, in no particular order. One row of JSON: rows
+/// cross from SQLite's thread one at a time, and on two busy cores each crossing cost more
+/// than reading the row.
 async fn rows_of(
     store: &Store,
     agent: &AgentId,
@@ -222,43 +224,15 @@ async fn rows_of(
     filter: &MemoryFilter,
     now: i64,
 ) -> Result<Vec<Memory>, StoreError> {
-    Ok(with_vectors(store, agent, ids, filter, now, None).await?.into_iter().map(|(memory, _)| memory).collect())
-}
-
-/// The memories of `ids` that pass the filter, each with its vector in `space` when asked and
-/// stored; in no particular order. One row of JSON (the vectors in hex): rows cross from
-/// SQLite's thread one at a time, and on two busy cores each crossing cost more than reading
-/// the row.
-async fn with_vectors(
-    store: &Store,
-    agent: &AgentId,
-    ids: &[i64],
-    filter: &MemoryFilter,
-    now: i64,
-    space: Option<&str>,
-) -> Result<Vec<(Memory, Option<Vec<f32>>)>, StoreError> {
-    #[derive(serde::Deserialize)]
-    struct Found {
-        #[serde(flatten)]
-        memory: super::StoredMemory,
-        vector: Option<String>,
-    }
     let fields = COLUMNS.split(", ").map(|column| format!("'{column}', m.{column}")).collect::<Vec<_>>().join(", ");
-    let (vector, join) = match space {
-        Some(_) => (", 'vector', hex(v.vector)", " LEFT JOIN memory_vectors v ON v.memory_id = m.id AND v.space = ?"),
-        None => ("", ""),
-    };
     let sql = format!(
-        "SELECT json_group_array(json_object({fields}{vector})) FROM json_each(?) AS j \
-         CROSS JOIN memories m ON m.id = j.value{join} WHERE m.agent_id = ?{}",
+        "SELECT json_group_array(json_object({fields})) FROM json_each(?) AS j \
+         CROSS JOIN memories m ON m.id = j.value WHERE m.agent_id = ?{}",
         filter_sql(filter)
     );
     let mut statement = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql))
-        .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()));
-    if let Some(space) = space {
-        statement = statement.bind(space.to_owned());
-    }
-    statement = statement.bind(agent.as_str());
+        .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
+        .bind(agent.as_str());
     if !filter.archived {
         statement = statement.bind(now);
     }
@@ -269,15 +243,9 @@ async fn with_vectors(
         statement = statement.bind(*session);
     }
     let listed = statement.fetch_one(&store.reader).await?;
-    let found: Vec<Found> =
+    let found: Vec<super::StoredMemory> =
         serde_json::from_str(&listed).map_err(|error| StoreError::Database(sqlx::Error::Decode(Box::new(error))))?;
-    found
-        .into_iter()
-        .map(|found| {
-            let vector = found.vector.as_deref().and_then(floats_of_hex);
-            Ok((found.memory.into_memory()?, vector))
-        })
-        .collect()
+    found.into_iter().map(super::StoredMemory::into_memory).collect()
 }
 
 /// Full-text candidates and the vector index's nominees, rescored by cosine and fused by
@@ -304,17 +272,25 @@ async fn hybrid(
     // not among the nearest, and ranks by its words alone (the index is the vector side's
     // retrieval, as any approximate nearest-neighbour search is).
 
-    let found = with_vectors(store, agent, &nominated, filter, now, Some(&embeddings.space)).await?;
-    let mut cosines: HashMap<i64, f64> = HashMap::with_capacity(found.len());
-    let mut candidates: Vec<Memory> = text.into_iter().map(|scored| scored.memory).collect();
-    for (memory, vector) in found {
-        if let Some(vector) = vector.filter(|vector| vector.len() == query.len()) {
-            cosines.insert(memory.id, f64::from(dot(&vector, query)));
-        }
-        if !text_rank.contains_key(&memory.id) {
-            candidates.push(memory);
+    // The nominees' rows (filtered) as one JSON row, their vectors as rows of blobs: a vector
+    // is 1.5–6 KB, and as hex inside JSON it cost more to write and read than a row crossing.
+    let found = rows_of(store, agent, &nominated, filter, now).await?;
+    let vectors: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT v.memory_id, v.vector FROM json_each(?) AS j CROSS JOIN memory_vectors v \
+         ON v.memory_id = j.value AND v.space = ?",
+    )
+    .bind(serde_json::to_string(&found.iter().map(|memory| memory.id).collect::<Vec<_>>()).unwrap_or_default())
+    .bind(&embeddings.space)
+    .fetch_all(&store.reader)
+    .await?;
+    let mut cosines: HashMap<i64, f64> = HashMap::with_capacity(vectors.len());
+    for (id, blob) in vectors {
+        if blob.len() == query.len() * 4 {
+            cosines.insert(id, f64::from(dot(&from_blob(&blob), query)));
         }
     }
+    let mut candidates: Vec<Memory> = text.into_iter().map(|scored| scored.memory).collect();
+    candidates.extend(found.into_iter().filter(|memory| !text_rank.contains_key(&memory.id)));
     let mut by_cosine: Vec<(i64, f64)> =
         cosines.into_iter().filter(|(_, cosine)| *cosine >= config.min_similarity).collect();
     by_cosine.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
