@@ -380,15 +380,19 @@ impl Store {
         self.memory(agent, id).await
     }
 
-    /// Queues a memory for a vector in the embedding space. Also without an embedder attached
-    /// (the CLI beside the server, or embeddings configured later): the queue is what needs a
-    /// vector, drained by whichever process has the embedder.
+    /// Queues a memory for a vector in the embedding space when embeddings are configured,
+    /// also in a process without the embedder (the CLI beside the server): the queue is what
+    /// needs a vector, drained by the process that has it. (Configured later, attaching the
+    /// embedder queues whatever has no vector.)
     async fn queue_for_embedding(
         &self,
         transaction: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
         id: i64,
         now: i64,
     ) -> Result<(), StoreError> {
+        if self.memory_config.embeddings.is_none() {
+            return Ok(());
+        }
         sqlx::query(
             "INSERT OR REPLACE INTO memory_embedding_queue (memory_id, agent_id, attempts, next_attempt_at) \
              SELECT id, agent_id, 0, ? FROM memories WHERE id = ?",
@@ -531,19 +535,20 @@ impl Store {
         record(&mut transaction, id, MemoryAction::Restore, actor, now).await?;
         // Archived memories are not queued when an embedder is attached: a restored one
         // without a vector in the space gets one now.
-        let space = self.embeddings.as_ref().map(|embeddings| embeddings.space.clone()).unwrap_or_default();
-        let queued = sqlx::query(
-            "INSERT OR IGNORE INTO memory_embedding_queue (memory_id, agent_id, attempts, next_attempt_at) \
+        let space = self.memory_config.embeddings.as_ref().map(MemoryEmbeddingsConfig::space);
+        let queued = space.is_some()
+            && sqlx::query(
+                "INSERT OR IGNORE INTO memory_embedding_queue (memory_id, agent_id, attempts, next_attempt_at) \
              SELECT id, agent_id, 0, ? FROM memories m WHERE id = ? AND NOT EXISTS \
              (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id AND v.space = ?)",
-        )
-        .bind(now)
-        .bind(id)
-        .bind(&space)
-        .execute(&mut *transaction)
-        .await?
-        .rows_affected()
-            > 0;
+            )
+            .bind(now)
+            .bind(id)
+            .bind(space.as_deref().unwrap_or_default())
+            .execute(&mut *transaction)
+            .await?
+            .rows_affected()
+                > 0;
         transaction.commit().await?;
         if queued {
             self.embed_now(&[id]).await;

@@ -677,8 +677,11 @@ impl Store {
         let now = self.clock.now_ms();
         let mut written = 0;
         let mut transaction = self.begin_write().await?;
-        for ((id, _, content), vector) in queued.iter().zip(vectors) {
+        let mut unusable = Vec::new();
+        for (item, vector) in queued.iter().zip(vectors) {
+            let (id, _, content) = item;
             if vector.is_empty() || vector.iter().any(|value| !value.is_finite()) {
+                unusable.push(item.clone());
                 continue;
             }
             let vector = normalized(vector);
@@ -717,6 +720,10 @@ impl Store {
         }
         transaction.commit().await?;
         embeddings.written.fetch_add(1, Ordering::SeqCst);
+        if !unusable.is_empty() {
+            self.postpone(embeddings, &unusable, "the endpoint answered an empty vector or one that is not numbers")
+                .await?;
+        }
         Ok(written)
     }
 
