@@ -6,7 +6,8 @@ import { inlineRuntime } from './src/frame/srcdoc';
 
 /**
  * The app's script and image policy, as a meta element in the built index.html: scripts only from the
- * app's own origin, blob: modules (how a component frame loads a component) and the component
+ * app's own origin, blob: scripts (how a component frame starts its worker, and the worker loads
+ * the component — a blob: worker inherits the frame's policy, and so this one) and the component
  * frame's runtime, pinned by the hash of its exact text. A srcdoc frame inherits its parent's
  * policy, so the runtime must be allowed here as well as by the frame's own nonce; nothing
  * else inline runs in the app, so an injected script or handler does not either. Build only:

@@ -1,8 +1,9 @@
 import { defineConfig } from 'vite';
 
-// The component frame's runtime: React, the UI primitives and the bridge, as one classic
-// (IIFE) script. The app inlines it into the sandboxed iframe's srcdoc, so the frame loads
-// nothing over the network (its CSP forbids it) and needs no CORS from the server.
+// The component frame's runtime: the drawing surface, the bridge relay and, as text, the
+// component worker (vite.worker.config.ts, built first), as one classic (IIFE) script. The app
+// inlines it into the sandboxed iframe's srcdoc, so the frame loads nothing over the network
+// (its CSP forbids it) and needs no CORS from the server.
 export default defineConfig({
   define: { 'process.env.NODE_ENV': JSON.stringify('production') },
   build: {
@@ -11,7 +12,7 @@ export default defineConfig({
     target: 'es2022',
     minify: true,
     lib: {
-      entry: 'src/frame/runtime/main.tsx',
+      entry: 'src/frame/runtime/main.ts',
       formats: ['iife'],
       name: 'WrightFrame',
       fileName: () => 'frame-runtime.js',

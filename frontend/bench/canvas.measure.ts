@@ -1,7 +1,8 @@
 // Figures for the canvas (issue 7), printed, never asserted: the built app's bundle size, the
 // first load of the app (first contentful paint of the login screen, fresh browser context
 // each time), and the time from the model's reply that parks a render_blocks call to the
-// form showing in an open conversation — through a real `wright serve` (the binary cargo
+// form showing in an open conversation, and the same for a component (render_and_wait) and
+// the time a click in it takes to show — through a real `wright serve` (the binary cargo
 // built, debug unless WRIGHT_BIN says otherwise) and the scripted model of e2e/harness.ts.
 //
 //   cargo build --bin wright && cd frontend && npm run build && npm run measure
@@ -24,7 +25,22 @@ it('measures the canvas', async () => {
   }
 
   const form = { title: 'Budget', blocks: [{ type: 'form', submitLabel: 'Save', fields: [{ name: 'budget', label: 'Budget', type: 'number' }] }] };
-  const fake = await startFakeModel((request) => (toolResults(request).length ? { text: 'ok' } : scenarioOf(request) === 'form' ? { toolCalls: [{ name: 'render_blocks', arguments: form }] } : { text: 'hi' }));
+  const component = {
+    title: 'Tapper',
+    code: `export default function Tapper() {
+  const [n, setN] = useState(0);
+  return <Card title="Taps"><Row><Button onClick={() => setN(n + 1)}>Tap me</Button><Text>taps: {n}</Text></Row></Card>;
+}`,
+  };
+  const fake = await startFakeModel((request) =>
+    toolResults(request).length
+      ? { text: 'ok' }
+      : scenarioOf(request) === 'form'
+        ? { toolCalls: [{ name: 'render_blocks', arguments: form }] }
+        : scenarioOf(request) === 'component'
+          ? { toolCalls: [{ name: 'render_and_wait', arguments: component }] }
+          : { text: 'hi' },
+  );
   const wright = await startWright(fake);
   const browser = await launch();
   try {
@@ -78,6 +94,27 @@ it('measures the canvas', async () => {
     }
     console.log(`model's render_blocks reply ended → form shown in the canvas: median ${median(latencies).toFixed(0)} ms (${range(latencies)}) of ${RUNS}`);
     console.log(`pending call stored → form shown in the canvas: median ${median(fromStored).toFixed(0)} ms (${range(fromStored)}) of ${RUNS}`);
+
+    // A component: the frame starts (since issue 23 a worker in it runs the code and the frame
+    // draws its tree), and a click goes to the component and back.
+    const shown: number[] = [];
+    const clicked: number[] = [];
+    for (let run = 0; run < RUNS; run++) {
+      const previous = page.url();
+      await page.getByRole('button', { name: '+ New conversation' }).click();
+      await page.waitForURL((url) => /\/c\/[^/]+$/.test(url.pathname) && url.href !== previous);
+      const index = fake.requests.length;
+      await page.getByLabel('Message').fill('scenario:component');
+      await page.getByLabel('Message').press('Enter');
+      const frame = (await (await page.waitForSelector('iframe[title="Tapper"]')).contentFrame())!;
+      const seen = (text: string) => frame.waitForFunction((wanted) => document.body.textContent?.includes(wanted) && Date.now(), text, { polling: 2 }).then((handle) => handle.jsonValue() as Promise<number>);
+      shown.push((await seen('taps: 0')) - fake.repliedAt[index]);
+      const before = Date.now();
+      await frame.getByRole('button', { name: 'Tap me' }).click();
+      clicked.push((await seen('taps: 1')) - before);
+    }
+    console.log(`model's render_and_wait reply ended → component shown in its frame: median ${median(shown).toFixed(0)} ms (${range(shown)}) of ${RUNS}`);
+    console.log(`click in a component → its new state shown: median ${median(clicked).toFixed(0)} ms (${range(clicked)}) of ${RUNS}`);
   } finally {
     await browser.close();
     await wright.stop();

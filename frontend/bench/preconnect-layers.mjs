@@ -1,5 +1,7 @@
-// Issue 23, the known gap: which page-level layers stop Chromium's DNS lookups and TCP
-// preconnects for navigations a sandboxed srcdoc frame attempts and CSP refuses. A measurement
+// Issue 23: which page-level layers stop Chromium's DNS lookups and TCP preconnects for
+// navigations a sandboxed srcdoc frame attempts and CSP refuses (none does; `worker` and
+// `static` are what the canvas now does: component code in a worker, a frame that draws
+// without running agent code — see ARCHITECTURE.md and e2e/netlog.e2e.ts). A measurement
 // (prints, asserts nothing), kept so the figures in ARCHITECTURE.md can be re-run:
 //
 //   cd frontend && node bench/preconnect-layers.mjs VARIANT      (EXTRA_ARGS="--flag …" for Chromium)

@@ -16,12 +16,17 @@ import { hasWright, scenarioOf, startFakeModel, startWright, toolResults, type F
 
 const built = existsSync(join(import.meta.dirname, '..', 'dist', 'index.html'));
 
-/** Reports where the frame thinks it is, also after taking out any <base>. */
+/** Reports where the component thinks it is. It runs in a Worker: no document, so no
+ * document.baseURI or referrer; what it can read is its own location (a blob: URL). */
 const WHERE = `export default function Where() {
   useEffect(() => {
-    const first = document.baseURI;
-    document.querySelectorAll('base').forEach((base) => base.remove());
-    callTool('where', { baseURI: first, afterRemoval: document.baseURI, referrer: document.referrer });
+    const read = (get) => { try { return String(get()); } catch (error) { return 'unreadable: ' + error.message; } };
+    callTool('where', {
+      location: read(() => self.location.href),
+      baseURI: read(() => document.baseURI),
+      referrer: read(() => document.referrer),
+      document: typeof document,
+    });
   }, []);
   return <Text>where</Text>;
 }`;
@@ -204,11 +209,24 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas isolation, second 
     await allowedImages?.close();
   });
 
-  it("the frame cannot read the app's URL through document.baseURI", async () => {
+  it("neither the component nor its frame can read the app's URL", async () => {
     const conversation = await startConversation('where');
     const report = await resultSeenByModel('where');
     expect(report.action).toBe('where');
-    for (const value of [report.baseURI, report.afterRemoval, report.referrer]) {
+    expect(report.document).toBe('undefined');
+    for (const value of [report.location, report.baseURI, report.referrer]) {
+      expect(value).not.toContain(conversation);
+      expect(value).not.toContain('/c/');
+    }
+    // The frame's own document (no component code runs there): its base URL is the app's
+    // origin alone, also after taking out the <base> it inherits.
+    const frame = page.frames().find((candidate) => candidate.parentFrame() === page.mainFrame() && candidate.url() === 'about:srcdoc');
+    const seen = await frame!.evaluate(() => {
+      const first = document.baseURI;
+      document.querySelectorAll('base').forEach((base) => base.remove());
+      return [first, document.baseURI, document.referrer];
+    });
+    for (const value of seen) {
       expect(value).not.toContain(conversation);
       expect(value).not.toContain('/c/');
     }

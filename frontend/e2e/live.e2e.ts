@@ -80,6 +80,9 @@ export default function Picker({ colours }) {
 
 // Each attempt returns a value when it got through and throws (or returns undefined) when it
 // was stopped; the canary sees whatever left the frame regardless of what the code believes.
+// Component code runs in a Worker with no DOM, so the document's ways (cookies, storage, the
+// parent, elements, innerHTML, WebRTC) now fail at once; they stay, as code written for a page
+// would try them, with the worker's own ways and the frame's protocol after them.
 const ATTACK = `import { useEffect, useState } from 'react';
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 async function rtc(Peer, stun) {
@@ -129,6 +132,23 @@ const attacks = {
   evalCode: () => (0, eval)('"eval works"'),
   popup: (p) => (window.open(p.canary + '/popup') ? 'popup opened' : undefined),
   topNavigation: (p) => { window.top.location.href = p.canary + '/top'; return undefined; },
+  // a component runs in a Worker: its own ways out
+  importScripts: (p) => { importScripts(p.canary + '/import-scripts.js'); return 'imported'; },
+  dynamicImport: async (p) => Object.keys(await import(p.canary + '/import.js')).length + ' exports',
+  eventSource: (p) => new Promise((done, fail) => { const source = new EventSource(p.canary + '/events'); source.onopen = () => done('open'); source.onerror = () => { source.close(); fail(new Error('refused')); }; }),
+  nestedWorker: (p) => new Promise((done, fail) => { const worker = new Worker(p.canary + '/worker.js'); worker.onmessage = () => done('ran'); worker.onerror = fail; }),
+  // and, without React, the frame's own protocol: elements that would load from the canary
+  rawOps: (p) => {
+    const el = (id, tag, props) => ({ op: 'insert', parent: 0, before: null, node: { id, tag, props, children: [] } });
+    postMessage({ t: 'ops', ops: [
+      el(990001, 'img', { src: p.canary + '/raw-img.png' }),
+      el(990002, 'iframe', { src: p.canary + '/raw-frame' }),
+      el(990003, 'link', { rel: 'prefetch', href: p.canary + '/raw-prefetch' }),
+      el(990004, 'div', { style: { backgroundImage: 'url(' + p.canary + '/raw-bg.png)', background: 'url(' + p.canary + '/raw-background.png)' } }),
+      el(990005, 'input', { type: 'image', src: p.canary + '/raw-input.png' }),
+    ] });
+    return undefined;
+  },
 };
 export default function Attack(props) {
   const [report, setReport] = useState(null);
@@ -153,6 +173,20 @@ export default function Attack(props) {
   return <Card><Text>{report ? 'Attacks done' : 'Attacking…'}</Text></Card>;
 }`;
 
+/** Controlled fields: what the person types goes to the component (in its worker) and back. */
+const TYPIST = `export default function Typist() {
+  const [text, setText] = useState('');
+  const [size, setSize] = useState('m');
+  const [on, setOn] = useState(false);
+  const [keys, setKeys] = useState(0);
+  return <Card><form onSubmit={(e) => { e.preventDefault(); callTool('typed', { text, size, on, keys }); }}><Stack>
+    <Input label="Shout" value={text} onChange={(e) => setText(e.target.value.toUpperCase())} onKeyDown={() => setKeys((n) => n + 1)} />
+    <Select label="Size" options={['s', 'm', 'l']} value={size} onChange={(e) => setSize(e.target.value)} />
+    <Checkbox label="Loud" checked={on} onChange={(e) => setOn(e.target.checked)} />
+    <Button type="submit" variant="primary">Send</Button>
+  </Stack></form></Card>;
+}`;
+
 const NOTE = { title: 'A note', blocks: [{ type: 'markdown', content: 'Nothing to fill in here.' }] };
 
 const MESSENGER = `export default function Messenger() {
@@ -173,6 +207,8 @@ function model(canaryOf: () => Canary, api: () => string) {
         return { toolCalls: [{ name: 'ask_user', arguments: { question: 'Deploy to production now?', options: ['Deploy', 'Wait until Monday'] } }] };
       case 'component':
         return { toolCalls: [{ name: 'render_and_wait', arguments: { title: 'Pick a colour', code: PICKER, props: { colours: ['teal', 'amber', 'violet'] } } }] };
+      case 'typing':
+        return { toolCalls: [{ name: 'render_and_wait', arguments: { title: 'Typist', code: TYPIST, props: {} } }] };
       case 'dismiss':
         return { toolCalls: [{ name: 'render_blocks', arguments: NOTE }] };
       case 'parallel':
@@ -301,6 +337,19 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright ser
     await page.getByText(/Model received: .*amber/).waitFor();
   });
 
+  it('a component’s controlled fields follow fast typing, a select and a checkbox', async () => {
+    await startConversation('typing');
+    const frame = page.frameLocator('iframe[title="Typist"]');
+    const shout = frame.getByLabel('Shout');
+    await shout.click();
+    await page.keyboard.type('hello world'); // no pause between keys: faster than each round trip
+    await expect.poll(() => shout.inputValue()).toBe('HELLO WORLD');
+    await frame.getByLabel('Size').selectOption('l');
+    await frame.getByLabel('Loud').check();
+    await frame.getByRole('button', { name: 'Send' }).click();
+    expect(await resultSeenByModel('typing')).toEqual({ action: 'typed', text: 'HELLO WORLD', size: 'l', on: true, keys: 11 });
+  });
+
   it('a pending form survives a crash of the server and answering it resumes the run', async () => {
     const conversation = await startConversation('restart');
     const canvas = page.getByRole('region', { name: 'Canvas' });
@@ -424,7 +473,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright ser
     const results = report.results as Record<string, string>;
     const open = Object.entries(results).filter(([, outcome]) => !outcome.startsWith('blocked'));
     expect(open, `${JSON.stringify(results, null, 1)}\ncanary: ${JSON.stringify(canary.hits)}`).toEqual([]);
-    expect(Object.keys(results).length).toBe(21);
+    expect(Object.keys(results).length).toBe(26);
     // give late requests (beacon, prefetch, STUN retries, the self-navigation) time to land
     await page.waitForTimeout(2000);
     expect(canary.hits).toEqual([]);

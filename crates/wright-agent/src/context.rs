@@ -143,7 +143,9 @@ pub fn system_message(parts: &SystemParts) -> String {
         });
         if workspace.shell {
             message.push_str(if workspace.network {
-                " Commands can reach the network."
+                " Commands reach the web only through an HTTP proxy (http_proxy and https_proxy are set; tools \
+                 that honour them work): names are resolved by the proxy, and local and private addresses are \
+                 refused."
             } else {
                 " Commands have no network; use fetch_url for the web."
             });
@@ -186,6 +188,17 @@ mod tests {
             ..Default::default()
         });
         assert!(no_shell.contains("You have no shell here"), "{no_shell}");
+        let networked = system_message(&SystemParts {
+            workspace: Some(WorkspaceParts {
+                path: "/workspace".into(),
+                shell: true,
+                network: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        assert!(networked.contains("Commands reach the web only through an HTTP proxy"), "{networked}");
+        assert!(!networked.contains("no network"), "{networked}");
         assert!(full.contains("## Learned notes") && full.contains("[notes cut here"));
         assert!(full.contains("k49") && !full.contains("k50,") && full.contains("and 10 more"));
         assert!(full.contains("## Your database\nexpenses (3 rows)"));

@@ -102,7 +102,7 @@ async fn run(site: &CallSite<'_>, id: &str, name: &str, arguments: Value, decide
 
 /// A result no longer than `limit` bytes of JSON: a longer one becomes its first bytes as a
 /// string, with a marker saying how much was cut.
-pub(crate) fn cap_output(output: Value, limit: usize) -> Value {
+pub fn cap_output(output: Value, limit: usize) -> Value {
     let text = output.to_string();
     if text.len() <= limit {
         return output;

@@ -34,6 +34,7 @@ mod run;
 mod surface;
 
 pub use context::{ContextMemory, DEFAULT_MEMORY_CHARS, SystemParts, WorkspaceParts, system_message};
+pub use dispatch::cap_output;
 pub use provider_model::ProviderModel;
 pub use run::{
     ECHO_NOTE, Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext,

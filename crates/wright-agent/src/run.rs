@@ -15,7 +15,7 @@ use wright_tools::ToolRegistry;
 use crate::AgentError;
 use crate::context::{SystemParts, system_message};
 use crate::dispatch::{CallSite, Dispatched, dispatch, run_approved};
-use crate::surface::{LOAD_TOOLS, load, surface};
+use crate::surface::{LOAD_TOOLS, load, preselect, surface};
 
 /// Limits of the loop; each is a config knob (`[agent]` in config.toml).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -49,6 +49,10 @@ pub struct LoopConfig {
     /// result (small models parrot a result instead of answering or fixing the call); the
     /// repeated reply is not stored. 0 turns this off.
     pub max_echo_retries: usize,
+    /// With on-demand loading, how many catalogue tools the person's last message is about
+    /// (by its words, `surface::preselect`) are sent whole from the run's first request.
+    /// Small models answer in prose rather than call `load_tools`. 0 turns this off.
+    pub preload_tools: usize,
 }
 
 impl Default for LoopConfig {
@@ -63,6 +67,7 @@ impl Default for LoopConfig {
             refuse_repeated_calls: true,
             recover_text_calls: true,
             max_echo_retries: 2,
+            preload_tools: 2,
         }
     }
 }
@@ -228,13 +233,47 @@ impl RecentCalls {
     }
 }
 
-/// The result of a call that repeats an earlier one: the earlier result, and why it is back.
-fn repeated_result(name: &str, earlier: &Value) -> Value {
+/// The text of the person's last message in `history`.
+fn last_request(history: &[Event]) -> Option<&str> {
+    history.iter().rev().find_map(|event| match &event.body {
+        EventBody::User { text, .. } => Some(text.as_str()),
+        _ => None,
+    })
+}
+
+/// The person's answer to an earlier call of a pausing tool (`ask_user`, a form) with these
+/// exact arguments since their last message, other than `call_id` itself: a small model asks
+/// the same question again after the answer came back, and the person would be asked twice.
+fn earlier_answer<'a>(history: &'a [Event], call_id: &str, name: &str, arguments: &Value) -> Option<&'a Value> {
+    let since_request = history.iter().rposition(|event| event.kind() == EventKind::User).map_or(0, |index| index + 1);
+    let recent = &history[since_request..];
+    recent.iter().rev().find_map(|event| match &event.body {
+        EventBody::ToolCall { id, name: earlier_name, arguments: earlier_arguments, .. }
+            if id != call_id && earlier_name == name && earlier_arguments == arguments =>
+        {
+            recent.iter().find_map(|result| match &result.body {
+                EventBody::ToolResult { tool_call_id, output, success: true, .. } if tool_call_id == id => Some(output),
+                _ => None,
+            })
+        }
+        _ => None,
+    })
+}
+
+/// The result of a call that repeats an earlier one: the earlier result, why it is back, and
+/// the person's request again — a small model that loops has usually lost track of it, and a
+/// request of several steps needs the next call, not an answer.
+fn repeated_result(name: &str, earlier: &Value, request: Option<&str>) -> Value {
+    let request = match request {
+        Some(request) => format!(" The person asked: \"{}\".", request.chars().take(500).collect::<String>()),
+        None => String::new(),
+    };
     serde_json::json!({
         "repeated_call": true,
         "note": format!(
             "You already called `{name}` with exactly these arguments in this run, so it was not run again; \
-             its result is repeated below. Do not call it again: answer the person now, using this result."
+             its result is repeated below. Do not call it again.{request} If a step of that is still to do, call the \
+             tool for it now; otherwise answer the person now, using this result."
         ),
         "result": earlier,
     })
@@ -363,6 +402,10 @@ pub async fn run(
     // the agent reads the stored version with read_system_prompt.
     let mut system = system_for(transcript, &view).await?;
     run_approved_calls(&site, transcript, &mut view).await?;
+    if let Some(request) = last_request(&view.history) {
+        let all_tools = context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?;
+        loaded.extend(preselect(&all_tools, &tool_settings, request, context.config.preload_tools));
+    }
     loop {
         if context.cancel.is_cancelled() {
             return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
@@ -490,11 +533,18 @@ pub async fn run(
                 _ => None,
             };
             let repeat = answered.or_else(|| match &call.arguments {
-                Ok(arguments) if context.config.refuse_repeated_calls && !context.tools.pauses(&call.name) => {
-                    recent_calls.earlier(&call.name, arguments).map(|(output, success)| Dispatched::Finished {
-                        output: repeated_result(&call.name, output),
-                        success,
-                    })
+                Ok(arguments) if context.config.refuse_repeated_calls => {
+                    let request = last_request(&view.history);
+                    if context.tools.pauses(&call.name) {
+                        earlier_answer(&view.history, &call.id, &call.name, arguments).map(|output| {
+                            Dispatched::Finished { output: repeated_result(&call.name, output, request), success: true }
+                        })
+                    } else {
+                        recent_calls.earlier(&call.name, arguments).map(|(output, success)| Dispatched::Finished {
+                            output: repeated_result(&call.name, output, request),
+                            success,
+                        })
+                    }
                 }
                 _ => None,
             });
@@ -520,6 +570,19 @@ pub async fn run(
                                 spec.name
                             ));
                         }
+                    }
+                    // A name the model made up: the closest names may all be wrong (a small
+                    // model's `save_favourite_colour` is `set_state`), so it also gets every
+                    // tool it has — names only, a few tokens each.
+                    if let Dispatched::Finished { output, success: false } = &mut dispatched
+                        && output["category"] == "unknown_tool"
+                    {
+                        let names: Vec<&str> = all_tools
+                            .iter()
+                            .filter(|spec| tool_settings.enables(spec.toolset))
+                            .map(|spec| spec.name.as_str())
+                            .collect();
+                        output["available"] = serde_json::json!(names);
                     }
                     if let (Dispatched::Finished { output, success }, Ok(arguments)) = (&dispatched, &call.arguments) {
                         recent_calls.record(&call.name, arguments, output, *success);
@@ -587,11 +650,24 @@ async fn run_approved_calls(
         if site.cancel.is_cancelled() {
             return Ok(());
         }
-        let Dispatched::Finished { output, success } =
+        // The stored call keeps the model's arguments (events are append-only): when the
+        // person edited them, the result says what really ran, for the model and the canvas.
+        let edited = view.history.iter().any(|event| {
+            matches!(&event.body, EventBody::ToolCall { id, arguments, .. }
+                if *id == approved.tool_call_id && *arguments != approved.arguments)
+        });
+        let ran_with = edited.then(|| approved.arguments.clone());
+        let Dispatched::Finished { mut output, success } =
             run_approved(site, &approved.tool_call_id, &approved.tool_name, approved.arguments).await
         else {
             unreachable!("an approved call runs; it never parks")
         };
+        if let Some(arguments) = ran_with {
+            if !output.is_object() {
+                output = serde_json::json!({ "result": output });
+            }
+            output["arguments_edited_by_person"] = arguments;
+        }
         let result = NewEvent::new(
             transcript_line(&output),
             EventBody::ToolResult { tool_call_id: approved.tool_call_id, name: approved.tool_name, output, success },

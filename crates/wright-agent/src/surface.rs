@@ -127,6 +127,65 @@ pub(crate) fn load(
     (output, success)
 }
 
+/// Words too common in requests to say which tool is meant.
+const STOPWORDS: &[&str] = &[
+    "the", "and", "for", "with", "from", "your", "you", "this", "that", "what", "then", "into", "under", "called",
+    "please", "tell", "use", "using", "can", "could", "would", "will", "have", "has", "are", "was", "its", "it's",
+    "about", "there", "their", "them", "they", "all", "any", "some", "one", "two", "now", "just", "also", "my",
+];
+
+/// The words of `text` that can name a tool: lowercase, at least three letters, not a
+/// stopword, cut to five characters so `tables` meets `table` and `stored` meets `store`.
+fn keywords(text: &str) -> BTreeSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|word| word.chars().count() >= 3 && !STOPWORDS.contains(&word.as_str()))
+        .map(|word| word.chars().take(5).collect())
+        .collect()
+}
+
+/// Up to `limit` tools of the catalogue that `message` (the person's request) is about, best
+/// first: sent whole from the run's first request, so a small model that answers in prose
+/// rather than call `load_tools` sees the schema it needs. A word of the message scores its
+/// rarity among the catalogue's tools (`ln(1 + n/df)`), twice when it is part of the tool's
+/// name; tools that share no word are never chosen. No model call: words only.
+pub(crate) fn preselect(all: &[ToolSpec], settings: &ToolSettings, message: &str, limit: usize) -> Vec<String> {
+    if limit == 0 || settings.loading == ToolLoading::All {
+        return Vec::new();
+    }
+    let candidates: Vec<(&ToolSpec, BTreeSet<String>, BTreeSet<String>)> = all
+        .iter()
+        .filter(|spec| settings.enables(spec.toolset) && !settings.always_loaded.contains(&spec.name))
+        .map(|spec| (spec, keywords(&spec.name.replace('_', " ")), keywords(&spec.description)))
+        .collect();
+    let wanted = keywords(message);
+    let count = candidates.len() as f64;
+    let mut scored: Vec<(f64, &str)> = candidates
+        .iter()
+        .map(|(spec, name, description)| {
+            let score = wanted
+                .iter()
+                .map(|word| {
+                    let weight = if name.contains(word) {
+                        2.0
+                    } else if description.contains(word) {
+                        1.0
+                    } else {
+                        return 0.0;
+                    };
+                    let df = candidates.iter().filter(|(_, n, d)| n.contains(word) || d.contains(word)).count() as f64;
+                    weight * (1.0 + count / df).ln()
+                })
+                .sum::<f64>();
+            (score, spec.name.as_str())
+        })
+        .filter(|(score, _)| *score > 0.0)
+        .collect();
+    // Stable: equal scores keep the registry's order.
+    scored.sort_by(|left, right| right.0.total_cmp(&left.0));
+    scored.into_iter().take(limit).map(|(_, name)| name.to_owned()).collect()
+}
+
 /// The first sentence of a description, at most [`CATALOGUE_LINE_CHARS`] characters.
 fn first_sentence(description: &str) -> String {
     let sentence = description.split(". ").next().unwrap_or(description).trim_end_matches('.');
@@ -212,6 +271,36 @@ mod tests {
     fn a_load_without_names_says_how() {
         let (output, success) = load(&json!({}), &all(), &ToolSettings::default(), &mut BTreeSet::new());
         assert!(!success && output["error"].as_str().unwrap().contains("names"));
+    }
+
+    #[test]
+    fn the_request_preselects_the_tools_it_names() {
+        let mut tools = all();
+        tools[0].description = "Read a value from your persistent key-value state.".into();
+        tools[1].description = "Write any JSON value under a key in your persistent key-value state.".into();
+        tools.push(ToolSpec {
+            description: "Run one SQL statement on your own SQLite database: tables, rows and columns.".into(),
+            ..spec("db_sql", Some(Toolset::Database))
+        });
+        let settings = ToolSettings::default();
+        assert_eq!(
+            preselect(&tools, &settings, "Create a table called books in your database.", 2),
+            ["db_sql"],
+            "only tools that share a word"
+        );
+        assert_eq!(
+            preselect(&tools, &settings, "Save my favourite colour in your state: set it under the key colour", 1),
+            ["set_state"],
+            "a word of the name counts twice"
+        );
+        assert!(preselect(&tools, &settings, "hello there", 3).is_empty());
+        assert!(
+            preselect(&tools, &settings, "Click the browser button", 3).is_empty(),
+            "tools of a toolset that is off are never chosen"
+        );
+        assert!(preselect(&tools, &settings, "set state", 0).is_empty());
+        let all_loading = ToolSettings { loading: ToolLoading::All, ..ToolSettings::default() };
+        assert!(preselect(&tools, &all_loading, "set state", 3).is_empty(), "everything is sent anyway");
     }
 
     #[test]

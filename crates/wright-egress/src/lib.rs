@@ -8,6 +8,7 @@
 //! egress.fetch(request)   -> Result<EgressResponse, EgressError>
 //! response.to_fetch_url_result()       {status, headers, body, ok, truncated, encoding?}
 //! egress.start_proxy(ProxyLimits)     -> EgressProxy on 127.0.0.1 for a browser's --proxy-server
+//! egress.serve_proxy_on(unix, limits) -> UnixSocketProxy: the same on a socket the caller bound
 //! egress.web_search(&SearchRequest)   -> Result<SearchResults, EgressError>
 //! ```
 //!
@@ -49,7 +50,7 @@ pub use config::{EgressConfig, SearchBackend, SearchConfig};
 pub use error::EgressError;
 pub use fetch::{EgressRequest, EgressResponse};
 pub use policy::{AddressVerdict, Classification, Verdict, classify};
-pub use proxy::{EgressProxy, ProxyLimits};
+pub use proxy::{EgressProxy, ProxyLimits, UnixSocketProxy};
 pub use render::{FetchUrlResult, is_textual_media_type};
 pub use resolver::{LookupFuture, NameResolver, StaticResolver, SystemResolver};
 pub use search::{DEFAULT_MAX_RESULTS, MAX_RESULTS, SearchKind, SearchRequest, SearchResult, SearchResults};

@@ -25,6 +25,11 @@
 //! **Exposure.** It listens on 127.0.0.1 only, and it reaches nothing the policy would not let
 //! `fetch_url` reach; a local user who can connect to it can reach those addresses directly
 //! anyway. It does not add anything to what is reachable from the machine.
+//!
+//! The same proxy also serves a Unix socket the caller bound ([`Egress::serve_proxy_on`]): a
+//! confined shell's network namespace has no route anywhere, and that socket, bind-mounted into
+//! it, is its one way out. Dropping the returned [`UnixSocketProxy`] closes every connection
+//! it opened, so a command's connections end with its call.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -32,8 +37,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 use tokio::task::{AbortHandle, JoinSet};
 use url::{Position, Url};
@@ -108,7 +113,54 @@ impl Drop for EgressProxy {
     }
 }
 
+/// The proxy serving a Unix socket. Dropping it stops accepting and closes every connection
+/// it serves; the socket file is the caller's to remove.
+pub struct UnixSocketProxy {
+    task: AbortHandle,
+}
+
+impl std::fmt::Debug for UnixSocketProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnixSocketProxy").finish_non_exhaustive()
+    }
+}
+
+impl Drop for UnixSocketProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Where clients come from: TCP on 127.0.0.1 (a browser) or a Unix socket (a confined shell).
+trait Listener: Send + 'static {
+    type Client: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    fn accept(&self) -> impl Future<Output = std::io::Result<Self::Client>> + Send;
+}
+
+impl Listener for TcpListener {
+    type Client = TcpStream;
+    async fn accept(&self) -> std::io::Result<TcpStream> {
+        TcpListener::accept(self).await.map(|(client, _)| client)
+    }
+}
+
+impl Listener for UnixListener {
+    type Client = UnixStream;
+    async fn accept(&self) -> std::io::Result<UnixStream> {
+        UnixListener::accept(self).await.map(|(client, _)| client)
+    }
+}
+
 impl Egress {
+    /// Serves the proxy on `listener`, a Unix socket the caller bound (and made reachable only
+    /// to whom it means to serve), with this client's policy and resolver. Must be called
+    /// within a tokio runtime.
+    pub fn serve_proxy_on(&self, listener: UnixListener, limits: ProxyLimits) -> Result<UnixSocketProxy, EgressError> {
+        limits.check()?;
+        let task = tokio::spawn(accept_loop(listener, self.clone(), Arc::new(limits)));
+        Ok(UnixSocketProxy { task: task.abort_handle() })
+    }
+
     /// Starts a forward proxy on 127.0.0.1 (ephemeral port) that applies this client's policy
     /// and resolver to every connection. Must be called within a tokio runtime.
     pub async fn start_proxy(&self, limits: ProxyLimits) -> Result<EgressProxy, EgressError> {
@@ -127,14 +179,14 @@ impl Egress {
     }
 }
 
-async fn accept_loop(listener: TcpListener, egress: Egress, limits: Arc<ProxyLimits>) {
+async fn accept_loop<L: Listener>(listener: L, egress: Egress, limits: Arc<ProxyLimits>) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let mut client = match accepted {
-                    Ok((client, _)) => client,
+                    Ok(client) => client,
                     Err(error) => {
                         // Out of file descriptors and the like: keep serving the rest.
                         tracing::warn!(%error, "egress proxy accept");
@@ -185,7 +237,7 @@ impl Refusal {
         Refusal::new(status, error.to_string())
     }
 
-    async fn send(&self, client: &mut TcpStream) {
+    async fn send(&self, client: &mut (impl AsyncWrite + Unpin)) {
         let phrase = match self.status {
             400 => "Bad Request",
             403 => "Forbidden",
@@ -215,7 +267,7 @@ impl Refusal {
     }
 }
 
-async fn serve(egress: &Egress, limits: &ProxyLimits, mut client: TcpStream) {
+async fn serve(egress: &Egress, limits: &ProxyLimits, mut client: impl AsyncRead + AsyncWrite + Unpin) {
     let head = match tokio::time::timeout(limits.idle_timeout(), read_head(&mut client, limits.max_header_bytes)).await
     {
         Ok(Ok(Some(head))) => head,
@@ -255,7 +307,7 @@ struct Head {
 }
 
 /// Reads one request head. `Ok(None)`: the client closed before sending one.
-async fn read_head(client: &mut TcpStream, max: usize) -> Result<Option<Head>, Refusal> {
+async fn read_head(client: &mut (impl AsyncRead + Unpin), max: usize) -> Result<Option<Head>, Refusal> {
     let mut buffer: Vec<u8> = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
     let end = loop {
@@ -434,7 +486,12 @@ fn forwarded_head(head: &Head, url: &Url) -> Vec<u8> {
 
 /// Tells the client the tunnel is up (CONNECT) or sends the rewritten request upstream, then
 /// any bytes the client sent after its head.
-async fn start(client: &mut TcpStream, head: &Head, upstream: &mut TcpStream, preamble: &[u8]) -> std::io::Result<()> {
+async fn start(
+    client: &mut (impl AsyncWrite + Unpin),
+    head: &Head,
+    upstream: &mut TcpStream,
+    preamble: &[u8],
+) -> std::io::Result<()> {
     if head.method.eq_ignore_ascii_case("CONNECT") {
         client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await?;
     } else {
@@ -449,8 +506,8 @@ async fn start(client: &mut TcpStream, head: &Head, upstream: &mut TcpStream, pr
 /// Copies bytes both ways until both sides have finished or nothing moved for `idle`. An end
 /// of stream on one side is passed on as a half-close to the other. The two directions run
 /// concurrently, so a peer that stops reading while it writes cannot stall the other one.
-async fn relay(client: TcpStream, upstream: TcpStream, idle: Duration) {
-    let (client_read, client_write) = client.into_split();
+async fn relay(client: impl AsyncRead + AsyncWrite + Unpin, upstream: TcpStream, idle: Duration) {
+    let (client_read, client_write) = tokio::io::split(client);
     let (upstream_read, upstream_write) = upstream.into_split();
     let started = Instant::now();
     // Milliseconds since `started` of the last byte moved in either direction.
@@ -478,8 +535,8 @@ async fn relay(client: TcpStream, upstream: TcpStream, idle: Duration) {
 }
 
 async fn copy_half(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
     started: Instant,
     last_activity: &AtomicU64,
 ) {

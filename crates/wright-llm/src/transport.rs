@@ -8,7 +8,10 @@
 //!
 //! Retry rule: a retryable error ([`LlmError::is_retryable`]) is retried only while nothing
 //! has been delivered to the caller — a retry after text streamed would show it twice — and
-//! only when the provider's `retry-after` hint is within `max_delay`.
+//! only when the provider's `retry-after` hint is within `max_delay`. A server error while
+//! streaming, before anything was delivered, is retried with the request asked whole when the
+//! wire has that form ([`Wire::build_whole`]): llama.cpp's streaming tool-call parser fails
+//! ("Invalid diff: now finding less tool calls!") on answers its whole-response path reads.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,6 +86,11 @@ pub(crate) trait Decoder: Send {
 /// One provider's wire format.
 pub(crate) trait Wire: Send + Sync + 'static {
     fn build(&self, request: &Request) -> Result<HttpCall, LlmError>;
+    /// The same request asked whole (not streamed), tried when streaming it failed with a
+    /// server error before anything was delivered; `None` when the wire has no such fallback.
+    fn build_whole(&self, _request: &Request) -> Option<Result<HttpCall, LlmError>> {
+        None
+    }
     /// Classifies a non-2xx response.
     fn classify(&self, status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError;
     fn decoder(&self) -> Box<dyn Decoder>;
@@ -133,7 +141,10 @@ pub(crate) fn run(
     let (sender, mut receiver) = mpsc::channel(64);
     tokio::spawn(async move {
         let outcome = match wire.build(&request) {
-            Ok(call) => attempts(&client, wire.as_ref(), &retry, &call, &sender, &cancel).await,
+            Ok(call) => {
+                let whole = if call.streaming { wire.build_whole(&request).and_then(Result::ok) } else { None };
+                attempts(&client, wire.as_ref(), &retry, call, whole, &sender, &cancel).await
+            }
             Err(error) => Err(error),
         };
         if let Err(error) = outcome
@@ -151,19 +162,26 @@ async fn attempts(
     client: &reqwest::Client,
     wire: &dyn Wire,
     retry: &RetryPolicy,
-    call: &HttpCall,
+    mut call: HttpCall,
+    mut whole: Option<HttpCall>,
     sender: &Sender,
     cancel: &CancellationToken,
 ) -> Result<(), LlmError> {
     let mut attempt = 0;
     loop {
         let mut delivered = false;
-        let error = match once(client, wire, call, sender, cancel, &mut delivered).await {
+        let error = match once(client, wire, &call, sender, cancel, &mut delivered).await {
             Ok(()) => return Ok(()),
             Err(error) => error,
         };
         if delivered || !error.is_retryable() || attempt >= retry.max_retries {
             return Err(error);
+        }
+        if matches!(error, LlmError::ServerError { .. })
+            && let Some(whole) = whole.take()
+        {
+            tracing::info!(%error, "the server failed to stream the answer: asking for it whole");
+            call = whole;
         }
         let Some(delay) = retry.delay(attempt, error.retry_after()) else { return Err(error) };
         tracing::info!(attempt = attempt + 1, ?delay, %error, "retrying model request");

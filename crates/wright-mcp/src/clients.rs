@@ -31,6 +31,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::McpError;
 use crate::config::{McpConfig, McpServerConfig, qualified_name, server_of};
+use crate::gate::{HttpGate, PinnedResolver};
 
 /// One tool of a connected server, as the registry lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -53,8 +54,9 @@ pub enum ServerState {
     Starting,
     /// Connected; `tools` of its tools are offered.
     Up { tools: usize },
-    /// Not connected: why, how many failures in a row, and when the next attempt is.
-    Down { error: String, failures: u32, retry_in_ms: u64 },
+    /// Not connected: why, how many failures in a row, how long the wait before the next
+    /// attempt is, and when that attempt starts (milliseconds since the Unix epoch).
+    Down { error: String, failures: u32, retry_in_ms: u64, retry_at_ms: u64 },
 }
 
 /// One configured server and its state.
@@ -66,10 +68,13 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// Tools the server offers whose names cannot be model tool names (not offered).
     pub skipped_tools: Vec<String>,
+    /// Why the server last went down, kept after it comes back (none if it never did).
+    pub last_error: Option<String>,
 }
 
 struct Slot {
     state: ServerState,
+    last_error: Option<String>,
     peer: Option<Peer<RoleClient>>,
     /// Wakes the supervisor when a call finds the connection broken. An HTTP session has no
     /// process whose exit ends it, so a failed call is how a dead server is noticed.
@@ -80,6 +85,8 @@ struct Slot {
 
 struct Shared {
     config: McpConfig,
+    /// Judges every HTTP server's URL before each connection (the egress policy).
+    gate: Arc<dyn HttpGate>,
     servers: Mutex<BTreeMap<String, Slot>>,
     /// Bumped whenever any server's tool list changes (up, down, list_changed), so a
     /// registry can rebuild the specs it caches.
@@ -128,8 +135,9 @@ impl ClientHandler for Handler {
 
 impl McpClients {
     /// Checks the configuration and starts one supervisor per server (on the current tokio
-    /// runtime). Returns at once: servers connect in the background.
-    pub fn start(config: McpConfig) -> Result<McpClients, McpError> {
+    /// runtime). Returns at once: servers connect in the background. Every connection to an
+    /// HTTP server is first admitted by `gate`, and goes only to the addresses it admitted.
+    pub fn start(config: McpConfig, gate: Arc<dyn HttpGate>) -> Result<McpClients, McpError> {
         config.check()?;
         install_crypto_provider();
         let servers = config
@@ -138,6 +146,7 @@ impl McpClients {
             .map(|name| {
                 let slot = Slot {
                     state: ServerState::Starting,
+                    last_error: None,
                     peer: None,
                     broken: Arc::new(Notify::new()),
                     tools: Vec::new(),
@@ -147,7 +156,7 @@ impl McpClients {
             })
             .collect();
         let (generation, _) = watch::channel(0);
-        let shared = Arc::new(Shared { config, servers: Mutex::new(servers), generation });
+        let shared = Arc::new(Shared { config, gate, servers: Mutex::new(servers), generation });
         let stop = CancellationToken::new();
         for (name, server) in &shared.config.servers {
             tokio::spawn(supervise(Arc::clone(&shared), name.clone(), server.clone(), stop.clone()));
@@ -178,6 +187,7 @@ impl McpClients {
                 transport: self.shared.config.servers.get(name).map_or("unknown", McpServerConfig::transport),
                 state: slot.state.clone(),
                 skipped_tools: slot.skipped_tools.clone(),
+                last_error: slot.last_error.clone(),
             })
             .collect()
     }
@@ -286,8 +296,14 @@ async fn supervise(shared: Arc<Shared>, name: String, server: McpServerConfig, s
         let delay = shared.config.retry_delay(failures);
         tracing::warn!(server = %name, %error, failures, retry_in = ?delay, "MCP server is down");
         let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        // Shown to the person ("next attempt at …"); the wait itself is the sleep below.
+        let retry_at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+            .saturating_add(retry_in_ms);
         shared.update(&name, |slot| {
-            slot.state = ServerState::Down { error, failures, retry_in_ms };
+            slot.last_error = Some(error.clone());
+            slot.state = ServerState::Down { error, failures, retry_in_ms, retry_at_ms };
             slot.peer = None;
             slot.tools.clear();
         });
@@ -309,12 +325,11 @@ async fn run_connection(
     let tools_changed = Arc::new(Notify::new());
     let handler = Handler { tools_changed: Arc::clone(&tools_changed) };
     let connect_timeout = shared.config.connect_timeout();
-    let running =
-        match tokio::time::timeout(connect_timeout, connect(server, handler, shared.config.max_result_bytes)).await {
-            Err(_elapsed) => return format!("did not finish starting within {connect_timeout:?}"),
-            Ok(Err(error)) => return error,
-            Ok(Ok(running)) => running,
-        };
+    let running = match tokio::time::timeout(connect_timeout, connect(shared, server, handler)).await {
+        Err(_elapsed) => return format!("did not finish starting within {connect_timeout:?}"),
+        Ok(Err(error)) => return error,
+        Ok(Ok(running)) => running,
+    };
     let peer = running.peer().clone();
     // `waiting` owns the service; dropping it (when this function returns) cancels the
     // connection's task through rmcp's own drop guard, which ends the child process.
@@ -385,7 +400,7 @@ async fn list_into(shared: &Shared, name: &str, peer: &Peer<RoleClient>) -> Resu
 
 type Running = rmcp::service::RunningService<RoleClient, Handler>;
 
-async fn connect(server: &McpServerConfig, handler: Handler, max_result_bytes: usize) -> Result<Running, String> {
+async fn connect(shared: &Shared, server: &McpServerConfig, handler: Handler) -> Result<Running, String> {
     match server {
         McpServerConfig::Stdio { command, args, env, cwd } => {
             let mut process = tokio::process::Command::new(command);
@@ -402,6 +417,8 @@ async fn connect(server: &McpServerConfig, handler: Handler, max_result_bytes: u
             handler.serve(transport).await.map_err(|error| format!("the MCP handshake failed: {error}"))
         }
         McpServerConfig::Http { url, headers } => {
+            // Judged once for this connection; the client below reaches only what passed.
+            let admission = shared.gate.admit(url).await?;
             let mut custom = HashMap::new();
             for (header, value) in headers {
                 let header_name = reqwest::header::HeaderName::from_bytes(header.as_bytes())
@@ -414,13 +431,19 @@ async fn connect(server: &McpServerConfig, handler: Handler, max_result_bytes: u
             // before the result cap is checked. rmcp treats a response over this bound as a
             // broken transport (the connection is dropped and reconnected), so it is set well
             // above the result cap: results between the two get the ordinary TooLarge error.
-            let response_cap = max_result_bytes.saturating_mul(4).saturating_add(1024 * 1024);
+            let response_cap = shared.config.max_result_bytes.saturating_mul(4).saturating_add(1024 * 1024);
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(custom)
                 .max_json_response_size(response_cap)
                 .max_sse_event_size(response_cap);
-            let client =
-                reqwest::Client::builder().no_proxy().build().map_err(|error| format!("HTTP client: {error}"))?;
+            // No proxy (it would resolve names itself), no redirects (a hop would be unjudged),
+            // and names resolve only to the admitted addresses.
+            let client = reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .dns_resolver(Arc::new(PinnedResolver(admission)))
+                .build()
+                .map_err(|error| format!("HTTP client: {error}"))?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
             handler.serve(transport).await.map_err(|error| format!("the MCP handshake failed: {error}"))
         }

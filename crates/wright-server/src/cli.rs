@@ -262,6 +262,11 @@ pub fn main() -> ExitCode {
         wright_sandbox::worker_main();
         return ExitCode::SUCCESS;
     }
+    // Likewise the confined shell's forwarder, which runs inside a command's sandbox.
+    if std::env::args().nth(1).as_deref() == Some(SHELL_FORWARD) {
+        let arguments: Vec<String> = std::env::args().skip(2).collect();
+        return wright_workspace::forward_main(&arguments);
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -457,6 +462,10 @@ async fn memory_command(store: &Store, command: MemoryCommand) -> anyhow::Result
 
 /// The hidden first argument that makes this binary a sandbox worker (see wright-sandbox).
 pub const SANDBOX_WORKER: &str = "__sandbox-worker";
+
+/// The hidden first argument that makes this binary the network forwarder inside a confined
+/// command's sandbox (see wright-workspace's `network.rs`).
+pub const SHELL_FORWARD: &str = "__shell-forward";
 
 /// Prints, per wire, the bytes of a first request ("Hello") with every built-in schema sent
 /// whole and with the agent's tool settings, and an estimate in tokens (bytes / 4; a real

@@ -41,8 +41,13 @@ pub struct Config {
     pub browser: BrowserConfig,
     /// `[mcp]`: the MCP servers whose tools the agents get (`mcp__<server>__<tool>`).
     pub mcp: McpConfig,
+    /// `[mcp_server]`: Wright as an MCP server at `/mcp` (the other direction).
+    pub mcp_server: McpServeConfig,
     /// `[workspace]`: extra roots, file and search limits, the confined shell.
     pub workspace: WorkspaceConfig,
+    /// The program that forwards a networked command's proxy port inside its sandbox: this
+    /// binary behind `cli::SHELL_FORWARD` (used only with `[workspace.shell] network`).
+    pub shell_forwarder: wright_workspace::Forwarder,
     /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
     pub models: BTreeMap<String, String>,
     /// Per-agent settings (`[agents.<id>]`), by agent id.
@@ -175,6 +180,55 @@ impl ImagesConfig {
     }
 }
 
+/// `[mcp_server]` in config.toml: what `/mcp` offers to outside MCP clients. Each agent is
+/// served at `/mcp/<agent>` (`/mcp` is the default agent) with its enabled agent-made tools and
+/// the built-ins named here; calls follow the agent's tool policies.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServeConfig {
+    /// Serve `/mcp` at all. Default true: it needs the token like every `/api` route, and
+    /// the token already lets its holder invoke any tool through the API.
+    pub enabled: bool,
+    /// Built-in tools offered besides the agent's own, e.g. `["web_search", "fetch_url"]`.
+    /// Default none. Tools that wait for the person (`ask_user`, `render_and_wait`, …)
+    /// cannot be offered: no one would answer them.
+    pub builtins: Vec<String>,
+    /// Largest MCP request body, bytes; a larger one is refused with 413. Default 1 MiB.
+    pub max_request_bytes: usize,
+}
+
+impl Default for McpServeConfig {
+    fn default() -> Self {
+        Self { enabled: true, builtins: Vec::new(), max_request_bytes: 1024 * 1024 }
+    }
+}
+
+impl McpServeConfig {
+    /// Every name must be a built-in that runs without the person; the body cap must be positive.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let builtins = wright_tools::builtin_specs();
+        for name in &self.builtins {
+            let Some(spec) = builtins.iter().find(|spec| &spec.name == name) else {
+                let closest = wright_tools::closest_names(name, builtins.iter().map(|spec| spec.name.as_str()));
+                anyhow::bail!(
+                    "[mcp_server] builtins names `{name}`, which is not a built-in tool (closest: {})",
+                    closest.join(", ")
+                );
+            };
+            if spec.pauses {
+                anyhow::bail!(
+                    "[mcp_server] builtins names `{name}`, which waits for the person's answer in the canvas; an MCP \
+                     client cannot give one"
+                );
+            }
+        }
+        if self.max_request_bytes == 0 {
+            anyhow::bail!("[mcp_server] max_request_bytes must be positive");
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct ConfigFile {
@@ -191,6 +245,7 @@ struct ConfigFile {
     agentdb: AgentDbConfig,
     browser: BrowserConfig,
     mcp: McpConfig,
+    mcp_server: McpServeConfig,
     workspace: WorkspaceConfig,
     models: BTreeMap<String, String>,
     agents: BTreeMap<String, AgentConfig>,
@@ -215,13 +270,16 @@ impl Config {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
             Err(error) => return Err(anyhow::anyhow!("{}: {error}", path.display())),
         };
+        let program =
+            std::env::current_exe().map_err(|error| anyhow::anyhow!("cannot find the wright binary: {error}"))?;
         let mut sandbox = file.sandbox;
         if sandbox.worker_command.is_empty() {
             // The binary serves as its own sandbox worker (see `cli::SANDBOX_WORKER`).
-            let program =
-                std::env::current_exe().map_err(|error| anyhow::anyhow!("cannot find the wright binary: {error}"))?;
             sandbox.worker_command = vec![program.display().to_string(), crate::cli::SANDBOX_WORKER.to_owned()];
         }
+        // And as the shell's forwarder, bind-mounted into each networked command's sandbox.
+        let shell_forwarder =
+            wright_workspace::Forwarder { program, arguments: vec![crate::cli::SHELL_FORWARD.to_owned()] };
         Ok(Self {
             data_dir: data_dir.to_owned(),
             server: file.server,
@@ -241,7 +299,12 @@ impl Config {
             agentdb: file.agentdb,
             browser: file.browser,
             mcp: file.mcp,
+            mcp_server: {
+                file.mcp_server.check().map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
+                file.mcp_server
+            },
             workspace: file.workspace,
+            shell_forwarder,
             models: file.models,
             agents: file.agents,
             #[cfg(debug_assertions)]

@@ -78,10 +78,12 @@ impl AppState {
             );
         }
         let store = services.store.clone();
+        // HTTP MCP servers are reached through the egress policy, like any agent-caused request.
+        let mcp_gate = wright_tools::egress_gate(&services.egress);
         let mut registry = ToolRegistry::new(Arc::new(services));
         if !config.mcp.servers.is_empty() {
             // Servers connect in the background; their tools appear as each comes up.
-            registry = registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone())?);
+            registry = registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone(), mcp_gate)?);
         }
         #[cfg(debug_assertions)]
         let registry = registry.panicking_in(config.fault_panic_tool.clone());
@@ -134,9 +136,18 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     let databases = wright_agentdb::AgentDatabases::new(config.data_dir.join("agents"), config.agentdb.clone());
     let browsers =
         wright_browser::Browsers::new(config.browser.clone(), wright_tools::browser::request_policy(&egress));
-    let workspaces = wright_workspace::Workspaces::new(&config.data_dir, config.workspace.clone())?;
+    // With `[workspace.shell] network` on, commands reach the web only through this egress.
+    let shell_network = wright_workspace::ShellNetwork {
+        proxy: wright_tools::workspace::shell_proxy(&egress),
+        forwarder: config.shell_forwarder.clone(),
+    };
+    let workspaces =
+        wright_workspace::Workspaces::new(&config.data_dir, config.workspace.clone())?.with_network(shell_network)?;
     match workspaces.shell_status() {
-        wright_workspace::ShellStatus::Available => tracing::info!("bash: confined by bubblewrap"),
+        wright_workspace::ShellStatus::Available if workspaces.shell_network() => {
+            tracing::info!("bash: confined by bubblewrap, network only through the egress proxy")
+        }
+        wright_workspace::ShellStatus::Available => tracing::info!("bash: confined by bubblewrap, no network"),
         wright_workspace::ShellStatus::Disabled => tracing::info!("bash: off ([workspace.shell] enabled = false)"),
         wright_workspace::ShellStatus::Unavailable { reason } => {
             tracing::warn!(

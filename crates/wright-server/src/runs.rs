@@ -501,14 +501,14 @@ pub struct StoreTranscript {
     owner: String,
 }
 
-/// What the system message says of the agent's workspace, roots and shell. Commands never have
-/// network in this version, so `network` is false.
+/// What the system message says of the agent's workspace, roots and shell (and whether its
+/// commands reach the network, through the egress proxy).
 fn workspace_parts(workspaces: &wright_workspace::Workspaces) -> wright_agent::WorkspaceParts {
     wright_agent::WorkspaceParts {
         path: wright_workspace::WORKSPACE_MOUNT.to_owned(),
         roots: workspaces.config().roots.iter().map(|root| (root.path.display().to_string(), root.writable)).collect(),
         shell: workspaces.shell_status().is_available(),
-        network: false,
+        network: workspaces.shell_network(),
     }
 }
 

@@ -88,7 +88,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             "create_ui_component",
             "Create a reusable React component that render_and_wait can show in the canvas. The code is JSX or TSX \
              that `export default`s the component; it is compiled now and a syntax error comes back with its line \
-             and column. Returns {name, version: 1}.",
+             and column. It runs without a DOM: no document, window, links, images or iframes; refs are handles \
+             (focus, blur, scrollIntoView, select). Returns {name, version: 1}.",
             |context, args| {
                 Box::pin(async move {
                     check_name(&args.name)?;

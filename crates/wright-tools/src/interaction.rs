@@ -177,7 +177,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             "render_and_wait",
             "Render a React component in the canvas (a stored one by `component` name, or inline JSX in `code`) \
              with `props`, and wait for the person: the run pauses until the component calls \
-             callTool(action, payload); that becomes this call's result, typically {action, ...payload}.",
+             callTool(action, payload); that becomes this call's result, typically {action, ...payload}. \
+             Components run without a DOM (no document, window, links, images or iframes).",
             |_, _| Box::pin(async { outside_conversation("render_and_wait") }),
         ),
         Builtin::<RenderBlocksArgs>::pausing(

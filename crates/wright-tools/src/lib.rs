@@ -29,11 +29,12 @@ mod self_modification;
 mod state;
 mod tool_management;
 mod web;
-mod workspace;
+pub mod workspace;
 
 pub use code::run_file;
 pub use error::ToolError;
 pub use interaction::check_pausing_call;
+pub use mcp::{EgressGate, egress_gate};
 pub use registry::{CLOSEST_NAMES, Invocation, ToolInfo, ToolRegistry, builtin_specs, closest_names};
 
 use std::sync::Arc;

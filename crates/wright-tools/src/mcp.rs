@@ -1,14 +1,48 @@
 //! Tools of the operator's MCP servers in the registry: `mcp__<server>__<tool>`, validated
 //! against the schema the server gave (compiled once per schema, like an agent tool version)
-//! and called through `wright_mcp::McpClients`.
+//! and called through `wright_mcp::McpClients`; and the egress policy as the gate of their
+//! HTTP connections ([`egress_gate`]).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use wright_mcp::{McpClients, McpError, McpTool};
+use wright_egress::Egress;
+use wright_mcp::{Admission, AdmitFuture, HttpGate, McpClients, McpError, McpTool};
 
 use crate::ToolError;
+
+/// The egress policy as the gate of HTTP MCP servers: a server is reached only if `fetch_url`
+/// could reach its URL — a public address, or one the operator allowed in `[egress] allow` —
+/// and its connection is pinned to the addresses that one lookup found and the policy passed.
+pub struct EgressGate(pub Egress);
+
+impl HttpGate for EgressGate {
+    fn admit<'a>(&'a self, url: &'a str) -> AdmitFuture<'a> {
+        Box::pin(async move {
+            let verdict = self.0.check(url).await;
+            if !verdict.allowed {
+                let hint = match (&verdict.host, verdict.port) {
+                    (Some(host), Some(port)) => format!("; to reach it, add `{host}:{port}` to [egress] allow"),
+                    _ => String::new(),
+                };
+                return Err(format!("{}{hint}", wright_egress::EgressError::Denied { reason: verdict.reason() }));
+            }
+            let addresses: Vec<IpAddr> = verdict.addresses.iter().map(|address| address.address).collect();
+            // `host` is the URL parser's; an IP literal (IPv6 in brackets) is connected to as is.
+            let host = verdict
+                .host
+                .filter(|host| host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().is_err());
+            Ok(Admission { host, addresses })
+        })
+    }
+}
+
+/// The gate the MCP clients' HTTP connections go through.
+pub fn egress_gate(egress: &Egress) -> Arc<dyn HttpGate> {
+    Arc::new(EgressGate(egress.clone()))
+}
 
 /// The MCP side of a registry: the clients and the validators of their tools' schemas.
 pub(crate) struct McpTools {

@@ -23,6 +23,8 @@ pub struct ToolInfo {
     pub description: String,
     pub parameters: Value,
     pub kind: ToolKind,
+    /// The toolset a built-in belongs to; `None` for the agent's own and MCP tools.
+    pub toolset: Option<wright_core::Toolset>,
 }
 
 /// One call to make: which agent, which tool, with what, on whose behalf.
@@ -145,6 +147,11 @@ impl ToolRegistry {
         self
     }
 
+    /// How each of the operator's MCP servers is doing (empty when none is configured).
+    pub fn mcp_status(&self) -> Vec<wright_mcp::ServerStatus> {
+        self.mcp.as_ref().map(|mcp| mcp.clients.status()).unwrap_or_default()
+    }
+
     /// Debug builds only: makes the built-in `name` panic when called (fault injection for
     /// the end-to-end tests of the run lifecycle).
     #[cfg(debug_assertions)]
@@ -209,8 +216,8 @@ impl ToolRegistry {
             .builtins
             .values()
             .map(|registered| {
-                let ToolSpec { name, description, parameters, .. } = registered.tool.spec().clone();
-                ToolInfo { name, description, parameters, kind: ToolKind::Builtin }
+                let ToolSpec { name, description, parameters, toolset, .. } = registered.tool.spec().clone();
+                ToolInfo { name, description, parameters, kind: ToolKind::Builtin, toolset }
             })
             .collect();
         for tool in self.services.store.list_agent_tools(agent, false).await? {
@@ -219,6 +226,7 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.parameter_schema,
                 kind: ToolKind::Agent,
+                toolset: None,
             });
         }
         for tool in self.mcp_tools() {
@@ -227,6 +235,7 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.input_schema,
                 kind: ToolKind::Mcp,
+                toolset: None,
             });
         }
         Ok(tools)

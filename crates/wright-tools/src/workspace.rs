@@ -2,12 +2,16 @@
 //! `file_edit` and `bash`, over `wright-workspace`. Paths are in the agent's namespace:
 //! `/workspace/...` (or relative) for its own directory, and the operator's roots at their
 //! host paths. The filesystem work runs on the blocking pool; `bash` is awaited directly, so a
-//! cancelled call drops it and its sandbox is killed.
+//! cancelled call drops it and its sandbox is killed. [`shell_proxy`] gives the shell the egress
+//! proxy as its way out when the operator allows network.
+
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wright_workspace::{GrepMode, GrepRequest, ShellRequest, Workspace, WorkspaceError};
+use wright_egress::Egress;
+use wright_workspace::{GrepMode, GrepRequest, ShellProxy, ShellRequest, Workspace, WorkspaceError};
 
 use crate::builtin::{Builtin, Tool};
 use crate::{ToolContext, ToolError};
@@ -89,6 +93,25 @@ pub(crate) struct BashArgs {
     timeout_ms: Option<u64>,
     /// The working directory (default `/workspace`).
     cwd: Option<String>,
+}
+
+/// The egress proxy as the confined shell's one way out (`[workspace.shell] network`): each
+/// command's socket is served with `[egress.proxy]`'s limits and the egress policy, exactly as
+/// the browser's proxy.
+#[derive(Debug)]
+struct EgressShellProxy(Egress);
+
+impl ShellProxy for EgressShellProxy {
+    fn serve(&self, listener: tokio::net::UnixListener) -> Result<Box<dyn Send + Sync>, String> {
+        let proxy =
+            self.0.serve_proxy_on(listener, self.0.config().proxy.clone()).map_err(|error| error.to_string())?;
+        Ok(Box::new(proxy))
+    }
+}
+
+/// Builds the shell's proxy from the egress client.
+pub fn shell_proxy(egress: &Egress) -> Arc<dyn ShellProxy> {
+    Arc::new(EgressShellProxy(egress.clone()))
 }
 
 fn workspace_error(error: WorkspaceError) -> ToolError {
@@ -225,7 +248,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         Builtin::<BashArgs>::asking(
             "bash",
             "Run a bash command in a sandbox: your workspace at /workspace (the only writable place besides /tmp), \
-             allowed roots at their paths, read-only system tools, no network. Returns {stdout, stderr, exit_code, \
+             allowed roots at their paths, read-only system tools; network only if the system message says so, \
+             through an HTTP proxy (http_proxy/https_proxy are set). Returns {stdout, stderr, exit_code, \
              duration_ms, truncated, timed_out}; exit_code is null when the command was killed (deadline or \
              output cap). Background processes end with the command.",
             |context, args| {

@@ -1,16 +1,36 @@
 //! Measures the workspace (report, don't assert): `grep` over a directory against `rg` on the
-//! same tree, and the fixed cost of a confined `bash -c true` against a plain one.
+//! same tree, and the fixed cost of a confined `bash -c true` against a plain one, without and
+//! with network (through the egress proxy and the forwarder).
 //!
 //! ```text
-//! cargo run --release -p wright-workspace --example workspace_bench -- grep TREE PATTERN [RUNS]
-//! cargo run --release -p wright-workspace --example workspace_bench -- bash [RUNS]
+//! cargo build --release -p wright-workspace --bins --examples
+//! target/release/examples/workspace_bench grep TREE PATTERN [RUNS]
+//! target/release/examples/workspace_bench bash [RUNS] [FORWARDER [ARGUMENTS...]]
 //! ```
 //! TREE is used as an operator root (read-only); DATA for the agent's workspace is a temp dir.
+//! FORWARDER defaults to the `wright-shell-forward` binary next to the example's directory; pass
+//! a `wright` binary and `__shell-forward` to measure the one the server uses.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wright_core::AgentId;
-use wright_workspace::{GrepMode, GrepRequest, RootConfig, ShellRequest, WorkspaceConfig, Workspaces};
+use wright_egress::{Egress, EgressConfig};
+use wright_workspace::{
+    Forwarder, GrepMode, GrepRequest, RootConfig, ShellNetwork, ShellProxy, ShellRequest, WorkspaceConfig, Workspaces,
+};
+
+/// The egress proxy as the shell's (what wright-tools does for the server).
+#[derive(Debug)]
+struct BenchProxy(Egress);
+
+impl ShellProxy for BenchProxy {
+    fn serve(&self, listener: tokio::net::UnixListener) -> Result<Box<dyn Send + Sync>, String> {
+        let proxy =
+            self.0.serve_proxy_on(listener, self.0.config().proxy.clone()).map_err(|error| error.to_string())?;
+        Ok(Box::new(proxy))
+    }
+}
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -65,15 +85,40 @@ fn main() -> anyhow::Result<()> {
         }
         Some("bash") => {
             let runs: usize = arguments.get(1).map_or(Ok(50), |runs| runs.parse())?;
-            let workspace = Workspaces::new(data.path(), WorkspaceConfig::default())?.open(&AgentId::default_agent())?;
+            let forwarder = match arguments.get(2) {
+                Some(program) => Forwarder { program: program.into(), arguments: arguments[3..].to_vec() },
+                // target/<profile>/examples/workspace_bench -> target/<profile>/wright-shell-forward
+                None => Forwarder {
+                    program: std::env::current_exe()?
+                        .parent()
+                        .and_then(std::path::Path::parent)
+                        .ok_or_else(|| anyhow::anyhow!("no target directory"))?
+                        .join("wright-shell-forward"),
+                    arguments: Vec::new(),
+                },
+            };
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let workspace = Workspaces::new(data.path(), WorkspaceConfig::default())?.open(&AgentId::default_agent())?;
+            let mut networked_config = WorkspaceConfig::default();
+            networked_config.shell.network = true;
+            let network = ShellNetwork {
+                proxy: Arc::new(BenchProxy(Egress::new(EgressConfig::default())?)),
+                forwarder: forwarder.clone(),
+            };
+            let networked = Workspaces::new(data.path(), networked_config)?
+                .with_network(network)?
+                .open(&AgentId::default_agent())?;
+            anyhow::ensure!(networked.shell_network(), "the networked shell is off: {:?}", networked.shell_status());
             let request = ShellRequest { command: "true".into(), timeout_ms: None, cwd: None };
-            let mut confined = Vec::new();
-            let mut plain = Vec::new();
+            let (mut confined, mut with_network, mut plain) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..runs {
                 let started = Instant::now();
                 let outcome = runtime.block_on(workspace.run(&request))?;
                 confined.push(started.elapsed());
+                assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
+                let started = Instant::now();
+                let outcome = runtime.block_on(networked.run(&request))?;
+                with_network.push(started.elapsed());
                 assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
                 let started = Instant::now();
                 let status = runtime.block_on(async {
@@ -82,13 +127,16 @@ fn main() -> anyhow::Result<()> {
                 plain.push(started.elapsed());
                 assert!(status.success());
             }
-            let (confined, plain) = (median(confined), median(plain));
+            let (confined, with_network, plain) = (median(confined), median(with_network), median(plain));
             println!(
-                "bash -c true: confined {confined:?} | plain {plain:?} | fixed cost of confinement {:?}",
-                confined.saturating_sub(plain)
+                "bash -c true ({runs} runs, medians): plain {plain:?} | confined, no network {confined:?} (+{:?}) | \
+                 confined, network through {} {with_network:?} (+{:?} over no network)",
+                confined.saturating_sub(plain),
+                forwarder.program.display(),
+                with_network.saturating_sub(confined),
             );
         }
-        _ => anyhow::bail!("usage: workspace_bench grep TREE PATTERN [RUNS] | bash [RUNS]"),
+        _ => anyhow::bail!("usage: workspace_bench grep TREE PATTERN [RUNS] | bash [RUNS] [FORWARDER [ARGUMENTS...]]"),
     }
     Ok(())
 }

@@ -92,6 +92,10 @@ pub struct ShellConfig {
     /// stdout and stderr kept together, bytes; past it the command is killed and the result
     /// marked truncated.
     pub max_output_bytes: usize,
+    /// Whether commands may reach the network: only through the egress proxy (the proxy
+    /// variables are set; what it forwards obeys `[egress]`, loopback and private addresses
+    /// refused unless in `[egress] allow`). Default off: no network at all.
+    pub network: bool,
 }
 
 impl Default for ShellConfig {
@@ -105,6 +109,7 @@ impl Default for ShellConfig {
             max_processes: 256,
             max_file_bytes: 1024 * 1024 * 1024,
             max_output_bytes: 1024 * 1024,
+            network: false,
         }
     }
 }

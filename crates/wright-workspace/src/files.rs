@@ -14,7 +14,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use serde::Serialize;
 
 use crate::WorkspaceError;
-use crate::paths::{Root, Workspace, open_beneath};
+use crate::paths::{Links, Root, Workspace, open_beneath};
 
 /// How many leading bytes decide that a file is binary (a NUL among them), as git and ripgrep do.
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
@@ -53,7 +53,7 @@ impl Workspace {
         let (root, relative) = self.resolve(path)?;
         let shown = root.show(&relative);
         let fd = root.open_beneath(&relative, OFlags::RDONLY | OFlags::NONBLOCK)?;
-        check_regular(&fd, &shown)?;
+        check_regular(&fd, &shown, root.links)?;
         let start_line = offset.unwrap_or(1).max(1);
         let limit = limit.unwrap_or(self.limits.read_default_lines).max(1);
         let mut reader = BufReader::new(std::fs::File::from(fd));
@@ -143,7 +143,7 @@ impl Workspace {
             Mode::empty(),
         )
         .map_err(|errno| WorkspaceError::errno(&shown, errno))?;
-        let stat = check_regular(&fd, &shown)?;
+        let stat = check_regular(&fd, &shown, root.links)?;
         if stat.size > self.limits.max_write_bytes as u64 {
             return Err(WorkspaceError::Limit(format!(
                 "the file is {} bytes; file_edit works on files up to {} bytes",
@@ -188,21 +188,23 @@ pub(crate) struct RegularFile {
     pub(crate) mode: u32,
 }
 
-/// Only a regular file with one link is worked on: a device or FIFO is not a file's content,
-/// and a hard link may be a name for a file outside the roots.
-pub(crate) fn check_regular(fd: &impl AsFd, shown: &str) -> Result<RegularFile, WorkspaceError> {
+/// Only a regular file is worked on (a device or FIFO is not a file's content), and one with
+/// several names only where the root's [`Links`] rule accepts it: a hard link may be a name for
+/// a file outside the roots.
+pub(crate) fn check_regular(fd: &impl AsFd, shown: &str, links: Links) -> Result<RegularFile, WorkspaceError> {
     let stat = rustix::fs::fstat(fd).map_err(|errno| WorkspaceError::errno(shown, errno))?;
-    regular(&stat, shown)
+    regular(&stat, shown, links)
 }
 
-pub(crate) fn regular(stat: &rustix::fs::Stat, shown: &str) -> Result<RegularFile, WorkspaceError> {
+pub(crate) fn regular(stat: &rustix::fs::Stat, shown: &str, links: Links) -> Result<RegularFile, WorkspaceError> {
     match FileType::from_raw_mode(stat.st_mode) {
         FileType::RegularFile => {}
         FileType::Directory => return Err(not_text(shown, "is a directory (use glob to list it)")),
         FileType::Symlink => return Err(not_text(shown, "is a symlink")),
         other => return Err(not_text(shown, &format!("is not a regular file ({other:?}); refused"))),
     }
-    if stat.st_nlink > 1 {
+    let accepted = stat.st_nlink <= 1 || links == Links::OwnedBy(stat.st_uid);
+    if !accepted {
         return Err(not_text(
             shown,
             "has more than one hard link; refused, since another name may point at it from outside the roots",
@@ -266,7 +268,8 @@ fn existing_file(directory: &OwnedFd, name: &Path, shown: &str) -> Result<Option
         Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
             FileType::Symlink => Err(not_text(shown, "is a symlink; write to the file it points to")),
             FileType::RegularFile => Ok(Some(RegularFile { size: stat.st_size as u64, mode: stat.st_mode & 0o7777 })),
-            _ => regular(&stat, shown).map(Some),
+            // Whatever it is, it is not a file to replace; says what it is.
+            _ => regular(&stat, shown, Links::Single).map(Some),
         },
         Err(errno) if errno == rustix::io::Errno::NOENT => Ok(None),
         Err(errno) => Err(WorkspaceError::errno(shown, errno)),

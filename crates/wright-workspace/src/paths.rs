@@ -8,12 +8,14 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
 use wright_core::AgentId;
 
 use crate::WorkspaceError;
 use crate::config::{ShellConfig, WorkspaceConfig, WorkspaceLimits};
+use crate::network::{NetworkAccess, ShellNetwork};
 use crate::shell::{PidsCgroups, ShellStatus};
 
 /// Where the agent's own directory appears, to the model and inside the shell.
@@ -31,11 +33,16 @@ pub struct Workspaces {
     shell: ShellStatus,
     /// Where commands' processes are counted when the server runs as root (see `shell.rs`).
     pids_cgroups: Option<PidsCgroups>,
+    /// The egress proxy for commands, when `[workspace.shell] network` is on and
+    /// [`Workspaces::with_network`] gave it.
+    network: Option<Arc<NetworkAccess>>,
 }
 
 impl Workspaces {
     /// Checks the configured roots and probes the shell (a real confined `true`), so the
-    /// binary can say at start whether `bash` is on and, if not, why.
+    /// binary can say at start whether `bash` is on and, if not, why. With
+    /// `[workspace.shell] network` on, the shell stays off until [`Workspaces::with_network`]
+    /// gives it the egress proxy (it never runs with a network other than that one).
     pub fn new(data_dir: impl Into<PathBuf>, config: WorkspaceConfig) -> Result<Self, WorkspaceError> {
         for root in &config.roots {
             check_root_config(&root.path)?;
@@ -43,8 +50,34 @@ impl Workspaces {
         let data_dir = data_dir.into();
         let agents = data_dir.join("agents");
         std::fs::create_dir_all(&agents).map_err(|error| WorkspaceError::io(&agents.display().to_string(), error))?;
-        let (shell, pids_cgroups) = ShellStatus::probe(&config.shell, &agents);
-        Ok(Workspaces { data_dir, config, shell, pids_cgroups })
+        let (shell, pids_cgroups) = if config.shell.network && config.shell.enabled {
+            let reason = "[workspace.shell] network is on, but no egress proxy was given to the shell".to_owned();
+            (ShellStatus::Unavailable { reason }, None)
+        } else {
+            ShellStatus::probe(&config.shell, &agents, None)
+        };
+        Ok(Workspaces { data_dir, config, shell, pids_cgroups, network: None })
+    }
+
+    /// Gives commands the network through `network` when `[workspace.shell] network` is on (and
+    /// probes the shell again, the forwarder included); without that setting it changes nothing.
+    pub fn with_network(mut self, network: ShellNetwork) -> Result<Self, WorkspaceError> {
+        if !(self.config.shell.network && self.config.shell.enabled) {
+            return Ok(self);
+        }
+        let access = NetworkAccess::new(&self.data_dir, network)?;
+        let (shell, pids_cgroups) =
+            ShellStatus::probe(&self.config.shell, &self.data_dir.join("agents"), Some(&access));
+        self.network = shell.is_available().then(|| Arc::new(access));
+        self.shell = shell;
+        self.pids_cgroups = pids_cgroups;
+        Ok(self)
+    }
+
+    /// Whether commands reach the network (through the egress proxy): the shell is available
+    /// and the operator turned network on.
+    pub fn shell_network(&self) -> bool {
+        self.shell.is_available() && self.network.is_some()
     }
 
     pub fn config(&self) -> &WorkspaceConfig {
@@ -64,9 +97,12 @@ impl Workspaces {
     pub fn open(&self, agent: &AgentId) -> Result<Workspace, WorkspaceError> {
         let own = self.agent_dir(agent);
         std::fs::create_dir_all(&own).map_err(|error| WorkspaceError::io(WORKSPACE_MOUNT, error))?;
-        let mut roots = vec![Root::open(PathBuf::from(WORKSPACE_MOUNT), own, true)?];
+        // Files with several names are read in the agent's own workspace when this user owns
+        // them (see `Links`), never in an operator root.
+        let owner = Links::OwnedBy(rustix::process::geteuid().as_raw());
+        let mut roots = vec![Root::open(PathBuf::from(WORKSPACE_MOUNT), own, true, owner)?];
         for root in &self.config.roots {
-            roots.push(Root::open(root.path.clone(), root.path.clone(), root.writable)?);
+            roots.push(Root::open(root.path.clone(), root.path.clone(), root.writable, Links::Single)?);
         }
         Ok(Workspace {
             roots,
@@ -74,6 +110,7 @@ impl Workspaces {
             shell: self.config.shell.clone(),
             shell_status: self.shell.clone(),
             pids_cgroups: self.pids_cgroups.clone(),
+            network: self.network.clone(),
         })
     }
 }
@@ -114,15 +151,38 @@ pub struct Root {
     /// The directory on the host.
     pub host: PathBuf,
     pub writable: bool,
+    /// Which files with more than one name its engines read, search and edit.
+    pub(crate) links: Links,
     /// `O_PATH` fd of the directory, opened once; every path beneath is resolved from it.
     fd: OwnedFd,
 }
 
+/// Which files with more than one name (hard links) a root's engines work on. Writes never
+/// land in a shared inode either way (they replace the name by rename).
+///
+/// A second name may be anywhere on the filesystem, so a hard link in a root may be a way to a
+/// file outside the roots. Who can make one decides the rule:
+/// - In an operator root, anyone who can write there (it may be shared with other users of
+///   the host, and on a host without `fs.protected_hardlinks` they could link files they cannot
+///   read): one name only.
+/// - In the agent's own workspace, only two kinds of writer exist. Its shell, whose workspace
+///   is a bind mount of its own: the kernel refuses a link across mounts (`EXDEV`), so both
+///   names are in the workspace. And processes of the server's own user (or root) on the host,
+///   which could as well copy the file. So a file there with several names is accepted when
+///   this user owns it (what the shell's user maps to); a file of another owner linked in is
+///   refused. That serves `git clone` of a local repository and package stores (pnpm) that
+///   hard-link, inside the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Links {
+    Single,
+    OwnedBy(u32),
+}
+
 impl Root {
-    fn open(shown: PathBuf, host: PathBuf, writable: bool) -> Result<Self, WorkspaceError> {
+    fn open(shown: PathBuf, host: PathBuf, writable: bool, links: Links) -> Result<Self, WorkspaceError> {
         let fd = rustix::fs::open(&host, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(|errno| WorkspaceError::errno(&shown.display().to_string(), errno))?;
-        Ok(Root { shown, host, writable, fd })
+        Ok(Root { shown, host, writable, links, fd })
     }
 
     pub(crate) fn fd(&self) -> &OwnedFd {
@@ -161,6 +221,7 @@ pub struct Workspace {
     pub(crate) shell: ShellConfig,
     pub(crate) shell_status: ShellStatus,
     pub(crate) pids_cgroups: Option<PidsCgroups>,
+    pub(crate) network: Option<Arc<NetworkAccess>>,
 }
 
 impl Workspace {
@@ -171,6 +232,11 @@ impl Workspace {
 
     pub fn shell_status(&self) -> &ShellStatus {
         &self.shell_status
+    }
+
+    /// Whether commands reach the network (only through the egress proxy).
+    pub fn shell_network(&self) -> bool {
+        self.shell_status.is_available() && self.network.is_some()
     }
 
     /// Which root `path` belongs to, and the rest of it (to be resolved by the kernel).

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::WorkspaceError;
 use crate::files::regular;
-use crate::paths::{Root, Workspace};
+use crate::paths::{Links, Root, Workspace};
 use crate::walk::{WalkEntry, WalkOptions, walk};
 
 /// Files handed from the walk to the searching threads at most this far ahead of them.
@@ -117,6 +117,7 @@ impl Workspace {
         let stat = rustix::fs::fstat(&opened).map_err(|errno| WorkspaceError::errno(&base_shown, errno))?;
         let limits = &self.limits;
         let collector = Collector {
+            links: root.links,
             mode: request.mode,
             max_results: limits.grep_max_results,
             max_line_chars: limits.grep_max_line_chars,
@@ -199,6 +200,8 @@ impl Workspace {
 /// Results of the searching threads; each file's lines stay together and are sorted by path
 /// at the end, so the output does not depend on which thread finished first.
 struct Collector {
+    /// The searched root's rule for files with several names.
+    links: Links,
     mode: GrepMode,
     max_results: usize,
     max_line_chars: usize,
@@ -214,7 +217,7 @@ impl Collector {
     fn search(&self, searcher: &mut Searcher, matcher: &grep_regex::RegexMatcher, fd: OwnedFd, shown: String) {
         // Devices, FIFOs, hard links and huge files are skipped, never read.
         let Ok(stat) = rustix::fs::fstat(&fd) else { return };
-        if regular(&stat, &shown).is_err() || stat.st_size as u64 > self.max_file_bytes {
+        if regular(&stat, &shown, self.links).is_err() || stat.st_size as u64 > self.max_file_bytes {
             return;
         }
         self.searched.fetch_add(1, Ordering::Relaxed);

@@ -9,7 +9,9 @@
 //! files of `/etc` that programs need to start, a fresh `/proc`, a minimal `/dev`, an empty
 //! `/tmp`, its workspace read-write at `/workspace`, and the operator's roots at their own
 //! paths, read-only unless configured otherwise. No host user, no host network (a network
-//! namespace with nothing but its own loopback), no host processes.
+//! namespace with nothing but its own loopback), no host processes. With network allowed, the
+//! command also sees its proxy socket and the forwarder under `/run/wright` and the proxy
+//! variables (see `network.rs`); its network namespace is the same.
 //!
 //! How it ends: bubblewrap is the init of the command's PID namespace and dies with its
 //! parent (`--die-with-parent`), and when a PID namespace's init dies the kernel kills every
@@ -31,6 +33,7 @@ use tokio::process::Command;
 
 use crate::WorkspaceError;
 use crate::config::ShellConfig;
+use crate::network::{FORWARDER_MOUNT, NetworkAccess, PROXY_ADDRESS, PROXY_VARIABLES, SOCKET_MOUNT};
 use crate::paths::{WORKSPACE_MOUNT, Workspace};
 
 /// Files of `/etc` a program may need to start (the dynamic loader's cache, TLS roots, the
@@ -169,8 +172,13 @@ impl ShellStatus {
         matches!(self, ShellStatus::Available)
     }
 
-    /// Runs a confined `true` with `workspace` (an existing directory) bound as the workspace.
-    pub(crate) fn probe(config: &ShellConfig, workspace: &Path) -> (ShellStatus, Option<PidsCgroups>) {
+    /// Runs a confined `true` with `workspace` (an existing directory) bound as the workspace,
+    /// behind the forwarder when `network` is given.
+    pub(crate) fn probe(
+        config: &ShellConfig,
+        workspace: &Path,
+        network: Option<&NetworkAccess>,
+    ) -> (ShellStatus, Option<PidsCgroups>) {
         if !config.enabled {
             return (ShellStatus::Disabled, None);
         }
@@ -189,13 +197,23 @@ impl ShellStatus {
         } else {
             None
         };
-        (Self::probe_bubblewrap(config, workspace), cgroups)
+        (Self::probe_bubblewrap(config, workspace, network), cgroups)
     }
 
-    fn probe_bubblewrap(config: &ShellConfig, workspace: &Path) -> ShellStatus {
+    fn probe_bubblewrap(config: &ShellConfig, workspace: &Path, network: Option<&NetworkAccess>) -> ShellStatus {
+        // The probe's socket only has to exist (nothing connects); it is removed on return.
+        let socket = match network.map(NetworkAccess::bind).transpose() {
+            Ok(socket) => socket,
+            Err(error) => return ShellStatus::Unavailable { reason: error.to_string() },
+        };
+        let mounted = network.zip(socket.as_ref()).map(|(network, (_, socket))| (network, socket.host.as_path()));
         let mut command = std::process::Command::new(&config.bwrap_path);
-        command.args(sandbox_arguments(workspace, &[], Path::new(WORKSPACE_MOUNT)));
-        command.args(["--", "/bin/true"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        command.args(sandbox_arguments(workspace, &[], Path::new(WORKSPACE_MOUNT), mounted));
+        command.arg("--");
+        if let Some((network, _)) = mounted {
+            command.args(forwarder_arguments(network));
+        }
+        command.arg("/bin/true").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         match command.output() {
             Ok(output) if output.status.success() => ShellStatus::Available,
             Ok(output) => ShellStatus::Unavailable {
@@ -261,6 +279,10 @@ impl Workspace {
         let cwd = self.shell_directory(request.cwd.as_deref())?;
         let binds: Vec<(PathBuf, PathBuf, bool)> =
             self.roots[1..].iter().map(|root| (root.host.clone(), root.shown.clone(), root.writable)).collect();
+        // The command's proxy socket, served until the call ends (dropped after the command).
+        let socket = self.network.as_deref().map(NetworkAccess::open).transpose()?;
+        let network =
+            self.network.as_deref().zip(socket.as_ref()).map(|(network, socket)| (network, socket.host.as_path()));
         // Made before the command and dropped after its namespace is swept (declared first, so
         // dropped last).
         let cgroup = match &self.pids_cgroups {
@@ -280,8 +302,11 @@ impl Workspace {
             }
             None => Command::new(&config.bwrap_path),
         };
-        command.args(sandbox_arguments(&self.roots[0].host, &binds, &cwd));
+        command.args(sandbox_arguments(&self.roots[0].host, &binds, &cwd, network));
         command.args(["--", "/bin/bash", "-c", &limits_script(config), "wright-shell", &request.command]);
+        if let Some((network, _)) = network {
+            command.args(forwarder_arguments(network));
+        }
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).process_group(0);
         let started = Instant::now();
         let mut child = command
@@ -480,18 +505,35 @@ async fn kill(child: &mut tokio::process::Child) {
 
 /// Limits set by the command's own shell before it runs the command, hard and soft together
 /// (`ulimit` without -S/-H), so the command cannot raise them again: raising a hard limit
-/// needs a capability in the host's user namespace, which the sandbox does not have.
+/// needs a capability in the host's user namespace, which the sandbox does not have. `$1` is
+/// the command; with network, `$2…` are the forwarder and its arguments, which then starts it
+/// (under the same limits).
 fn limits_script(config: &ShellConfig) -> String {
     format!(
-        "ulimit -v {} && ulimit -u {} && ulimit -f {} && ulimit -c 0 || {{ echo 'wright: could not set limits' >&2; exit 126; }}; exec /bin/bash -c \"$1\"",
+        "ulimit -v {} && ulimit -u {} && ulimit -f {} && ulimit -c 0 || {{ echo 'wright: could not set limits' >&2; exit 126; }}; exec \"${{@:2}}\" /bin/bash -c \"$1\"",
         config.memory_limit_bytes / 1024,
         config.max_processes,
         config.max_file_bytes / 1024,
     )
 }
 
-/// bubblewrap's arguments up to (not including) `--`: namespaces, mounts, environment.
-fn sandbox_arguments(workspace: &Path, roots: &[(PathBuf, PathBuf, bool)], cwd: &Path) -> Vec<String> {
+/// The forwarder as the sandbox sees it, with its arguments up to the program it starts.
+fn forwarder_arguments(network: &NetworkAccess) -> Vec<String> {
+    let mut arguments = vec![FORWARDER_MOUNT.to_owned()];
+    arguments.extend(network.forwarder.arguments.iter().cloned());
+    arguments.extend([PROXY_ADDRESS.to_owned(), SOCKET_MOUNT.to_owned()]);
+    arguments
+}
+
+/// bubblewrap's arguments up to (not including) `--`: namespaces, mounts, environment. With
+/// `network` (and the command's socket on the host), the socket and the forwarder are bound
+/// read-only and the proxy variables set; the network namespace is the same either way.
+fn sandbox_arguments(
+    workspace: &Path,
+    roots: &[(PathBuf, PathBuf, bool)],
+    cwd: &Path,
+    network: Option<(&NetworkAccess, &Path)>,
+) -> Vec<String> {
     let mut arguments: Vec<String> = [
         "--unshare-user",
         "--unshare-pid",
@@ -540,7 +582,21 @@ fn sandbox_arguments(workspace: &Path, roots: &[(PathBuf, PathBuf, bool)], cwd: 
         arguments.push(host.display().to_string());
         arguments.push(shown.display().to_string());
     }
+    if let Some((network, socket)) = network {
+        arguments.extend(["--ro-bind".to_owned(), socket.display().to_string(), SOCKET_MOUNT.to_owned()]);
+        arguments.extend([
+            "--ro-bind".to_owned(),
+            network.forwarder.program.display().to_string(),
+            FORWARDER_MOUNT.to_owned(),
+        ]);
+    }
     arguments.extend(["--chdir".to_owned(), cwd.display().to_string(), "--clearenv".to_owned()]);
+    if network.is_some() {
+        let proxy = format!("http://{PROXY_ADDRESS}");
+        for name in PROXY_VARIABLES {
+            arguments.extend(["--setenv".to_owned(), (*name).to_owned(), proxy.clone()]);
+        }
+    }
     for (name, value) in [
         ("PATH", "/usr/local/bin:/usr/bin:/bin"),
         ("HOME", WORKSPACE_MOUNT),

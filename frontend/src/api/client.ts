@@ -17,6 +17,8 @@ export type ConversationStatus = Schemas['ConversationStatus'];
 export type Pending = Schemas['PendingView'];
 export type Status = Schemas['StatusView'];
 export type Tool = Schemas['ToolView'];
+export type ToolSettings = Schemas['ToolSettings'];
+export type Toolset = Schemas['Toolset'];
 export type Execution = Schemas['ExecutionView'];
 export type DocumentView = Schemas['DocumentView'];
 export type VersionSummary = Schemas['VersionSummaryView'];
@@ -43,6 +45,7 @@ export type Session = Schemas['SessionView'];
 export type NewSession = Schemas['NewSessionView'];
 export type MemoryChange = Schemas['MemoryChangeView'];
 export type MemoryLayer = Schemas['MemoryLayer'];
+export type McpServer = Schemas['McpServerView'];
 /** Which memories the memory page lists; absent ones do not filter. */
 export interface MemoryFilter {
   layer?: MemoryLayer;
@@ -124,6 +127,8 @@ export const api = {
   deleteConnection: (id: string) => request<Schemas['OkView']>('DELETE', `/api/settings/connections/${enc(id)}`),
   testConnection: (id: string) => request<ConnectionTest>('POST', `/api/settings/connections/${enc(id)}/test`),
   connectionModels: (id: string) => request<Schemas['ModelsView']>('GET', `/api/settings/connections/${enc(id)}/models`),
+  /** The MCP servers of `[mcp.servers]` in config.toml and how each is doing. */
+  mcpServers: () => request<McpServer[]>('GET', '/api/mcp/servers'),
   modelChoices: () => request<ModelChoices>('GET', '/api/settings/models'),
   setDefaultModel: (input: ChoiceInput) => request<ModelChoice>('PUT', '/api/settings/models/default', input),
   clearDefaultModel: () => request<Schemas['OkView']>('DELETE', '/api/settings/models/default'),
@@ -190,6 +195,9 @@ export const api = {
   /** `null` removes the agent's own policy, so the tool's default applies. */
   setToolPolicy: (agent: string, name: string, policy: Schemas['ToolPolicy'] | null) =>
     request<Tool>('PUT', `/api/agents/${enc(agent)}/tools/${enc(name)}/policy`, { policy } satisfies Schemas['PolicyUpdate']),
+  toolSettings: (agent: string) => request<ToolSettings>('GET', `/api/agents/${enc(agent)}/tool-settings`),
+  setToolSettings: (agent: string, settings: ToolSettings) =>
+    request<ToolSettings>('PUT', `/api/agents/${enc(agent)}/tool-settings`, settings),
   invokeTool: (agent: string, name: string, args: unknown) => request<unknown>('POST', `/api/agents/${enc(agent)}/tools/${enc(name)}/invoke`, args),
   agentTools: (agent: string) => request<AgentTool[]>('GET', `/api/agents/${enc(agent)}/agent-tools`),
   agentToolVersions: (agent: string, name: string) =>

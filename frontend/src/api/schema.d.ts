@@ -924,6 +924,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/mcp/servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The MCP servers of `[mcp.servers]` in config.toml and how each is doing: up with its tool
+         *     count, or down with the reason and when it is tried again.
+         */
+        get: operations["servers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/openapi.json": {
         parameters: {
             query?: never;
@@ -1439,6 +1459,31 @@ export interface components {
             token: string;
         };
         /**
+         * @description Where a configured MCP server stands.
+         * @enum {string}
+         */
+        McpServerState: "starting" | "up" | "down";
+        /** @description One MCP server of `[mcp.servers]`, as the admin page shows it. */
+        McpServerView: {
+            name: string;
+            /** @description `stdio` or `http`. */
+            transport: string;
+            state: components["schemas"]["McpServerState"];
+            /** @description Tools it offers now (0 unless up). */
+            tools: number;
+            /** @description Tools it has whose names cannot be model tool names, so are not offered. */
+            skipped_tools: string[];
+            /** @description Why it is down, or why it last went down (kept after it came back). */
+            last_error?: string | null;
+            /**
+             * Format: int32
+             * @description Failed attempts in a row (0 unless down).
+             */
+            failures: number;
+            /** @description When the next attempt starts, while down (ISO 8601). */
+            retry_at?: string | null;
+        };
+        /**
          * @description A change to a memory, as its history records it.
          * @enum {string}
          */
@@ -1759,6 +1804,7 @@ export interface components {
             default_policy: components["schemas"]["ToolPolicy"];
             /** @description Whether the agent has a policy of its own for this tool. */
             overridden: boolean;
+            toolset?: null | components["schemas"]["Toolset"];
         };
         /**
          * @description What a built-in tool is for. An agent switches whole toolsets on or off: fewer tools
@@ -3670,6 +3716,25 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Published"];
+                };
+            };
+        };
+    };
+    servers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerView"][];
                 };
             };
         };

@@ -1,7 +1,8 @@
 // The admin section, per agent: the system prompt and learned notes, the agent's tools and UI
 // components (each with its version timeline, diffs and rollback), and the tool execution log
 // with filters, the latest failures and the last 7 days' statistics; and the installation's
-// Settings (provider connections and models, admin/Settings.tsx).
+// Settings (provider connections and models, admin/Settings.tsx; the MCP servers' states,
+// admin/McpServers.tsx).
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { api, type AgentTool, type Schemas, type Tool, type ComponentDetail, type ComponentSummary, type DocumentKind, type DocumentView, type Execution, type ExecutionFilter, type Stats } from '../api/client';
 import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
@@ -10,6 +11,8 @@ import { ADMIN_SECTIONS } from './Sidebar';
 import { ConfirmButtons, ErrorAlert, Stat } from '../admin/parts';
 import { Memories } from '../admin/Memory';
 import { Settings } from '../admin/Settings';
+import { McpServers } from '../admin/McpServers';
+import { Toolsets } from '../admin/Toolsets';
 
 function pretty(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
@@ -593,7 +596,10 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
       </header>
       <div className="admin-body" key={`${section}/${agent}`}>
         {section === 'settings' ? (
-          <Settings />
+          <>
+            <Settings />
+            <McpServers />
+          </>
         ) : !agent ? (
           <p className="muted">Choose an agent.</p>
         ) : section === 'prompt' ? (
@@ -605,6 +611,7 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
           <Memories agent={agent} />
         ) : section === 'tools' ? (
           <>
+            <Toolsets agent={agent} />
             <Policies agent={agent} />
             <Tools agent={agent} />
           </>

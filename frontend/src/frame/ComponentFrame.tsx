@@ -1,4 +1,5 @@
-// An agent-written component, running in a sandboxed iframe (see srcdoc.ts and README.md).
+// An agent-written component, running in a Worker of a sandboxed iframe that draws what it
+// renders (see srcdoc.ts and README.md).
 // The parent side of the bridge: it checks every message (bridge.ts) and performs the few
 // requests a component may make, always for this frame's own agent and conversation.
 import { useEffect, useMemo, useRef, useState } from 'react';

@@ -2,11 +2,13 @@
 // sandbox="allow-scripts" (never allow-same-origin), so it runs in an opaque origin: it
 // cannot read the app's cookies, storage or DOM, and its requests would carry no session.
 // Its CSP forbids every network fetch (connect-src 'none' and no http(s) sources at all);
-// scripts run only with this document's nonce or from blob: URLs the frame made itself
-// (that is how the component's compiled module is loaded). Trusted Types with no policy
-// forbid every HTML-to-DOM sink (innerHTML, srcdoc, document.write): the runtime and React
-// build the DOM node by node, so nothing legitimate needs them, and without them a component
-// cannot write a script into a child frame of its own. WebRTC: see runtime/main.tsx.
+// scripts run only with this document's nonce or from blob: URLs. The component itself runs
+// in a blob: Worker the runtime starts (runtime/main.ts), which inherits this policy: it may
+// load its compiled module and shims from blob: URLs it made, and connect nowhere. Trusted
+// Types name one policy, `wright-worker`, which the runtime creates before anything else and
+// uses for the worker's URL: every other HTML or script-URL sink (innerHTML, srcdoc,
+// document.write, importScripts, new Worker) is refused, in the frame and in the worker.
+// WebRTC: see runtime/main.ts and worker/main.tsx.
 
 export function frameCsp(cspNonce: string): string {
   return [
@@ -19,15 +21,18 @@ export function frameCsp(cspNonce: string): string {
     "connect-src 'none'",
     "frame-src 'none'",
     "child-src 'none'",
-    "worker-src 'none'",
+    // the frame's one worker, where component code runs (runtime/main.ts); a blob: worker
+    // inherits this policy, so within it too nothing but blob: scripts load and nothing connects
+    'worker-src blob:',
     "object-src 'none'",
     "manifest-src 'none'",
     "form-action 'none'",
     "base-uri 'none'",
     "require-trusted-types-for 'script'",
-    "trusted-types 'none'",
-    // the standard switch for WebRTC; Chromium ignores it today, so the runtime also removes
-    // the constructors (runtime/main.tsx)
+    // the one policy: the runtime's, which passes the worker's blob: URL to new Worker()
+    'trusted-types wright-worker',
+    // the standard switch for WebRTC; Chromium ignores it today, so the runtimes also remove
+    // the constructors (runtime/main.ts, worker/main.tsx)
     "webrtc 'block'",
   ].join('; ');
 }

@@ -562,6 +562,53 @@ async fn an_unknown_tool_is_answered_with_the_closest_real_names() {
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
     let error = fixture.results().await[0]["output"]["error"].as_str().unwrap().to_owned();
     assert!(error.starts_with("unknown tool `get_stat`; the closest real tools are: get_state, "), "{error}");
+    let available = fixture.results().await[0]["output"]["available"].clone();
+    assert!(available.as_array().unwrap().contains(&json!("set_state")), "every tool's name: {available}");
+    assert!(!available.as_array().unwrap().contains(&json!("browser_click")), "not those switched off");
+}
+
+#[tokio::test]
+async fn a_question_asked_again_after_its_answer_is_answered_from_the_first_answer() {
+    let fixture = Fixture::new().await;
+    fixture.transcript.store.append_events("c1", &[user("Ask me which one, then save it as choice.")]).await.unwrap();
+    *fixture.transcript.answer_when_parked.lock().unwrap() = Some(json!({"answer": "b"}));
+    let question = json!({"question": "Which one?", "options": ["a", "b"]});
+    let model = ScriptedModel::new(vec![
+        calls(&[("q1", "ask_user", Ok(question.clone()))]),
+        calls(&[("q2", "ask_user", Ok(question.clone()))]),
+        calls(&[("s", "set_state", Ok(json!({"key": "choice", "value": "b"})))]),
+        text("Saved b."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(*fixture.transcript.parked.lock().unwrap(), ["ask_user"], "the person was asked once");
+    let repeated = fixture.results().await[1]["output"].clone();
+    assert_eq!((repeated["repeated_call"].clone(), repeated["result"]["answer"].clone()), (json!(true), json!("b")));
+    let note = repeated["note"].as_str().unwrap();
+    assert!(note.contains("The person asked: \"Ask me which one, then save it as choice.\""), "{note}");
+    assert!(note.contains("If a step of that is still to do, call the tool for it now"), "{note}");
+}
+
+#[tokio::test]
+async fn the_persons_request_preselects_the_schemas_it_is_about() {
+    let mut fixture = Fixture::new().await;
+    fixture.tool_settings = ToolSettings::default();
+    fixture
+        .transcript
+        .store
+        .append_events("c1", &[user("Run one SQL statement on your database to create a table of books.")])
+        .await
+        .unwrap();
+    let model = ScriptedModel::new(vec![text("Done.")]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let (system, _, tools) = model.seen()[0].clone();
+    assert_eq!(tools, 3, "two preselected schemas and load_tools");
+    assert!(!system.contains("\n- db_sql: ") && system.contains("\n- set_state: "), "{system}");
+
+    let model = ScriptedModel::new(vec![text("Done.")]);
+    let config = LoopConfig { preload_tools: 0, ..LoopConfig::default() };
+    fixture.transcript.store.append_events("c1", &[user("And another table.")]).await.unwrap();
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(model.seen()[0].2, 1, "preselection off: only load_tools");
 }
 
 #[tokio::test]

@@ -241,6 +241,44 @@ async fn a_dropped_proxy_stops_listening() {
     assert!(refused);
 }
 
+/// The same proxy on a Unix socket (how a confined shell reaches it): the policy judges
+/// every request, and dropping the proxy closes the connections it serves.
+#[tokio::test]
+async fn a_unix_socket_proxy_applies_the_same_policy_and_ends_its_connections_when_dropped() {
+    let (target, accepted) = echo_server().await;
+    let (denied, denied_accepted) = echo_server().await;
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("proxy.sock");
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let egress = egress_with(allowing(&[format!("127.0.0.1:{}", target.port())]), StaticResolver::new());
+    let proxy = egress.serve_proxy_on(listener, ProxyLimits::default()).unwrap();
+
+    let mut tunnel = tokio::net::UnixStream::connect(&path).await.unwrap();
+    tunnel.write_all(format!("CONNECT {target} HTTP/1.1\r\n\r\n").as_bytes()).await.unwrap();
+    let mut head = [0u8; 39];
+    tunnel.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200 Connection established\r\n\r\n");
+    tunnel.write_all(b"ping").await.unwrap();
+    let mut echoed = [0u8; 4];
+    tunnel.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(&echoed, b"ping");
+
+    let mut refused = tokio::net::UnixStream::connect(&path).await.unwrap();
+    refused.write_all(format!("GET http://{denied}/ HTTP/1.1\r\nHost: {denied}\r\n\r\n").as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    refused.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403 "), "{answer}");
+    assert!(answer.contains("is loopback"), "{answer}");
+    assert_eq!(denied_accepted.load(Ordering::SeqCst), 0);
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+
+    drop(proxy);
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(Duration::from_secs(10), tunnel.read(&mut byte)).await;
+    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "the tunnel outlived the proxy: {read:?}");
+    assert!(tokio::net::UnixStream::connect(&path).await.is_err(), "the dropped proxy still accepts");
+}
+
 #[tokio::test]
 async fn zero_limits_are_a_configuration_error() {
     let egress = egress_with(allowing(&[]), StaticResolver::new());

@@ -143,6 +143,16 @@ impl Wire for ChatWire {
         })
     }
 
+    /// Local compatible servers only: llama.cpp's streaming parser can fail on tool calls its
+    /// whole-response parser reads. OpenAI's own API streams reliably.
+    fn build_whole(&self, request: &Request) -> Option<Result<HttpCall, LlmError>> {
+        (self.flavor == Flavor::Compatible && self.settings.streaming).then(|| {
+            let wire =
+                ChatWire { settings: Settings { streaming: false, ..self.settings.clone() }, flavor: self.flavor };
+            wire.build(request)
+        })
+    }
+
     fn classify(&self, status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
         classify_http(status, headers, body)
     }

@@ -386,3 +386,22 @@ async fn the_fake_refuses_a_call_without_its_result_like_each_vendor() {
     let reply = run(&fake.config(ProviderKind::Anthropic), request()).await.0.expect("reply");
     assert_eq!(reply.text, "ok");
 }
+
+#[tokio::test]
+async fn a_local_server_that_fails_to_stream_a_call_is_asked_for_the_answer_whole() {
+    // llama.cpp's streaming tool-call parser ends some streams with a 500 its whole-response
+    // path does not hit ("Invalid diff: now finding less tool calls!").
+    let failure =
+        || Turn::StreamError { text: String::new(), message: "Invalid diff: now finding less tool calls!".into() };
+    let fake = FakeProvider::start(vec![failure(), Turn::tool_call("get_time", json!({"city": "Oslo"}))]).await;
+    let (reply, _) = run(&fake.config(ProviderKind::OpenaiCompatible), request()).await;
+    assert_eq!(reply.expect("answered whole").tool_calls[0].name, "get_time");
+    let streams: Vec<bool> = fake.requests().iter().map(|request| request.body["stream"] == json!(true)).collect();
+    assert_eq!(streams, [true, false]);
+
+    // OpenAI's own API streams reliably: it is retried as it was sent.
+    let fake = FakeProvider::start(vec![failure(), Turn::text("Noon.")]).await;
+    let (reply, _) = run(&fake.config(ProviderKind::Openai), request()).await;
+    assert_eq!(reply.expect("retried").text, "Noon.");
+    assert!(fake.requests().iter().all(|request| request.body["stream"] == json!(true)));
+}

@@ -8,11 +8,47 @@
 //! and say how to make it: they never skip.
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wright_mcp::{McpClients, McpConfig, McpError, McpServerConfig, ServerState};
+use wright_mcp::{Admission, AdmitFuture, HttpGate, McpClients, McpConfig, McpError, McpServerConfig, ServerState};
+
+/// A gate for the tests, as strict as its table: a URL is admitted only if its exact text is
+/// in the table, with the host and addresses given there. Records every URL it judged.
+#[derive(Default)]
+struct TableGate {
+    admitted: BTreeMap<String, Admission>,
+    judged: Mutex<Vec<String>>,
+}
+
+impl TableGate {
+    fn admitting(url: &str, host: Option<&str>, address: IpAddr) -> Arc<TableGate> {
+        let admission = Admission { host: host.map(str::to_owned), addresses: vec![address] };
+        Arc::new(TableGate { admitted: BTreeMap::from([(url.to_owned(), admission)]), judged: Mutex::default() })
+    }
+
+    fn judged(&self) -> Vec<String> {
+        self.judged.lock().unwrap().clone()
+    }
+}
+
+impl HttpGate for TableGate {
+    fn admit<'a>(&'a self, url: &'a str) -> AdmitFuture<'a> {
+        self.judged.lock().unwrap().push(url.to_owned());
+        let verdict = self.admitted.get(url).cloned().ok_or_else(|| format!("{url} is not in the test's table"));
+        Box::pin(async move { verdict })
+    }
+}
+
+/// For servers that are not HTTP: admits nothing.
+fn no_http() -> Arc<TableGate> {
+    Arc::new(TableGate::default())
+}
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 fn python() -> String {
     if let Ok(python) = std::env::var("WRIGHT_TEST_MCP_PYTHON") {
@@ -82,8 +118,14 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(port: u16) -> HttpServer {
+        HttpServer::answering(port, &[])
+    }
+
+    /// A server that also answers requests for `hosts` (besides 127.0.0.1 and localhost).
+    fn answering(port: u16, hosts: &[&str]) -> HttpServer {
         let child = tokio::process::Command::new(python())
             .args([server_script(), "http".to_owned(), port.to_string()])
+            .args(hosts)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
@@ -96,7 +138,7 @@ impl HttpServer {
 #[tokio::test]
 async fn stdio_server_lists_calls_and_starts_with_an_empty_environment() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[("GREETING", "hello")]))]);
-    let clients = McpClients::start(config(servers)).unwrap();
+    let clients = McpClients::start(config(servers), no_http()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
 
     let tools = clients.tools();
@@ -133,7 +175,7 @@ async fn stdio_server_lists_calls_and_starts_with_an_empty_environment() {
 #[tokio::test]
 async fn a_result_too_large_is_refused_and_a_slow_call_times_out() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients = McpClients::start(McpConfig { call_timeout_ms: 2_000, ..config(servers) }).unwrap();
+    let clients = McpClients::start(McpConfig { call_timeout_ms: 2_000, ..config(servers) }, no_http()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
 
     // The SDK sends a str result twice (a text block and structuredContent), so N bytes of
@@ -153,7 +195,7 @@ async fn a_result_too_large_is_refused_and_a_slow_call_times_out() {
 #[tokio::test]
 async fn a_server_that_dies_mid_call_is_reported_its_tools_disappear_and_it_comes_back() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients = McpClients::start(config(servers)).unwrap();
+    let clients = McpClients::start(config(servers), no_http()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
     let mut changes = clients.changes();
     changes.borrow_and_update();
@@ -184,7 +226,7 @@ async fn a_server_that_cannot_start_is_retried_with_backoff() {
         env: BTreeMap::new(),
         cwd: None,
     };
-    let clients = McpClients::start(config(BTreeMap::from([("gone".to_owned(), missing)]))).unwrap();
+    let clients = McpClients::start(config(BTreeMap::from([("gone".to_owned(), missing)])), no_http()).unwrap();
     until(
         &clients,
         "two failures",
@@ -200,7 +242,7 @@ async fn a_server_that_cannot_start_is_retried_with_backoff() {
 #[tokio::test]
 async fn tool_lists_refresh_on_list_changed_over_stdio() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients = McpClients::start(config(servers)).unwrap();
+    let clients = McpClients::start(config(servers), no_http()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
     assert!(!names(&clients).contains(&"mcp__py__added_later".to_owned()));
 
@@ -221,12 +263,18 @@ async fn streamable_http_server_lists_calls_changes_and_dies() {
         url: server.url.clone(),
         headers: BTreeMap::from([("x-wright-test".to_owned(), "1".to_owned())]),
     };
-    let clients = McpClients::start(config(BTreeMap::from([("web".to_owned(), http)]))).unwrap();
+    let gate = TableGate::admitting(&server.url, None, LOOPBACK);
+    let clients = McpClients::start(config(BTreeMap::from([("web".to_owned(), http)])), gate.clone()).unwrap();
     until(&clients, "the HTTP server", |clients| !clients.tools().is_empty()).await;
     assert_eq!(clients.status()[0].transport, "http");
+    // Judged before each connection attempt (the first ones may have found no server yet),
+    // not per request.
+    let judged = gate.judged().len();
 
     let result = clients.call("mcp__web__echo", json!({"text": "over http"})).await.unwrap();
     assert_eq!(text(&result), "over http");
+    assert_eq!(gate.judged().len(), judged);
+    assert!(gate.judged().iter().all(|url| *url == server.url));
     let error = clients.call("mcp__web__big", json!({"size": 100_000})).await.unwrap_err();
     assert!(matches!(error, McpError::TooLarge { .. }), "{error}");
 
@@ -246,6 +294,49 @@ async fn streamable_http_server_lists_calls_changes_and_dies() {
     until(&clients, "the server back up", |clients| names(clients).contains(&"mcp__web__echo".to_owned())).await;
     let result = clients.call("mcp__web__echo", json!({"text": "back"})).await.unwrap();
     assert_eq!(text(&result), "back");
+    assert!(gate.judged().len() > judged, "a new connection is judged again: {:?}", gate.judged());
+}
+
+#[tokio::test]
+async fn an_http_server_the_gate_refuses_is_never_reached_and_reported_with_the_gates_reason() {
+    let port = free_port();
+    let _server = HttpServer::start(port);
+    let http = McpServerConfig::Http { url: format!("http://127.0.0.1:{port}/mcp"), headers: BTreeMap::new() };
+    let clients = McpClients::start(config(BTreeMap::from([("web".to_owned(), http)])), no_http()).unwrap();
+    until(&clients, "the refusal", |clients| matches!(clients.status()[0].state, ServerState::Down { .. })).await;
+    let ServerState::Down { error, .. } = clients.status()[0].state.clone() else { unreachable!() };
+    assert!(error.contains("is not in the test's table"), "{error}");
+    assert!(clients.tools().is_empty());
+}
+
+#[tokio::test]
+async fn a_named_http_server_is_reached_only_at_the_addresses_the_gate_admitted() {
+    let port = free_port();
+    let _server = HttpServer::answering(port, &["mcp-server.wright-test"]);
+    // No DNS server knows this name: the connection can only work through the admission.
+    let url = format!("http://mcp-server.wright-test:{port}/mcp");
+    let http = McpServerConfig::Http { url: url.clone(), headers: BTreeMap::new() };
+    let gate = TableGate::admitting(&url, Some("mcp-server.wright-test"), LOOPBACK);
+    let clients = McpClients::start(config(BTreeMap::from([("named".to_owned(), http)])), gate).unwrap();
+    until(&clients, "the named server", |clients| !clients.tools().is_empty()).await;
+    let result = clients.call("mcp__named__echo", json!({"text": "pinned"})).await.unwrap();
+    assert_eq!(text(&result), "pinned");
+
+    // The same server, admitted under another name than the URL's: the URL's host (which the
+    // system would resolve) resolves to nothing, so the server is not reached.
+    let url = format!("http://localhost:{port}/mcp");
+    let http = McpServerConfig::Http { url: url.clone(), headers: BTreeMap::new() };
+    let gate = TableGate::admitting(&url, Some("elsewhere.wright-test"), LOOPBACK);
+    let clients = McpClients::start(config(BTreeMap::from([("other".to_owned(), http)])), gate).unwrap();
+    // (rmcp's error says only "error sending request"; that the server answering at
+    // localhost is never reached is what shows the system's resolution was not asked.)
+    until(
+        &clients,
+        "two failed connections",
+        |clients| matches!(clients.status()[0].state, ServerState::Down { failures, .. } if failures >= 2),
+    )
+    .await;
+    assert!(clients.tools().is_empty());
 }
 
 #[test]

@@ -1,7 +1,11 @@
 """An MCP server for wright-mcp's tests, built on the official Python SDK (`mcp` on PyPI).
 
     python server.py stdio
-    python server.py http PORT
+    python server.py http PORT [HOST...]
+
+Over HTTP the SDK's DNS-rebinding protection stays on; it answers `Host: 127.0.0.1`,
+`localhost` and `[::1]` on any port, and the HOST names given (for tests that reach the server
+under a name that only their own resolution knows).
 
 Tools: echo, env (the variable names the process sees), big (a result of N bytes), die (the
 process exits in the middle of the call), slow (answers after N seconds), grow / shrink (add or
@@ -13,6 +17,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 
 server = MCPServer("wright-test-server")
 
@@ -78,4 +83,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", *(f"{host}:*" for host in sys.argv[3:])]
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts)
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), transport_security=security)

@@ -16,6 +16,7 @@ mod documents;
 mod error;
 mod images;
 mod market;
+mod mcp;
 mod memory;
 mod sessions;
 mod settings;
@@ -115,6 +116,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(admin::component_rollback))
         .routes(routes!(admin::component_enabled))
         .routes(routes!(admin::stats))
+        .routes(routes!(mcp::servers))
         .routes(routes!(market::search))
         .routes(routes!(market::listing))
         .routes(routes!(market::publish))
@@ -150,6 +152,14 @@ pub fn app(state: AppState) -> Router {
             .layer(HandleErrorLayer::new(timeout_error))
             .timeout(state.config.server.request_timeout()),
     );
+    // `/mcp` speaks MCP, not this API: its errors are rmcp's (JSON-RPC), so it is merged
+    // after the `/api` layers; it gets the same request timeout.
+    let mcp = mcp::router(&state).layer(
+        ServiceBuilder::new()
+            .layer(HandleErrorLayer::new(timeout_error))
+            .timeout(state.config.server.request_timeout()),
+    );
+    let api = api.merge(mcp);
     let frontend_dir = state.config.server.frontend_dir.clone();
     let host_check = middleware::from_fn_with_state(state.clone(), auth::check_host);
     let router = api.with_state(state);

@@ -28,6 +28,9 @@ pub struct ToolView {
     pub default_policy: ToolPolicy,
     /// Whether the agent has a policy of its own for this tool.
     pub overridden: bool,
+    /// The toolset of a built-in (switched on or off per agent in its tool settings); null
+    /// for the agent's own and MCP tools, which are always available.
+    pub toolset: Option<wright_core::Toolset>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -97,6 +100,7 @@ pub async fn list_tools(
                     description: tool.description,
                     parameters: tool.parameters,
                     kind: tool.kind.as_str().to_owned(),
+                    toolset: tool.toolset,
                 }
             })
             .collect(),
@@ -129,6 +133,7 @@ pub async fn set_policy(
         description: tool.description,
         parameters: tool.parameters,
         kind: tool.kind.as_str().to_owned(),
+        toolset: tool.toolset,
     }))
 }
 

@@ -1,11 +1,10 @@
-//! Tests of the `wright` server and CLI: the router in process (no socket) for routes and
-//! auth, and the real binary for `serve`, `tool call` and the document commands.
+//! Tests of the `wright` server: the router in process (no socket) for routes, auth, limits and
+//! the config, and the listener's hardening. The end-to-end tests that drive the real binary
+//! from outside are the workspace's, in the top-level `tests/e2e` (this crate's `e2e` target).
 
 mod api;
-mod binary;
 mod hardening;
 mod images;
+mod mcp;
 mod memory_embeddings;
-mod model_loop;
-mod real_model;
 mod settings;

@@ -962,24 +962,138 @@ mod mcp {
 
     use super::*;
 
-    /// The Python SDK server of wright-mcp's tests, over stdio (see that crate for the
-    /// interpreter: `$WRIGHT_TEST_MCP_PYTHON`, made by scripts/test.sh).
-    fn clients() -> McpClients {
+    /// The Python interpreter with `mcp` (see wright-mcp's tests: `$WRIGHT_TEST_MCP_PYTHON`,
+    /// made by scripts/test.sh) and the SDK server of wright-mcp's tests.
+    fn python_and_script() -> (String, String) {
         let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let python = std::env::var("WRIGHT_TEST_MCP_PYTHON").unwrap_or_else(|_| {
             let venv = manifest.join("../../target/mcp-test-venv/bin/python");
             assert!(venv.exists(), "no Python with `mcp`: run scripts/test.sh or set WRIGHT_TEST_MCP_PYTHON");
             venv.display().to_string()
         });
-        let script = manifest.join("../wright-mcp/tests/it/server.py").display().to_string();
+        (python, manifest.join("../wright-mcp/tests/it/server.py").display().to_string())
+    }
+
+    /// The Python SDK server of wright-mcp's tests, over stdio.
+    fn clients() -> McpClients {
+        let (python, script) = python_and_script();
         let server = McpServerConfig::Stdio {
             command: python,
             args: vec![script, "stdio".to_owned()],
             env: BTreeMap::new(),
             cwd: None,
         };
-        McpClients::start(McpConfig { servers: BTreeMap::from([("py".to_owned(), server)]), ..McpConfig::default() })
+        let egress = Egress::new(EgressConfig::default()).unwrap();
+        McpClients::start(
+            McpConfig { servers: BTreeMap::from([("py".to_owned(), server)]), ..McpConfig::default() },
+            wright_tools::egress_gate(&egress),
+        )
+        .unwrap()
+    }
+
+    /// The SDK server over streamable HTTP on 127.0.0.1:`port`, also answering `Host: hosts`;
+    /// killed on drop.
+    fn http_server(port: u16, hosts: &[&str]) -> tokio::process::Child {
+        let (python, script) = python_and_script();
+        tokio::process::Command::new(python)
+            .args([script, "http".to_owned(), port.to_string()])
+            .args(hosts)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
             .unwrap()
+    }
+
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    }
+
+    /// Clients of one HTTP server at `url`, through the egress policy of `egress`.
+    fn http_clients(url: &str, egress: &Egress) -> McpClients {
+        let server = McpServerConfig::Http { url: url.to_owned(), headers: BTreeMap::new() };
+        let config = McpConfig {
+            servers: BTreeMap::from([("web".to_owned(), server)]),
+            retry_initial_ms: 200,
+            retry_max_ms: 1_000,
+            ..McpConfig::default()
+        };
+        McpClients::start(config, wright_tools::egress_gate(egress)).unwrap()
+    }
+
+    async fn until(clients: &McpClients, what: &str, check: impl Fn(&McpClients) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !check(clients) {
+            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}: {:?}", clients.status());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn down_error(clients: &McpClients) -> Option<String> {
+        match &clients.status()[0].state {
+            wright_mcp::ServerState::Down { error, .. } => Some(error.clone()),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_http_mcp_server_on_loopback_is_refused_by_the_egress_policy_unless_the_operator_allowed_it() {
+        let port = free_port();
+        let _server = http_server(port, &[]);
+        let url = format!("http://127.0.0.1:{port}/mcp");
+
+        let refused = http_clients(&url, &Egress::new(EgressConfig::default()).unwrap());
+        until(&refused, "the refusal", |clients| down_error(clients).is_some()).await;
+        let error = down_error(&refused).unwrap();
+        assert!(error.starts_with("request denied by egress policy:"), "{error}");
+        assert!(error.contains("127.0.0.1 is loopback"), "{error}");
+        assert!(error.contains(&format!("add `127.0.0.1:{port}` to [egress] allow")), "{error}");
+        assert!(refused.tools().is_empty());
+
+        // Allowed for another port only: still refused.
+        let other_port = EgressConfig { allow: vec![format!("127.0.0.1:{}", port + 1)], ..EgressConfig::default() };
+        let refused = http_clients(&url, &Egress::new(other_port).unwrap());
+        until(&refused, "the refusal", |clients| down_error(clients).is_some()).await;
+        assert!(down_error(&refused).unwrap().contains("denied by egress policy"));
+
+        let allowed = EgressConfig { allow: vec![format!("127.0.0.1:{port}")], ..EgressConfig::default() };
+        let clients = http_clients(&url, &Egress::new(allowed).unwrap());
+        until(&clients, "the allowed server", |clients| clients.tool("mcp__web__echo").is_some()).await;
+        let fixture = Fixture::new().await.with_mcp(clients);
+        let result = fixture.call("mcp__web__echo", json!({"text": "through the egress"})).await.unwrap();
+        assert_eq!(result["content"][0]["text"], "through the egress", "{result}");
+    }
+
+    #[tokio::test]
+    async fn a_named_http_mcp_server_is_looked_up_once_per_connection_and_reached_at_that_answer() {
+        let port = free_port();
+        let _server = http_server(port, &["mcp.wright-test"]);
+        // Our resolver's answers; the system's DNS knows neither name.
+        let resolver = Arc::new(
+            wright_egress::StaticResolver::new()
+                .with("mcp.wright-test", &[std::net::Ipv4Addr::LOCALHOST.into()])
+                .with("internal.wright-test", &[std::net::Ipv4Addr::new(10, 0, 0, 5).into()]),
+        );
+        let allow = EgressConfig { allow: vec![format!("mcp.wright-test:{port}")], ..EgressConfig::default() };
+        let egress = Egress::with_resolver(allow, resolver.clone()).unwrap();
+
+        let internal = http_clients(&format!("http://internal.wright-test:{port}/mcp"), &egress);
+        until(&internal, "the refusal", |clients| down_error(clients).is_some()).await;
+        let error = down_error(&internal).unwrap();
+        assert!(error.contains("10.0.0.5 is private"), "{error}");
+        drop(internal);
+
+        let clients = http_clients(&format!("http://mcp.wright-test:{port}/mcp"), &egress);
+        until(&clients, "the named server", |clients| clients.tool("mcp__web__echo").is_some()).await;
+        // Looked up once per connection attempt, not per request: the calls below go to the
+        // answer the connection was pinned to.
+        let lookups = resolver.lookups();
+        let fixture = Fixture::new().await.with_mcp(clients);
+        for text in ["one", "two"] {
+            let result = fixture.call("mcp__web__echo", json!({"text": text})).await.unwrap();
+            assert_eq!(result["content"][0]["text"], text);
+        }
+        assert_eq!(resolver.lookups(), lookups);
     }
 
     #[tokio::test]

@@ -4,7 +4,7 @@ use std::os::unix::fs::symlink;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use wright_workspace::WorkspaceError;
+use wright_workspace::{GrepRequest, ShellRequest, WorkspaceError};
 
 use crate::{Fixture, SECRET, path_text};
 
@@ -129,16 +129,63 @@ fn proc_self_root_is_not_a_way_out() {
 #[test]
 fn hard_links_to_outside_files_are_neither_read_nor_written_through() {
     let fixture = Fixture::new();
-    std::fs::hard_link(fixture.outside().join("secret.txt"), fixture.host("hard.txt")).expect("hard link");
-    let error = assert_refused(fixture.workspace.read("hard.txt", None, None), "read a hard link");
+    // In an operator root (which other users of the host may be able to write), a file with a
+    // second name is refused whoever owns it.
+    let shared = fixture.root("shared-rw");
+    std::fs::hard_link(fixture.outside().join("secret.txt"), shared.join("hard.txt")).expect("hard link");
+    let hard = path_text(&shared.join("hard.txt"));
+    let error = assert_refused(fixture.workspace.read(&hard, None, None), "read a hard link in an operator root");
     assert!(error.to_string().contains("hard link"), "{error}");
-    assert_refused(fixture.workspace.edit("hard.txt", SECRET, "pwned", false), "edit a hard link");
-    let grep = fixture.workspace.grep(&grep_request(SECRET)).expect("grep");
+    assert_refused(fixture.workspace.edit(&hard, SECRET, "pwned", false), "edit a hard link");
+    let grep =
+        fixture.workspace.grep(&GrepRequest { path: Some(path_text(&shared)), ..grep_request(SECRET) }).expect("grep");
     assert_eq!(grep.count, 0, "ESCAPE: grep read a hard link: {}", grep.output);
-    // A write replaces the workspace's name with a new file; the outside file is untouched.
-    fixture.workspace.write("hard.txt", "mine").expect("write replaces the entry");
-    assert_eq!(std::fs::read_to_string(fixture.host("hard.txt")).expect("host"), "mine");
+    // A write replaces the root's name with a new file; the outside file is untouched.
+    fixture.workspace.write(&hard, "mine").expect("write replaces the entry");
+    assert_eq!(std::fs::read_to_string(shared.join("hard.txt")).expect("host"), "mine");
     fixture.assert_secret_intact();
+
+    // In the agent's own workspace, a file of another owner linked in is refused too. Making
+    // one needs root (chown); without root, the kernel's protected_hardlinks refuses to make
+    // such a link at all (a file this user neither owns nor can write), which is what the
+    // workspace's rule stands on.
+    let foreign = fixture.outside().join("foreign.txt");
+    std::fs::write(&foreign, SECRET).expect("foreign");
+    if rustix::process::geteuid().is_root() {
+        std::os::unix::fs::chown(&foreign, Some(4242), Some(4242)).expect("chown");
+        std::fs::hard_link(&foreign, fixture.host("foreign.txt")).expect("hard link");
+        let error = assert_refused(fixture.workspace.read("foreign.txt", None, None), "read another owner's link");
+        assert!(error.to_string().contains("hard link"), "{error}");
+        assert_refused(fixture.workspace.edit("foreign.txt", SECRET, "pwned", false), "edit another owner's link");
+        let grep = fixture.workspace.grep(&grep_request(SECRET)).expect("grep");
+        assert_eq!(grep.count, 0, "ESCAPE: grep read another owner's hard link: {}", grep.output);
+    } else {
+        let error = std::fs::hard_link("/usr/bin/bash", fixture.host("foreign.txt")).expect_err("linked a root file");
+        assert!(matches!(error.raw_os_error(), Some(1) | Some(18)), "EPERM or EXDEV expected: {error}");
+    }
+}
+
+/// Hard links the shell makes (a `git clone` of a local repository does) are both inside the
+/// workspace: such files are read, searched and edited, and an edit replaces only the name
+/// edited.
+#[test]
+fn hard_links_made_inside_the_workspace_are_read() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.host("first.txt"), "shared text\n").expect("file");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let request = ShellRequest {
+        command: "ln first.txt second.txt && stat -c %h second.txt".into(),
+        timeout_ms: Some(10_000),
+        cwd: None,
+    };
+    let outcome = runtime.block_on(fixture.workspace.run(&request)).expect("run");
+    assert_eq!(outcome.stdout, "2\n", "{outcome:?}");
+    assert_eq!(fixture.workspace.read("second.txt", None, None).expect("read").content, "     1\tshared text\n");
+    let grep = fixture.workspace.grep(&grep_request("shared text")).expect("grep");
+    assert_eq!(grep.count, 2, "{}", grep.output);
+    fixture.workspace.edit("second.txt", "shared", "edited", false).expect("edit");
+    assert_eq!(std::fs::read_to_string(fixture.host("second.txt")).expect("second"), "edited text\n");
+    assert_eq!(std::fs::read_to_string(fixture.host("first.txt")).expect("first"), "shared text\n");
 }
 
 #[test]

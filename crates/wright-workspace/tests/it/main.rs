@@ -4,6 +4,7 @@
 //! `outside` directory with a secret that no operation may reveal or change.
 
 mod files;
+mod network;
 mod search;
 mod shell;
 
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 use wright_core::AgentId;
-use wright_workspace::{RootConfig, Workspace, WorkspaceConfig, Workspaces};
+use wright_workspace::{RootConfig, ShellNetwork, Workspace, WorkspaceConfig, Workspaces};
 
 pub const SECRET: &str = "SECRET-7f3a9c";
 
@@ -26,6 +27,11 @@ impl Fixture {
     }
 
     pub fn with(adjust: impl FnOnce(&mut WorkspaceConfig)) -> Self {
+        Self::build(adjust, None)
+    }
+
+    /// With `network` given to the shell (which uses it only if `adjust` turns network on).
+    pub fn build(adjust: impl FnOnce(&mut WorkspaceConfig), network: Option<ShellNetwork>) -> Self {
         let temp = tempfile::tempdir().expect("temp dir");
         for directory in ["data", "outside", "shared-ro", "shared-rw"] {
             std::fs::create_dir_all(temp.path().join(directory)).expect("mkdir");
@@ -40,7 +46,10 @@ impl Fixture {
             ..WorkspaceConfig::default()
         };
         adjust(&mut config);
-        let workspaces = Workspaces::new(temp.path().join("data"), config).expect("workspaces");
+        let mut workspaces = Workspaces::new(temp.path().join("data"), config).expect("workspaces");
+        if let Some(network) = network {
+            workspaces = workspaces.with_network(network).expect("network");
+        }
         let workspace = workspaces.open(&AgentId::parse("agent-1").expect("id")).expect("open");
         Fixture { temp, workspace }
     }

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
-const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
+pub(crate) const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
 
 fn wright(data_dir: &Path, args: &[&str]) -> Output {
     Command::new(WRIGHT).arg("--data-dir").arg(data_dir).args(args).env_remove("WRIGHT_TOKEN").output().unwrap()
@@ -18,14 +18,14 @@ fn json_of(output: &Output) -> Value {
         .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))
 }
 
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    address: String,
+    pub(crate) address: String,
     first_line: String,
 }
 
 impl Server {
-    fn start(data_dir: &Path, token: Option<&str>) -> Self {
+    pub(crate) fn start(data_dir: &Path, token: Option<&str>) -> Self {
         let mut command = Command::new(WRIGHT);
         command
             .arg("--data-dir")
@@ -53,7 +53,7 @@ impl Drop for Server {
     }
 }
 
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     rustls::crypto::ring::default_provider().install_default().ok();
     reqwest::Client::new()
 }
@@ -305,4 +305,47 @@ fn memory_commands_list_recall_forget_and_restore() {
     let bad_layer = wright(dir.path(), &["memory", "list", "--layer", "forever"]);
     assert!(!bad_layer.status.success());
     assert!(String::from_utf8_lossy(&bad_layer.stderr).contains("unknown memory layer \"forever\""));
+}
+
+/// `wright tool call bash` with `[workspace.shell] network` on: the binary is its own forwarder
+/// inside the sandbox (hidden subcommand), and the egress policy of config.toml decides what a
+/// command reaches — an allowlisted local server through the proxy, nothing directly. With
+/// network off (the default) the same command reaches nothing.
+#[test]
+fn bash_reaches_the_network_only_through_the_egress_proxy_when_the_operator_allows_it() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).map(|read| read == 1).unwrap_or(false) {
+                head.push(byte[0]);
+            }
+            stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\nconnection: close\r\n\r\nlocal-site\n").ok();
+        }
+    });
+    let command = format!(
+        "python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:{port}/').read().decode(), end='')\" 2>&1 | tail -n 1; \
+         (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo DIRECT-REACHED"
+    );
+    let args = serde_json::json!({ "command": command, "timeout_ms": 20_000 }).to_string();
+
+    let on = tempfile::tempdir().unwrap();
+    let config = format!("[egress]\nallow = [\"127.0.0.1:{port}\"]\n\n[workspace.shell]\nnetwork = true\n");
+    std::fs::write(on.path().join("config.toml"), config).unwrap();
+    let output = wright(on.path(), &["tool", "call", "bash", "--args", &args]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let result = json_of(&output);
+    assert_eq!(result["stdout"], "local-site\n", "{result}");
+
+    let off = tempfile::tempdir().unwrap();
+    std::fs::write(off.path().join("config.toml"), format!("[egress]\nallow = [\"127.0.0.1:{port}\"]\n")).unwrap();
+    let output = wright(off.path(), &["tool", "call", "bash", "--args", &args]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let result = json_of(&output);
+    let stdout = result["stdout"].as_str().unwrap();
+    assert!(stdout.contains("URLError") && !stdout.contains("local-site") && !stdout.contains("REACHED"), "{result}");
 }

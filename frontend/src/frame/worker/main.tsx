@@ -1,7 +1,8 @@
-// The runtime inside a component frame (an opaque-origin, sandboxed iframe; see srcdoc.ts).
-// It receives the compiled component and its props from the parent, provides React, hooks,
-// UI primitives and the bridge (callTool, sendMessage, useAgentState, importModule), and
-// renders. It can reach the app only by postMessage, which the parent checks (bridge.ts).
+// The component's Worker: where the agent's code runs. The frame creates it from a blob: URL
+// (so it inherits the frame's CSP: no fetch, no imports but blob:, no eval) and it has no DOM —
+// no document, no window, no element to navigate, embed or load with. React renders here
+// through our own renderer (renderer.ts) into ops the frame draws from an allowlist; the bridge
+// (callTool, sendMessage, useAgentState, importModule) asks the frame, which asks the parent.
 //
 // What the compiled component must look like (the server compiles JSX to this):
 //   an ES module; JSX as React.createElement / React.Fragment (classic runtime), or the
@@ -10,49 +11,53 @@
 //   GLOBALS below is also a global, so code written without imports works too.
 import * as React from 'react';
 import * as JsxRuntime from 'react/jsx-runtime';
-import { createRoot } from 'react-dom/client';
-import { PROTOCOL, type ParentMessage } from '../protocol';
+import type { BridgeRequest, FrameToWorker, WorkerMessage } from '../tree';
 import { primitives } from './primitives';
-import { frameStyles } from './styles';
+import { createRenderer, type Renderer } from './renderer';
 
-declare global {
-  interface Window {
-    __wrightModules: Record<string, Record<string, unknown>>;
-  }
+interface WorkerScope {
+  postMessage(message: unknown): void;
+  addEventListener(type: 'message', listener: (event: MessageEvent) => void): void;
+  addEventListener(type: 'unhandledrejection', listener: (event: PromiseRejectionEvent) => void): void;
+  __wrightModules: Record<string, Record<string, unknown>>;
 }
+const scope = globalThis as unknown as WorkerScope;
 
-// The bridge nonce proves to the parent that a message comes from this frame's runtime; it is
-// taken out of the document before component code can look for it.
-const bridgeMeta = document.querySelector('meta[name="wright-bridge"]');
-const nonce = bridgeMeta?.getAttribute('content') ?? '';
-bridgeMeta?.remove();
+// Taken before any component code runs, which may replace the global.
+const postToFrame = scope.postMessage.bind(scope);
+const send = (message: WorkerMessage) => postToFrame(message);
 
-// WebRTC is the one way out of this frame that no CSP directive stops in Chromium (ICE
-// sends STUN over UDP to any address the code names; `webrtc 'block'` is not implemented).
-// So its constructors are removed from this realm before any component code runs. Other
-// realms are out of reach: a child frame has an opaque origin of its own (cross-origin to
-// us), and Trusted Types ('none') stop us writing a script into one (srcdoc, innerHTML).
-for (const name of Object.getOwnPropertyNames(window)) {
+// WebRTC's data channel and frames are exposed to workers; without a peer connection (which
+// workers lack) they reach nothing, but there is no reason to leave them about.
+for (const name of Object.getOwnPropertyNames(globalThis)) {
   if (/^(webkit)?RTC/.test(name)) {
-    delete (window as unknown as Record<string, unknown>)[name];
-    if (name in window) Object.defineProperty(window, name, { value: undefined, configurable: false, writable: false });
+    try {
+      delete (globalThis as Record<string, unknown>)[name];
+    } catch {
+      // non-configurable: left as it is
+    }
   }
 }
+
+const errorText = (error: unknown) => String((error as Error)?.message ?? error);
+const report = (error: unknown) => send({ t: 'error', message: errorText(error) });
+
 let interactive = false;
 
-function post(type: string, fields: Record<string, unknown> = {}) {
-  // '*' because an opaque-origin document cannot name its parent's origin; nothing secret is sent.
-  window.parent.postMessage({ protocol: PROTOCOL, nonce, type, ...fields }, '*');
-}
-
-// Requests to the parent, answered by `response` messages with the same id.
+// Requests to the parent (through the frame), answered by `response` messages with the same id.
 let nextId = 1;
 const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
-function ask(type: string, fields: Record<string, unknown>): Promise<unknown> {
+function ask(type: BridgeRequest, fields: Record<string, unknown>): Promise<unknown> {
   const id = nextId++;
   return new Promise((resolve, reject) => {
     waiting.set(id, { resolve, reject });
-    post(type, { id, ...fields });
+    try {
+      send({ t: 'request', type, id, fields });
+    } catch (error) {
+      // a value that cannot be cloned (a function, a DOM-less host object)
+      waiting.delete(id);
+      reject(error as Error);
+    }
   });
 }
 
@@ -67,7 +72,7 @@ async function callTool(action: string, payload: Record<string, unknown> = {}): 
   answered = true;
 }
 
-/** Sends a chat message as the person. */
+/** Sends a chat message, shown as this component's. */
 async function sendMessage(text: string): Promise<void> {
   await ask('sendMessage', { text: String(text) });
 }
@@ -125,19 +130,20 @@ const GLOBALS: Record<string, unknown> = {
   ...primitives,
   ...bridge,
 };
-Object.assign(window, GLOBALS);
-window.__wrightModules = {
+Object.assign(globalThis, GLOBALS);
+scope.__wrightModules = {
   react: { ...React, default: React },
   'react/jsx-runtime': { ...JsxRuntime },
   'react/jsx-dev-runtime': { ...JsxRuntime, jsxDEV: JsxRuntime.jsx },
   wright: { ...primitives, ...bridge },
 };
+const modules = scope.__wrightModules;
 
 const shimUrls = new Map<string, string>();
 function shimUrl(specifier: string): string {
   let url = shimUrls.get(specifier);
   if (!url) {
-    const names = Object.keys(window.__wrightModules[specifier]).filter((name) => name !== 'default' && /^[A-Za-z_$][\w$]*$/.test(name));
+    const names = Object.keys(modules[specifier]).filter((name) => name !== 'default' && /^[A-Za-z_$][\w$]*$/.test(name));
     const source = `const m = globalThis.__wrightModules[${JSON.stringify(specifier)}];\nexport default (m.default ?? m);\nexport const { ${names.join(', ')} } = m;\n`;
     url = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
     shimUrls.set(specifier, url);
@@ -149,7 +155,7 @@ function shimUrl(specifier: string): string {
 export function rewriteImports(code: string): string {
   return code.replace(/(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(["'])([^"'\n]+)\2/g, (whole, lead: string, quote: string, specifier: string) => {
     if (specifier.startsWith('blob:')) return whole;
-    if (!(specifier in window.__wrightModules)) {
+    if (!Object.prototype.hasOwnProperty.call(modules, specifier)) {
       throw new Error(`Cannot import "${specifier}": a component may import only from "react" and "wright" (use importModule(name) for another stored component).`);
     }
     return `${lead}${quote}${shimUrl(specifier)}${quote}`;
@@ -173,27 +179,31 @@ class Boundary extends React.Component<{ children: React.ReactNode }, { error: E
     return { error };
   }
   componentDidCatch(error: Error) {
-    post('error', { message: error.message || String(error) });
+    report(error);
   }
   render() {
-    return this.state.error ? <pre className="w-error">{String(this.state.error.message || this.state.error)}</pre> : this.props.children;
+    return this.state.error ? <pre className="w-error">{errorText(this.state.error)}</pre> : this.props.children;
   }
 }
 
-const root = createRoot(document.getElementById('root')!);
+// Made when the component arrives, while its module loads: compiling the reconciler is the
+// largest part of the worker's start.
+let renderer: Renderer | null = null;
+const rendererNow = () => (renderer ??= createRenderer(send, report));
 function showError(message: string) {
-  root.render(<pre className="w-error">{message}</pre>);
-  post('error', { message });
+  rendererNow().render(<pre className="w-error">{message}</pre>);
+  send({ t: 'error', message });
 }
 
-async function start(message: Extract<ParentMessage, { type: 'init' }>) {
-  interactive = message.interactive;
-  document.documentElement.dataset.theme = message.theme;
+async function start(message: Extract<FrameToWorker, { t: 'init' }>) {
+  interactive = message.interactive === true;
   let module: Record<string, unknown>;
   try {
-    module = await loadModule(message.code);
+    const loading = loadModule(String(message.code));
+    rendererNow();
+    module = await loading;
   } catch (error) {
-    showError(`The component failed to load: ${(error as Error).message ?? String(error)}`);
+    showError(`The component failed to load: ${errorText(error)}`);
     return;
   }
   const Component = module.default;
@@ -201,24 +211,19 @@ async function start(message: Extract<ParentMessage, { type: 'init' }>) {
     showError('The component has no default export: end it with `export default function MyComponent(props) { ... }`.');
     return;
   }
-  root.render(
-    <Boundary>
-      {React.createElement(Component as React.ComponentType<Record<string, unknown>>, message.props ?? {})}
-    </Boundary>,
-  );
+  rendererNow().render(<Boundary>{React.createElement(Component as React.ComponentType<Record<string, unknown>>, message.props ?? {})}</Boundary>);
 }
 
 let started = false;
-window.addEventListener('message', (event: MessageEvent) => {
-  if (event.source !== window.parent) return;
-  const data = event.data as ParentMessage | null;
-  if (!data || data.protocol !== PROTOCOL || data.nonce !== nonce) return;
-  if (data.type === 'init' && !started) {
+scope.addEventListener('message', (event: MessageEvent) => {
+  const data = event.data as FrameToWorker | null;
+  if (!data || typeof data !== 'object') return;
+  if (data.t === 'init' && !started) {
     started = true;
     void start(data);
-  } else if (data.type === 'theme') {
-    document.documentElement.dataset.theme = data.theme;
-  } else if (data.type === 'response') {
+  } else if (data.t === 'event') {
+    rendererNow().dispatch(data);
+  } else if (data.t === 'response') {
     const request = waiting.get(data.id);
     if (!request) return;
     waiting.delete(data.id);
@@ -226,27 +231,4 @@ window.addEventListener('message', (event: MessageEvent) => {
     else request.reject(new Error(data.error ?? 'refused'));
   }
 });
-
-const style = document.createElement('style');
-style.textContent = frameStyles;
-document.head.appendChild(style);
-
-// Tell the parent how tall we are, so the canvas can size the iframe to its content.
-let lastHeight = -1;
-new ResizeObserver(() => {
-  const height = Math.ceil(document.documentElement.scrollHeight);
-  if (height !== lastHeight) {
-    lastHeight = height;
-    post('resize', { height });
-  }
-}).observe(document.documentElement);
-
-window.addEventListener('error', (event) => post('error', { message: event.message }));
-window.addEventListener('unhandledrejection', (event) => post('error', { message: String((event.reason as Error)?.message ?? event.reason) }));
-// Say we are ready until the parent answers with init (its listener may attach after our load).
-post('ready');
-let readyTries = 0;
-const readyTimer = setInterval(() => {
-  if (started || ++readyTries > 50) clearInterval(readyTimer);
-  else post('ready');
-}, 100);
+scope.addEventListener('unhandledrejection', (event) => report(event.reason));

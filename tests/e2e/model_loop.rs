@@ -691,6 +691,12 @@ async fn a_call_its_policy_asks_about_waits_for_approval_across_a_restart_and_ru
     assert_eq!(detail["events"].as_array().unwrap().last().unwrap()["content"], "Saved.", "{detail}");
     assert_eq!(server.get("/api/agents/default/state/k").await["value"], 2, "it ran with the person's edit");
     assert_paired(&detail, "approved");
+    let approved = results(&detail).last().unwrap().clone();
+    assert_eq!(
+        approved["output"],
+        json!({"ok": true, "arguments_edited_by_person": {"key": "k", "value": 2}}),
+        "the model reads what really ran: {approved}"
+    );
     // Denied: the model reads the refusal; nothing runs.
     let detail = server.say(&id, "now 3").await;
     let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
