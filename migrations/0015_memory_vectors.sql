@@ -2,6 +2,8 @@
 -- each memory's content is embedded and recall ranks by full text and vectors together.
 -- Vectors belong to one embedding space (a model, and the dimensions asked of it); a memory
 -- has at most one vector per space, and only the configured space's vectors are kept.
+-- (Recall now scores full text itself from each word's matches, `memory/recall.rs`: the `rank`
+-- setting 0010 gave memories_fts stays, unused.)
 
 CREATE TABLE memory_vectors (
     -- Increases with every vector written (AUTOINCREMENT: never reused), so an in-memory
