@@ -6,13 +6,13 @@
 //!
 //! Hybrid (with an embedder that answers): the query is embedded (one call to the embedding
 //! endpoint, never a chat model); the agent's quantised vector index nominates its nearest
-//! memories; full-text and vector candidates are rescored exactly (cosine of the stored f32
-//! vectors) and fused by reciprocal rank — `Σ 1/(k + rank)` over the BM25 and the cosine
-//! ranking, scaled so that first in both is 1 — then weighted by layer and recency as above.
+//! memories, which are rescored exactly (cosine of the stored f32 vectors); the cosine ranking
+//! and the full-text ranking are fused by reciprocal rank — `Σ 1/(k + rank)`, scaled so that
+//! first in both is 1 — then weighted by layer and recency as above.
 //! Reciprocal rank rather than a weighted sum of scores because BM25's scale depends on the
 //! corpus and the query, and cosine's on the model; ranks compare without calibration.
-//! A memory below `min_similarity` has no vector rank; one without a vector (not yet
-//! embedded) keeps its full-text rank. Without a query vector, full text alone answers.
+//! A memory below `min_similarity`, not nominated, or without a vector yet (still queued) has
+//! no vector rank and keeps its full-text one. Without a query vector, full text alone answers.
 
 use std::collections::{HashMap, HashSet};
 
