@@ -171,3 +171,22 @@ async fn an_edited_memory_is_embedded_again() {
         .collect();
     assert!(embedded.contains(&"Tom adopted a puppy".to_owned()), "{embedded:?}");
 }
+
+#[test]
+fn the_embeddings_section_is_read_strictly_with_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |text: &str| std::fs::write(dir.path().join("config.toml"), text).unwrap();
+    write("[memory.embeddings]\nconnection = \"env:ollama\"\nmodel = \"nomic-embed-text\"\ndimensions = 256\n");
+    let config = Config::load(dir.path()).unwrap();
+    let embeddings = config.memory.embeddings.unwrap();
+    assert_eq!((embeddings.connection.as_str(), embeddings.model.as_str()), ("env:ollama", "nomic-embed-text"));
+    assert_eq!(embeddings.space(), "nomic-embed-text@256");
+    assert_eq!(embeddings.query_timeout_ms, MemoryEmbeddingsConfig::new("c", "m").query_timeout_ms);
+    write("[memory.embeddings]\nconnection = \"env:ollama\"\nmodel = \"m\"\ndimension = 256\n");
+    let error = Config::load(dir.path()).err().unwrap().to_string();
+    assert!(error.contains("dimension"), "{error}");
+    write("[memory.embeddings]\nmodel = \"m\"\n");
+    assert!(Config::load(dir.path()).is_err(), "a connection is required");
+    write("[memory]\ncontext_chars = 100\n");
+    assert_eq!(Config::load(dir.path()).unwrap().memory.embeddings, None);
+}
