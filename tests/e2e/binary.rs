@@ -307,6 +307,44 @@ fn memory_commands_list_recall_forget_and_restore() {
     assert!(String::from_utf8_lossy(&bad_layer.stderr).contains("unknown memory layer \"forever\""));
 }
 
+/// With `[memory.embeddings]`, the CLI embeds what it stores and recalls by meaning too, through
+/// the same connection as the server (here the environment's Ollama: the fake provider).
+#[test]
+fn the_cli_recalls_by_meaning_with_embeddings_configured() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let fake = runtime.block_on(wright_llm::testing::FakeProvider::start(Vec::new()));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[memory.embeddings]\nconnection = \"env:ollama\"\nmodel = \"fake-embed\"\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(WRIGHT)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(args)
+            .env_remove("WRIGHT_TOKEN")
+            .env("OLLAMA_HOST", fake.url())
+            .output()
+            .unwrap()
+    };
+    for content in ["Tom sold his old vehicle", "Tea with lemon in the afternoon"] {
+        let arguments = serde_json::json!({"action": "store", "layer": "long", "content": content}).to_string();
+        let stored = run(&["tool", "call", "memory", "--args", &arguments]);
+        assert!(stored.status.success(), "{}", String::from_utf8_lossy(&stored.stderr));
+    }
+    let recalled = run(&["memory", "recall", "automobile"]);
+    let recalled = String::from_utf8_lossy(&recalled.stdout);
+    assert!(recalled.contains("Tom sold his old vehicle") && !recalled.contains("Tea"), "{recalled}");
+    let embedded: Vec<String> = fake
+        .embedding_requests()
+        .iter()
+        .filter_map(|request| request.body["input"][0].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(embedded, ["Tom sold his old vehicle", "Tea with lemon in the afternoon", "automobile"]);
+}
+
 /// `wright tool call bash` with `[workspace.shell] network` on: the binary is its own forwarder
 /// inside the sandbox (hidden subcommand), and the egress policy of config.toml decides what a
 /// command reaches — an allowlisted local server through the proxy, nothing directly. With

@@ -8,7 +8,7 @@
 //! - [`ToolSpec`] and [`ToolCall`]: what a model is told about a tool, and what it asks for;
 //! - [`Toolset`], [`ToolLoading`] and [`ToolSettings`]: which built-ins an agent has and how
 //!   their schemas reach the model.
-//! - [`MemoryLayer`], [`MemoryAction`], [`MemoryAuthor`]: the vocabulary of layered memory;
+//! - [`MemoryLayer`], [`MemoryAction`], [`MemoryAuthor`], [`EmbedPurpose`]: the vocabulary of layered memory;
 //! - [`Clock`]: the time wherever time decides behaviour (expiry), injectable in tests.
 //!
 //! Invariants: an [`AgentId`] can only be built through [`AgentId::parse`], so code that
@@ -524,6 +524,16 @@ string_enum!(
         System => "system",
     }
 );
+
+/// What a text is embedded for: some embedding models embed a search and what it should find
+/// differently (Gemini's task types); the others ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EmbedPurpose {
+    /// What is searched with: a recall's query.
+    Query,
+    /// What is searched: a memory.
+    Document,
+}
 
 /// The current time in milliseconds since the Unix epoch. Everything whose behaviour depends
 /// on the time (memory expiry) asks a `Clock` rather than the system, so tests can fix it.

@@ -391,20 +391,9 @@ pub async fn ollama_models(host: &str, timeout: Duration) -> Result<Vec<String>,
     if !response.status().is_success() {
         return Err(LlmError::Transport(format!("{url} answered {}", response.status())));
     }
-    let tags: OllamaTags = response.json().await.map_err(|error| LlmError::InvalidResponse(error.to_string()))?;
+    let tags: crate::ollama::wire::Tags =
+        response.json().await.map_err(|error| LlmError::InvalidResponse(error.to_string()))?;
     Ok(tags.models.into_iter().map(|tag| tag.name).collect())
-}
-
-/// Ollama's `GET /api/tags`: `{"models": [{"name": "qwen3:8b", "model", "size", …}]}`.
-#[derive(Deserialize)]
-pub(crate) struct OllamaTags {
-    #[serde(default)]
-    pub models: Vec<OllamaTag>,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct OllamaTag {
-    pub name: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -88,12 +88,12 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         let base = self.base_url.as_deref().map(str::trim).filter(|base| !base.is_empty());
         base.unwrap_or(self.kind.default_base_url()).trim_end_matches('/').to_owned()
     }
 
-    fn key(&self) -> Option<&str> {
+    pub(crate) fn key(&self) -> Option<&str> {
         self.api_key.as_deref().filter(|key| !key.is_empty())
     }
 
@@ -184,7 +184,7 @@ impl Connection {
                     .collect()
             }
             ConnectionKind::Ollama => {
-                let tags: crate::config::OllamaTags = serde_json::from_slice(&body).map_err(invalid)?;
+                let tags: crate::ollama::wire::Tags = serde_json::from_slice(&body).map_err(invalid)?;
                 tags.models.into_iter().map(|tag| ListedModel { id: tag.name, context_window: None }).collect()
             }
         };

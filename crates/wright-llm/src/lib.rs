@@ -10,7 +10,8 @@
 //!   the [text protocol](text_protocol) for models without native tool calls.
 //! - [`ProviderConfig`] builds a provider; [`config_from_env`] picks one from the
 //!   environment values the binary passes in; a [`Connection`] (a vendor, base URL and key
-//!   added in the canvas) lists the provider's models and makes a config for one of them.
+//!   added in the canvas) lists the provider's models and makes a config for one of them,
+//!   or an [`Embedder`] for one of its embedding models (texts to vectors, for memory recall).
 //! - [`tool_schema`] translates tool schemas into the JSON Schema subset each server accepts
 //!   (Wright still validates calls against the full schema).
 //! - [`recover_calls`] finds tool calls a model wrote as text (bare JSON, ```json, `<tool_call>`,
@@ -32,9 +33,11 @@ mod anthropic;
 mod canonical;
 mod config;
 mod connection;
+mod embeddings;
 mod error;
 mod gemini;
 mod json_array;
+mod ollama;
 mod openai;
 mod provider;
 mod recovery;
@@ -59,12 +62,14 @@ pub use config::{
     ollama_models,
 };
 pub use connection::{Connection, ConnectionKind, ListedModel};
+pub use embeddings::Embedder;
 pub use error::{ErrorInfo, LlmError};
 pub use provider::{HttpProvider, Provider};
 pub use recovery::{Recovered, recover_calls};
 pub use text_protocol::{TextProtocol, TextProtocolProvider};
 pub use tool_schema::SchemaDialect;
 pub use transport::RetryPolicy;
+pub use wright_core::EmbedPurpose;
 
 /// The HTTP body the provider `config` would send for `request`, as JSON: what real-server
 /// tests post to an endpoint of their own choosing, and what request sizes are measured on.

@@ -120,8 +120,27 @@ struct Shared {
     refusals: Mutex<Vec<String>>,
     /// What the model lists answer (see [`FakeProvider::set_models`]).
     models: Mutex<Vec<String>>,
-    /// The key the model lists accept (see [`FakeProvider::accept_key`]).
+    /// The key the model lists and embedding endpoints accept (see [`FakeProvider::accept_key`]).
     key: Mutex<String>,
+    /// What the embedding endpoints know and refuse (see [`FakeProvider::set_embedding_models`]).
+    embeddings: Mutex<FakeEmbeddings>,
+}
+
+/// The fake's embedding models: their names, their native width, the longest input they take
+/// (in the fake's tokens, four characters each), and an error every embedding request gets
+/// while one is set (the endpoint "down").
+#[derive(Debug, Clone)]
+struct FakeEmbeddings {
+    models: Vec<String>,
+    dimensions: usize,
+    max_tokens: usize,
+    failure: Option<FakeError>,
+}
+
+impl Default for FakeEmbeddings {
+    fn default() -> Self {
+        Self { models: vec![FAKE_EMBEDDING_MODEL.to_owned()], dimensions: 64, max_tokens: 8_192, failure: None }
+    }
 }
 
 /// The running fake server. Dropping it stops the server task.
@@ -199,6 +218,37 @@ impl FakeProvider {
         *self.shared.key.lock().expect("key lock") = key.to_owned();
     }
 
+    /// The embedding models the embedding endpoints serve from now on (only
+    /// [`FAKE_EMBEDDING_MODEL`] at start); any other is refused as the vendor refuses an
+    /// unknown model.
+    pub fn set_embedding_models(&self, models: &[&str]) {
+        self.shared.embeddings.lock().expect("embeddings lock").models =
+            models.iter().map(|model| (*model).to_owned()).collect();
+    }
+
+    /// The native width of the fake's embedding vectors from now on (64 at start).
+    pub fn set_embedding_dimensions(&self, dimensions: usize) {
+        self.shared.embeddings.lock().expect("embeddings lock").dimensions = dimensions.max(1);
+    }
+
+    /// The longest input the embedding models take, in the fake's tokens (four characters
+    /// each; 8,192 at start). OpenAI refuses a longer one; Ollama and Gemini cut it short,
+    /// as they do by default.
+    pub fn set_embedding_max_tokens(&self, tokens: usize) {
+        self.shared.embeddings.lock().expect("embeddings lock").max_tokens = tokens;
+    }
+
+    /// From now on every embedding request gets this error, in the vendor's shape (None: answer
+    /// again). Model requests are not affected.
+    pub fn fail_embeddings(&self, error: Option<FakeError>) {
+        self.shared.embeddings.lock().expect("embeddings lock").failure = error;
+    }
+
+    /// The embedding requests received so far (also in [`FakeProvider::requests`]).
+    pub fn embedding_requests(&self) -> Vec<RecordedRequest> {
+        self.requests().into_iter().filter(|request| is_embedding_path(&request.path_and_query)).collect()
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.requests.lock().expect("requests lock").clone()
@@ -245,6 +295,9 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
     let path = uri.path();
     if let Some(response) = model_list(&shared, path, &recorded_headers) {
         return response;
+    }
+    if is_embedding_path(path) {
+        return embeddings(&shared, path, &recorded_headers, &request);
     }
     let (format, streaming) = if path.ends_with("/chat/completions") {
         (Format::OpenAi, request["stream"].as_bool().unwrap_or(false))
@@ -921,4 +974,296 @@ fn error_response(format: Format, error: &FakeError) -> Response {
         builder = builder.header(name, value);
     }
     builder.body(Body::from(body.to_string())).expect("valid response")
+}
+
+/// The embedding model the fake serves at start.
+pub const FAKE_EMBEDDING_MODEL: &str = "fake-embed";
+
+fn is_embedding_path(path: &str) -> bool {
+    let path = path.split('?').next().unwrap_or(path);
+    path.ends_with("/embeddings") || path.ends_with(":batchEmbedContents") || path.ends_with("/api/embed")
+}
+
+/// Words that carry no meaning of their own for the fake's model (a real embedding model
+/// weighs them little too).
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "for", "is", "are", "was", "were", "be", "does", "do",
+    "did", "which", "what", "who", "whom", "how", "his", "her", "hers", "she", "he", "it", "its", "has", "have", "had",
+    "with", "my", "your", "i", "you", "we", "they", "that", "this", "s",
+];
+
+/// The fake model's whole notion of meaning: words of one group embed as one concept, so a
+/// text can be found by a word it does not contain.
+const CONCEPTS: &[(&str, &[&str])] = &[
+    ("car", &["car", "cars", "automobile", "automobiles", "vehicle", "vehicles", "volvo"]),
+    ("drive", &["drive", "drives", "driving", "drove", "driven"]),
+    ("dog", &["dog", "dogs", "puppy", "puppies", "hound"]),
+    ("food", &["food", "meal", "meals", "dinner", "lunch", "eat", "eats", "eating", "vegetarian", "vegan"]),
+    ("doctor", &["doctor", "doctors", "physician", "clinic", "dentist"]),
+    ("music", &["music", "song", "songs", "band", "concert", "guitar", "piano"]),
+];
+
+/// The fake model's embedding of `text` with `dimensions` components: a bag of concepts —
+/// each word lowercased, stop words dropped, mapped to its concept (or itself, a trailing
+/// plural `s` cut), hashed (FNV-1a) to one component with a sign — scaled to length 1. The
+/// same text always gets the same vector; a text of stop words only gets the zero vector.
+pub fn fake_embedding(text: &str, dimensions: usize) -> Vec<f32> {
+    let mut vector = vec![0.0f32; dimensions.max(1)];
+    let lower = text.to_lowercase();
+    for word in lower.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()) {
+        if STOP_WORDS.contains(&word) {
+            continue;
+        }
+        let concept = CONCEPTS
+            .iter()
+            .find(|(_, words)| words.contains(&word))
+            .map(|(concept, _)| (*concept).to_owned())
+            .unwrap_or_else(|| match word.strip_suffix('s') {
+                Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_owned(),
+                _ => word.to_owned(),
+            });
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in concept.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        let index = (hash % vector.len() as u64) as usize;
+        vector[index] += if (hash >> 40) & 1 == 0 { 1.0 } else { -1.0 };
+    }
+    let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for value in &mut vector {
+            *value /= norm;
+        }
+    }
+    vector
+}
+
+/// The fake's tokens: four characters each, as a rough rule for English.
+fn fake_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
+}
+
+/// The embedding endpoints, each as strict as its vendor's: the key (OpenAI Bearer, Gemini
+/// `x-goog-api-key`; Ollama takes none), the model, the batch size, the input's length, the
+/// dimensions asked for; errors in the vendor's envelope and status.
+fn embeddings(shared: &Shared, path: &str, headers: &HeaderMap, request: &Value) -> Response {
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::to_owned);
+    let key = shared.key.lock().expect("key lock").clone();
+    let settings = shared.embeddings.lock().expect("embeddings lock").clone();
+    let json = |status: StatusCode, body: Value| plain(status, "application/json", body.to_string());
+    let openai_invalid = |message: String| {
+        json(
+            StatusCode::BAD_REQUEST,
+            json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}}),
+        )
+    };
+    let google_error = |status: StatusCode, google_status: &str, message: String| {
+        json(status, json!({"error": {"code": status.as_u16(), "message": message, "status": google_status}}))
+    };
+    let ollama_error = |status: StatusCode, message: String| json(status, json!({"error": message}));
+    let texts_of = |input: &Value| -> Option<Vec<String>> {
+        match input {
+            Value::String(text) => Some(vec![text.clone()]),
+            Value::Array(items) => items.iter().map(|item| item.as_str().map(str::to_owned)).collect(),
+            _ => None,
+        }
+    };
+    if path.ends_with(":batchEmbedContents") {
+        if header("x-goog-api-key").as_deref() != Some(key.as_str()) {
+            return json(
+                StatusCode::BAD_REQUEST,
+                json!({"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
+                    "status": "INVALID_ARGUMENT", "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}}),
+            );
+        }
+        if let Some(failure) = &settings.failure {
+            return error_response(Format::Gemini, failure);
+        }
+        let model = path.rsplit('/').next().unwrap_or_default().trim_end_matches(":batchEmbedContents").to_owned();
+        if !settings.models.contains(&model) {
+            return google_error(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                format!(
+                    "models/{model} is not found for API version v1beta, or is not supported for embedContent. Call \
+                     ListModels to see the list of available models and their supported methods."
+                ),
+            );
+        }
+        let Some(requests) = request["requests"].as_array() else {
+            return google_error(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                "Invalid JSON payload received. Unknown name \"\": Root element must be a message.".to_owned(),
+            );
+        };
+        if requests.len() > 100 {
+            return google_error(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                "* BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch\n".to_owned(),
+            );
+        }
+        let mut values = Vec::new();
+        for (index, item) in requests.iter().enumerate() {
+            if item["model"].as_str() != Some(format!("models/{model}").as_str()) {
+                return google_error(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_ARGUMENT",
+                    format!(
+                        "* BatchEmbedContentsRequest.requests[{index}].model: the model of each request must be the batch's models/{model}\n"
+                    ),
+                );
+            }
+            let text: String = item["content"]["parts"]
+                .as_array()
+                .map(|parts| parts.iter().filter_map(|part| part["text"].as_str()).collect())
+                .unwrap_or_default();
+            if text.is_empty() {
+                return google_error(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_ARGUMENT",
+                    format!(
+                        "* BatchEmbedContentsRequest.requests[{index}].content.parts: contents.parts must not be empty.\n"
+                    ),
+                );
+            }
+            let dimensions = match item["outputDimensionality"].as_u64() {
+                Some(asked) if asked == 0 || asked as usize > settings.dimensions => {
+                    return google_error(
+                        StatusCode::BAD_REQUEST,
+                        "INVALID_ARGUMENT",
+                        format!(
+                            "* BatchEmbedContentsRequest.requests[{index}].output_dimensionality: must be between 1 and {}\n",
+                            settings.dimensions
+                        ),
+                    );
+                }
+                Some(asked) => asked as usize,
+                None => settings.dimensions,
+            };
+            // Gemini cuts a long text to the model's input limit by itself.
+            let cut: String = text.chars().take(settings.max_tokens * 4).collect();
+            values.push(json!({"values": shortened(&cut, settings.dimensions, dimensions)}));
+        }
+        return json(StatusCode::OK, json!({"embeddings": values}));
+    }
+    if path.ends_with("/api/embed") {
+        if let Some(failure) = &settings.failure {
+            let status = match failure {
+                FakeError::RateLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
+                FakeError::ContextLength => StatusCode::BAD_REQUEST,
+                FakeError::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+                FakeError::ServerError | FakeError::Authentication => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            return ollama_error(
+                status,
+                "server busy, please try again.  maximum pending requests exceeded".to_owned(),
+            );
+        }
+        let model = request["model"].as_str().unwrap_or_default().to_owned();
+        if !settings.models.contains(&model) {
+            return ollama_error(StatusCode::NOT_FOUND, format!("model {model:?} not found, try pulling it first"));
+        }
+        let Some(texts) = texts_of(&request["input"]) else {
+            return ollama_error(StatusCode::BAD_REQUEST, "invalid input type".to_owned());
+        };
+        let dimensions = match request["dimensions"].as_u64() {
+            Some(asked) if asked == 0 || asked as usize > settings.dimensions => {
+                return ollama_error(
+                    StatusCode::BAD_REQUEST,
+                    format!("dimensions must be between 1 and {}", settings.dimensions),
+                );
+            }
+            Some(asked) => asked as usize,
+            None => settings.dimensions,
+        };
+        let truncate = request["truncate"].as_bool().unwrap_or(true);
+        let mut vectors = Vec::new();
+        for text in &texts {
+            if fake_tokens(text) > settings.max_tokens && !truncate {
+                return ollama_error(StatusCode::BAD_REQUEST, "input exceeds maximum context length".to_owned());
+            }
+            let cut: String = text.chars().take(settings.max_tokens * 4).collect();
+            vectors.push(shortened(&cut, settings.dimensions, dimensions));
+        }
+        let tokens: usize = texts.iter().map(|text| fake_tokens(text).min(settings.max_tokens)).sum();
+        return json(
+            StatusCode::OK,
+            json!({"model": model, "embeddings": vectors, "total_duration": 14_143_917, "load_duration": 1_019_500,
+                "prompt_eval_count": tokens}),
+        );
+    }
+    // OpenAI and the compatible servers.
+    if header("authorization") != Some(format!("Bearer {key}")) {
+        return json(
+            StatusCode::UNAUTHORIZED,
+            json!({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "param": null,
+                "code": "invalid_api_key"}}),
+        );
+    }
+    if let Some(failure) = &settings.failure {
+        return error_response(Format::OpenAi, failure);
+    }
+    let model = request["model"].as_str().unwrap_or_default().to_owned();
+    if !settings.models.contains(&model) {
+        return json(
+            StatusCode::NOT_FOUND,
+            json!({"error": {"message": format!("The model `{model}` does not exist or you do not have access to it."),
+                "type": "invalid_request_error", "param": null, "code": "model_not_found"}}),
+        );
+    }
+    let invalid_input =
+        "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.";
+    let Some(texts) = texts_of(&request["input"]) else { return openai_invalid(invalid_input.to_owned()) };
+    if texts.is_empty() || texts.len() > 2_048 || texts.iter().any(String::is_empty) {
+        return openai_invalid(invalid_input.to_owned());
+    }
+    if let Some(index) = texts.iter().position(|text| fake_tokens(text) > settings.max_tokens) {
+        return openai_invalid(format!(
+            "Invalid 'input[{index}]': maximum input length is {} tokens.",
+            settings.max_tokens
+        ));
+    }
+    let dimensions = match request["dimensions"].as_u64() {
+        Some(asked) if asked == 0 || asked as usize > settings.dimensions => {
+            return openai_invalid(format!(
+                "Invalid 'dimensions': integer above maximum value. Expected a value <= {}, but got {asked} instead.",
+                settings.dimensions
+            ));
+        }
+        Some(asked) => asked as usize,
+        None => settings.dimensions,
+    };
+    if request["encoding_format"].as_str().is_some_and(|format| format != "float") {
+        return openai_invalid("the fake answers floats only".to_owned());
+    }
+    let data: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            json!({"object": "embedding", "index": index, "embedding": shortened(text, settings.dimensions, dimensions)})
+        })
+        .collect();
+    let tokens: usize = texts.iter().map(|text| fake_tokens(text)).sum();
+    json(
+        StatusCode::OK,
+        json!({"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}),
+    )
+}
+
+/// A vector cut to its first `dimensions` components and scaled to length 1 again, as
+/// models trained to shorten (Matryoshka) do.
+fn shortened(text: &str, native: usize, dimensions: usize) -> Vec<f32> {
+    let mut vector = fake_embedding(text, native);
+    vector.truncate(dimensions);
+    let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for value in &mut vector {
+            *value /= norm;
+        }
+    }
+    vector
 }

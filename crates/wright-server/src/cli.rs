@@ -341,7 +341,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(if verdict.allowed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Memory { command } => {
-            let store = open_store(&config).await?;
+            let store = with_embedder(open_store(&config).await?, &config).await?;
             let result = memory_command(&store, command).await;
             store.close().await;
             result.map(|()| ExitCode::SUCCESS)
@@ -546,10 +546,22 @@ async fn tool_surface(config: Config, agent: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The store embedding memories as the server does (`[memory.embeddings]`, the same
+/// connection), so the CLI's recall ranks by meaning too and what it stores gets its vector.
+async fn with_embedder(store: Store, config: &Config) -> anyhow::Result<Store> {
+    let Some(embeddings) = &config.memory.embeddings else { return Ok(store) };
+    let models = crate::models::Models::from_environment(&crate::models::provider_env_from_process(), &config.models)
+        .await
+        .with_settings(store.clone(), Arc::new(crate::secrets::Secrets::new(&config.data_dir)));
+    let embedder = crate::embedder::ConnectionEmbedder::new(Arc::new(models), embeddings.clone());
+    Ok(store.with_embedder(Arc::new(embedder)).await?)
+}
+
 async fn call_tool(config: Config, name: &str, agent: &str, args: &str) -> anyhow::Result<ExitCode> {
     let agent = AgentId::parse(agent)?;
     let args: Value = serde_json::from_str(args).context("--args is not valid JSON")?;
-    let services = crate::open_services(&config).await?;
+    let mut services = crate::open_services(&config).await?;
+    services.store = with_embedder(services.store, &config).await?;
     let store = services.store.clone();
     let registry = ToolRegistry::new(Arc::new(services));
     let invocation = Invocation {

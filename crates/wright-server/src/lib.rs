@@ -19,6 +19,7 @@ pub mod channel;
 pub mod chat;
 pub mod cli;
 pub mod config;
+pub mod embedder;
 pub mod hub;
 pub mod listener;
 pub mod models;
@@ -32,6 +33,7 @@ pub mod token;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -62,7 +64,23 @@ pub struct AppState {
 impl AppState {
     /// Opens the data directory (creating it), the app database and the tool registry.
     pub async fn open(config: Config, auth: token::Auth, models: models::Models) -> anyhow::Result<Self> {
-        let services = open_services(&config).await?;
+        let mut services = open_services(&config).await?;
+        let secrets = Arc::new(secrets::Secrets::new(&config.data_dir));
+        // The models read the canvas's choices through a store without the embedder: the
+        // embedder reads its connection through the models.
+        let models = Arc::new(models.with_settings(services.store.clone(), Arc::clone(&secrets)));
+        let shutdown = CancellationToken::new();
+        if let Some(embeddings) = &config.memory.embeddings {
+            let embedder = embedder::ConnectionEmbedder::new(Arc::clone(&models), embeddings.clone());
+            services.store = services.store.clone().with_embedder(Arc::new(embedder)).await?;
+            tracing::info!(connection = %embeddings.connection, space = %embeddings.space(),
+                "memories are embedded: recall ranks by full text and vectors");
+            embedder::spawn_sweep(
+                services.store.clone(),
+                Duration::from_millis(embeddings.retry_ms.clamp(1_000, 60_000)),
+                shutdown.clone(),
+            );
+        }
         let store = services.store.clone();
         // HTTP MCP servers are reached through the egress policy, like any agent-caused request.
         let mcp_gate = wright_tools::egress_gate(&services.egress);
@@ -76,8 +94,6 @@ impl AppState {
         let tools = Arc::new(registry);
         let hub = Arc::new(hub::Hub::default());
         let owner = owner::RunOwner::acquire(&config.data_dir)?;
-        let secrets = Arc::new(secrets::Secrets::new(&config.data_dir));
-        let models = Arc::new(models.with_settings(store.clone(), Arc::clone(&secrets)));
         let runs = Arc::new(
             runs::Runs::new(
                 store.clone(),
@@ -105,7 +121,7 @@ impl AppState {
             runs,
             models,
             secrets,
-            shutdown: CancellationToken::new(),
+            shutdown,
         })
     }
 }

@@ -63,7 +63,8 @@ pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExe
 pub use limits::TextLimits;
 pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSource};
 pub use memory::{
-    ArchivedReason, Memory, MemoryActor, MemoryChange, MemoryConfig, MemoryFilter, MemoryPatch, NewMemory,
+    ArchivedReason, EmbedFailure, EmbedFuture, EmbedReport, Memory, MemoryActor, MemoryChange, MemoryConfig,
+    MemoryEmbedder, MemoryEmbeddingsConfig, MemoryFilter, MemoryPatch, NewMemory,
 };
 pub use notifications::{NewNotification, Notification, NotificationSource, NotifyConfig, TelegramDelivery};
 pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
@@ -140,6 +141,9 @@ pub struct Store {
     /// Woken when a notification is stored, so the server delivers it at once (shared by
     /// clones; a process that does not listen loses nothing: the rows are the outbox).
     notification_signal: Arc<tokio::sync::Notify>,
+    /// The embedder of memory vectors, when `[memory.embeddings]` is configured and the binary
+    /// attached one ([`Store::with_embedder`]); shared by clones.
+    embeddings: Option<Arc<memory::vectors::Embeddings>>,
 }
 
 impl Store {
@@ -166,7 +170,10 @@ impl Store {
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .test_before_acquire(false)
-            .connect_with(options.read_only(true))
+            // Reads map the file instead of copying each page in with a system call: recall
+            // touches a few hundred scattered pages (rows, vectors), and on a busy machine the
+            // calls were most of its time.
+            .connect_with(options.read_only(true).pragma("mmap_size", "1073741824"))
             .await?;
         let text_limits = TextLimits::default();
         let diff_permits = std::sync::Arc::new(tokio::sync::Semaphore::new(text_limits.max_concurrent_diffs));
@@ -182,6 +189,7 @@ impl Store {
             schedule_config: ScheduleConfig::default(),
             notify_config: NotifyConfig::default(),
             notification_signal: Arc::new(tokio::sync::Notify::new()),
+            embeddings: None,
         };
         store.ensure_default_agent().await?;
         Ok(store)

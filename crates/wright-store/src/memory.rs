@@ -10,14 +10,21 @@
 //!   writes one `memory_history` row in the same transaction (the table is append-only).
 //! - A memory past its `expires_at` is never shown as active, whether or not the sweep that
 //!   archives it ([`Store::expire_memories`]) has run yet: every read filters on the time too.
-//! - Recall needs no model: FTS5's BM25 over content and category, weighted by layer and
-//!   recency in Rust ([`MemoryConfig::relevance`]).
+//! - Recall needs no chat model: FTS5's BM25 over content and category, weighted by layer and
+//!   recency in Rust ([`MemoryConfig::relevance`]); with an embedding endpoint, one embedding
+//!   call for the query, and its vector's nearest memories fused with the full-text ranking
+//!   (`recall.rs`, `vectors.rs`). Without an answer from the endpoint, full text alone.
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 use wright_core::{AgentId, MemoryAction, MemoryAuthor, MemoryLayer};
 
 use crate::{Store, StoreError};
+
+mod recall;
+pub(crate) mod vectors;
+
+pub use vectors::{EmbedFailure, EmbedFuture, EmbedReport, MemoryEmbedder, MemoryEmbeddingsConfig};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -41,9 +48,10 @@ pub struct MemoryConfig {
     pub max_content_chars: usize,
     /// Largest `limit` a recall or list may ask for.
     pub max_results: usize,
-    /// A recall whose words match more memories than this scores only the most recent this
-    /// many of them (scoring every match of a word most memories contain is what makes a
-    /// recall slow on a large store).
+    /// A word in more memories than this is common: only its most recent this many matches
+    /// are candidates (its weight still says how common it is; reading every match of a word
+    /// most memories contain is what makes a recall slow on a large store). Read further back
+    /// when the filter leaves too few.
     pub rank_all_below: usize,
     /// Recall multiplies BM25 by a weight per layer: a lasting fact outranks a passing remark
     /// that matches as well.
@@ -56,6 +64,9 @@ pub struct MemoryConfig {
     pub recency_half_life_days: f64,
     /// What an old memory keeps of its score however old it is.
     pub recency_floor: f64,
+    /// `[memory.embeddings]`: an embedding endpoint, for recall by meaning as well as words.
+    /// None (the default): full text only.
+    pub embeddings: Option<MemoryEmbeddingsConfig>,
 }
 
 impl Default for MemoryConfig {
@@ -75,6 +86,7 @@ impl Default for MemoryConfig {
             weight_session: 1.0,
             recency_half_life_days: 30.0,
             recency_floor: 0.5,
+            embeddings: None,
         }
     }
 }
@@ -94,7 +106,7 @@ impl MemoryConfig {
         self.ttl_days(layer).map(|days| now_ms.saturating_add(i64::from(days) * DAY_MS))
     }
 
-    fn weight(&self, layer: MemoryLayer) -> f64 {
+    pub(crate) fn weight(&self, layer: MemoryLayer) -> f64 {
         match layer {
             MemoryLayer::Long => self.weight_long,
             MemoryLayer::Mid => self.weight_mid,
@@ -103,16 +115,19 @@ impl MemoryConfig {
         }
     }
 
-    /// The relevance of a match: its BM25 score relative to the best match of the same
-    /// query (SQLite's `bm25()` is negative, better is lower; its absolute size depends on the
-    /// corpus, and on a corpus of a few memories it is near zero), times the layer's weight and
-    /// the recency factor. In 0..1.
+    /// The relevance of a full-text match: its BM25 score (higher is better) relative to the
+    /// best match of the same query (its absolute size depends on the corpus and the query),
+    /// times the layer's weight and the recency factor. In 0..1.
     pub fn relevance(&self, bm25: f64, best_bm25: f64, layer: MemoryLayer, age_ms: i64) -> f64 {
-        let text = if best_bm25 < 0.0 { (bm25 / best_bm25).clamp(0.0, 1.0) } else { 1.0 };
+        let text = if best_bm25 > 0.0 { (bm25 / best_bm25).clamp(0.0, 1.0) } else { 1.0 };
+        text * self.weight(layer) * self.recency(age_ms)
+    }
+
+    /// `floor + (1 - floor) * 0.5^(age / half_life)`.
+    pub(crate) fn recency(&self, age_ms: i64) -> f64 {
         let age_days = age_ms.max(0) as f64 / DAY_MS as f64;
         let half_life = self.recency_half_life_days.max(f64::MIN_POSITIVE);
-        let recency = self.recency_floor + (1.0 - self.recency_floor) * 0.5f64.powf(age_days / half_life);
-        text * self.weight(layer) * recency
+        self.recency_floor + (1.0 - self.recency_floor) * 0.5f64.powf(age_days / half_life)
     }
 }
 
@@ -205,52 +220,80 @@ pub struct MemoryFilter {
     pub session_id: Option<i64>,
 }
 
-const COLUMNS: &str = "id, layer, category, certainty, content, session_id, conversation_id, author, \
+pub(crate) const COLUMNS: &str = "id, layer, category, certainty, content, session_id, conversation_id, author, \
                        created_at, updated_at, expires_at, archived_at, archived_reason";
 
-fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<Memory, StoreError> {
-    let invalid = |error: wright_core::CoreError| StoreError::Database(sqlx::Error::Decode(Box::new(error)));
-    let archived_reason: Option<String> = row.try_get("archived_reason")?;
-    Ok(Memory {
+pub(crate) fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<Memory, StoreError> {
+    StoredMemory {
         id: row.try_get("id")?,
-        layer: MemoryLayer::parse(row.try_get("layer")?).map_err(invalid)?,
+        layer: row.try_get("layer")?,
         category: row.try_get("category")?,
         certainty: row.try_get("certainty")?,
         content: row.try_get("content")?,
         session_id: row.try_get("session_id")?,
         conversation_id: row.try_get("conversation_id")?,
-        author: MemoryAuthor::parse(row.try_get("author")?).map_err(invalid)?,
+        author: row.try_get("author")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         expires_at: row.try_get("expires_at")?,
         archived_at: row.try_get("archived_at")?,
-        archived_reason: match archived_reason.as_deref() {
-            None => None,
-            Some("forget") => Some(ArchivedReason::Forget),
-            Some("expire") => Some(ArchivedReason::Expire),
-            Some(other) => {
-                return Err(invalid(wright_core::CoreError::Unknown { what: "archive reason", value: other.into() }));
-            }
-        },
-        relevance: None,
-    })
+        archived_reason: row.try_get("archived_reason")?,
+    }
+    .into_memory()
 }
 
-/// The words of a query as an FTS5 expression: each word quoted (so `"`, `*`, `AND`, `:` in
-/// what the model typed are text, never syntax) and joined with OR, so a memory matching some
-/// of the words is found and BM25 ranks those matching more of them first.
-fn fts_query(query: &str) -> Option<String> {
-    let words: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .take(32)
-        .map(|word| format!("\"{word}\""))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
+/// A memory's columns as stored (also as recall reads them, in one JSON array per query).
+#[derive(Deserialize)]
+pub(crate) struct StoredMemory {
+    pub id: i64,
+    pub layer: String,
+    pub category: Option<String>,
+    pub certainty: Option<f64>,
+    pub content: String,
+    pub session_id: Option<i64>,
+    pub conversation_id: Option<String>,
+    pub author: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub expires_at: Option<i64>,
+    pub archived_at: Option<i64>,
+    pub archived_reason: Option<String>,
+}
+
+impl StoredMemory {
+    pub(crate) fn into_memory(self) -> Result<Memory, StoreError> {
+        let invalid = |error: wright_core::CoreError| StoreError::Database(sqlx::Error::Decode(Box::new(error)));
+        Ok(Memory {
+            id: self.id,
+            layer: MemoryLayer::parse(&self.layer).map_err(invalid)?,
+            category: self.category,
+            certainty: self.certainty,
+            content: self.content,
+            session_id: self.session_id,
+            conversation_id: self.conversation_id,
+            author: MemoryAuthor::parse(&self.author).map_err(invalid)?,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            expires_at: self.expires_at,
+            archived_at: self.archived_at,
+            archived_reason: match self.archived_reason.as_deref() {
+                None => None,
+                Some("forget") => Some(ArchivedReason::Forget),
+                Some("expire") => Some(ArchivedReason::Expire),
+                Some(other) => {
+                    return Err(invalid(wright_core::CoreError::Unknown {
+                        what: "archive reason",
+                        value: other.into(),
+                    }));
+                }
+            },
+            relevance: None,
+        })
+    }
 }
 
 /// SQL that keeps only the memories the filter asks for; binds `now` twice when active.
-fn filter_sql(filter: &MemoryFilter) -> String {
+pub(crate) fn filter_sql(filter: &MemoryFilter) -> String {
     let mut sql = String::new();
     if filter.archived {
         sql.push_str(" AND m.archived_at IS NOT NULL");
@@ -331,8 +374,34 @@ impl Store {
         .fetch_one(&mut *transaction)
         .await?;
         record(&mut transaction, id, MemoryAction::Store, actor, now).await?;
+        self.queue_for_embedding(&mut transaction, id, now).await?;
         transaction.commit().await?;
+        self.embed_now(&[id]).await;
         self.memory(agent, id).await
+    }
+
+    /// Queues a memory for a vector in the embedding space when embeddings are configured,
+    /// also in a process without the embedder (the CLI beside the server): the queue is what
+    /// needs a vector, drained by the process that has it. (Configured later, attaching the
+    /// embedder queues whatever has no vector.)
+    async fn queue_for_embedding(
+        &self,
+        transaction: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        id: i64,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        if self.memory_config.embeddings.is_none() {
+            return Ok(());
+        }
+        sqlx::query(
+            "INSERT OR REPLACE INTO memory_embedding_queue (memory_id, agent_id, attempts, next_attempt_at) \
+             SELECT id, agent_id, 0, ? FROM memories WHERE id = ?",
+        )
+        .bind(now)
+        .bind(id)
+        .execute(&mut **transaction)
+        .await?;
+        Ok(())
     }
 
     /// One memory of `agent`, active or archived.
@@ -380,7 +449,16 @@ impl Store {
         .execute(&mut *transaction)
         .await?;
         record(&mut transaction, id, MemoryAction::Edit, actor, now).await?;
+        let content_changed = content != current.content;
+        if content_changed {
+            // The old vectors describe the old content: gone with it, in every space.
+            sqlx::query("DELETE FROM memory_vectors WHERE memory_id = ?").bind(id).execute(&mut *transaction).await?;
+            self.queue_for_embedding(&mut transaction, id, now).await?;
+        }
         transaction.commit().await?;
+        if content_changed {
+            self.embed_now(&[id]).await;
+        }
         self.memory(agent, id).await
     }
 
@@ -455,7 +533,26 @@ impl Store {
         .execute(&mut *transaction)
         .await?;
         record(&mut transaction, id, MemoryAction::Restore, actor, now).await?;
+        // Archived memories are not queued when an embedder is attached: a restored one
+        // without a vector in the space gets one now.
+        let space = self.memory_config.embeddings.as_ref().map(MemoryEmbeddingsConfig::space);
+        let queued = space.is_some()
+            && sqlx::query(
+                "INSERT OR IGNORE INTO memory_embedding_queue (memory_id, agent_id, attempts, next_attempt_at) \
+             SELECT id, agent_id, 0, ? FROM memories m WHERE id = ? AND NOT EXISTS \
+             (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id AND v.space = ?)",
+            )
+            .bind(now)
+            .bind(id)
+            .bind(space.as_deref().unwrap_or_default())
+            .execute(&mut *transaction)
+            .await?
+            .rows_affected()
+                > 0;
         transaction.commit().await?;
+        if queued {
+            self.embed_now(&[id]).await;
+        }
         self.memory(agent, id).await
     }
 
@@ -517,8 +614,10 @@ impl Store {
         rows.iter().map(decode).collect()
     }
 
-    /// Memories matching `query`, most relevant first (see [`MemoryConfig::relevance`]).
-    /// A query with no words finds nothing.
+    /// Memories matching `query`, most relevant first. Full text alone (see
+    /// [`MemoryConfig::relevance`]), or, with an embedder attached and answering, full text and
+    /// vectors fused by reciprocal rank and then weighted by layer and recency (see
+    /// `recall.rs`). A query with no words finds nothing.
     pub async fn recall_memories(
         &self,
         agent: &AgentId,
@@ -526,78 +625,7 @@ impl Store {
         filter: &MemoryFilter,
         limit: usize,
     ) -> Result<Vec<Memory>, StoreError> {
-        let Some(expression) = fts_query(query) else { return Ok(Vec::new()) };
-        let limit = limit.min(self.memory_config.max_results);
-        let now = self.clock.now_ms();
-        // BM25 picks a candidate pool larger than the answer; layer and recency then reorder
-        // it. The index ranks its matches alone first (`rank` is BM25 with content counting
-        // twice the category, set in the migration), and only the best `scan` of them are
-        // joined to their rows and filtered (agent, layer, archived, session): joining every
-        // match of a common word cost 28 ms at p50 on 100,000 memories. Should the filters
-        // leave fewer than the pool, the match is run again over every match (`scan` -1), so
-        // a narrow filter never loses a result that ranks lower.
-        //
-        // A query whose words are in very many memories (more than `rank_all_below`) would
-        // still make FTS5 score every one of them: then only the most recent that many matches
-        // are scored. BM25 tells little apart there anyway (a word in most memories weighs
-        // next to nothing), and recency is part of relevance.
-        let pool = (limit * 8).max(64);
-        let threshold = self.memory_config.rank_all_below.max(pool);
-        let (count,): (i64,) =
-            sqlx::query_as("SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)")
-                .bind(expression.clone())
-                .bind(threshold as i64 + 1)
-                .fetch_one(&self.reader)
-                .await?;
-        let common = count as usize > threshold;
-        let columns = COLUMNS.split(", ").map(|column| format!("m.{column}")).collect::<Vec<_>>().join(", ");
-        let sql_for = |order: &str| {
-            format!(
-                "SELECT {columns}, ranked.score AS score FROM \
-                 (SELECT rowid, rank AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY {order} LIMIT ?) \
-                 AS ranked CROSS JOIN memories m ON m.id = ranked.rowid \
-                 WHERE m.agent_id = ?{} ORDER BY ranked.score LIMIT ?",
-                filter_sql(filter)
-            )
-        };
-        let attempts: Vec<(String, i64)> = if common {
-            vec![(sql_for("rowid DESC"), threshold as i64), (sql_for("rank"), -1)]
-        } else {
-            vec![(sql_for("rank"), (pool * 8).max(512) as i64), (sql_for("rank"), -1)]
-        };
-        let mut rows = Vec::new();
-        for (sql, scan) in attempts {
-            let mut statement =
-                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(expression.clone()).bind(scan).bind(agent.as_str());
-            if !filter.archived {
-                statement = statement.bind(now);
-            }
-            if let Some(layer) = filter.layer {
-                statement = statement.bind(layer.as_str());
-            }
-            if let Some(session) = &filter.session_id {
-                statement = statement.bind(*session);
-            }
-            rows = statement.bind(pool as i64).fetch_all(&self.reader).await?;
-            if rows.len() >= pool || (!common && (count as usize) < (pool * 8).max(512)) {
-                break;
-            }
-        }
-        let mut memories = Vec::with_capacity(rows.len());
-        // Rows come best first.
-        let best: f64 = match rows.first() {
-            Some(row) => row.try_get("score")?,
-            None => return Ok(Vec::new()),
-        };
-        for row in &rows {
-            let mut memory = decode(row)?;
-            let bm25: f64 = row.try_get("score")?;
-            memory.relevance = Some(self.memory_config.relevance(bm25, best, memory.layer, now - memory.created_at));
-            memories.push(memory);
-        }
-        memories.sort_by(|a, b| b.relevance.unwrap_or(0.0).total_cmp(&a.relevance.unwrap_or(0.0)));
-        memories.truncate(limit);
-        Ok(memories)
+        recall::recall(self, agent, query, filter, limit).await
     }
 
     /// What the system message carries: active long-term memories, then active mid-term ones,

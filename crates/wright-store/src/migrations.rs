@@ -29,6 +29,8 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
         "channels_notifications_schedules",
         include_str!("../../../migrations/0013_channels_notifications_schedules.sql"),
     ),
+    // 14 is taken by work on another branch.
+    (15, "memory_vectors", include_str!("../../../migrations/0015_memory_vectors.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {

@@ -163,3 +163,34 @@ pub(crate) struct ListedModel {
     #[serde(default)]
     pub supported_generation_methods: Vec<String>,
 }
+
+/// `POST /v1beta/models/{model}:batchEmbedContents`: one request per text, each naming the
+/// model again (`models/{model}`, which must be the model of the path). At most 100 a batch.
+#[derive(Debug, Serialize)]
+pub(crate) struct BatchEmbedRequest {
+    pub requests: Vec<EmbedContentRequest>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct EmbedContentRequest {
+    pub model: String,
+    pub content: Content,
+    /// `RETRIEVAL_QUERY` for what is searched with, `RETRIEVAL_DOCUMENT` for what is searched.
+    pub task_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_dimensionality: Option<u32>,
+}
+
+/// `{"embeddings": [{"values": [..]}]}`, in the order of the requests.
+#[derive(Debug, Deserialize)]
+pub(crate) struct BatchEmbedResponse {
+    #[serde(default)]
+    pub embeddings: Vec<ContentEmbedding>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ContentEmbedding {
+    #[serde(default)]
+    pub values: Vec<f32>,
+}

@@ -229,3 +229,30 @@ pub(crate) struct ListedModelMeta {
     #[serde(default)]
     pub n_ctx_train: Option<u32>,
 }
+
+/// `POST /v1/embeddings` (OpenAI and the compatible servers: vLLM, llama.cpp, LM Studio):
+/// `{"model", "input": [..], "encoding_format": "float", "dimensions"?}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct EmbeddingRequest<'a> {
+    pub model: &'a str,
+    pub input: &'a [&'a str],
+    /// Floats as JSON numbers (the default of the API, but some compatible servers default
+    /// to base64 when asked by the official SDK; saying it keeps the answer readable).
+    pub encoding_format: &'static str,
+    /// Only models that can shorten their vectors take it (OpenAI's text-embedding-3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<u32>,
+}
+
+/// `{"object": "list", "data": [{"object": "embedding", "index", "embedding": [..]}], "model", "usage"}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct EmbeddingResponse {
+    pub data: Vec<EmbeddingData>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct EmbeddingData {
+    /// Which input this vector is for; the API keeps input order, but says so.
+    pub index: usize,
+    pub embedding: Vec<f32>,
+}

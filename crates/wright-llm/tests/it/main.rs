@@ -3,6 +3,7 @@
 //! fake provider end to end for each adapter (parallel calls, split arguments, retries,
 //! errors, cancellation); the text protocol over a real stream.
 
+mod embeddings;
 mod fake;
 mod fixtures;
 mod text_protocol;

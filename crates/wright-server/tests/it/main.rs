@@ -6,5 +6,6 @@ mod api;
 mod hardening;
 mod images;
 mod mcp;
+mod memory_embeddings;
 mod settings;
 mod telegram;
