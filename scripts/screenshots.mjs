@@ -30,6 +30,8 @@ export default function Picker({ colours }) {
 let turn = 0;
 const fake = http.createServer((req, res) => {
   let body = ''; req.on('data', d => body += d); req.on('end', () => {
+    // Only chat requests take a turn: Wright also asks the server for its context window.
+    if (!req.url.endsWith('/chat/completions')) { res.writeHead(404); res.end(); return; }
     const call = turns[turn++];
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const chunk = (delta, finish) => res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', model: 'fake', choices: [{ index: 0, delta, finish_reason: finish ?? null }] })}\n\n`);
@@ -50,6 +52,8 @@ const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
 await page.goto(url);
 await page.fill('#token', 'shots');
 await page.keyboard.press('Enter');
+// The session cookie is set when the app shows the agent; API calls before that get 401.
+await page.getByRole('button', { name: '+ New conversation' }).waitFor();
 const api = (path, body) => page.evaluate(async ([path, body]) => (await fetch(path, { method: body ? 'POST' : 'GET', headers: { 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined })).json(), [path, body]);
 const conversation = await api('/api/agents/default/conversations', { title: 'Weekly spending' });
 await api(`/api/conversations/${conversation.id}/messages`, { text: 'How much did I spend on groceries this week?' });
