@@ -15,7 +15,7 @@ use wright_tools::ToolRegistry;
 use crate::AgentError;
 use crate::context::{SystemParts, system_message};
 use crate::dispatch::{CallSite, Dispatched, dispatch, run_approved};
-use crate::surface::{LOAD_TOOLS, load, preselect, surface};
+use crate::surface::{LOAD_TOOLS, load, meant_tool, preselect, surface};
 
 /// Limits of the loop; each is a config knob (`[agent]` in config.toml).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -284,7 +284,7 @@ pub const ECHO_NOTE: &str = "## Your last reply\nYour last reply only repeated t
 Either call a tool again with correct arguments, or answer the person in plain words.";
 
 /// Whether `text` only repeats the output of the last tool result in `history`: its first
-/// JSON value equals that output.
+/// JSON value equals that output, or some of its fields with their values.
 fn echoes_last_result(text: &str, history: &[Event]) -> bool {
     let Some(EventBody::ToolResult { output, .. }) = history.last().map(|event| &event.body) else { return false };
     let text = text.trim_start();
@@ -292,7 +292,15 @@ fn echoes_last_result(text: &str, history: &[Event]) -> bool {
         return false;
     }
     let mut values = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-    matches!(values.next(), Some(Ok(value)) if &value == output)
+    match (values.next(), output) {
+        (Some(Ok(value)), _) if &value == output => true,
+        // Part of the result: a small model drops the note of a wrapped result and repeats
+        // the rest (`{"repeated_call": true, "result": …}`).
+        (Some(Ok(Value::Object(echoed))), Value::Object(result)) => {
+            !echoed.is_empty() && echoed.iter().all(|(key, value)| result.get(key) == Some(value))
+        }
+        _ => false,
+    }
 }
 
 /// The calls written as text in a reply that made none, if the run recovers them.
@@ -310,6 +318,21 @@ fn recovered_calls(text: &str, tools: &[ToolSpec]) -> Option<(String, Vec<ModelT
         })
         .collect();
     Some((recovered.text, calls))
+}
+
+/// `output` with a note that the tool the model named does not exist and `ran` ran instead.
+fn with_name_note(output: Value, called: &str, ran: &str) -> Value {
+    let note = format!(
+        "There is no tool `{called}`; `{ran}` ran instead, the one tool named like it that takes these \
+         arguments. Call tools by their exact names."
+    );
+    match output {
+        Value::Object(mut fields) => {
+            fields.insert("name_note".to_owned(), Value::String(note));
+            Value::Object(fields)
+        }
+        other => serde_json::json!({ "result": other, "name_note": note }),
+    }
 }
 
 fn stored(error: String) -> AgentError {
@@ -475,6 +498,21 @@ pub async fn run(
             echo_note = true;
             continue;
         }
+        // A reply that calls a tool and also parrots the last result: the parroted text is
+        // not an answer, and stored it would be read back as one.
+        if !calls.is_empty() && echoes_last_result(&reply_text, &view.history) {
+            reply_text.clear();
+        }
+        // Invented names whose meaning is unambiguous are called by their real name, stored
+        // so (the model reads its own call back correctly) and said in the result.
+        let mut invented: Vec<(String, String)> = Vec::new();
+        for call in &mut calls {
+            if let Ok(arguments) = &call.arguments
+                && let Some(meant) = meant_tool(&call.name, arguments, &all_tools, &tool_settings)
+            {
+                invented.push((call.id.clone(), std::mem::replace(&mut call.name, meant)));
+            }
+        }
         let assistant =
             NewEvent::new(reply_text.clone(), EventBody::Assistant { text: reply_text, provider: reply.data });
         if calls.is_empty() {
@@ -591,7 +629,10 @@ pub async fn run(
                 }
             };
             match dispatched {
-                Dispatched::Finished { output, success } => {
+                Dispatched::Finished { mut output, success } => {
+                    if let Some((_, called)) = invented.iter().find(|(id, _)| *id == call.id) {
+                        output = with_name_note(output, called, &call.name);
+                    }
                     let result = NewEvent::new(
                         transcript_line(&output),
                         EventBody::ToolResult {

@@ -127,6 +127,28 @@ pub(crate) fn load(
     (output, success)
 }
 
+/// The tool a call of an invented name meant, when that is unambiguous: of the enabled tools
+/// with the closest names, the only one that takes the call's arguments exactly (valid, and
+/// nothing it would ignore). A small model's `save_state(key, value)` is `set_state`; a
+/// `remove_state(key)` fits both `get_state` and `delete_state`, so it is not guessed. A call
+/// without arguments says too little to pick a tool by. The tool chosen runs under its own
+/// policy, so a tool that asks before it runs still asks.
+pub(crate) fn meant_tool(name: &str, arguments: &Value, all: &[ToolSpec], settings: &ToolSettings) -> Option<String> {
+    if arguments.as_object().is_none_or(serde_json::Map::is_empty) {
+        return None;
+    }
+    let enabled = || all.iter().filter(|spec| settings.enables(spec.toolset));
+    if name == LOAD_TOOLS || enabled().any(|spec| spec.name == name) {
+        return None;
+    }
+    let closest = wright_tools::closest_names(name, enabled().map(|spec| spec.name.as_str()));
+    let mut taking = enabled()
+        .filter(|spec| closest.contains(&spec.name))
+        .filter(|spec| wright_tools::takes_exactly(&spec.parameters, arguments));
+    let meant = taking.next()?;
+    taking.next().is_none().then(|| meant.name.clone())
+}
+
 /// Words too common in requests to say which tool is meant.
 const STOPWORDS: &[&str] = &[
     "the", "and", "for", "with", "from", "your", "you", "this", "that", "what", "then", "into", "under", "called",

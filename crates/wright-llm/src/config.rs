@@ -98,6 +98,10 @@ pub struct ProviderConfig {
     /// Anthropic extended thinking budget, in tokens; off when unset.
     #[serde(default)]
     pub thinking_budget: Option<u32>,
+    /// The sampling temperature sent with every request; the server's own default when unset.
+    /// Small local models call tools far more reliably at 0 (greedy) than at llama.cpp's 0.8.
+    #[serde(default)]
+    pub temperature: Option<f32>,
     #[serde(default)]
     pub retry: RetryPolicy,
     #[serde(default = "default_connect_timeout")]
@@ -122,6 +126,7 @@ impl fmt::Debug for ProviderConfig {
             .field("streaming", &self.streaming)
             .field("max_output_tokens", &self.max_output_tokens)
             .field("thinking_budget", &self.thinking_budget)
+            .field("temperature", &self.temperature)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
@@ -136,6 +141,7 @@ pub(crate) struct Settings {
     pub streaming: bool,
     pub max_output_tokens: Option<u32>,
     pub thinking_budget: Option<u32>,
+    pub temperature: Option<f32>,
 }
 
 impl ProviderConfig {
@@ -150,6 +156,7 @@ impl ProviderConfig {
             streaming: true,
             max_output_tokens: None,
             thinking_budget: None,
+            temperature: None,
             retry: RetryPolicy::default(),
             connect_timeout_secs: default_connect_timeout(),
             idle_timeout_secs: default_idle_timeout(),
@@ -175,6 +182,7 @@ impl ProviderConfig {
             streaming: self.streaming,
             max_output_tokens: self.max_output_tokens,
             thinking_budget: self.thinking_budget,
+            temperature: self.temperature,
         }
     }
 
@@ -250,6 +258,8 @@ pub struct ProviderEnv {
     pub wright_model: Option<String>,
     /// `WRIGHT_TOOL_CALLS=text` turns on the text protocol.
     pub tool_calls: Option<String>,
+    /// `WRIGHT_TEMPERATURE`, e.g. `0`: the sampling temperature of every model (0 to 2).
+    pub temperature: Option<String>,
 }
 
 /// What to tell a person who has configured no model.
@@ -369,7 +379,20 @@ pub fn config_from_env(env: &ProviderEnv) -> Result<ProviderConfig, LlmError> {
     if set(&env.tool_calls) == Some("text") {
         config.tool_calls = ToolCallMode::Text;
     }
+    config.temperature = env.temperature()?;
     Ok(config)
+}
+
+impl ProviderEnv {
+    /// `WRIGHT_TEMPERATURE` read: unset is the server's default; anything but a number from
+    /// 0 to 2 (the widest range a provider takes) is an error naming the variable.
+    pub fn temperature(&self) -> Result<Option<f32>, LlmError> {
+        let Some(value) = set(&self.temperature) else { return Ok(None) };
+        match value.trim().parse::<f32>() {
+            Ok(temperature) if (0.0..=2.0).contains(&temperature) => Ok(Some(temperature)),
+            _ => Err(LlmError::Config(format!("WRIGHT_TEMPERATURE must be a number from 0 to 2, not {value:?}"))),
+        }
+    }
 }
 
 /// A config for Ollama at `host` (see [`ollama_base_url`]) with `model`.
@@ -491,6 +514,39 @@ mod tests {
         assert!(config.streaming);
         assert_eq!(config.retry.max_retries, 1);
         assert!(!format!("{config:?}").contains("secret"));
+    }
+
+    #[test]
+    fn wright_temperature_is_sent_on_every_wire_and_a_bad_value_is_named() {
+        let request = crate::Request { history: Vec::new(), ..crate::Request::default() };
+        for model in ["openai/gpt-x", "openai-responses/gpt-x", "anthropic/claude-x", "gemini/gemini-x", "local/qwen"] {
+            let chosen = ProviderEnv {
+                openai_api_key: Some("k".into()),
+                anthropic_api_key: Some("k".into()),
+                gemini_api_key: Some("k".into()),
+                openai_base_url: model.starts_with("local").then(|| "http://127.0.0.1:1/v1".into()),
+                wright_model: Some(model.into()),
+                temperature: Some(" 0 ".into()),
+                ..env()
+            };
+            let config = config_from_env(&chosen).unwrap();
+            assert_eq!(config.temperature, Some(0.0), "{model}");
+            let body = crate::request_body(&config, &request).unwrap();
+            let sent = body.get("temperature").or_else(|| body.pointer("/generationConfig/temperature"));
+            assert_eq!(sent, Some(&serde_json::json!(0.0)), "{model}: {body}");
+            let unset = config_from_env(&ProviderEnv { temperature: None, ..chosen }).unwrap();
+            let body = crate::request_body(&unset, &request).unwrap();
+            assert!(body.get("temperature").is_none() && body.get("generationConfig").is_none(), "{model}: {body}");
+        }
+        for bad in ["warm", "-0.5", "2.5", "NaN"] {
+            let env = ProviderEnv { openai_api_key: Some("k".into()), temperature: Some(bad.into()), ..env() };
+            let error = config_from_env(&env).unwrap_err();
+            assert_eq!(
+                error,
+                LlmError::Config(format!("WRIGHT_TEMPERATURE must be a number from 0 to 2, not {bad:?}")),
+                "{bad}"
+            );
+        }
     }
 
     fn toml_like(json: &str) -> ProviderConfig {

@@ -16,6 +16,7 @@ pub(crate) fn settings() -> Settings {
         streaming: true,
         max_output_tokens: None,
         thinking_budget: None,
+        temperature: None,
     }
 }
 

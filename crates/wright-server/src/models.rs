@@ -154,7 +154,9 @@ impl Models {
             return Err(cannot(format!("its connection {:?} no longer exists", choice.connection_id)));
         };
         let tool_calls = if choice.tool_calls == "text" { ToolCallMode::Text } else { ToolCallMode::Native };
-        let config = found.provider_config(&choice.model, tool_calls);
+        let mut config = found.provider_config(&choice.model, tool_calls);
+        // `WRIGHT_TEMPERATURE` is the machine's choice for every model, chosen here or not.
+        config.temperature = self.env.temperature().map_err(|error| cannot(error.to_string()))?;
         configured(&config, choice.context_window).map_err(|error| cannot(error.to_string()))
     }
 
@@ -275,6 +277,7 @@ pub fn provider_env_from_process() -> ProviderEnv {
         ollama_host: var("OLLAMA_HOST"),
         wright_model: var("WRIGHT_MODEL"),
         tool_calls: var("WRIGHT_TOOL_CALLS"),
+        temperature: var("WRIGHT_TEMPERATURE"),
     }
 }
 

@@ -468,6 +468,17 @@ impl ToolRegistry {
 /// How many names an unknown-tool error suggests.
 pub const CLOSEST_NAMES: usize = 3;
 
+/// Whether a tool with `schema` takes `args` as they are: they are valid against it, and every
+/// argument is one of its declared properties (an extra argument that validation lets through
+/// would be silently dropped, so a tool that ignores part of a call is not the one it meant).
+/// An invalid schema takes nothing.
+pub fn takes_exactly(schema: &Value, args: &Value) -> bool {
+    let Some(given) = args.as_object() else { return false };
+    let declared = schema.get("properties").and_then(Value::as_object);
+    let all_declared = given.keys().all(|name| declared.is_some_and(|declared| declared.contains_key(name)));
+    all_declared && jsonschema::validator_for(schema).is_ok_and(|validator| validator.is_valid(args))
+}
+
 /// The [`CLOSEST_NAMES`] names of `names` nearest to `wanted`, best first: by edit distance
 /// between the names, with a name that contains the other (or shares a word with it) counted
 /// nearer — `save_note` should suggest `update_learned_notes`, not `save_tool`.

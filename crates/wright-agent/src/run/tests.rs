@@ -568,6 +568,51 @@ async fn an_unknown_tool_is_answered_with_the_closest_real_names() {
 }
 
 #[tokio::test]
+async fn an_invented_name_that_only_one_close_tool_takes_runs_that_tool_and_says_so() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "save_state", Ok(json!({"key": "colour", "value": "green"})))]),
+        // `get_state` and `delete_state` both take `{key}`: which one was meant is not guessed.
+        calls(&[("b", "remove_state", Ok(json!({"key": "colour"})))]),
+        text("Saved."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let state = fixture.transcript.store.get_state(&AgentId::default_agent(), "colour").await.unwrap();
+    assert_eq!(state, Some(json!("green")), "the call ran as set_state and nothing deleted it");
+    let events = fixture.events().await;
+    let call = events.iter().find(|event| event.kind() == EventKind::ToolCall).unwrap();
+    assert_eq!(data(call)["name"], "set_state", "the call is stored under the name that ran");
+    let results = fixture.results().await;
+    assert_eq!((results[0]["name"].clone(), results[0]["success"].clone()), (json!("set_state"), json!(true)));
+    assert_eq!(results[0]["output"]["ok"], true);
+    let note = results[0]["output"]["name_note"].as_str().unwrap();
+    assert!(note.starts_with("There is no tool `save_state`; `set_state` ran instead"), "{note}");
+    assert_eq!(results[1]["output"]["category"], "unknown_tool", "{}", results[1]);
+}
+
+#[tokio::test]
+async fn a_reply_that_calls_a_tool_and_parrots_part_of_the_last_result_keeps_only_the_call() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "set_state", Ok(json!({"key": "k", "value": 1})))]),
+        calls(&[("b", "set_state", Ok(json!({"key": "k", "value": 1})))]),
+        ModelReply {
+            text: "{\"repeated_call\":true,\"result\":{\"ok\":true}}".to_owned(),
+            ..calls(&[("c", "get_state", Ok(json!({"key": "k"})))])
+        },
+        text("It is 1."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let events = fixture.events().await;
+    let assistants: Vec<Value> = events
+        .iter()
+        .filter(|event| event.kind() == EventKind::Assistant)
+        .map(|event| data(event)["text"].clone())
+        .collect();
+    assert_eq!(assistants, [json!(""), json!(""), json!(""), json!("It is 1.")]);
+}
+
+#[tokio::test]
 async fn a_question_asked_again_after_its_answer_is_answered_from_the_first_answer() {
     let fixture = Fixture::new().await;
     fixture.transcript.store.append_events("c1", &[user("Ask me which one, then save it as choice.")]).await.unwrap();

@@ -69,7 +69,7 @@ pub(crate) fn build_request(settings: &Settings, request: &Request) -> MessagesR
         stream: settings.streaming,
         thinking: budget.map(|budget_tokens| ThinkingConfig { kind: "enabled", budget_tokens }),
         // Extended thinking refuses any temperature but the default.
-        temperature: if budget.is_some() { None } else { request.temperature },
+        temperature: if budget.is_some() { None } else { request.temperature.or(settings.temperature) },
     }
 }
 

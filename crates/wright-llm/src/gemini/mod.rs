@@ -43,6 +43,7 @@ pub(crate) struct GeminiWire {
 /// Canonical → generateContent request. Pure.
 pub(crate) fn build_request(settings: &Settings, request: &Request) -> GenerateRequest {
     let max_output_tokens = request.max_output_tokens.or(settings.max_output_tokens);
+    let temperature = request.temperature.or(settings.temperature);
     GenerateRequest {
         contents: contents(&HistoryItem::all(&request.history)),
         system_instruction: (!request.system.is_empty()).then(|| Content {
@@ -64,8 +65,8 @@ pub(crate) fn build_request(settings: &Settings, request: &Request) -> GenerateR
                     .collect(),
             }]
         },
-        generation_config: (max_output_tokens.is_some() || request.temperature.is_some())
-            .then_some(GenerationConfig { max_output_tokens, temperature: request.temperature }),
+        generation_config: (max_output_tokens.is_some() || temperature.is_some())
+            .then_some(GenerationConfig { max_output_tokens, temperature }),
     }
 }
 

@@ -86,7 +86,7 @@ pub(crate) fn build_request(settings: &Settings, flavor: Flavor, request: &Reque
         } else {
             None
         },
-        temperature: request.temperature,
+        temperature: request.temperature.or(settings.temperature),
     }
 }
 

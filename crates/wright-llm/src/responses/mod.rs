@@ -73,7 +73,7 @@ pub(crate) fn build_request(settings: &Settings, request: &Request) -> Responses
         stream: settings.streaming,
         store: false,
         max_output_tokens: request.max_output_tokens.or(settings.max_output_tokens),
-        temperature: request.temperature,
+        temperature: request.temperature.or(settings.temperature),
     }
 }
 
