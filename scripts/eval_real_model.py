@@ -166,6 +166,8 @@ class Wright:
                "OPENAI_BASE_URL": f"http://127.0.0.1:{llama.port}/v1", "WRIGHT_MODEL": "openai-compatible/qwen"}
         if mode == "text":
             env["WRIGHT_TOOL_CALLS"] = "text"
+        if args.temperature:
+            env["WRIGHT_TEMPERATURE"] = args.temperature
         self.log = open(os.path.join(self.dir, "serve.log"), "w")
         self.process = subprocess.Popen([args.wright, "--data-dir", self.dir, "serve", "--bind", "127.0.0.1:0"],
                                         stdout=subprocess.PIPE, stderr=self.log, env=env, text=True)
@@ -186,7 +188,7 @@ class Wright:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_task(api, task, page_url, timeout):
+def run_task(api, task, page_url, timeout, dump):
     name, message, setup, answer, check = task
     if setup:
         setup(api)
@@ -220,6 +222,8 @@ def run_task(api, task, page_url, timeout):
             detail = api.call("GET", f"/api/conversations/{cid}")[1]
             break
     wall = time.time() - started
+    with open(dump, "w") as f:
+        json.dump(detail, f, indent=1)
     events = detail["events"]
     turns = sum(1 for e in events if e["kind"] == "assistant")
     calls = [e.get("name") for e in events if e["kind"] == "tool_call"]
@@ -275,6 +279,7 @@ def main():
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--measure", default="1")
     parser.add_argument("--task-timeout", type=int, default=420)
+    parser.add_argument("--temperature", default="")
     args = parser.parse_args()
     out = tempfile.mkdtemp(prefix="wright-eval-logs-")
     page_port = free_port()
@@ -288,7 +293,9 @@ def main():
              f"Model: Qwen2.5-Coder-{args.size.upper()}-Instruct Q4_K_M on llama.cpp (xllamacpp, 2 threads, n_ctx 16384), "
              f"default agent with default tool settings. Script: `scripts/eval-real-model.sh {args.size}`. "
              "Success is judged from what Wright stored; prompt tokens are the llama.cpp server's own count, "
-             "summed over the task's requests (most of it served from its prompt cache).", ""]
+             "summed over the task's requests (most of it served from its prompt cache). Sampling temperature: "
+             + (f"{args.temperature} (`WRIGHT_TEMPERATURE`)." if args.temperature else "the server's default (llama.cpp: 0.8)."),
+             f"Machine load (1/5/15 min) at the start: {' '.join(open('/proc/loadavg').read().split()[:3])}.", ""]
     if args.measure == "1":
         lines += ["## First request of a first message", "",
                   "| mode | tools | prompt tokens (system + tools + message) | prompt eval (s) | time to first token (s) |",
@@ -304,7 +311,8 @@ def main():
         try:
             for task in selected:
                 offset = llama.offset()
-                ok, turns, calls, wall, status = run_task(wright.api, task, page_url, args.task_timeout)
+                dump = os.path.join(out, f"{mode}-{task[0]}.json")
+                ok, turns, calls, wall, status = run_task(wright.api, task, page_url, args.task_timeout, dump)
                 prompts, _ = llama.requests_since(offset)
                 results.append((task[0], ok, turns, sum(prompts), len(prompts), wall, status, calls))
                 print(mode, results[-1], flush=True)

@@ -15,7 +15,7 @@ use wright_tools::ToolRegistry;
 use crate::AgentError;
 use crate::context::{SystemParts, system_message};
 use crate::dispatch::{CallSite, Dispatched, dispatch, run_approved};
-use crate::surface::{LOAD_TOOLS, load, meant_tool, preselect, surface};
+use crate::surface::{LOAD_TOOLS, fitting_tools, load, meant_tool, preselect, surface};
 
 /// Limits of the loop; each is a config knob (`[agent]` in config.toml).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -279,6 +279,20 @@ fn repeated_result(name: &str, earlier: &Value, request: Option<&str>) -> Value 
     })
 }
 
+/// What the request after an empty reply adds to the system message (it offers no tools).
+pub const EMPTY_REPLY_NOTE: &str = "## Your last reply\nYour last reply was empty. Answer the person now in plain \
+words: what you did, what came of it, and anything left to do.";
+
+/// What a request that withholds the tools of repeated calls adds to the system message.
+fn withheld_note(withheld: &BTreeSet<String>) -> String {
+    let names: Vec<String> = withheld.iter().map(|name| format!("`{name}`")).collect();
+    format!(
+        "## Repeated calls\nYou called {} again with the same arguments; the results are above, so it is not offered \
+         in this turn. Do the next step of the person's request with another tool, or answer the person in plain words.",
+        names.join(", ")
+    )
+}
+
 /// What the request after a parroted result adds to the system message.
 pub const ECHO_NOTE: &str = "## Your last reply\nYour last reply only repeated the tool result. Do not repeat results. \
 Either call a tool again with correct arguments, or answer the person in plain words.";
@@ -416,6 +430,14 @@ pub async fn run(
     let mut echo_retries = 0;
     // Set when the last reply parroted a result and was dropped: the next request says so.
     let mut echo_note = false;
+    // Tools whose every call in the last turn repeated an earlier call that worked: the next
+    // request does not offer them (a small model calls `fetch_url` five times rather than take the next
+    // step; a server's tool grammar then makes it pick another tool or answer).
+    let mut withheld: BTreeSet<String> = BTreeSet::new();
+    // Set when a reply after tool calls was empty: the next request asks for an answer, with
+    // no tools. Once per run.
+    let mut asked_for_answer = false;
+    let mut answer_now = false;
     // Read once; the run keeps the view current with what it appends (the run owns the
     // conversation, so only answers to its own parked calls are written by others, and it
     // reloads after those).
@@ -433,10 +455,11 @@ pub async fn run(
         if context.cancel.is_cancelled() {
             return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
         }
-        let tools_enabled = tool_turns < context.config.max_tool_turns;
+        let turns_left = tool_turns < context.config.max_tool_turns;
+        let tools_enabled = turns_left && !answer_now;
         let all_tools: Arc<[ToolSpec]> =
             context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?;
-        let mut fitted = fit(&all_tools, &tool_settings, &loaded, tools_enabled, context.config);
+        let mut fitted = fit(&all_tools, &tool_settings, &loaded, (tools_enabled, turns_left), context.config);
         // Fit the request before sending it rather than learn the window from a 400: first
         // fewer schemas (the catalogue instead of every schema), then compaction.
         let over = |fitted: &Fitted, system: &str, view: &ModelView| {
@@ -444,7 +467,7 @@ pub async fn run(
         };
         if over(&fitted, &system, &view) && tool_settings.loading == ToolLoading::All {
             tool_settings.loading = ToolLoading::OnDemand;
-            fitted = fit(&all_tools, &tool_settings, &loaded, tools_enabled, context.config);
+            fitted = fit(&all_tools, &tool_settings, &loaded, (tools_enabled, turns_left), context.config);
         }
         let keep_recent = match budget_chars {
             // Keep at most a third of the window verbatim, so the summary and the rest fit.
@@ -464,6 +487,14 @@ pub async fn run(
         };
         if std::mem::take(&mut echo_note) {
             system_now = format!("{system_now}\n\n{ECHO_NOTE}");
+        }
+        if turns_left && std::mem::take(&mut answer_now) {
+            system_now = format!("{system_now}\n\n{EMPTY_REPLY_NOTE}");
+        }
+        let withheld_now = std::mem::take(&mut withheld);
+        if tools_enabled && !withheld_now.is_empty() {
+            fitted.offered = fitted.offered.iter().filter(|spec| !withheld_now.contains(&spec.name)).cloned().collect();
+            system_now = format!("{system_now}\n\n{}", withheld_note(&withheld_now));
         }
         let tools = fitted.offered;
         let offered = Arc::clone(&tools);
@@ -513,11 +544,19 @@ pub async fn run(
                 invented.push((call.id.clone(), std::mem::replace(&mut call.name, meant)));
             }
         }
+        let after_results = matches!(view.history.last().map(|event| &event.body), Some(EventBody::ToolResult { .. }));
+        if calls.is_empty() && tools_enabled && reply_text.trim().is_empty() && after_results && !asked_for_answer {
+            // An empty reply after tool calls leaves the person without an answer: asked once
+            // more, without tools; the empty reply is not stored.
+            asked_for_answer = true;
+            answer_now = true;
+            continue;
+        }
         let assistant =
             NewEvent::new(reply_text.clone(), EventBody::Assistant { text: reply_text, provider: reply.data });
         if calls.is_empty() {
             // The answer and the status it leaves are one write.
-            if !tools_enabled {
+            if !turns_left {
                 let max_tool_turns = context.config.max_tool_turns;
                 let notice = NewEvent::notice(Notice::TurnLimit { max_tool_turns });
                 return end(transcript, RunOutcome::TurnLimit, vec![assistant, notice]).await;
@@ -546,6 +585,10 @@ pub async fn run(
         // The turn's last result is held back when the turn parks, to be stored with the
         // status change.
         let mut last_result = None;
+        // The tools of this turn's calls that were refused as repeats of calls that worked,
+        // and whether every call was one.
+        let mut repeated: BTreeSet<String> = BTreeSet::new();
+        let mut only_repeats = true;
         for (index, call) in calls.iter().enumerate() {
             if context.cancel.is_cancelled() {
                 // The calls not run yet get their "cancelled" results in the closing write.
@@ -570,6 +613,7 @@ pub async fn run(
                 }),
                 _ => None,
             };
+            let answered_here = answered.is_some();
             let repeat = answered.or_else(|| match &call.arguments {
                 Ok(arguments) if context.config.refuse_repeated_calls => {
                     let request = last_request(&view.history);
@@ -592,6 +636,14 @@ pub async fn run(
             let unloaded = (on_demand && !offered.iter().any(|spec| spec.name == call.name))
                 .then(|| all_tools.iter().find(|spec| spec.name == call.name && tool_settings.enables(spec.toolset)))
                 .flatten();
+            // Only a repeat of a call that worked is withheld: one that failed needs fixing,
+            // with the tool still offered.
+            match &repeat {
+                Some(Dispatched::Finished { success: true, .. }) if !answered_here => {
+                    repeated.insert(call.name.clone());
+                }
+                _ => only_repeats = false,
+            }
             let dispatched = match repeat {
                 Some(repeat) => repeat,
                 None => {
@@ -621,6 +673,16 @@ pub async fn run(
                             .map(|spec| spec.name.as_str())
                             .collect();
                         output["available"] = serde_json::json!(names);
+                        if let Some(request) = last_request(&view.history) {
+                            let fitting = fitting_tools(&all_tools, &tool_settings, request, 3);
+                            if fitting.as_array().is_some_and(|fitting| !fitting.is_empty()) {
+                                output["for_the_request"] = fitting;
+                                output["note"] = serde_json::json!(
+                                    "Tools that fit the person's request are in `for_the_request`; call one of them \
+                                     (or another tool of `available`) by its exact name."
+                                );
+                            }
+                        }
                     }
                     if let (Dispatched::Finished { output, success }, Ok(arguments)) = (&dispatched, &call.arguments) {
                         recent_calls.record(&call.name, arguments, output, *success);
@@ -662,6 +724,9 @@ pub async fn run(
             }
         }
         tool_turns += 1;
+        if only_repeats {
+            withheld = repeated;
+        }
         if context.cancel.is_cancelled() {
             let mut closing: Vec<NewEvent> = last_result.into_iter().collect();
             closing.push(NewEvent::notice(Notice::Cancelled));
@@ -730,11 +795,13 @@ fn fit(
     all_tools: &[ToolSpec],
     settings: &ToolSettings,
     loaded: &BTreeSet<String>,
-    tools_enabled: bool,
+    (tools_enabled, turns_left): (bool, bool),
     config: &LoopConfig,
 ) -> Fitted {
     if !tools_enabled {
-        let system_addition = limit_reached(config.max_tool_turns);
+        // Without tools because the turns are used up, or for an answer asked for (said
+        // by the loop).
+        let system_addition = if turns_left { String::new() } else { limit_reached(config.max_tool_turns) };
         return Fitted { offered: Arc::default(), chars: system_addition.len(), system_addition };
     }
     let surface = surface(all_tools, settings, loaded);

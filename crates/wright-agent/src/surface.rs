@@ -175,14 +175,40 @@ pub(crate) fn preselect(all: &[ToolSpec], settings: &ToolSettings, message: &str
     if limit == 0 || settings.loading == ToolLoading::All {
         return Vec::new();
     }
+    let catalogue = |spec: &ToolSpec| !settings.always_loaded.contains(&spec.name);
+    fitting(all, settings, message, limit, catalogue).into_iter().map(|spec| spec.name.clone()).collect()
+}
+
+/// Up to `limit` enabled tools that fit the person's request, with the one-line description
+/// of each: what a call of an invented tool is told (its name is often no guide — a small
+/// model's `add_book` is `db_sql`, its `compute_product` is the `run_sandbox_code` the person
+/// named).
+pub(crate) fn fitting_tools(all: &[ToolSpec], settings: &ToolSettings, message: &str, limit: usize) -> Value {
+    let fitting = fitting(all, settings, message, limit, |_| true);
+    json!(
+        fitting
+            .iter()
+            .map(|spec| json!({"name": spec.name, "does": first_sentence(&spec.description)}))
+            .collect::<Vec<_>>()
+    )
+}
+
+/// The scoring of [`preselect`] over the enabled tools that `include` admits, best first.
+fn fitting<'a>(
+    all: &'a [ToolSpec],
+    settings: &ToolSettings,
+    message: &str,
+    limit: usize,
+    include: impl Fn(&ToolSpec) -> bool,
+) -> Vec<&'a ToolSpec> {
     let candidates: Vec<(&ToolSpec, BTreeSet<String>, BTreeSet<String>)> = all
         .iter()
-        .filter(|spec| settings.enables(spec.toolset) && !settings.always_loaded.contains(&spec.name))
+        .filter(|spec| settings.enables(spec.toolset) && include(spec))
         .map(|spec| (spec, keywords(&spec.name.replace('_', " ")), keywords(&spec.description)))
         .collect();
     let wanted = keywords(message);
     let count = candidates.len() as f64;
-    let mut scored: Vec<(f64, &str)> = candidates
+    let mut scored: Vec<(f64, &ToolSpec)> = candidates
         .iter()
         .map(|(spec, name, description)| {
             let score = wanted
@@ -199,13 +225,13 @@ pub(crate) fn preselect(all: &[ToolSpec], settings: &ToolSettings, message: &str
                     weight * (1.0 + count / df).ln()
                 })
                 .sum::<f64>();
-            (score, spec.name.as_str())
+            (score, *spec)
         })
         .filter(|(score, _)| *score > 0.0)
         .collect();
     // Stable: equal scores keep the registry's order.
     scored.sort_by(|left, right| right.0.total_cmp(&left.0));
-    scored.into_iter().take(limit).map(|(_, name)| name.to_owned()).collect()
+    scored.into_iter().take(limit).map(|(_, spec)| spec).collect()
 }
 
 /// The first sentence of a description, at most [`CATALOGUE_LINE_CHARS`] characters.

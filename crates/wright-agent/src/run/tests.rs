@@ -14,13 +14,20 @@ use super::*;
 struct ScriptedModel {
     replies: Mutex<Vec<ModelReply>>,
     seen: Mutex<Vec<(String, usize, usize)>>,
+    /// The names of the tools each request offered.
+    offered: Mutex<Vec<Vec<String>>>,
     /// The context window the model's server says it has.
     window: Option<usize>,
 }
 
 impl ScriptedModel {
     fn new(replies: Vec<ModelReply>) -> Self {
-        Self { replies: Mutex::new(replies.into_iter().rev().collect()), seen: Mutex::new(Vec::new()), window: None }
+        Self {
+            replies: Mutex::new(replies.into_iter().rev().collect()),
+            seen: Mutex::new(Vec::new()),
+            offered: Mutex::new(Vec::new()),
+            window: None,
+        }
     }
 
     /// `(system, history length, tool count)` of every request.
@@ -38,6 +45,7 @@ impl Model for ScriptedModel {
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
         Box::pin(async move {
             self.seen.lock().unwrap().push((request.system.clone(), request.history.len(), request.tools.len()));
+            self.offered.lock().unwrap().push(request.tools.iter().map(|spec| spec.name.clone()).collect());
             let reply = self.replies.lock().unwrap().pop().unwrap_or_else(|| text("(script ended)"));
             on_text(&reply.text);
             Ok(reply)
@@ -591,6 +599,65 @@ async fn an_invented_name_that_only_one_close_tool_takes_runs_that_tool_and_says
 }
 
 #[tokio::test]
+async fn a_tool_called_again_with_the_same_arguments_is_not_offered_in_the_next_turn() {
+    let fixture = Fixture::new().await;
+    let get = || calls(&[("g", "get_state", Ok(json!({"key": "k"})))]);
+    let model = ScriptedModel::new(vec![
+        get(),
+        get(),
+        calls(&[("s", "set_state", Ok(json!({"key": "k", "value": 2})))]),
+        text("Done."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let offered = model.offered.lock().unwrap().clone();
+    let offers = |turn: usize, name: &str| offered[turn].iter().any(|offered| offered == name);
+    assert!(offers(0, "get_state") && offers(1, "get_state"), "{offered:?}");
+    assert!(!offers(2, "get_state") && offers(2, "set_state"), "withheld after the repeat: {offered:?}");
+    assert!(offers(3, "get_state"), "for one turn only: {offered:?}");
+    let seen = model.seen();
+    assert!(seen[2].0.contains("## Repeated calls\nYou called `get_state` again"), "{}", seen[2].0);
+    assert!(!seen[3].0.contains("## Repeated calls"));
+    // A turn with a repeat beside a new call withholds nothing.
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        get(),
+        calls(&[("g2", "get_state", Ok(json!({"key": "k"}))), ("l", "list_state_keys", Ok(json!({})))]),
+        text("Done."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    assert!(model.offered.lock().unwrap()[2].iter().any(|name| name == "get_state"));
+}
+
+#[tokio::test]
+async fn an_empty_reply_after_results_is_asked_again_for_an_answer_without_tools() {
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![
+        calls(&[("s", "set_state", Ok(json!({"key": "k", "value": 1})))]),
+        text(""),
+        text("Saved k = 1."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let seen = model.seen();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(seen[2].2, 0, "the answer is asked for without tools");
+    assert!(seen[2].0.contains(EMPTY_REPLY_NOTE) && !seen[2].0.contains("limit_reached"), "{}", seen[2].0);
+    let events = fixture.events().await;
+    let answers: Vec<Value> = events
+        .iter()
+        .filter(|event| event.kind() == EventKind::Assistant)
+        .map(|event| data(event)["text"].clone())
+        .collect();
+    assert_eq!(answers, [json!(""), json!("Saved k = 1.")], "the empty reply is not stored");
+    assert!(events.iter().all(|event| event.kind() != EventKind::Notice), "no turn-limit notice");
+    // Asked once: a second empty reply is the answer.
+    let fixture = Fixture::new().await;
+    let model =
+        ScriptedModel::new(vec![calls(&[("s", "set_state", Ok(json!({"key": "k", "value": 1})))]), text(""), text("")]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(model.seen().len(), 3);
+}
+
+#[tokio::test]
 async fn a_reply_that_calls_a_tool_and_parrots_part_of_the_last_result_keeps_only_the_call() {
     let fixture = Fixture::new().await;
     let model = ScriptedModel::new(vec![
@@ -654,6 +721,26 @@ async fn the_persons_request_preselects_the_schemas_it_is_about() {
     fixture.transcript.store.append_events("c1", &[user("And another table.")]).await.unwrap();
     assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
     assert_eq!(model.seen()[0].2, 1, "preselection off: only load_tools");
+}
+
+#[tokio::test]
+async fn an_invented_tool_is_told_the_tools_that_fit_the_persons_request() {
+    let mut fixture = Fixture::new().await;
+    fixture.tool_settings = ToolSettings::default();
+    let request = "Add the book Dune by Frank Herbert to the books table in your database.";
+    fixture.transcript.store.append_events("c1", &[user(request)]).await.unwrap();
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "add_book", Ok(json!({"title": "Dune", "author": "Frank Herbert"})))]),
+        text("Sorry."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let output = fixture.results().await[0]["output"].clone();
+    assert_eq!(output["category"], "unknown_tool");
+    let fitting: Vec<&str> =
+        output["for_the_request"].as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap()).collect();
+    assert!(fitting.contains(&"db_sql"), "{output:#}");
+    assert!(!output["for_the_request"][0]["does"].as_str().unwrap().is_empty());
+    assert!(output["note"].as_str().unwrap().contains("for_the_request"), "{output:#}");
 }
 
 #[tokio::test]
