@@ -53,6 +53,10 @@ pub struct LoopConfig {
     /// (by its words, `surface::preselect`) are sent whole from the run's first request.
     /// Small models answer in prose rather than call `load_tools`. 0 turns this off.
     pub preload_tools: usize,
+    /// After this many turns in a row that call only one tool, that tool is not offered for
+    /// the next turn (then it is again): a small model feeds a result back into the same tool
+    /// (`double(21)`, `double(42)`, … to the turn limit) instead of answering. 0 turns this off.
+    pub max_same_tool_turns: usize,
 }
 
 impl Default for LoopConfig {
@@ -68,6 +72,7 @@ impl Default for LoopConfig {
             recover_text_calls: true,
             max_echo_retries: 2,
             preload_tools: 2,
+            max_same_tool_turns: 4,
         }
     }
 }
@@ -287,8 +292,8 @@ words: what you did, what came of it, and anything left to do.";
 fn withheld_note(withheld: &BTreeSet<String>) -> String {
     let names: Vec<String> = withheld.iter().map(|name| format!("`{name}`")).collect();
     format!(
-        "## Repeated calls\nYou called {} again with the same arguments; the results are above, so it is not offered \
-         in this turn. Do the next step of the person's request with another tool, or answer the person in plain words.",
+        "## Repeated calls\nYou called {} again and again; the results are above, so it is not offered in this \
+         turn. Do the next step of the person's request with another tool, or answer the person in plain words.",
         names.join(", ")
     )
 }
@@ -438,6 +443,8 @@ pub async fn run(
     // no tools. Once per run.
     let mut asked_for_answer = false;
     let mut answer_now = false;
+    // The tool every call of the last turns named, and in how many turns in a row.
+    let mut same_tool: Option<(String, usize)> = None;
     // Read once; the run keeps the view current with what it appends (the run owns the
     // conversation, so only answers to its own parked calls are written by others, and it
     // reloads after those).
@@ -726,6 +733,19 @@ pub async fn run(
         tool_turns += 1;
         if only_repeats {
             withheld = repeated;
+        }
+        let first = &calls[0].name;
+        same_tool = match same_tool.take() {
+            _ if calls.iter().any(|call| call.name != *first) => None,
+            Some((name, turns)) if name == *first => Some((name, turns + 1)),
+            _ => Some((first.clone(), 1)),
+        };
+        if let Some((name, turns)) = &same_tool
+            && context.config.max_same_tool_turns > 0
+            && *turns >= context.config.max_same_tool_turns
+        {
+            withheld.insert(name.clone());
+            same_tool = None;
         }
         if context.cancel.is_cancelled() {
             let mut closing: Vec<NewEvent> = last_result.into_iter().collect();

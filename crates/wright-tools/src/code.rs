@@ -16,7 +16,8 @@ use crate::{Services, ToolError};
 
 #[derive(Deserialize, JsonSchema)]
 pub(crate) struct RunArgs {
-    /// JavaScript: the body of an async function. Must `return` a JSON value or call `resolve(value)`.
+    /// JavaScript: the body of an async function. Must `return` a JSON value or call `resolve(value)`;
+    /// code that is one expression (`17 * 23`) returns its value.
     /// `state.get/set/delete/list`, `fetch(url, {method, headers, body})` and `console.log` are available.
     code: String,
     /// Deadline for this run in milliseconds (default 30000, at most 60000 unless the operator
@@ -65,10 +66,27 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                     )));
                 }
                 let limits = RunLimits { deadline_ms: args.timeout_ms, ..RunLimits::default() };
-                run_code(&context.services, &context.agent, args.code, Value::Object(Default::default()), limits).await
+                let code = expression_returned(args.code);
+                run_code(&context.services, &context.agent, code, Value::Object(Default::default()), limits).await
             })
         },
     )]
+}
+
+/// Code that is one expression (`17 * 23`, `[1, 2].map(n => n * 2)`), with or without a last
+/// `;`, becomes `return (EXPRESSION\n);`: small models write the expression and expect its
+/// value, where a function body would return nothing. Whether it is one expression is the
+/// sandbox's own compiler's answer (the wrapped text compiles), not a guess from the text;
+/// anything else runs as written. The wrapper is no boundary (the sandbox is), so code that
+/// closes the parenthesis itself only runs what it could have run anyway. A runtime error's
+/// column on the first line is then 8 further right.
+fn expression_returned(code: String) -> String {
+    let expression = code.trim().trim_end_matches(';').trim_end();
+    if expression.is_empty() {
+        return code;
+    }
+    let wrapped = format!("return ({expression}\n);");
+    if wright_sandbox::check_syntax(&wrapped).is_ok() { wrapped } else { code }
 }
 
 /// `wright sandbox run FILE`: runs `code` as `agent` (its state, the guarded fetch) `repeat`

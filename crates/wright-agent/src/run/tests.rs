@@ -615,7 +615,7 @@ async fn a_tool_called_again_with_the_same_arguments_is_not_offered_in_the_next_
     assert!(!offers(2, "get_state") && offers(2, "set_state"), "withheld after the repeat: {offered:?}");
     assert!(offers(3, "get_state"), "for one turn only: {offered:?}");
     let seen = model.seen();
-    assert!(seen[2].0.contains("## Repeated calls\nYou called `get_state` again"), "{}", seen[2].0);
+    assert!(seen[2].0.contains("## Repeated calls\nYou called `get_state` again and again"), "{}", seen[2].0);
     assert!(!seen[3].0.contains("## Repeated calls"));
     // A turn with a repeat beside a new call withholds nothing.
     let fixture = Fixture::new().await;
@@ -626,6 +626,25 @@ async fn a_tool_called_again_with_the_same_arguments_is_not_offered_in_the_next_
     ]);
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
     assert!(model.offered.lock().unwrap()[2].iter().any(|name| name == "get_state"));
+}
+
+#[tokio::test]
+async fn a_tool_called_in_every_turn_is_not_offered_after_max_same_tool_turns() {
+    let fixture = Fixture::new().await;
+    let set = |value: i64| calls(&[("s", "set_state", Ok(json!({"key": "k", "value": value})))]);
+    let model = ScriptedModel::new(vec![set(1), set(2), set(3), text("Done.")]);
+    let config = LoopConfig { max_same_tool_turns: 3, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    let offered = model.offered.lock().unwrap().clone();
+    assert!(offered[..3].iter().all(|names| names.iter().any(|name| name == "set_state")), "{offered:?}");
+    assert!(!offered[3].iter().any(|name| name == "set_state"), "after three turns of set_state: {offered:?}");
+    assert!(model.seen()[3].0.contains("You called `set_state` again and again"));
+    // Off with 0.
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![set(1), set(2), set(3), text("Done.")]);
+    let config = LoopConfig { max_same_tool_turns: 0, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    assert!(model.offered.lock().unwrap()[3].iter().any(|name| name == "set_state"));
 }
 
 #[tokio::test]

@@ -740,6 +740,17 @@ mod code_and_web {
         let ok =
             fixture.call("run_sandbox_code", json!({"code": "console.log('adding'); return 1 + 2;"})).await.unwrap();
         assert_eq!(ok, json!({"result": 3, "logs": ["adding"]}));
+        // One expression returns its value; statements run as a body, as before.
+        for (code, result) in [
+            ("17 * 23", json!(391)),
+            ("  [1, 2].map(n => n * 2);\n", json!([2, 4])),
+            ("// the product\n17 * 23", json!(391)),
+            ("const x = 2; x * 3", json!(null)),
+            ("resolve(5)", json!(5)),
+        ] {
+            let ran = fixture.call("run_sandbox_code", json!({"code": code})).await.unwrap();
+            assert_eq!(ran["result"], result, "{code}");
+        }
         let error = fixture.call("run_sandbox_code", json!({"code": "throw new Error('boom')"})).await.unwrap_err();
         assert_eq!(error.category(), "runtime");
         assert_eq!(error.to_model_output()["error"].as_str().map(|text| text.contains("boom")), Some(true));
