@@ -26,6 +26,7 @@ impl Model for ProviderModel {
                 system: request.system,
                 history: request.history.to_vec(),
                 tools: request.tools,
+                temperature: request.temperature,
                 ..wright_llm::Request::default()
             };
             let on_event = |event: &StreamEvent| {

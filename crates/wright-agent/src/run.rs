@@ -57,6 +57,10 @@ pub struct LoopConfig {
     /// the next turn (then it is again): a small model feeds a result back into the same tool
     /// (`double(21)`, `double(42)`, … to the turn limit) instead of answering. 0 turns this off.
     pub max_same_tool_turns: usize,
+    /// A reply whose every call repeats a call that failed in this run (same tool, same
+    /// arguments) is not stored; the turn is asked again at [`RESAMPLE_TEMPERATURE`] with the
+    /// error restated, up to this many times a run. Then the repeat is answered as any other.
+    pub resample_failed_repeats: usize,
 }
 
 impl Default for LoopConfig {
@@ -73,6 +77,7 @@ impl Default for LoopConfig {
             max_echo_retries: 2,
             preload_tools: 2,
             max_same_tool_turns: 4,
+            resample_failed_repeats: 2,
         }
     }
 }
@@ -84,7 +89,14 @@ pub struct ModelRequest<'a> {
     pub history: &'a [Event],
     /// Empty when tools are disabled for this turn.
     pub tools: Arc<[ToolSpec]>,
+    /// Overrides the configured sampling temperature for this turn: a turn asked again after
+    /// a repeated failing call samples wider ([`RESAMPLE_TEMPERATURE`]).
+    pub temperature: Option<f32>,
 }
+
+/// The temperature of a turn asked again because its calls repeated calls that failed: a
+/// model decoding greedily (or nearly) writes the same failing call every time it is asked.
+pub const RESAMPLE_TEMPERATURE: f32 = 1.0;
 
 /// A tool call as the model made it. Arguments that were not valid JSON keep their raw text,
 /// so the model can be told what it sent.
@@ -288,6 +300,23 @@ fn repeated_result(name: &str, earlier: &Value, request: Option<&str>) -> Value 
 pub const EMPTY_REPLY_NOTE: &str = "## Your last reply\nYour last reply was empty. Answer the person now in plain \
 words: what you did, what came of it, and anything left to do.";
 
+/// What the request after a reply that only repeated failed calls adds to the system message.
+fn failed_again_note(failed: &[(&str, &Value)]) -> String {
+    let lines: Vec<String> = failed
+        .iter()
+        .map(|(name, output)| {
+            let error = output.get("error").and_then(Value::as_str).map_or_else(|| output.to_string(), str::to_owned);
+            format!("- `{name}` failed with: {error}")
+        })
+        .collect();
+    format!(
+        "## Your last reply\nYour last reply made again, with the same arguments, calls that already failed in this \
+         run:\n{}\nDo not send them again as they were. Fix the arguments as the error says, use another tool, or \
+         answer the person.",
+        lines.join("\n")
+    )
+}
+
 /// What a request that withholds the tools of repeated calls adds to the system message.
 fn withheld_note(withheld: &BTreeSet<String>) -> String {
     let names: Vec<String> = withheld.iter().map(|name| format!("`{name}`")).collect();
@@ -445,6 +474,10 @@ pub async fn run(
     let mut answer_now = false;
     // The tool every call of the last turns named, and in how many turns in a row.
     let mut same_tool: Option<(String, usize)> = None;
+    let mut resamples = 0;
+    // Set when the last reply only repeated failed calls and was dropped: what the next
+    // request adds to the system message, and that it samples wider.
+    let mut resample_note: Option<String> = None;
     // Read once; the run keeps the view current with what it appends (the run owns the
     // conversation, so only answers to its own parked calls are written by others, and it
     // reloads after those).
@@ -498,6 +531,10 @@ pub async fn run(
         if turns_left && std::mem::take(&mut answer_now) {
             system_now = format!("{system_now}\n\n{EMPTY_REPLY_NOTE}");
         }
+        let resampling = resample_note.is_some();
+        if let Some(note) = resample_note.take() {
+            system_now = format!("{system_now}\n\n{note}");
+        }
         let withheld_now = std::mem::take(&mut withheld);
         if tools_enabled && !withheld_now.is_empty() {
             fitted.offered = fitted.offered.iter().filter(|spec| !withheld_now.contains(&spec.name)).cloned().collect();
@@ -505,7 +542,8 @@ pub async fn run(
         }
         let tools = fitted.offered;
         let offered = Arc::clone(&tools);
-        let request = ModelRequest { system: system_now, history: &view.history, tools };
+        let temperature = resampling.then_some(RESAMPLE_TEMPERATURE);
+        let request = ModelRequest { system: system_now, history: &view.history, tools, temperature };
         let reply = match model.reply(request, &on_text, context.cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled) => {
@@ -550,6 +588,25 @@ pub async fn run(
             {
                 invented.push((call.id.clone(), std::mem::replace(&mut call.name, meant)));
             }
+        }
+        let failed_again: Vec<(&str, &Value)> = calls
+            .iter()
+            .filter_map(|call| {
+                let arguments = call.arguments.as_ref().ok()?;
+                match recent_calls.earlier(&call.name, arguments) {
+                    Some((output, false)) => Some((call.name.as_str(), output)),
+                    _ => None,
+                }
+            })
+            .collect();
+        if context.config.refuse_repeated_calls
+            && !calls.is_empty()
+            && failed_again.len() == calls.len()
+            && resamples < context.config.resample_failed_repeats
+        {
+            resamples += 1;
+            resample_note = Some(failed_again_note(&failed_again));
+            continue;
         }
         let after_results = matches!(view.history.last().map(|event| &event.body), Some(EventBody::ToolResult { .. }));
         if calls.is_empty() && tools_enabled && reply_text.trim().is_empty() && after_results && !asked_for_answer {
@@ -891,6 +948,7 @@ async fn compact(
         system: "You summarise conversations between a person and their agent, faithfully and briefly.".to_owned(),
         history: &older,
         tools: Arc::default(),
+        temperature: None,
     };
     let quiet = |_: &str| {};
     let reply = match model.reply(request, &quiet, cancel).await {

@@ -16,6 +16,8 @@ struct ScriptedModel {
     seen: Mutex<Vec<(String, usize, usize)>>,
     /// The names of the tools each request offered.
     offered: Mutex<Vec<Vec<String>>>,
+    /// The temperature each request asked for.
+    temperatures: Mutex<Vec<Option<f32>>>,
     /// The context window the model's server says it has.
     window: Option<usize>,
 }
@@ -26,6 +28,7 @@ impl ScriptedModel {
             replies: Mutex::new(replies.into_iter().rev().collect()),
             seen: Mutex::new(Vec::new()),
             offered: Mutex::new(Vec::new()),
+            temperatures: Mutex::new(Vec::new()),
             window: None,
         }
     }
@@ -46,6 +49,7 @@ impl Model for ScriptedModel {
         Box::pin(async move {
             self.seen.lock().unwrap().push((request.system.clone(), request.history.len(), request.tools.len()));
             self.offered.lock().unwrap().push(request.tools.iter().map(|spec| spec.name.clone()).collect());
+            self.temperatures.lock().unwrap().push(request.temperature);
             let reply = self.replies.lock().unwrap().pop().unwrap_or_else(|| text("(script ended)"));
             on_text(&reply.text);
             Ok(reply)
@@ -490,12 +494,13 @@ async fn a_repeated_call_is_not_run_again_until_another_call_succeeded() {
         calls(&[("d", "set_state", Ok(json!({"key": "k", "value": 2})))]),
         // After a write succeeded, the same read runs again and sees the new value.
         calls(&[("e", "get_state", Ok(json!({"key": "k"})))]),
-        // A repeat of a failed call repeats the failure.
+        // A repeat of a failed call repeats the failure (when it is not asked again).
         calls(&[("f", "get_state", Ok(json!({"key": 5})))]),
         calls(&[("g", "get_state", Ok(json!({"key": 5})))]),
         text("Done."),
     ]);
-    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let config = LoopConfig { resample_failed_repeats: 0, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
     let results = fixture.results().await;
     assert_eq!(results[1]["output"], json!({"value": 1}));
     let repeated = &results[2]["output"];
@@ -645,6 +650,41 @@ async fn a_tool_called_in_every_turn_is_not_offered_after_max_same_tool_turns() 
     let config = LoopConfig { max_same_tool_turns: 0, ..LoopConfig::default() };
     assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
     assert!(model.offered.lock().unwrap()[3].iter().any(|name| name == "set_state"));
+}
+
+#[tokio::test]
+async fn a_reply_that_repeats_a_failed_call_is_asked_again_at_a_higher_temperature() {
+    let fixture = Fixture::new().await;
+    let bad = || calls(&[("b", "set_state", Ok(json!({"key": "k"})))]);
+    let model = ScriptedModel::new(vec![
+        bad(),
+        bad(),
+        calls(&[("s", "set_state", Ok(json!({"key": "k", "value": 1})))]),
+        text("Saved."),
+    ]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let temperatures = model.temperatures.lock().unwrap().clone();
+    assert_eq!(temperatures, [None, None, Some(RESAMPLE_TEMPERATURE), None]);
+    let note = &model.seen()[2].0;
+    assert!(
+        note.contains("calls that already failed in this run:\n- `set_state` failed with: invalid arguments"),
+        "{note}"
+    );
+    let calls: Vec<Value> = fixture
+        .events()
+        .await
+        .iter()
+        .filter(|event| event.kind() == EventKind::ToolCall)
+        .map(|event| data(event)["arguments"].clone())
+        .collect();
+    assert_eq!(calls, [json!({"key": "k"}), json!({"key": "k", "value": 1})], "the repeat is not stored");
+    // Twice a run by default; then the repeat is answered as before.
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![bad(), bad(), bad(), bad(), text("Sorry.")]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let results = fixture.results().await;
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[1]["output"]["repeated_call"], true);
 }
 
 #[tokio::test]
