@@ -27,6 +27,7 @@ impl Model for ProviderModel {
                 history: request.history.to_vec(),
                 tools: request.tools,
                 temperature: request.temperature,
+                max_output_tokens: request.max_output_tokens,
                 ..wright_llm::Request::default()
             };
             let on_event = |event: &StreamEvent| {

@@ -39,7 +39,10 @@ pub struct LoopConfig {
     /// `/props` and Ollama's `/api/show` do, and win). Unset: no fitting beyond
     /// `compact_above_chars`.
     pub context_window: Option<usize>,
-    /// Tokens kept free for the model's answer when a request is fitted into the window.
+    /// Tokens kept free for the model's answer when a request is fitted into the window; when
+    /// the window is known, also the most one reply may take (`max_tokens`): without it a
+    /// small model that falls into repeating itself writes until the window is full — six
+    /// thousand tokens, minutes of a local server's time, for one turn.
     pub reserve_output_tokens: usize,
     /// When tools were offered and a reply made no call, calls written as text (bare JSON,
     /// a ```json block, `<tool_call>` tags, the text protocol's blocks) are recovered into
@@ -92,6 +95,8 @@ pub struct ModelRequest<'a> {
     /// Overrides the configured sampling temperature for this turn: a turn asked again after
     /// a repeated failing call samples wider ([`RESAMPLE_TEMPERATURE`]).
     pub temperature: Option<f32>,
+    /// The most tokens the reply may take; `None` leaves the provider's configured limit.
+    pub max_output_tokens: Option<u32>,
 }
 
 /// The temperature of a turn asked again because its calls repeated calls that failed: a
@@ -459,6 +464,7 @@ pub async fn run(
     let window = model.context_window().await.or(context.config.context_window);
     let budget_chars = window
         .map(|tokens| tokens.saturating_sub(context.config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN));
+    let max_output_tokens = window.map(|_| u32::try_from(context.config.reserve_output_tokens).unwrap_or(u32::MAX));
     // The settings this run uses: switched to on-demand loading when every schema would not fit.
     let mut tool_settings = context.tool_settings.clone();
     let mut echo_retries = 0;
@@ -543,7 +549,8 @@ pub async fn run(
         let tools = fitted.offered;
         let offered = Arc::clone(&tools);
         let temperature = resampling.then_some(RESAMPLE_TEMPERATURE);
-        let request = ModelRequest { system: system_now, history: &view.history, tools, temperature };
+        let request =
+            ModelRequest { system: system_now, history: &view.history, tools, temperature, max_output_tokens };
         let reply = match model.reply(request, &on_text, context.cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled) => {
@@ -949,6 +956,7 @@ async fn compact(
         history: &older,
         tools: Arc::default(),
         temperature: None,
+        max_output_tokens: None,
     };
     let quiet = |_: &str| {};
     let reply = match model.reply(request, &quiet, cancel).await {

@@ -18,6 +18,8 @@ struct ScriptedModel {
     offered: Mutex<Vec<Vec<String>>>,
     /// The temperature each request asked for.
     temperatures: Mutex<Vec<Option<f32>>>,
+    /// The output limit each request carried.
+    output_limits: Mutex<Vec<Option<u32>>>,
     /// The context window the model's server says it has.
     window: Option<usize>,
 }
@@ -29,6 +31,7 @@ impl ScriptedModel {
             seen: Mutex::new(Vec::new()),
             offered: Mutex::new(Vec::new()),
             temperatures: Mutex::new(Vec::new()),
+            output_limits: Mutex::new(Vec::new()),
             window: None,
         }
     }
@@ -50,6 +53,7 @@ impl Model for ScriptedModel {
             self.seen.lock().unwrap().push((request.system.clone(), request.history.len(), request.tools.len()));
             self.offered.lock().unwrap().push(request.tools.iter().map(|spec| spec.name.clone()).collect());
             self.temperatures.lock().unwrap().push(request.temperature);
+            self.output_limits.lock().unwrap().push(request.max_output_tokens);
             let reply = self.replies.lock().unwrap().pop().unwrap_or_else(|| text("(script ended)"));
             on_text(&reply.text);
             Ok(reply)
@@ -685,6 +689,20 @@ async fn a_reply_that_repeats_a_failed_call_is_asked_again_at_a_higher_temperatu
     let results = fixture.results().await;
     assert_eq!(results.len(), 2, "{results:?}");
     assert_eq!(results[1]["output"]["repeated_call"], true);
+}
+
+#[tokio::test]
+async fn a_known_window_caps_each_reply_at_the_reserved_output() {
+    let fixture = Fixture::new().await;
+    let mut model = ScriptedModel::new(vec![text("Hi.")]);
+    model.window = Some(8_192);
+    let config = LoopConfig { reserve_output_tokens: 1_000, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(*model.output_limits.lock().unwrap(), [Some(1_000)]);
+    // An unknown window (a hosted model) leaves the provider's own limit.
+    let model = ScriptedModel::new(vec![text("Hi.")]);
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(*model.output_limits.lock().unwrap(), [None]);
 }
 
 #[tokio::test]
