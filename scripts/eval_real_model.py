@@ -280,6 +280,7 @@ def main():
     parser.add_argument("--measure", default="1")
     parser.add_argument("--task-timeout", type=int, default=420)
     parser.add_argument("--temperature", default="")
+    parser.add_argument("--agent-config", default="")
     args = parser.parse_args()
     out = tempfile.mkdtemp(prefix="wright-eval-logs-")
     page_port = free_port()
@@ -287,6 +288,8 @@ def main():
     threading.Thread(target=page_server.serve_forever, daemon=True).start()
     page_url = f"http://127.0.0.1:{page_port}/"
     config = f'[egress]\nallow = ["127.0.0.1:{page_port}"]\n'
+    if args.agent_config:
+        config += "\n[agent]\n" + args.agent_config.replace(";", "\n") + "\n"
     selected = [t for t in TASKS if not args.tasks or t[0] in args.tasks.split(",")]
     date = datetime.date.today().isoformat()
     lines = [f"# Real-model evaluation, {date}", "",
@@ -295,7 +298,8 @@ def main():
              "Success is judged from what Wright stored; prompt tokens are the llama.cpp server's own count, "
              "summed over the task's requests (most of it served from its prompt cache). Sampling temperature: "
              + (f"{args.temperature} (`WRIGHT_TEMPERATURE`)." if args.temperature else "the server's default (llama.cpp: 0.8)."),
-             f"Machine load (1/5/15 min) at the start: {' '.join(open('/proc/loadavg').read().split()[:3])}.", ""]
+             f"Machine load (1/5/15 min) at the start: {' '.join(open('/proc/loadavg').read().split()[:3])}."
+             + (f" `[agent]` settings: `{args.agent_config}`." if args.agent_config else ""), ""]
     if args.measure == "1":
         lines += ["## First request of a first message", "",
                   "| mode | tools | prompt tokens (system + tools + message) | prompt eval (s) | time to first token (s) |",

@@ -28,6 +28,7 @@ impl Model for ProviderModel {
                 tools: request.tools,
                 temperature: request.temperature,
                 max_output_tokens: request.max_output_tokens,
+                require_tool_call: request.require_tool_call,
                 ..wright_llm::Request::default()
             };
             let on_event = |event: &StreamEvent| {

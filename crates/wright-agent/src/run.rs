@@ -64,6 +64,13 @@ pub struct LoopConfig {
     /// arguments) is not stored; the turn is asked again at [`RESAMPLE_TEMPERATURE`] with the
     /// error restated, up to this many times a run. Then the repeat is answered as any other.
     pub resample_failed_repeats: usize,
+    /// The first request of a run started by a message that names what some tool does (it
+    /// shares a rare word with a tool's name or description, as preselection scores it) must
+    /// be answered with a tool call. With a server that turns schemas into a grammar, a small
+    /// model then writes a valid call of a tool it was offered, instead of prose or a made-up
+    /// tool. Off by default: a capable model decides well by itself, and a message that only
+    /// mentions a tool's subject would get a call it did not need.
+    pub require_first_call: bool,
 }
 
 impl Default for LoopConfig {
@@ -81,6 +88,7 @@ impl Default for LoopConfig {
             preload_tools: 2,
             max_same_tool_turns: 4,
             resample_failed_repeats: 2,
+            require_first_call: false,
         }
     }
 }
@@ -97,6 +105,8 @@ pub struct ModelRequest<'a> {
     pub temperature: Option<f32>,
     /// The most tokens the reply may take; `None` leaves the provider's configured limit.
     pub max_output_tokens: Option<u32>,
+    /// The reply must call one of `tools` (see [`LoopConfig::require_first_call`]).
+    pub require_tool_call: bool,
 }
 
 /// The temperature of a turn asked again because its calls repeated calls that failed: a
@@ -493,9 +503,18 @@ pub async fn run(
     // the agent reads the stored version with read_system_prompt.
     let mut system = system_for(transcript, &view).await?;
     run_approved_calls(&site, transcript, &mut view).await?;
+    // Whether the first request must be answered with a call: a run started by the person's
+    // message, about what a tool does.
+    let mut require_call = false;
     if let Some(request) = last_request(&view.history) {
         let all_tools = context.tools.specs(context.agent).await.map_err(|error| stored(error.to_string()))?;
         loaded.extend(preselect(&all_tools, &tool_settings, request, context.config.preload_tools));
+        let started_by_message = view.history.last().is_some_and(|event| event.kind() == EventKind::User);
+        require_call = context.config.require_first_call
+            && started_by_message
+            && fitting_tools(&all_tools, &tool_settings, request, 1)
+                .as_array()
+                .is_some_and(|fitting| !fitting.is_empty());
     }
     loop {
         if context.cancel.is_cancelled() {
@@ -549,8 +568,15 @@ pub async fn run(
         let tools = fitted.offered;
         let offered = Arc::clone(&tools);
         let temperature = resampling.then_some(RESAMPLE_TEMPERATURE);
-        let request =
-            ModelRequest { system: system_now, history: &view.history, tools, temperature, max_output_tokens };
+        let require_tool_call = std::mem::take(&mut require_call) && tools_enabled;
+        let request = ModelRequest {
+            system: system_now,
+            history: &view.history,
+            tools,
+            temperature,
+            max_output_tokens,
+            require_tool_call,
+        };
         let reply = match model.reply(request, &on_text, context.cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled) => {
@@ -957,6 +983,7 @@ async fn compact(
         tools: Arc::default(),
         temperature: None,
         max_output_tokens: None,
+        require_tool_call: false,
     };
     let quiet = |_: &str| {};
     let reply = match model.reply(request, &quiet, cancel).await {

@@ -36,6 +36,11 @@ pub struct Request {
     /// Overrides the provider's configured output limit for this turn.
     pub max_output_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// The reply must call one of `tools` (`tool_choice: required`, Anthropic's `any`, Gemini's
+    /// `ANY`); a server that turns schemas into a grammar then only lets the model write a
+    /// valid call of a tool it offered. Ignored without tools, by the text protocol, and with
+    /// Anthropic's extended thinking (which takes only `auto`).
+    pub require_tool_call: bool,
 }
 
 /// A complete tool call, arguments whole.

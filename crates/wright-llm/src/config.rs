@@ -549,6 +549,45 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_required_call_is_asked_for_in_each_wires_words() {
+        let tool = wright_core::ToolSpec {
+            name: "set_state".into(),
+            description: "Writes a value.".into(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+            pauses: false,
+            policy: wright_core::ToolPolicy::Allow,
+            toolset: None,
+        };
+        let required =
+            crate::Request { tools: vec![tool].into(), require_tool_call: true, ..crate::Request::default() };
+        let expected = [
+            ("openai/gpt-x", "/tool_choice", serde_json::json!("required")),
+            ("openai-responses/gpt-x", "/tool_choice", serde_json::json!("required")),
+            ("local/qwen", "/tool_choice", serde_json::json!("required")),
+            ("anthropic/claude-x", "/tool_choice", serde_json::json!({"type": "any"})),
+            ("gemini/gemini-x", "/toolConfig", serde_json::json!({"functionCallingConfig": {"mode": "ANY"}})),
+        ];
+        for (model, pointer, choice) in expected {
+            let env = ProviderEnv {
+                openai_api_key: Some("k".into()),
+                anthropic_api_key: Some("k".into()),
+                gemini_api_key: Some("k".into()),
+                openai_base_url: model.starts_with("local").then(|| "http://127.0.0.1:1/v1".into()),
+                wright_model: Some(model.into()),
+                ..env()
+            };
+            let config = config_from_env(&env).unwrap();
+            let body = crate::request_body(&config, &required).unwrap();
+            assert_eq!(body.pointer(pointer), Some(&choice), "{model}: {body}");
+            // Not asked for, or nothing to call: the provider's default.
+            let auto = crate::Request { require_tool_call: false, ..required.clone() };
+            assert_eq!(crate::request_body(&config, &auto).unwrap().pointer(pointer), None, "{model}");
+            let no_tools = crate::Request { tools: Vec::new().into(), ..required.clone() };
+            assert_eq!(crate::request_body(&config, &no_tools).unwrap().pointer(pointer), None, "{model}");
+        }
+    }
+
     fn toml_like(json: &str) -> ProviderConfig {
         serde_json::from_str(json).unwrap()
     }

@@ -71,5 +71,6 @@ pub(crate) fn tool_turn(assistant_provider: Value, call_provider: Value) -> Requ
         model: None,
         max_output_tokens: Some(100),
         temperature: None,
+        require_tool_call: false,
     }
 }

@@ -96,11 +96,83 @@ pub fn translate(schema: &Value, dialect: SchemaDialect) -> Value {
     // Every API wants an object at the root of a tool's parameters.
     let mut root = schema.as_object().cloned().unwrap_or_default();
     root.entry("type").or_insert_with(|| json!("object"));
-    if root.get("type") == Some(&json!("object")) {
+    let variants = root_variants(&root);
+    match (&variants, dialect) {
+        // The grammar converter makes the alternatives themselves the rule: each variant's
+        // required fields are then required in what the model writes. Empty root properties
+        // beside them would only confuse it.
+        (Some(_), SchemaDialect::Grammar) => {
+            root.remove("properties");
+            root.remove("required");
+        }
+        // OpenAI and Anthropic refuse a combinator at the root; Gemini's subset is one object.
+        (Some(variants), SchemaDialect::OpenAi | SchemaDialect::Anthropic | SchemaDialect::Gemini) => {
+            root = merged_variants(&root, variants);
+        }
+        (None, _) => {}
+    }
+    if root.get("type") == Some(&json!("object")) && variants.is_none() {
         root.entry("properties").or_insert_with(|| json!({}));
     }
     let root = Value::Object(root);
     node(&root, &root, dialect, 0)
+}
+
+/// The object variants of a root `oneOf` (or `anyOf`) — a tagged union like the document
+/// edits, one shape per operation — when every variant is an object schema with properties.
+fn root_variants(root: &Map<String, Value>) -> Option<Vec<Map<String, Value>>> {
+    let list = root.get("oneOf").or_else(|| root.get("anyOf"))?.as_array()?;
+    let variants: Vec<Map<String, Value>> = list
+        .iter()
+        .map(|variant| variant.as_object().filter(|variant| variant.get("properties").is_some_and(Value::is_object)))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .cloned()
+        .collect();
+    (!variants.is_empty()).then_some(variants)
+}
+
+/// One object schema for the union of `variants`: every property of any variant (a property
+/// that is a `const` in each variant — the tag — becomes an enum of those values, its
+/// description saying what each does), required only what every variant requires. Looser
+/// than the union, which is safe: the registry validates calls against the full schema.
+fn merged_variants(root: &Map<String, Value>, variants: &[Map<String, Value>]) -> Map<String, Value> {
+    let mut properties = Map::new();
+    // The tag properties: their values and what each value does, in the variants' order.
+    let mut tags: std::collections::BTreeMap<String, (Vec<Value>, Vec<String>)> = Default::default();
+    for variant in variants {
+        let Some(Value::Object(own)) = variant.get("properties") else { continue };
+        for (name, property) in own {
+            match property.get("const").filter(|value| value.is_string()) {
+                Some(tag) => {
+                    let meaning = variant.get("description").and_then(Value::as_str).unwrap_or_default();
+                    let (values, meanings) = tags.entry(name.clone()).or_default();
+                    values.push(tag.clone());
+                    meanings.push(format!("{}: {}", tag.as_str().unwrap_or_default(), meaning.trim_end_matches('.')));
+                }
+                None => {
+                    properties.entry(name.clone()).or_insert_with(|| property.clone());
+                }
+            }
+        }
+    }
+    for (name, (values, meanings)) in tags {
+        properties.insert(name, json!({"type": "string", "enum": values, "description": meanings.join("; ")}));
+    }
+    let mut required: Vec<Value> = variants[0].get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+    required.retain(|name| {
+        variants.iter().all(|variant| {
+            variant.get("required").and_then(Value::as_array).is_some_and(|required| required.contains(name))
+        })
+    });
+    let mut merged = Map::new();
+    merged.insert("type".into(), json!("object"));
+    if let Some(description) = root.get("description") {
+        merged.insert("description".into(), description.clone());
+    }
+    merged.insert("properties".into(), Value::Object(properties));
+    merged.insert("required".into(), Value::Array(required));
+    merged
 }
 
 /// "Any value" in `dialect`, keeping a description when there was one.

@@ -61,7 +61,7 @@ impl McpTools {
     /// Validates `args` against the tool's schema and calls it.
     pub(crate) async fn call(&self, tool: &McpTool, args: &Value) -> Result<Value, ToolError> {
         let validator = self.validator(tool)?;
-        crate::registry::check_arguments(&tool.name, &validator, args)?;
+        crate::registry::check_arguments(&tool.name, &tool.input_schema, &validator, args)?;
         self.clients.call(&tool.name, args.clone()).await.map_err(error)
     }
 

@@ -291,7 +291,7 @@ impl ToolRegistry {
             name: name.to_owned(),
             closest: closest_names(name, self.builtins.keys().map(String::as_str)),
         })?;
-        check_arguments(name, &registered.validator, args)
+        check_arguments(name, &registered.tool.spec().parameters, &registered.validator, args)
     }
 
     /// Checks a pausing call before the loop parks it, and fixes what the canvas will render:
@@ -421,7 +421,7 @@ impl ToolRegistry {
     /// Validates the arguments against the agent tool's own schema and runs its code.
     async fn run_agent_tool(&self, tool: AgentTool, invocation: &Invocation) -> Result<Value, ToolError> {
         let validator = self.agent_tool_validator(&tool)?;
-        check_arguments(&invocation.name, &validator, &invocation.args)?;
+        check_arguments(&invocation.name, &tool.parameter_schema, &validator, &invocation.args)?;
         // The tool's own deadline when it set one, the sandbox's default otherwise.
         let deadline_ms = tool.limits.get("deadline_ms").and_then(Value::as_u64);
         let limits = wright_sandbox::RunLimits { deadline_ms, ..Default::default() };
@@ -450,7 +450,7 @@ impl ToolRegistry {
     }
 
     async fn run(&self, registered: &RegisteredTool, invocation: &Invocation) -> Result<Value, ToolError> {
-        check_arguments(&invocation.name, &registered.validator, &invocation.args)?;
+        check_arguments(&invocation.name, &registered.tool.spec().parameters, &registered.validator, &invocation.args)?;
         #[cfg(debug_assertions)]
         if self.panic_in.as_deref() == Some(invocation.name.as_str()) {
             panic!("fault injection: `{}` panics", invocation.name);
@@ -543,14 +543,53 @@ async fn guarded(
 }
 
 /// Every way `args` fails `validator`, each with the path that failed and why.
-pub(crate) fn check_arguments(tool: &str, validator: &jsonschema::Validator, args: &Value) -> Result<(), ToolError> {
-    let problems: Vec<String> = validator
+pub(crate) fn check_arguments(
+    tool: &str,
+    schema: &Value,
+    validator: &jsonschema::Validator,
+    args: &Value,
+) -> Result<(), ToolError> {
+    let problems = problems(validator, args);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let problems = tagged_variant_problems(schema, args).unwrap_or(problems);
+    Err(ToolError::InvalidArguments { tool: tool.to_owned(), problems })
+}
+
+fn problems(validator: &jsonschema::Validator, args: &Value) -> Vec<String> {
+    validator
         .iter_errors(args)
         .map(|error| {
             let path = error.instance_path().to_string();
             let at = if path.is_empty() { "(root)".to_owned() } else { path };
             format!("{at}: {error}")
         })
-        .collect();
-    if problems.is_empty() { Ok(()) } else { Err(ToolError::InvalidArguments { tool: tool.to_owned(), problems }) }
+        .collect()
+}
+
+/// For a schema whose root is a `oneOf` of object variants told apart by a `const` property
+/// (the edit tools' `operation`), the problems of the variant the call names, or that it names
+/// none: "not valid under any of the schemas listed in the 'oneOf' keyword" tells a model
+/// nothing it can fix. `None` for any other schema.
+fn tagged_variant_problems(schema: &Value, args: &Value) -> Option<Vec<String>> {
+    let variants = schema.get("oneOf")?.as_array()?;
+    let tag = variants
+        .first()?
+        .get("properties")?
+        .as_object()?
+        .iter()
+        .find_map(|(name, property)| property.get("const").is_some().then_some(name.clone()))?;
+    let tag_of = |variant: &Value| variant.pointer(&format!("/properties/{tag}/const")).cloned();
+    let allowed: Vec<Value> = variants.iter().map(tag_of).collect::<Option<Vec<_>>>()?;
+    let given = args.get(&tag);
+    let Some(chosen) = variants.iter().find(|variant| tag_of(variant).as_ref() == given) else {
+        let names: Vec<String> =
+            allowed.iter().map(|value| value.as_str().map_or(value.to_string(), str::to_owned)).collect();
+        let what = given.map_or_else(|| "is missing".to_owned(), |given| format!("is {given}"));
+        return Some(vec![format!("/{tag}: {what}; it must be one of: {}", names.join(", "))]);
+    };
+    let validator = jsonschema::validator_for(chosen).ok()?;
+    let tag_value = given.map(Value::to_string).unwrap_or_default();
+    Some(problems(&validator, args).into_iter().map(|problem| format!("{problem} (for {tag} {tag_value})")).collect())
 }

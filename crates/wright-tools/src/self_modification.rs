@@ -11,64 +11,68 @@ use wright_store::{DocumentEdit, VersionMeta};
 use crate::builtin::{Builtin, NoArgs, Tool};
 use crate::{ToolContext, ToolError};
 
-/// The operations of `edit_system_prompt` and `edit_learned_notes`.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum EditOperation {
-    Replace,
-    FindReplace,
-    Append,
-    Prepend,
-    Delete,
-}
-
-impl EditOperation {
-    fn as_str(self) -> &'static str {
-        match self {
-            EditOperation::Replace => "replace",
-            EditOperation::FindReplace => "find_replace",
-            EditOperation::Append => "append",
-            EditOperation::Prepend => "prepend",
-            EditOperation::Delete => "delete",
-        }
-    }
-}
-
+// One shape per operation: the schema is a `oneOf` tagged by `operation`, so each operation's
+// fields are required in the schema itself. A server that turns schemas into a grammar
+// (llama.cpp) then only lets a model write a complete edit — a 0.5B model otherwise sends
+// `replace` with the text in the wrong field, again and again. Providers that refuse a `oneOf`
+// at the root get the variants merged (`wright_llm::tool_schema`).
+/// One edit: `operation` says which, and which fields it takes.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct EditArgs {
-    /// The type of edit to perform.
-    operation: EditOperation,
-    /// For replace: the new full text. For append/prepend: the text to add (it goes on a line
-    /// of its own). For delete: the exact text to remove (first occurrence).
-    content: Option<String>,
-    /// For find_replace: the exact substring to find (case-sensitive).
-    find: Option<String>,
-    /// For find_replace: the replacement text.
-    replace: Option<String>,
-    /// For find_replace: replace all occurrences instead of just the first. Default: false.
-    replace_all: Option<bool>,
-    /// Why you are making this change; kept with the version so an admin can review it.
-    reason: Option<String>,
+#[serde(tag = "operation", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum EditArgs {
+    /// Replace the whole text.
+    Replace {
+        /// The new full text.
+        content: String,
+        /// Why you are making this change; kept with the version so an admin can review it.
+        reason: Option<String>,
+    },
+    /// Replace an exact substring (case-sensitive).
+    FindReplace {
+        /// The exact substring to find.
+        find: String,
+        /// The replacement text.
+        replace: String,
+        /// Replace all occurrences instead of just the first. Default: false.
+        replace_all: Option<bool>,
+        /// Why you are making this change; kept with the version so an admin can review it.
+        reason: Option<String>,
+    },
+    /// Add text at the end, on a line of its own.
+    Append {
+        /// The text to add.
+        content: String,
+        /// Why you are making this change; kept with the version so an admin can review it.
+        reason: Option<String>,
+    },
+    /// Add text at the start, on a line of its own.
+    Prepend {
+        /// The text to add.
+        content: String,
+        /// Why you are making this change; kept with the version so an admin can review it.
+        reason: Option<String>,
+    },
+    /// Remove the first occurrence of an exact text.
+    Delete {
+        /// The exact text to remove.
+        content: String,
+        /// Why you are making this change; kept with the version so an admin can review it.
+        reason: Option<String>,
+    },
 }
 
 impl EditArgs {
-    /// The store's edit, or an error naming the field the operation needs.
-    fn into_edit(self, tool: &str) -> Result<(DocumentEdit, Option<String>), ToolError> {
-        let operation = self.operation.as_str();
-        let require =
-            |value: Option<String>, field: &str| value.ok_or_else(|| ToolError::missing_field(tool, operation, field));
-        let edit = match self.operation {
-            EditOperation::Replace => DocumentEdit::Replace { content: require(self.content, "content")? },
-            EditOperation::Append => DocumentEdit::Append { content: require(self.content, "content")? },
-            EditOperation::Prepend => DocumentEdit::Prepend { content: require(self.content, "content")? },
-            EditOperation::Delete => DocumentEdit::Delete { content: require(self.content, "content")? },
-            EditOperation::FindReplace => DocumentEdit::FindReplace {
-                find: require(self.find, "find")?,
-                replace: require(self.replace, "replace")?,
-                replace_all: self.replace_all.unwrap_or(false),
-            },
-        };
-        Ok((edit, self.reason))
+    /// The store's edit and the reason given.
+    fn into_edit(self) -> (DocumentEdit, Option<String>) {
+        match self {
+            EditArgs::Append { content, reason } => (DocumentEdit::Append { content }, reason),
+            EditArgs::Prepend { content, reason } => (DocumentEdit::Prepend { content }, reason),
+            EditArgs::FindReplace { find, replace, replace_all, reason } => {
+                (DocumentEdit::FindReplace { find, replace, replace_all: replace_all.unwrap_or(false) }, reason)
+            }
+            EditArgs::Replace { content, reason } => (DocumentEdit::Replace { content }, reason),
+            EditArgs::Delete { content, reason } => (DocumentEdit::Delete { content }, reason),
+        }
     }
 }
 
@@ -77,8 +81,8 @@ async fn read(context: ToolContext, kind: DocumentKind, field: &str) -> Result<V
     Ok(json!({ field: document.content, "version": document.version }))
 }
 
-async fn edit(context: ToolContext, kind: DocumentKind, tool: &str, args: EditArgs) -> Result<Value, ToolError> {
-    let (edit, reason) = args.into_edit(tool)?;
+async fn edit(context: ToolContext, kind: DocumentKind, args: EditArgs) -> Result<Value, ToolError> {
+    let (edit, reason) = args.into_edit();
     let meta = VersionMeta {
         author: Author::Agent,
         reason,
@@ -104,7 +108,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
              (content goes on a line of its own), delete (content = exact text to remove). find_replace and \
              delete fail without changing anything when the text is not found. Every edit is a new version \
              an admin can review and roll back; give a short reason. Returns the new version.",
-            |context, args| Box::pin(edit(context, DocumentKind::SystemPrompt, "edit_system_prompt", args)),
+            |context, args| Box::pin(edit(context, DocumentKind::SystemPrompt, args)),
         ),
         Builtin::<NoArgs>::boxed(
             "read_learned_notes",
@@ -116,7 +120,38 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             "Edit your learned notes: durable facts and preferences about the user. Same operations as \
              edit_system_prompt: replace, find_replace, append, prepend, delete. Keep notes short and \
              current; never store secrets. Returns the new version.",
-            |context, args| Box::pin(edit(context, DocumentKind::LearnedNotes, "edit_learned_notes", args)),
+            |context, args| Box::pin(edit(context, DocumentKind::LearnedNotes, args)),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn each_edit_operation_requires_its_own_fields_in_the_schema() {
+        let schema = crate::schema::schema_for::<EditArgs>();
+        let variants = schema["oneOf"].as_array().expect("a oneOf of the operations");
+        let shapes: Vec<(Value, Value)> = variants
+            .iter()
+            .map(|variant| (variant["properties"]["operation"]["const"].clone(), variant["required"].clone()))
+            .collect();
+        assert_eq!(
+            shapes,
+            [
+                (json!("replace"), json!(["operation", "content"])),
+                (json!("find_replace"), json!(["operation", "find", "replace"])),
+                (json!("append"), json!(["operation", "content"])),
+                (json!("prepend"), json!(["operation", "content"])),
+                (json!("delete"), json!(["operation", "content"])),
+            ]
+        );
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        assert!(validator.is_valid(&json!({"operation": "append", "content": "Prefers tea."})));
+        assert!(!validator.is_valid(&json!({"operation": "replace", "replace": "tea", "replace_all": false})));
+        assert!(!validator.is_valid(&json!({"operation": "rewrite", "content": "x"})));
+    }
 }

@@ -20,6 +20,8 @@ struct ScriptedModel {
     temperatures: Mutex<Vec<Option<f32>>>,
     /// The output limit each request carried.
     output_limits: Mutex<Vec<Option<u32>>>,
+    /// Whether each request required a call.
+    required_calls: Mutex<Vec<bool>>,
     /// The context window the model's server says it has.
     window: Option<usize>,
 }
@@ -32,6 +34,7 @@ impl ScriptedModel {
             offered: Mutex::new(Vec::new()),
             temperatures: Mutex::new(Vec::new()),
             output_limits: Mutex::new(Vec::new()),
+            required_calls: Mutex::new(Vec::new()),
             window: None,
         }
     }
@@ -54,6 +57,7 @@ impl Model for ScriptedModel {
             self.offered.lock().unwrap().push(request.tools.iter().map(|spec| spec.name.clone()).collect());
             self.temperatures.lock().unwrap().push(request.temperature);
             self.output_limits.lock().unwrap().push(request.max_output_tokens);
+            self.required_calls.lock().unwrap().push(request.require_tool_call);
             let reply = self.replies.lock().unwrap().pop().unwrap_or_else(|| text("(script ended)"));
             on_text(&reply.text);
             Ok(reply)
@@ -818,6 +822,25 @@ async fn an_invented_tool_is_told_the_tools_that_fit_the_persons_request() {
     assert!(fitting.contains(&"db_sql"), "{output:#}");
     assert!(!output["for_the_request"][0]["does"].as_str().unwrap().is_empty());
     assert!(output["note"].as_str().unwrap().contains("for_the_request"), "{output:#}");
+}
+
+#[tokio::test]
+async fn require_first_call_makes_the_first_request_about_a_tool_call_one() {
+    let config = LoopConfig { require_first_call: true, ..LoopConfig::default() };
+    let set = || calls(&[("s", "set_state", Ok(json!({"key": "colour", "value": "green"})))]);
+    for (message, config, expected) in [
+        ("Save my favourite colour, green, in your state.", config.clone(), vec![true, false]),
+        ("Save my favourite colour, green, in your state.", LoopConfig::default(), vec![false, false]),
+        // Nothing in it is what a tool does: the model answers as it likes.
+        ("Hello there!", config, vec![false, false]),
+    ] {
+        let mut fixture = Fixture::new().await;
+        fixture.tool_settings = ToolSettings::default();
+        fixture.transcript.store.append_events("c1", &[user(message)]).await.unwrap();
+        let model = ScriptedModel::new(vec![set(), text("Saved.")]);
+        assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+        assert_eq!(*model.required_calls.lock().unwrap(), expected, "{message}");
+    }
 }
 
 #[tokio::test]

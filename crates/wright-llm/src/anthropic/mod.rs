@@ -70,6 +70,9 @@ pub(crate) fn build_request(settings: &Settings, request: &Request) -> MessagesR
         thinking: budget.map(|budget_tokens| ThinkingConfig { kind: "enabled", budget_tokens }),
         // Extended thinking refuses any temperature but the default.
         temperature: if budget.is_some() { None } else { request.temperature.or(settings.temperature) },
+        // Extended thinking takes only `auto`.
+        tool_choice: (request.require_tool_call && !request.tools.is_empty() && budget.is_none())
+            .then(|| serde_json::json!({"type": "any"})),
     }
 }
 

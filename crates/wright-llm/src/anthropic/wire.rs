@@ -19,6 +19,9 @@ pub(crate) struct MessagesRequest {
     pub thinking: Option<ThinkingConfig>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// `{"type": "any"}` when the reply must call a tool; absent (`auto`) otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Value>,
 }
 
 #[derive(Debug, Serialize)]

@@ -67,6 +67,8 @@ pub(crate) fn build_request(settings: &Settings, request: &Request) -> GenerateR
         },
         generation_config: (max_output_tokens.is_some() || temperature.is_some())
             .then_some(GenerationConfig { max_output_tokens, temperature }),
+        tool_config: (request.require_tool_call && !request.tools.is_empty())
+            .then(|| serde_json::json!({"functionCallingConfig": {"mode": "ANY"}})),
     }
 }
 

@@ -14,6 +14,9 @@ pub(crate) struct GenerateRequest {
     pub tools: Vec<ToolDeclarations>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generation_config: Option<GenerationConfig>,
+    /// `{"functionCallingConfig": {"mode": "ANY"}}` when the reply must call a tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_config: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -87,6 +87,7 @@ pub(crate) fn build_request(settings: &Settings, flavor: Flavor, request: &Reque
             None
         },
         temperature: request.temperature.or(settings.temperature),
+        tool_choice: (request.require_tool_call && !request.tools.is_empty()).then_some("required"),
     }
 }
 

@@ -21,6 +21,9 @@ pub(crate) struct ChatRequest {
     pub max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// `"required"` when the reply must call a tool; absent (the default, `auto`) otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]

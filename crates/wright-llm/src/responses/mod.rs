@@ -74,6 +74,7 @@ pub(crate) fn build_request(settings: &Settings, request: &Request) -> Responses
         store: false,
         max_output_tokens: request.max_output_tokens.or(settings.max_output_tokens),
         temperature: request.temperature.or(settings.temperature),
+        tool_choice: (request.require_tool_call && !request.tools.is_empty()).then_some("required"),
     }
 }
 

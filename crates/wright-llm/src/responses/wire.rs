@@ -19,6 +19,9 @@ pub(crate) struct ResponsesRequest {
     pub max_output_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// `"required"` when the reply must call a tool; absent (`auto`) otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -107,3 +107,43 @@ fn the_root_is_always_an_object_schema() {
         assert_eq!(translate(&json!(true), dialect), json!({"type": "object", "properties": {}}), "{dialect:?}");
     }
 }
+
+/// A union tagged by `operation`, as the document-edit tools have.
+fn tagged() -> Value {
+    json!({
+        "description": "One edit.",
+        "oneOf": [
+            {"type": "object", "description": "Add at the end.", "additionalProperties": false,
+             "properties": {"operation": {"type": "string", "const": "append"}, "content": {"type": "string"}},
+             "required": ["operation", "content"]},
+            {"type": "object", "description": "Swap text.", "additionalProperties": false,
+             "properties": {"operation": {"type": "string", "const": "find_replace"}, "find": {"type": "string"},
+                            "replace": {"type": "string"}},
+             "required": ["operation", "find", "replace"]}
+        ],
+        "properties": {},
+        "required": []
+    })
+}
+
+#[test]
+fn a_tagged_union_stays_one_for_the_grammar_and_is_merged_for_the_apis() {
+    let grammar = translate(&tagged(), SchemaDialect::Grammar);
+    assert_eq!(violations(&grammar, SchemaDialect::Grammar), Vec::<String>::new(), "{grammar:#}");
+    assert!(grammar.get("properties").is_none() && grammar.get("required").is_none(), "{grammar:#}");
+    assert_eq!(grammar["oneOf"][1]["required"], json!(["operation", "find", "replace"]));
+    for dialect in [SchemaDialect::OpenAi, SchemaDialect::Anthropic, SchemaDialect::Gemini] {
+        let merged = translate(&tagged(), dialect);
+        assert_eq!(violations(&merged, dialect), Vec::<String>::new(), "{dialect:?}: {merged:#}");
+        assert!(merged.get("oneOf").is_none(), "no combinator at the root: {merged:#}");
+        assert_eq!(merged["type"], "object");
+        assert_eq!(merged["required"], json!(["operation"]), "what every operation needs");
+        assert_eq!(
+            merged["properties"]["operation"],
+            json!({"type": "string", "enum": ["append", "find_replace"],
+                   "description": "append: Add at the end; find_replace: Swap text"})
+        );
+        let names: Vec<&String> = merged["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(names, ["content", "find", "operation", "replace"]);
+    }
+}

@@ -80,17 +80,22 @@ async fn schemas_match_the_seed_contracts() {
     let fixture = Fixture::new().await;
     let tools = fixture.registry.list(&AgentId::default_agent()).await.unwrap();
     let edit = tools.iter().find(|tool| tool.name == "edit_system_prompt").unwrap();
+    // The seed's operations and fields, one object schema per operation (a `oneOf` tagged by
+    // `operation`, so each operation's own fields are required in the schema).
     let schema = &edit.parameters;
-    assert_eq!(schema["type"], "object");
-    assert_eq!(schema["required"], json!(["operation"]));
+    let variants = schema["oneOf"].as_array().unwrap();
+    let operations: Vec<&Value> = variants.iter().map(|variant| &variant["properties"]["operation"]["const"]).collect();
     assert_eq!(
-        schema["properties"]["operation"]["enum"],
-        json!(["replace", "find_replace", "append", "prepend", "delete"])
+        operations,
+        [&json!("replace"), &json!("find_replace"), &json!("append"), &json!("prepend"), &json!("delete")]
     );
-    for field in ["content", "find", "replace"] {
-        assert_eq!(schema["properties"][field]["type"], "string", "{field}: {schema}");
+    for variant in variants {
+        assert_eq!(variant["type"], "object");
+        for (field, property) in variant["properties"].as_object().unwrap() {
+            let kind = if field == "replace_all" { "boolean" } else { "string" };
+            assert_eq!(property["type"], kind, "{field}: {variant}");
+        }
     }
-    assert_eq!(schema["properties"]["replace_all"]["type"], "boolean");
     assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
     let set_state = tools.iter().find(|tool| tool.name == "set_state").unwrap();
     assert_eq!(set_state.parameters["required"], json!(["key", "value"]));
@@ -178,11 +183,22 @@ async fn find_that_is_absent_fails_quoting_it_and_changes_nothing() {
 async fn a_missing_required_field_is_named() {
     let fixture = Fixture::new().await;
     let cases = [
-        (json!({"operation": "replace"}), "operation `replace` requires the field `content`"),
-        (json!({"operation": "append"}), "operation `append` requires the field `content`"),
-        (json!({"operation": "find_replace", "replace": "x"}), "operation `find_replace` requires the field `find`"),
-        (json!({"operation": "find_replace", "find": "x"}), "operation `find_replace` requires the field `replace`"),
-        (json!({}), "\"operation\" is a required property"),
+        (json!({"operation": "replace"}), "\"content\" is a required property (for operation \"replace\")"),
+        (json!({"operation": "append"}), "\"content\" is a required property (for operation \"append\")"),
+        (
+            json!({"operation": "find_replace", "replace": "x"}),
+            "\"find\" is a required property (for operation \"find_replace\")",
+        ),
+        (
+            json!({"operation": "find_replace", "find": "x"}),
+            "\"replace\" is a required property (for operation \"find_replace\")",
+        ),
+        // What a 0.5B model sent again and again: the text in the field of another operation.
+        (
+            json!({"operation": "replace", "replace": "tea", "replace_all": false}),
+            "\"content\" is a required property (for operation \"replace\")",
+        ),
+        (json!({}), "/operation: is missing; it must be one of: replace, find_replace, append, prepend, delete"),
     ];
     for (args, expected) in cases {
         let error = fixture.call("edit_learned_notes", args).await.unwrap_err();
@@ -199,11 +215,24 @@ async fn schema_violations_list_each_failing_path() {
         .await
         .unwrap_err();
     let message = error.to_string();
-    for path in ["/operation:", "/content:", "/replace_all:"] {
+    assert!(
+        message
+            .contains("/operation: is \"rewrite\"; it must be one of: replace, find_replace, append, prepend, delete"),
+        "{message}"
+    );
+    let error = fixture
+        .call(
+            "edit_system_prompt",
+            json!({"operation": "find_replace", "find": 5, "replace": "x", "replace_all": "yes"}),
+        )
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    for path in ["/find:", "/replace_all:"] {
         assert!(message.contains(path), "{message} should name {path}");
     }
     let ToolError::InvalidArguments { problems, .. } = error else { panic!() };
-    assert_eq!(problems.len(), 3);
+    assert_eq!(problems.len(), 2, "{problems:?}");
     let error = fixture.call("get_state", json!("not an object")).await.unwrap_err();
     assert!(error.to_string().contains("(root):"), "{error}");
 }
