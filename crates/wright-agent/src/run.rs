@@ -311,9 +311,10 @@ fn repeated_result(name: &str, earlier: &Value, request: Option<&str>) -> Value 
     })
 }
 
-/// What the request after an empty reply adds to the system message (it offers no tools).
-pub const EMPTY_REPLY_NOTE: &str = "## Your last reply\nYour last reply was empty. Answer the person now in plain \
-words: what you did, what came of it, and anything left to do.";
+/// What a request for the answer adds to the system message (it offers no tools): after an
+/// empty reply, or a reply stuck on a step that is done.
+pub const ANSWER_NOTE: &str = "## Answer now\nNo tools in this turn: the results of your calls are above. Answer \
+the person now in plain words: what you did, what came of it, and anything left to do.";
 
 /// What the request after a reply that only repeated failed calls adds to the system message.
 fn failed_again_note(failed: &[(&str, &Value)]) -> String {
@@ -481,11 +482,11 @@ pub async fn run(
     // Set when the last reply parroted a result and was dropped: the next request says so.
     let mut echo_note = false;
     // Tools whose every call in the last turn repeated an earlier call that worked: the next
-    // request does not offer them (a small model calls `fetch_url` five times rather than take the next
-    // step; a server's tool grammar then makes it pick another tool or answer).
+    // request does not offer them (a small model calls `fetch_url` five times rather than take
+    // the next step; a server's tool grammar then makes it pick another tool or answer).
     let mut withheld: BTreeSet<String> = BTreeSet::new();
-    // Set when a reply after tool calls was empty: the next request asks for an answer, with
-    // no tools. Once per run.
+    // Set when a reply after tool calls was empty, or stuck on a step that is done: the next
+    // request asks for an answer, with no tools. Once per run.
     let mut asked_for_answer = false;
     let mut answer_now = false;
     // The tool every call of the last turns named, and in how many turns in a row.
@@ -554,7 +555,7 @@ pub async fn run(
             system_now = format!("{system_now}\n\n{ECHO_NOTE}");
         }
         if turns_left && std::mem::take(&mut answer_now) {
-            system_now = format!("{system_now}\n\n{EMPTY_REPLY_NOTE}");
+            system_now = format!("{system_now}\n\n{ANSWER_NOTE}");
         }
         let resampling = resample_note.is_some();
         if let Some(note) = resample_note.take() {
@@ -639,6 +640,21 @@ pub async fn run(
         {
             resamples += 1;
             resample_note = Some(failed_again_note(&failed_again));
+            continue;
+        }
+        // Calls of tools this request withheld that repeat calls that worked: the model is
+        // stuck on a step it has done. Not stored; asked once for the answer, without tools.
+        let stuck = !calls.is_empty()
+            && calls.iter().all(|call| {
+                withheld_now.contains(&call.name)
+                    && call
+                        .arguments
+                        .as_ref()
+                        .is_ok_and(|arguments| matches!(recent_calls.earlier(&call.name, arguments), Some((_, true))))
+            });
+        if stuck && tools_enabled && !asked_for_answer {
+            asked_for_answer = true;
+            answer_now = true;
             continue;
         }
         let after_results = matches!(view.history.last().map(|event| &event.body), Some(EventBody::ToolResult { .. }));

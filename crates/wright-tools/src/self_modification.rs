@@ -15,14 +15,22 @@ use crate::{ToolContext, ToolError};
 // fields are required in the schema itself. A server that turns schemas into a grammar
 // (llama.cpp) then only lets a model write a complete edit — a 0.5B model otherwise sends
 // `replace` with the text in the wrong field, again and again. Providers that refuse a `oneOf`
-// at the root get the variants merged (`wright_llm::tool_schema`).
+// at the root get the variants merged (`wright_llm::tool_schema`). The mildest operation comes
+// first: a weak model held to the grammar tends to take the first alternative.
 /// One edit: `operation` says which, and which fields it takes.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(tag = "operation", rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum EditArgs {
-    /// Replace the whole text.
-    Replace {
-        /// The new full text.
+    /// Add text at the end, on a line of its own.
+    Append {
+        /// The text to add.
+        content: String,
+        /// Why you are making this change; kept with the version so an admin can review it.
+        reason: Option<String>,
+    },
+    /// Add text at the start, on a line of its own.
+    Prepend {
+        /// The text to add.
         content: String,
         /// Why you are making this change; kept with the version so an admin can review it.
         reason: Option<String>,
@@ -38,16 +46,9 @@ pub(crate) enum EditArgs {
         /// Why you are making this change; kept with the version so an admin can review it.
         reason: Option<String>,
     },
-    /// Add text at the end, on a line of its own.
-    Append {
-        /// The text to add.
-        content: String,
-        /// Why you are making this change; kept with the version so an admin can review it.
-        reason: Option<String>,
-    },
-    /// Add text at the start, on a line of its own.
-    Prepend {
-        /// The text to add.
+    /// Replace the whole text.
+    Replace {
+        /// The new full text.
         content: String,
         /// Why you are making this change; kept with the version so an admin can review it.
         reason: Option<String>,
@@ -142,10 +143,10 @@ mod tests {
         assert_eq!(
             shapes,
             [
-                (json!("replace"), json!(["operation", "content"])),
-                (json!("find_replace"), json!(["operation", "find", "replace"])),
                 (json!("append"), json!(["operation", "content"])),
                 (json!("prepend"), json!(["operation", "content"])),
+                (json!("find_replace"), json!(["operation", "find", "replace"])),
+                (json!("replace"), json!(["operation", "content"])),
                 (json!("delete"), json!(["operation", "content"])),
             ]
         );

@@ -318,8 +318,9 @@ async fn calls_run_in_order_and_every_model_mistake_becomes_a_result() {
 #[tokio::test]
 async fn the_turn_limit_sends_a_last_request_without_tools_and_says_so() {
     let fixture = Fixture::new().await;
-    let mut script: Vec<ModelReply> =
-        (0..3).map(|index| calls(&[(&format!("t{index}"), "list_state_keys", Ok(json!({})))])).collect();
+    let mut script: Vec<ModelReply> = (0..3)
+        .map(|index| calls(&[(&format!("t{index}"), "list_state_keys", Ok(json!({"prefix": format!("p{index}")})))]))
+        .collect();
     script.push(calls(&[("late", "list_state_keys", Ok(json!({})))]));
     let model = ScriptedModel::new(script);
     let config = LoopConfig { max_tool_turns: 3, ..LoopConfig::default() };
@@ -630,6 +631,16 @@ async fn a_tool_called_again_with_the_same_arguments_is_not_offered_in_the_next_
     let seen = model.seen();
     assert!(seen[2].0.contains("## Repeated calls\nYou called `get_state` again and again"), "{}", seen[2].0);
     assert!(!seen[3].0.contains("## Repeated calls"));
+    // Called anyway while withheld (a server without a grammar lets it): not stored, and the
+    // answer is asked for without tools.
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![get(), get(), get(), text("It is null.")]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let seen = model.seen();
+    assert_eq!((seen.len(), seen[3].2), (4, 0), "the fourth request offers no tools");
+    assert!(seen[3].0.contains(ANSWER_NOTE));
+    let stored = fixture.events().await.iter().filter(|event| event.kind() == EventKind::ToolCall).count();
+    assert_eq!(stored, 2, "the third call is not stored");
     // A turn with a repeat beside a new call withholds nothing.
     let fixture = Fixture::new().await;
     let model = ScriptedModel::new(vec![
@@ -721,7 +732,7 @@ async fn an_empty_reply_after_results_is_asked_again_for_an_answer_without_tools
     let seen = model.seen();
     assert_eq!(seen.len(), 3);
     assert_eq!(seen[2].2, 0, "the answer is asked for without tools");
-    assert!(seen[2].0.contains(EMPTY_REPLY_NOTE) && !seen[2].0.contains("limit_reached"), "{}", seen[2].0);
+    assert!(seen[2].0.contains(ANSWER_NOTE) && !seen[2].0.contains("limit_reached"), "{}", seen[2].0);
     let events = fixture.events().await;
     let answers: Vec<Value> = events
         .iter()

@@ -87,7 +87,7 @@ async fn schemas_match_the_seed_contracts() {
     let operations: Vec<&Value> = variants.iter().map(|variant| &variant["properties"]["operation"]["const"]).collect();
     assert_eq!(
         operations,
-        [&json!("replace"), &json!("find_replace"), &json!("append"), &json!("prepend"), &json!("delete")]
+        [&json!("append"), &json!("prepend"), &json!("find_replace"), &json!("replace"), &json!("delete")]
     );
     for variant in variants {
         assert_eq!(variant["type"], "object");
@@ -198,7 +198,7 @@ async fn a_missing_required_field_is_named() {
             json!({"operation": "replace", "replace": "tea", "replace_all": false}),
             "\"content\" is a required property (for operation \"replace\")",
         ),
-        (json!({}), "/operation: is missing; it must be one of: replace, find_replace, append, prepend, delete"),
+        (json!({}), "/operation: is missing; it must be one of: append, prepend, find_replace, replace, delete"),
     ];
     for (args, expected) in cases {
         let error = fixture.call("edit_learned_notes", args).await.unwrap_err();
@@ -217,7 +217,7 @@ async fn schema_violations_list_each_failing_path() {
     let message = error.to_string();
     assert!(
         message
-            .contains("/operation: is \"rewrite\"; it must be one of: replace, find_replace, append, prepend, delete"),
+            .contains("/operation: is \"rewrite\"; it must be one of: append, prepend, find_replace, replace, delete"),
         "{message}"
     );
     let error = fixture
