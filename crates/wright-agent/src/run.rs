@@ -15,7 +15,7 @@ use wright_tools::ToolRegistry;
 use crate::AgentError;
 use crate::context::{SystemParts, system_message};
 use crate::dispatch::{CallSite, Dispatched, dispatch, run_approved};
-use crate::surface::{LOAD_TOOLS, fitting_tools, load, meant_tool, preselect, surface};
+use crate::surface::{LOAD_TOOLS, best_first, fitting_tools, load, meant_tool, preselect, surface};
 
 /// Limits of the loop; each is a config knob (`[agent]` in config.toml).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -570,6 +570,10 @@ pub async fn run(
         let offered = Arc::clone(&tools);
         let temperature = resampling.then_some(RESAMPLE_TEMPERATURE);
         let require_tool_call = std::mem::take(&mut require_call) && tools_enabled;
+        let tools = match last_request(&view.history) {
+            Some(request) if require_tool_call => best_first(&tools, &tool_settings, request),
+            _ => tools,
+        };
         let request = ModelRequest {
             system: system_now,
             history: &view.history,

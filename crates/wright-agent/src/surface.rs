@@ -193,6 +193,17 @@ pub(crate) fn fitting_tools(all: &[ToolSpec], settings: &ToolSettings, message: 
     )
 }
 
+/// `offered` with the tools that fit `message` first, best first (the rest after, in their
+/// order): for a request that must call a tool, where a weak model held to the grammar tends to
+/// take the first alternative.
+pub(crate) fn best_first(offered: &[ToolSpec], settings: &ToolSettings, message: &str) -> Arc<[ToolSpec]> {
+    let ranked: Vec<&str> =
+        fitting(offered, settings, message, usize::MAX, |_| true).into_iter().map(|spec| spec.name.as_str()).collect();
+    let mut sorted = offered.to_vec();
+    sorted.sort_by_key(|spec| ranked.iter().position(|name| *name == spec.name).unwrap_or(ranked.len()));
+    sorted.into()
+}
+
 /// The scoring of [`preselect`] over the enabled tools that `include` admits, best first.
 fn fitting<'a>(
     all: &'a [ToolSpec],

@@ -40,8 +40,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         ),
         Builtin::<SetArgs>::boxed(
             "set_state",
-            "Write any JSON value under a key in your persistent key-value state, replacing what was there. \
-             Use it for small facts and progress you want to keep between conversations.",
+            "Save any JSON value under a key in your persistent key-value state (a write: it replaces what \
+             was there). Use it for small facts and progress you want to keep between conversations.",
             |context, args| {
                 Box::pin(async move {
                     context.services.store.set_state(&context.agent, &args.key, &args.value).await?;

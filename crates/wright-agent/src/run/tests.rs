@@ -851,6 +851,11 @@ async fn require_first_call_makes_the_first_request_about_a_tool_call_one() {
         let model = ScriptedModel::new(vec![set(), text("Saved.")]);
         assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
         assert_eq!(*model.required_calls.lock().unwrap(), expected, "{message}");
+        if expected[0] {
+            // The tool that fits best is offered first (the one named by the verb, not the
+            // first in name order, `delete_state`).
+            assert_eq!(model.offered.lock().unwrap()[0][0], "set_state", "{message}");
+        }
     }
 }
 
