@@ -646,16 +646,10 @@ pub async fn run(
             resample_note = Some(failed_again_note(&failed_again));
             continue;
         }
-        // Calls of tools this request withheld that repeat calls that worked: the model is
-        // stuck on a step it has done. Not stored; asked once for the answer, without tools.
-        let stuck = !calls.is_empty()
-            && calls.iter().all(|call| {
-                withheld_now.contains(&call.name)
-                    && call
-                        .arguments
-                        .as_ref()
-                        .is_ok_and(|arguments| matches!(recent_calls.earlier(&call.name, arguments), Some((_, true))))
-            });
+        // Only calls of tools this request withheld (a server without a grammar lets a model
+        // call what it was not offered): the model is stuck on a step it has done, or on one
+        // tool. Not stored; asked once for the answer, without tools.
+        let stuck = !calls.is_empty() && calls.iter().all(|call| withheld_now.contains(&call.name));
         if stuck && tools_enabled && !asked_for_answer {
             asked_for_answer = true;
             answer_now = true;

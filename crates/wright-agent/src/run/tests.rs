@@ -656,13 +656,17 @@ async fn a_tool_called_again_with_the_same_arguments_is_not_offered_in_the_next_
 async fn a_tool_called_in_every_turn_is_not_offered_after_max_same_tool_turns() {
     let fixture = Fixture::new().await;
     let set = |value: i64| calls(&[("s", "set_state", Ok(json!({"key": "k", "value": value})))]);
-    let model = ScriptedModel::new(vec![set(1), set(2), set(3), text("Done.")]);
+    let model = ScriptedModel::new(vec![set(1), set(2), set(3), set(4), text("Set to 3.")]);
     let config = LoopConfig { max_same_tool_turns: 3, ..LoopConfig::default() };
     assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
     let offered = model.offered.lock().unwrap().clone();
     assert!(offered[..3].iter().all(|names| names.iter().any(|name| name == "set_state")), "{offered:?}");
     assert!(!offered[3].iter().any(|name| name == "set_state"), "after three turns of set_state: {offered:?}");
     assert!(model.seen()[3].0.contains("You called `set_state` again and again"));
+    // Called anyway: not run, and the answer is asked for without tools.
+    assert!(offered[4].is_empty() && model.seen()[4].0.contains(ANSWER_NOTE), "{offered:?}");
+    let state = fixture.transcript.store.get_state(&AgentId::default_agent(), "k").await.unwrap();
+    assert_eq!(state, Some(json!(3)));
     // Off with 0.
     let fixture = Fixture::new().await;
     let model = ScriptedModel::new(vec![set(1), set(2), set(3), text("Done.")]);
