@@ -104,9 +104,9 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         ),
         Builtin::<EditArgs>::boxed(
             "edit_system_prompt",
-            "Edit your own system prompt (your behavioural instructions). Operations: replace (content = \
-             the whole new prompt), find_replace (find, replace, optional replace_all), append and prepend \
-             (content goes on a line of its own), delete (content = exact text to remove). find_replace and \
+            "Edit your own system prompt (your behavioural instructions). Operations: append and prepend \
+             (content goes on a line of its own), find_replace (find, replace, optional replace_all), replace \
+             (content = the whole new prompt), delete (content = exact text to remove). find_replace and \
              delete fail without changing anything when the text is not found. Every edit is a new version \
              an admin can review and roll back; give a short reason. Returns the new version.",
             |context, args| Box::pin(edit(context, DocumentKind::SystemPrompt, args)),
@@ -119,7 +119,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         Builtin::<EditArgs>::boxed(
             "edit_learned_notes",
             "Edit your learned notes: durable facts and preferences about the user. Same operations as \
-             edit_system_prompt: replace, find_replace, append, prepend, delete. Keep notes short and \
+             edit_system_prompt: append, prepend, find_replace, replace, delete. Keep notes short and \
              current; never store secrets. Returns the new version.",
             |context, args| Box::pin(edit(context, DocumentKind::LearnedNotes, args)),
         ),
