@@ -382,9 +382,15 @@ fn decode_frames(
 }
 
 /// Sends decoded events to the caller. A closed receiver is not an error: the caller left.
+/// Only what shows counts as delivered: whitespace and token counts sent before an error do
+/// not stop a retry (llama.cpp streams a newline, then fails on the call after it).
 async fn deliver(sender: &Sender, events: &mut Vec<StreamEvent>, delivered: &mut bool) -> Result<(), LlmError> {
     for event in events.drain(..) {
-        *delivered = true;
+        *delivered |= match &event {
+            StreamEvent::TextDelta(text) | StreamEvent::ThinkingDelta(text) => !text.trim().is_empty(),
+            StreamEvent::Usage(_) => false,
+            StreamEvent::Thinking(_) | StreamEvent::ToolCall(_) | StreamEvent::Finish(_) => true,
+        };
         if sender.send(Ok(event)).await.is_err() {
             return Ok(());
         }

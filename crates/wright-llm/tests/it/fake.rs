@@ -391,8 +391,9 @@ async fn the_fake_refuses_a_call_without_its_result_like_each_vendor() {
 async fn a_local_server_that_fails_to_stream_a_call_is_asked_for_the_answer_whole() {
     // llama.cpp's streaming tool-call parser ends some streams with a 500 its whole-response
     // path does not hit ("Invalid diff: now finding less tool calls!").
+    // It streams a newline first: whitespace is nothing shown, so the answer is still asked whole.
     let failure =
-        || Turn::StreamError { text: String::new(), message: "Invalid diff: now finding less tool calls!".into() };
+        || Turn::StreamError { text: "\n".into(), message: "Invalid diff: now finding less tool calls!".into() };
     let fake = FakeProvider::start(vec![failure(), Turn::tool_call("get_time", json!({"city": "Oslo"}))]).await;
     let (reply, _) = run(&fake.config(ProviderKind::OpenaiCompatible), request()).await;
     assert_eq!(reply.expect("answered whole").tool_calls[0].name, "get_time");
@@ -402,6 +403,6 @@ async fn a_local_server_that_fails_to_stream_a_call_is_asked_for_the_answer_whol
     // OpenAI's own API streams reliably: it is retried as it was sent.
     let fake = FakeProvider::start(vec![failure(), Turn::text("Noon.")]).await;
     let (reply, _) = run(&fake.config(ProviderKind::Openai), request()).await;
-    assert_eq!(reply.expect("retried").text, "Noon.");
+    assert_eq!(reply.expect("retried").text, "\nNoon.", "the newline streamed before the failure stays");
     assert!(fake.requests().iter().all(|request| request.body["stream"] == json!(true)));
 }
