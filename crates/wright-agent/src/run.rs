@@ -492,6 +492,8 @@ pub async fn run(
     // The tool every call of the last turns named, and in how many turns in a row.
     let mut same_tool: Option<(String, usize)> = None;
     let mut resamples = 0;
+    // Replies that only called withheld tools.
+    let mut stuck_turns = 0;
     // Set when the last reply only repeated failed calls and was dropped: what the next
     // request adds to the system message, and that it samples wider.
     let mut resample_note: Option<String> = None;
@@ -647,13 +649,17 @@ pub async fn run(
             continue;
         }
         // Only calls of tools this request withheld (a server without a grammar lets a model
-        // call what it was not offered): the model is stuck on a step it has done, or on one
-        // tool. Not stored; asked once for the answer, without tools.
+        // call what it was not offered): the first time they are refused, so the model can
+        // still take another step; the second time the model is stuck on a step it has done,
+        // or on one tool — not stored, and asked once for the answer, without tools.
         let stuck = !calls.is_empty() && calls.iter().all(|call| withheld_now.contains(&call.name));
-        if stuck && tools_enabled && !asked_for_answer {
-            asked_for_answer = true;
-            answer_now = true;
-            continue;
+        if stuck && tools_enabled {
+            stuck_turns += 1;
+            if stuck_turns > 1 && !asked_for_answer {
+                asked_for_answer = true;
+                answer_now = true;
+                continue;
+            }
         }
         let after_results = matches!(view.history.last().map(|event| &event.body), Some(EventBody::ToolResult { .. }));
         if calls.is_empty() && tools_enabled && reply_text.trim().is_empty() && after_results && !asked_for_answer {
@@ -719,6 +725,17 @@ pub async fn run(
                     output: serde_json::json!({
                         "error": format!("`{}` is in the toolset `{toolset}`, which is switched off for this agent", call.name),
                         "category": "denied",
+                    }),
+                    success: false,
+                }),
+                _ if withheld_now.contains(&call.name) => Some(Dispatched::Finished {
+                    output: serde_json::json!({
+                        "error": format!(
+                            "`{}` is not offered in this turn: its results are above. Do the next step of the \
+                             person's request with another tool, or answer the person.",
+                            call.name
+                        ),
+                        "category": "withheld",
                     }),
                     success: false,
                 }),

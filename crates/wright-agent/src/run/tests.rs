@@ -631,16 +631,19 @@ async fn a_tool_called_again_with_the_same_arguments_is_not_offered_in_the_next_
     let seen = model.seen();
     assert!(seen[2].0.contains("## Repeated calls\nYou called `get_state` again and again"), "{}", seen[2].0);
     assert!(!seen[3].0.contains("## Repeated calls"));
-    // Called anyway while withheld (a server without a grammar lets it): not stored, and the
-    // answer is asked for without tools.
+    // Called anyway while withheld (a server without a grammar lets it): refused the first
+    // time; the second time it is not stored, and the answer is asked for without tools.
     let fixture = Fixture::new().await;
-    let model = ScriptedModel::new(vec![get(), get(), get(), text("It is null.")]);
+    let model = ScriptedModel::new(vec![get(), get(), get(), get(), get(), text("It is null.")]);
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let results = fixture.results().await;
+    assert_eq!(results[2]["output"]["category"], "withheld", "{results:?}");
+    assert_eq!(results[3]["output"]["repeated_call"], true, "offered again, repeated again");
     let seen = model.seen();
-    assert_eq!((seen.len(), seen[3].2), (4, 0), "the fourth request offers no tools");
-    assert!(seen[3].0.contains(ANSWER_NOTE));
+    assert_eq!((seen.len(), seen[5].2), (6, 0), "the sixth request offers no tools");
+    assert!(seen[5].0.contains(ANSWER_NOTE));
     let stored = fixture.events().await.iter().filter(|event| event.kind() == EventKind::ToolCall).count();
-    assert_eq!(stored, 2, "the third call is not stored");
+    assert_eq!(stored, 4, "the fifth call is not stored");
     // A turn with a repeat beside a new call withholds nothing.
     let fixture = Fixture::new().await;
     let model = ScriptedModel::new(vec![
@@ -663,8 +666,8 @@ async fn a_tool_called_in_every_turn_is_not_offered_after_max_same_tool_turns() 
     assert!(offered[..3].iter().all(|names| names.iter().any(|name| name == "set_state")), "{offered:?}");
     assert!(!offered[3].iter().any(|name| name == "set_state"), "after three turns of set_state: {offered:?}");
     assert!(model.seen()[3].0.contains("You called `set_state` again and again"));
-    // Called anyway: not run, and the answer is asked for without tools.
-    assert!(offered[4].is_empty() && model.seen()[4].0.contains(ANSWER_NOTE), "{offered:?}");
+    // Called anyway: not run.
+    assert_eq!(fixture.results().await[3]["output"]["category"], "withheld");
     let state = fixture.transcript.store.get_state(&AgentId::default_agent(), "k").await.unwrap();
     assert_eq!(state, Some(json!(3)));
     // Off with 0.
