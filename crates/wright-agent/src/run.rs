@@ -384,6 +384,42 @@ fn recovered_calls(text: &str, tools: &[ToolSpec]) -> Option<(String, Vec<ModelT
     Some((recovered.text, calls))
 }
 
+/// Shortest and longest run of text that counts as a repeated unit, in bytes.
+const REPEAT_UNIT: std::ops::RangeInclusive<usize> = 16..=400;
+/// How many times in a row a unit must appear at the end of a reply to stop it.
+const REPEATS_TO_STOP: usize = 4;
+
+/// The length of the unit `text` ends with [`REPEATS_TO_STOP`] copies of, if it does: a small
+/// model decoding greedily writes the same call or sentence until its output limit (2,048
+/// tokens, 80 s of a local server's time, for nothing).
+fn repeating_tail(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    REPEAT_UNIT.take_while(|unit| unit * REPEATS_TO_STOP <= bytes.len()).find(|&unit| {
+        let end = bytes.len();
+        let last = &bytes[end - unit..];
+        // A rule of `=` or a row of dashes is layout, not a model stuck in a loop.
+        let distinct = last.iter().collect::<BTreeSet<_>>().len();
+        distinct >= 6 && (2..=REPEATS_TO_STOP).all(|copy| &bytes[end - copy * unit..end - (copy - 1) * unit] == last)
+    })
+}
+
+/// `text` with the repeats at its end cut down to one copy.
+fn without_repeats(text: &str) -> String {
+    let Some(unit) = repeating_tail(text) else { return text.to_owned() };
+    let bytes = text.as_bytes();
+    let last = &bytes[bytes.len() - unit..];
+    // Back over every copy, then keep one.
+    let mut start = bytes.len() - unit;
+    while start >= unit && &bytes[start - unit..start] == last {
+        start -= unit;
+    }
+    let mut end = start + unit;
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    text[..end].trim_end().to_owned()
+}
+
 /// `output` with a note that the tool the model named does not exist and `ran` ran instead.
 fn with_name_note(output: Value, called: &str, ran: &str) -> Value {
     let note = format!(
@@ -584,8 +620,30 @@ pub async fn run(
             max_output_tokens,
             require_tool_call,
         };
-        let reply = match model.reply(request, &on_text, context.cancel).await {
+        // The reply is watched as it streams: a model that has fallen into repeating itself is
+        // stopped (its own token, under the run's) and keeps what it wrote up to the repeats.
+        let request_cancel = context.cancel.child_token();
+        let streamed = std::sync::Mutex::new(String::new());
+        let watch = |text: &str| {
+            on_text(text);
+            let mut so_far = streamed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            so_far.push_str(text);
+            if repeating_tail(&so_far).is_some() {
+                request_cancel.cancel();
+            }
+        };
+        let outcome = model.reply(request, &watch, &request_cancel).await;
+        let so_far = std::mem::take(&mut *streamed.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let stopped_repeating = request_cancel.is_cancelled() && !context.cancel.is_cancelled();
+        let reply = match outcome {
+            Ok(mut reply) if stopped_repeating => {
+                reply.text = without_repeats(&so_far);
+                reply
+            }
             Ok(reply) => reply,
+            Err(ModelError::Cancelled) if stopped_repeating => {
+                ModelReply { text: without_repeats(&so_far), tool_calls: Vec::new(), data: Value::Null }
+            }
             Err(ModelError::Cancelled) => {
                 return end(transcript, RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await;
             }

@@ -431,8 +431,9 @@ async fn render_and_wait_parks_with_its_compiled_component_or_comes_back_as_an_e
 }
 
 /// A model that cancels the run as its reply arrives: the person pressed Stop while the
-/// model's two parallel calls were about to run.
-struct StoppedDuringTools(ScriptedModel);
+/// model's two parallel calls were about to run. It holds the run's token (a request gets a
+/// child of it).
+struct StoppedDuringTools(ScriptedModel, CancellationToken);
 
 impl Model for StoppedDuringTools {
     fn reply<'a>(
@@ -443,7 +444,7 @@ impl Model for StoppedDuringTools {
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
         Box::pin(async move {
             let reply = self.0.reply(request, on_text, cancel).await;
-            cancel.cancel();
+            self.1.cancel();
             reply
         })
     }
@@ -452,11 +453,14 @@ impl Model for StoppedDuringTools {
 #[tokio::test]
 async fn a_cancel_during_parallel_calls_gives_every_call_a_result_and_leaves_the_conversation_usable() {
     let fixture = Fixture::new().await;
-    let model = StoppedDuringTools(ScriptedModel::new(vec![calls(&[
-        ("a", "set_state", Ok(json!({"key": "k", "value": 1}))),
-        ("b", "ask_user", Ok(json!({"question": "?"}))),
-    ])]));
     let cancel = CancellationToken::new();
+    let model = StoppedDuringTools(
+        ScriptedModel::new(vec![calls(&[
+            ("a", "set_state", Ok(json!({"key": "k", "value": 1}))),
+            ("b", "ask_user", Ok(json!({"question": "?"}))),
+        ])]),
+        cancel.clone(),
+    );
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &cancel).await, RunOutcome::Cancelled);
     let results = fixture.results().await;
     let closed: Vec<(&str, &str)> = results
@@ -725,6 +729,28 @@ async fn a_known_window_caps_each_reply_at_the_reserved_output() {
     let model = ScriptedModel::new(vec![text("Hi.")]);
     assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
     assert_eq!(*model.output_limits.lock().unwrap(), [None]);
+}
+
+#[test]
+fn a_reply_that_repeats_itself_is_cut_to_one_copy() {
+    let call = "{\"name\": \"set_state\", \"arguments\": {\"key\": \"k\"}} ";
+    let looping = format!("Saving it. {}", call.repeat(4));
+    assert_eq!(repeating_tail(&looping), Some(call.len()));
+    assert_eq!(without_repeats(&looping), format!("Saving it. {}", call.trim_end()));
+    assert_eq!(repeating_tail(&format!("Saving it. {}", call.repeat(3))), None, "three copies may be a list");
+    let rule = "=".repeat(200);
+    assert_eq!(repeating_tail(&rule), None, "layout is not a loop");
+    assert_eq!(without_repeats("A plain answer."), "A plain answer.");
+}
+
+#[tokio::test]
+async fn a_reply_stopped_for_repeating_itself_is_stored_with_one_copy() {
+    let fixture = Fixture::new().await;
+    let line = "The value is saved under k. ";
+    let model = ScriptedModel::new(vec![text(&format!("Done. {}", line.repeat(6)))]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let answer = data(&fixture.events().await[1])["text"].clone();
+    assert_eq!(answer, json!(format!("Done. {}", line.trim_end())));
 }
 
 #[tokio::test]
