@@ -312,8 +312,9 @@ async fn a_run_killed_mid_way_reloads_with_every_stored_event_on_every_wire() {
 async fn a_long_conversation_is_compacted_without_losing_events_on_every_wire() {
     for wire in WIRES {
         let fake = FakeProvider::start(vec![
-            Turn::text("a long answer ".repeat(40)),
-            Turn::text("another long answer ".repeat(40)),
+            // Long answers that do not repeat themselves (a reply that does is stopped).
+            Turn::text((0..21).map(|part| format!("a long answer, part {part}. ")).collect::<String>()),
+            Turn::text((0..24).map(|part| format!("another long answer, part {part}. ")).collect::<String>()),
             Turn::text("SUMMARY: two long answers were given."),
             Turn::text("Short reply."),
         ])
@@ -340,12 +341,12 @@ async fn a_long_conversation_is_compacted_without_losing_events_on_every_wire() 
         assert_eq!(requests.len(), 4, "{wire:?}: two answers, the summary, the reply");
         let summary_request = requests[2].body.to_string();
         assert!(
-            summary_request.contains("a long answer a long answer"),
+            summary_request.contains("a long answer, part 0. a long answer, part 1."),
             "{wire:?}: the summary request holds the old turn"
         );
         let last_request = requests[3].body.to_string();
         assert!(last_request.contains("SUMMARY: two long answers"), "{wire:?}: the summary reached the model");
-        assert!(!last_request.contains("a long answer a long answer"), "{wire:?}: compacted turns were not sent again");
+        assert!(!last_request.contains("a long answer, part 0."), "{wire:?}: compacted turns were not sent again");
         assert!(last_request.contains("another long answer"), "{wire:?}: the recent turn was kept");
         assert!(last_request.contains("third"), "{wire:?}: the new message was sent");
     }
