@@ -279,7 +279,10 @@ async fn tools_are_listed_with_schemas_and_invoked_with_their_json_result() {
     let (_, tools) = fixture.authed(Method::GET, "/api/agents/default/tools", None).await;
     let edit = tools.as_array().unwrap().iter().find(|tool| tool["name"] == "edit_system_prompt").unwrap();
     assert_eq!(edit["kind"], "builtin");
-    assert_eq!(edit["parameters"]["required"], json!(["operation"]));
+    // One object schema per operation, each requiring its own fields.
+    let operations: Vec<&Value> =
+        edit["parameters"]["oneOf"].as_array().unwrap().iter().map(|variant| &variant["required"][0]).collect();
+    assert!(operations.iter().all(|first| *first == "operation"), "{edit}");
     let invoke = |name: &str| format!("/api/agents/default/tools/{name}/invoke");
     let (status, body) = fixture
         .authed(
