@@ -280,6 +280,10 @@ async fn a_real_small_model_drives_a_run_with_native_tool_calls() {
     let client = reqwest::Client::new();
     let post =
         |path: &str, body: Value| client.post(format!("{url}{path}")).bearer_auth("real-token").json(&body).send();
+    let get = |path: &str| {
+        let request = client.get(format!("{url}{path}")).bearer_auth("real-token");
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
     let created: Value =
         post("/api/agents/default/conversations", json!({"title": "real"})).await.unwrap().json().await.unwrap();
     let id = created["id"].as_str().unwrap().to_owned();
@@ -293,15 +297,7 @@ async fn a_real_small_model_drives_a_run_with_native_tool_calls() {
     let started = Instant::now();
     let detail = loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let detail: Value = client
-            .get(format!("{url}/api/conversations/{id}"))
-            .bearer_auth("real-token")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let detail = get(&format!("/api/conversations/{id}")).await;
         let last = detail["events"].as_array().and_then(|events| events.last()).map(|event| event["kind"].clone());
         if detail["conversation"]["status"] != "running" && last != Some(json!("user")) {
             break detail;
@@ -344,15 +340,7 @@ async fn a_real_small_model_drives_a_run_with_native_tool_calls() {
                 _ => format!("%{byte:02X}"),
             })
             .collect();
-        let stored: Value = client
-            .get(format!("{url}/api/agents/default/state/{key}"))
-            .bearer_auth("real-token")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let stored = get(&format!("/api/agents/default/state/{key}")).await;
         assert_eq!(stored["value"], call["arguments"]["value"], "what the call stored: {detail:#}");
     }
     child.kill().ok();
