@@ -36,8 +36,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
         Builtin::<SqlArgs>::boxed(
             "db_sql",
-            "Run one SQL statement on your own SQLite database (tables you design for structured data: filter, \
-             join, aggregate). Queries (SELECT, WITH, VALUES, EXPLAIN, PRAGMA table_info) return {columns, rows, \
+            "Run one SQL statement on your own SQLite database: create a table, insert, update or delete rows, or \
+             query them (tables you design for structured data: filter, join, aggregate). Queries (SELECT, WITH, VALUES, EXPLAIN, PRAGMA table_info) return {columns, rows, \
              row_count, truncated} with at most 1000 rows; other statements return {changes, last_insert_rowid}. \
              Limits: 5 s per statement, 100 MB per database; ATTACH and extensions are refused.",
             |context, args| {
