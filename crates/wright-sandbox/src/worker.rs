@@ -91,7 +91,7 @@ fn serve_calls() {
             }
         };
         let outcome = engine.run(&code, &args, input.as_deref(), &limits);
-        if send(&FromWorker::Done { outcome }).is_err() {
+        if send(FromWorker::encode_done(&outcome)).is_err() {
             return;
         }
         // The next call's context is made now, while the host reads the reply.
@@ -108,11 +108,11 @@ fn read_text(reader: &mut impl BufRead, bytes: usize) -> std::io::Result<String>
     String::from_utf8(buffer).map_err(std::io::Error::other)
 }
 
-fn send(message: &FromWorker) -> std::io::Result<()> {
-    let mut text = serde_json::to_string(message).map_err(std::io::Error::other)?;
-    text.push('\n');
+/// Writes one encoded message (see [`FromWorker`]) in one go.
+fn send(message: Result<Vec<u8>, serde_json::Error>) -> std::io::Result<()> {
+    let bytes = message.map_err(std::io::Error::other)?;
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(text.as_bytes())?;
+    stdout.write_all(&bytes)?;
     stdout.flush()
 }
 
@@ -122,7 +122,7 @@ struct PipeBridge;
 impl Bridge for PipeBridge {
     fn call(&mut self, call: HostCall) -> Result<Value, HostError> {
         let lost = |_| HostError::Message("the sandbox lost its host".to_string());
-        send(&FromWorker::Call { call }).map_err(lost)?;
+        send(FromWorker::Call { call }.encode_line()).map_err(lost)?;
         let mut line = String::new();
         match std::io::stdin().lock().read_line(&mut line) {
             Ok(0) | Err(_) => std::process::exit(0),

@@ -693,6 +693,18 @@ async fn a_worker_that_dies_is_replaced() {
     assert!(error.contains("worker"), "{error}");
 }
 
+#[tokio::test]
+async fn a_worker_that_announces_an_oversized_result_is_refused() {
+    // The result's text follows its `Done` line raw; a (broken or subverted) worker that claims
+    // more than the call's result limit is a failed worker, and the host allocates nothing for it.
+    let script =
+        r#"read -r line; printf '{"done":{"outcome":{"ok":{"result_bytes":1000000000000,"logs":[]}}}}\n'; sleep 5"#;
+    let command = ["/bin/sh", "-c", script].map(String::from).to_vec();
+    let sandbox = Sandbox::new(SandboxConfig { worker_command: command, ..config() }).unwrap();
+    let error = failure(&run(&sandbox, "return 1;").await, ErrorKind::Runtime);
+    assert!(error.contains("over the limit"), "{error}");
+}
+
 // ---------- endurance ----------
 
 fn rss_kib() -> u64 {
