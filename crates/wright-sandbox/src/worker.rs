@@ -108,12 +108,18 @@ fn read_text(reader: &mut impl BufRead, bytes: usize) -> std::io::Result<String>
     String::from_utf8(buffer).map_err(std::io::Error::other)
 }
 
-/// Writes one encoded message (see [`FromWorker`]) in one go.
+/// Writes one encoded message (see [`FromWorker`]) with one `write`, straight to file
+/// descriptor 1: std's `Stdout` is line-buffered and would write a `Done` line and the raw
+/// result after it separately, waking the host twice.
+#[allow(unsafe_code)]
 fn send(message: Result<Vec<u8>, serde_json::Error>) -> std::io::Result<()> {
+    use std::os::fd::FromRawFd;
     let bytes = message.map_err(std::io::Error::other)?;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(&bytes)?;
-    stdout.flush()
+    // SAFETY: descriptor 1 is the pipe to the pool for the whole life of the process; nothing
+    // in the worker closes it or writes to it through `Stdout`, and `ManuallyDrop` keeps this
+    // `File` from closing it.
+    let mut stdout = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+    stdout.write_all(&bytes)
 }
 
 /// Host calls go up the pipe; the worker blocks until the pool replies (or kills it).
