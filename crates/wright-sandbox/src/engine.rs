@@ -55,6 +55,8 @@ type Intrinsics = (
 
 /// The prelude, compiled into the binary so a worker needs no files.
 pub(crate) const PRELUDE: &str = include_str!("../../../sandbox-prelude/prelude.js");
+/// The part of the prelude behind `fetch`, loaded into a context on its first fetch.
+const PRELUDE_FETCH: &str = include_str!("../../../sandbox-prelude/fetch.js");
 
 /// Agent code is compiled as the body of this function. The opening is on the body's first line
 /// so that line numbers in errors are the agent's own; columns on line 1 are shifted back.
@@ -626,16 +628,23 @@ fn agent_frames(stack: &str) -> String {
         .join("\n")
 }
 
+/// The prelude's bytecode: the module every context loads, and the script behind `fetch`.
+#[derive(Clone, Copy)]
+struct PreludeBytecode {
+    module: &'static [u8],
+    fetch: &'static [u8],
+}
+
 thread_local! {
     /// The prelude compiled once per thread to QuickJS bytecode. Parsing it costs ~0.7 ms per
     /// context; loading bytecode a small fraction of that. Leaked on purpose: QuickJS may keep
     /// pointers into it (`JS_READ_OBJ_ROM_DATA`) for as long as any context lives.
-    static PRELUDE_BYTECODE: std::cell::OnceCell<&'static [u8]> = const { std::cell::OnceCell::new() };
+    static PRELUDE_BYTECODE: std::cell::OnceCell<PreludeBytecode> = const { std::cell::OnceCell::new() };
 }
 
 /// Compiled in a context of its own, thrown away after: a module declared in a call's context
 /// would stay in it, unevaluated, for that call.
-fn prelude_bytecode(runtime: &Runtime) -> Result<&'static [u8], SandboxError> {
+fn prelude_bytecode(runtime: &Runtime) -> Result<PreludeBytecode, SandboxError> {
     if let Some(bytes) = PRELUDE_BYTECODE.with(|cell| cell.get().copied()) {
         return Ok(bytes);
     }
@@ -643,9 +652,16 @@ fn prelude_bytecode(runtime: &Runtime) -> Result<&'static [u8], SandboxError> {
     // Without line tables and source text: there is less to read into every context, and the
     // prelude's own frames are cut from the stacks agents see anyway.
     let options = WriteOptions { strip_debug: true, strip_source: true, ..WriteOptions::default() };
-    let written = context
-        .with(|ctx| Module::declare(ctx.clone(), "prelude.js", PRELUDE).and_then(|module| module.write(options)));
-    let bytes: &'static [u8] = Box::leak(written.map_err(engine_error)?.into_boxed_slice());
+    let written = context.with(|ctx| {
+        let module = Module::declare(ctx.clone(), "prelude.js", PRELUDE).and_then(|module| module.write(options))?;
+        let fetch = compiled::compile_prelude_script(&ctx, PRELUDE_FETCH, c"prelude-fetch.js")?;
+        Ok::<_, rquickjs::Error>((module, fetch))
+    });
+    let (module, fetch) = written.map_err(engine_error)?;
+    let bytes = PreludeBytecode {
+        module: Box::leak(module.into_boxed_slice()),
+        fetch: Box::leak(fetch.into_boxed_slice()),
+    };
     PRELUDE_BYTECODE.with(|cell| cell.set(bytes).ok());
     Ok(bytes)
 }
@@ -681,17 +697,20 @@ impl rquickjs::loader::Loader for NoModules {
 #[allow(unsafe_code)]
 fn install_prelude<'js>(
     ctx: &Ctx<'js>,
-    bytes: &'static [u8],
+    bytes: PreludeBytecode,
     state: Rc<CallState>,
 ) -> Result<Persistent<Object<'static>>, SandboxError> {
-    // SAFETY: `bytes` is what `Module::write` produced from our own prelude, in this process,
-    // with this QuickJS build, and is never modified or freed.
-    let module = unsafe { Module::load(ctx.clone(), bytes) }.map_err(engine_error)?;
+    // SAFETY: `bytes.module` is what `Module::write` produced from our own prelude, in this
+    // process, with this QuickJS build, and is never modified or freed.
+    let module = unsafe { Module::load(ctx.clone(), bytes.module) }.map_err(engine_error)?;
     let (module, _evaluated) = module.eval().map_err(engine_error)?;
     let install: Function<'js> = module.get("default").map_err(engine_error)?;
     let natives = Object::new(ctx.clone()).map_err(engine_error)?;
     natives.set("host", host_function(ctx, Rc::clone(&state))?).map_err(engine_error)?;
     natives.set("log", log_function(ctx, state)?).map_err(engine_error)?;
+    let fetch = bytes.fetch;
+    let load_fetch = move |ctx: Ctx<'js>| compiled::run_prelude_script(&ctx, fetch);
+    natives.set("loadFetch", Function::new(ctx.clone(), load_fetch).map_err(engine_error)?).map_err(engine_error)?;
     let runner: Object<'js> = install.call((natives,)).map_err(engine_error)?;
     Ok(Persistent::save(ctx, runner))
 }

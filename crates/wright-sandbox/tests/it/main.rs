@@ -293,6 +293,35 @@ async fn fetch_returns_a_response() {
 }
 
 #[tokio::test]
+async fn fetch_is_untouched_by_globals_changed_before_its_first_use() {
+    // `fetch`'s implementation is loaded into the context on its first call, after the code has
+    // run: it must work from what the prelude captured, not from today's globals.
+    let sandbox = sandbox();
+    let host = Arc::new(FakeHost::default());
+    let code = "Map = undefined; Object.freeze = null; JSON.stringify = () => 'tampered'; Symbol.iterator;\n\
+                globalThis.Symbol = undefined; String = undefined;\n\
+                const r = await fetch('https://example.com/x', {method: 'post', body: {q: 1}});\n\
+                const again = await fetch('https://example.com/y');\n\
+                return {many: r.headers.get('x-many'), pairs: [...r.headers].length, frozen: Object.isFrozen(r),\n\
+                        json: await r.json(), again: again.status, name: fetch.name};";
+    let outcome = sandbox.run(RunRequest::new(code), host.clone()).await;
+    assert_eq!(
+        result(&outcome),
+        &json!({"many": "a, b", "pairs": 2, "frozen": true, "json": {"method": "POST", "body": "{\"q\":1}"},
+                "again": 200, "name": "fetchFunction"})
+    );
+    // Its errors point at the agent's line, never at the prelude.
+    let outcome = sandbox
+        .run(RunRequest::new("const r = await fetch('https://example.com/');\nawait r.text();\nawait r.text();"), host)
+        .await;
+    let error = failure(&outcome, ErrorKind::Runtime);
+    assert!(error.contains("already read"), "{error}");
+    let stack = stack(&outcome);
+    assert!(!stack.contains("prelude"), "{stack}");
+    assert!(stack.contains("tool.js:3"), "{stack}");
+}
+
+#[tokio::test]
 async fn fetch_is_capped_per_call() {
     let sandbox = sandbox();
     let host = Arc::new(FakeHost::default());
