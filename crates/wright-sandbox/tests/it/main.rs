@@ -525,6 +525,21 @@ async fn typed_arrays_exist_for_code_that_names_them() {
 }
 
 #[tokio::test]
+async fn date_exists_for_code_that_names_it() {
+    let sandbox = sandbox();
+    let code = "const d = new Date(Date.UTC(2020, 1, 29));\n\
+                return [d.toISOString(), JSON.stringify({d}), typeof Date.now(), d instanceof Date];";
+    assert_eq!(
+        result(&run(&sandbox, code).await),
+        &json!(["2020-02-29T00:00:00.000Z", "{\"d\":\"2020-02-29T00:00:00.000Z\"}", "number", true])
+    );
+    // Named in a string is named.
+    assert_eq!(result(&run(&sandbox, "return new Function('return typeof Date')();").await), &json!("function"));
+    // The next call's context is fresh: code that does not name it has none.
+    assert_eq!(result(&run(&sandbox, "return typeof globalThis['Da' + 'te'];").await), &json!("undefined"));
+}
+
+#[tokio::test]
 async fn nothing_of_the_host_is_reachable() {
     let sandbox = sandbox();
     let code = "return ['require', 'process', 'std', 'os', 'module', 'exports', 'Deno', 'Bun', 'setTimeout', 'setInterval',\n\
