@@ -37,11 +37,10 @@ export default function install(native) {
   const promiseThen = Promise.prototype.then;
   const call = Function.prototype.call.bind(Function.prototype.call);
   const iteratorSymbol = Symbol.iterator;
+  // Host globals that must not exist in the sandbox (`WeakRef`, `FinalizationRegistry`, whose
+  // callbacks could outlive a call; `SharedArrayBuffer`, `Atomics`) are never created: the
+  // engine's intrinsics leave them out (`Intrinsics`, `add_typed_arrays` in engine.rs).
 
-  // Host globals that must not exist in the sandbox, or whose callbacks could outlive a call.
-  for (const name of ["FinalizationRegistry", "WeakRef", "Atomics", "SharedArrayBuffer"]) {
-    delete G[name];
-  }
 
   // One request to the host: JSON in, JSON out. `native.host` throws an Error with the host's
   // message when the host refuses (limit reached, deadline passed, key missing a value ...).
