@@ -21,8 +21,8 @@
 
 use crate::engine::{CODE_FILE, wrap_code};
 use rquickjs::{Ctx, Function, Value, qjs};
-use std::ffi::CStr;
 use std::collections::HashMap;
+use std::ffi::CStr;
 
 /// Enough for every tool an agent has plus its recent `run_sandbox_code` snippets.
 pub(crate) const MAX_ENTRIES: usize = 256;
@@ -145,7 +145,12 @@ fn compile<'js>(ctx: &Ctx<'js>, code: &str) -> rquickjs::Result<Bytecode<'js>> {
 }
 
 #[allow(unsafe_code)]
-fn compile_source<'js>(ctx: &Ctx<'js>, source: String, file_name: &CStr, flags: u32) -> rquickjs::Result<Bytecode<'js>> {
+fn compile_source<'js>(
+    ctx: &Ctx<'js>,
+    source: String,
+    file_name: &CStr,
+    flags: u32,
+) -> rquickjs::Result<Bytecode<'js>> {
     // QuickJS wants the source NUL-terminated (it reads one byte past `input_len`).
     let mut source = source.into_bytes();
     let length = source.len();

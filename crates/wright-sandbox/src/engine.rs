@@ -679,10 +679,8 @@ fn prelude_bytecode(runtime: &Runtime) -> Result<PreludeBytecode, SandboxError> 
         Ok::<_, rquickjs::Error>((module, fetch))
     });
     let (module, fetch) = written.map_err(engine_error)?;
-    let bytes = PreludeBytecode {
-        module: Box::leak(module.into_boxed_slice()),
-        fetch: Box::leak(fetch.into_boxed_slice()),
-    };
+    let bytes =
+        PreludeBytecode { module: Box::leak(module.into_boxed_slice()), fetch: Box::leak(fetch.into_boxed_slice()) };
     PRELUDE_BYTECODE.with(|cell| cell.set(bytes).ok());
     Ok(bytes)
 }
