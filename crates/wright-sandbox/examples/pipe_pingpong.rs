@@ -12,9 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut arguments = std::env::args().skip(1);
     let (mut rounds, mut spin) = (20_000usize, false);
-    while let Some(argument) = arguments.next() {
+    for argument in std::env::args().skip(1) {
         match argument.as_str() {
             "--echo" => return echo(),
             "--spin" => spin = true,
