@@ -16,6 +16,7 @@ export default function install(native) {
   const G = globalThis;
   const hostCall = native.host;
   const hostLog = native.log;
+  const loadFetch = native.loadFetch;
   const jsonStringify = JSON.stringify;
   const jsonParse = JSON.parse;
   const StringCtor = String;
@@ -35,11 +36,11 @@ export default function install(native) {
   const arrayPush = Array.prototype.push;
   const promiseThen = Promise.prototype.then;
   const call = Function.prototype.call.bind(Function.prototype.call);
+  const iteratorSymbol = Symbol.iterator;
+  // Host globals that must not exist in the sandbox (`WeakRef`, `FinalizationRegistry`, whose
+  // callbacks could outlive a call; `SharedArrayBuffer`, `Atomics`) are never created: the
+  // engine's intrinsics leave them out (`Intrinsics`, `add_typed_arrays` in engine.rs).
 
-  // Host globals that must not exist in the sandbox, or whose callbacks could outlive a call.
-  for (const name of ["FinalizationRegistry", "WeakRef", "Atomics", "SharedArrayBuffer"]) {
-    delete G[name];
-  }
 
   // One request to the host: JSON in, JSON out. `native.host` throws an Error with the host's
   // message when the host refuses (limit reached, deadline passed, key missing a value ...).
@@ -102,81 +103,32 @@ export default function install(native) {
   };
 
   // ---- fetch: the host performs the request through the egress guard ----
-  function makeHeaders(pairs) {
-    // Lower-cased names; repeated headers joined with ", " as the Fetch standard does.
-    const map = new MapCtor();
-    for (const [name, value] of pairs) {
-      const key = StringCtor(name).toLowerCase();
-      call(mapSet, map, key, call(mapHas, map, key) ? `${call(mapGet, map, key)}, ${value}` : StringCtor(value));
-    }
-    return freeze({
-      get(name) {
-        const value = call(mapGet, map, StringCtor(name).toLowerCase());
-        return value === undefined ? null : value;
-      },
-      has(name) {
-        return call(mapHas, map, StringCtor(name).toLowerCase());
-      },
-      forEach(callback) {
-        for (const [name, value] of map) callback(value, name);
-      },
-      entries() {
-        return map.entries();
-      },
-      keys() {
-        return map.keys();
-      },
-      [Symbol.iterator]() {
-        return map.entries();
-      },
-    });
-  }
-  function headerPairs(headers) {
-    if (headers === undefined || headers === null) return [];
-    if (arrayIsArray(headers)) return headers.map((pair) => [StringCtor(pair[0]), StringCtor(pair[1])]);
-    if (typeof headers.forEach === "function" && typeof headers.get === "function") {
-      const pairs = [];
-      headers.forEach((value, name) => call(arrayPush, pairs, [StringCtor(name), StringCtor(value)]));
-      return pairs;
-    }
-    return objectKeys(headers).map((name) => [name, StringCtor(headers[name])]);
-  }
+  // Its implementation (`fetch.js`) is loaded into the context on the first call: reading it
+  // into every context cost about a tenth of making one, and a fetch costs milliseconds anyway.
+  // It is handed what it uses, captured here, so that nothing the code changed before its first
+  // fetch reaches it.
+  let fetchImplementation;
   async function fetchFunction(resource, init) {
-    const options = init === undefined || init === null ? {} : init;
-    let pairs = headerPairs(options.headers);
-    let body = options.body;
-    if (body !== undefined && body !== null && typeof body !== "string") {
-      // A plain object is sent as JSON, the way agents usually mean it.
-      body = jsonStringify(body);
-      if (!pairs.some((pair) => pair[0].toLowerCase() === "content-type")) call(arrayPush, pairs, ["content-type", "application/json"]);
+    if (fetchImplementation === undefined) {
+      fetchImplementation = loadFetch()({
+        request,
+        jsonStringify,
+        jsonParse,
+        StringCtor,
+        TypeErrorCtor,
+        MapCtor,
+        mapGet,
+        mapSet,
+        mapHas,
+        arrayIsArray,
+        objectKeys,
+        freeze,
+        arrayPush,
+        call,
+        iteratorSymbol,
+      });
     }
-    const response = request("fetch", {
-      method: StringCtor(options.method === undefined ? "GET" : options.method).toUpperCase(),
-      url: StringCtor(resource && typeof resource === "object" && "url" in resource ? resource.url : resource),
-      headers: pairs,
-      body: body === undefined || body === null ? null : body,
-    });
-    const text = response.body;
-    let used = false;
-    const consume = () => {
-      if (used) throw new TypeErrorCtor("the response body was already read");
-      used = true;
-      return text;
-    };
-    return freeze({
-      status: response.status,
-      statusText: response.status_text || "",
-      ok: response.status >= 200 && response.status <= 299,
-      url: response.url,
-      redirected: response.redirected === true,
-      headers: makeHeaders(response.headers),
-      async text() {
-        return consume();
-      },
-      async json() {
-        return jsonParse(consume());
-      },
-    });
+    return fetchImplementation(resource, init);
   }
 
   // ---- the run protocol ----

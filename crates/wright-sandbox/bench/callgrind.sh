@@ -33,5 +33,5 @@ for i in range(n):
 PY
 valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" \
   "$WORKER" < "$OUT/stdin.bin" > "$OUT/stdout.jsonl" 2> "$OUT/valgrind.log"
-echo "calls answered: $(wc -l < "$OUT/stdout.jsonl")  (first: $(head -c 200 "$OUT/stdout.jsonl"))"
+echo "calls answered: $(grep -o "\"done\"" "$OUT/stdout.jsonl" | wc -l)  (first: $(head -c 200 "$OUT/stdout.jsonl"))"
 callgrind_annotate --inclusive=yes "$OUT/callgrind.out" 2>/dev/null | head -"${LINES_SHOWN:-60}"

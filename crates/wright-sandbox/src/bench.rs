@@ -21,10 +21,13 @@ pub struct RepeatReport {
     pub runs_per_s: f64,
     /// Peak resident memory of this process plus the largest worker, MiB (Linux; 0 elsewhere).
     pub peak_rss_mb: f64,
+    /// CPU time per timed call of this process and the workers together, µs ([`CpuClock`]).
+    pub cpu_us_per_call: f64,
 }
 
 impl RepeatReport {
-    /// `{"result", "runs", "median_ms", "p95_ms", "runs_per_s", "peak_rss_mb"}`; on failure
+    /// `{"result", "runs", "median_ms", "p95_ms", "runs_per_s", "peak_rss_mb", "cpu_us_per_call"}`;
+    /// on failure
     /// `result` is null and `error` and `kind` say why.
     pub fn to_json(&self) -> Value {
         let mut object = json!({
@@ -34,6 +37,7 @@ impl RepeatReport {
             "p95_ms": self.p95_ms,
             "runs_per_s": self.runs_per_s,
             "peak_rss_mb": self.peak_rss_mb,
+            "cpu_us_per_call": self.cpu_us_per_call,
         });
         match &self.outcome {
             RunOutcome::Success { result, .. } => object["result"] = result.clone(),
@@ -49,8 +53,8 @@ impl RepeatReport {
     pub fn to_text(&self) -> String {
         let outcome = serde_json::to_string_pretty(&self.outcome.to_json()).unwrap_or_default();
         format!(
-            "{outcome}\nruns {}  median {:.3} ms  p95 {:.3} ms  {:.0} runs/s  peak RSS {:.1} MiB",
-            self.runs, self.median_ms, self.p95_ms, self.runs_per_s, self.peak_rss_mb
+            "{outcome}\nruns {}  median {:.3} ms  p95 {:.3} ms  {:.0} runs/s  peak RSS {:.1} MiB  CPU {:.1} µs/call",
+            self.runs, self.median_ms, self.p95_ms, self.runs_per_s, self.peak_rss_mb, self.cpu_us_per_call
         )
     }
 }
@@ -71,6 +75,7 @@ pub async fn run_repeated(
     let runs = repeat.max(1);
     let mut samples = Vec::with_capacity(runs);
     let mut outcome = None;
+    let cpu = CpuClock::start(sandbox);
     for _ in 0..runs {
         let request = request.clone();
         let started = Instant::now();
@@ -78,6 +83,7 @@ pub async fn run_repeated(
         samples.push(started.elapsed().as_secs_f64() * 1000.0);
         outcome = Some(this);
     }
+    let cpu_us_per_call = cpu.micros_per_call(sandbox, runs);
     let total: f64 = samples.iter().sum();
     samples.sort_by(f64::total_cmp);
     let worker_peak =
@@ -89,6 +95,7 @@ pub async fn run_repeated(
         p95_ms: nearest_rank(&samples, 0.95),
         runs_per_s: if total > 0.0 { runs as f64 / (total / 1000.0) } else { 0.0 },
         peak_rss_mb: peak_rss_mb("/proc/self/status") + worker_peak,
+        cpu_us_per_call,
     }
 }
 
@@ -101,6 +108,8 @@ pub struct ThroughputReport {
     pub failures: usize,
     pub seconds: f64,
     pub calls_per_s: f64,
+    /// CPU time per call of this process and the workers together, µs ([`CpuClock`]).
+    pub cpu_us_per_call: f64,
 }
 
 impl ThroughputReport {
@@ -111,6 +120,7 @@ impl ThroughputReport {
             "failures": self.failures,
             "seconds": self.seconds,
             "calls_per_s": self.calls_per_s,
+            "cpu_us_per_call": self.cpu_us_per_call,
         })
     }
 }
@@ -145,6 +155,7 @@ pub async fn run_concurrently(
     }
     warmups.join_all().await;
     let started = Instant::now();
+    let cpu = CpuClock::start(sandbox);
     let mut callers = tokio::task::JoinSet::new();
     for index in 0..concurrency {
         // Spread `total` over the callers; the first ones take the remainder.
@@ -152,13 +163,59 @@ pub async fn run_concurrently(
     }
     let failures = callers.join_all().await.into_iter().sum();
     let seconds = started.elapsed().as_secs_f64();
+    let cpu_us_per_call = cpu.micros_per_call(sandbox, total);
     ThroughputReport {
         concurrency,
         calls: total,
         failures,
         seconds,
         calls_per_s: if seconds > 0.0 { total as f64 / seconds } else { 0.0 },
+        cpu_us_per_call,
     }
+}
+
+/// The CPU time this process and the pool's workers have used, read from the kernel's
+/// per-thread counters (`/proc/PID/task/*/schedstat`, nanoseconds; Linux only, 0 elsewhere):
+/// on a machine with fewer cores than the pool has processes, this — not a call's own path —
+/// is what bounds both latency and throughput. Workers are those idle at the start and at the
+/// end (all of them, between calls); one replaced in between is left out.
+struct CpuClock {
+    started: Vec<(String, u64)>,
+}
+
+impl CpuClock {
+    fn start(sandbox: &Sandbox) -> CpuClock {
+        CpuClock { started: Self::processes(sandbox).into_iter().map(|pid| (pid.clone(), cpu_ns(&pid))).collect() }
+    }
+
+    fn micros_per_call(&self, sandbox: &Sandbox, calls: usize) -> f64 {
+        let now = Self::processes(sandbox);
+        let used: u64 = self
+            .started
+            .iter()
+            .filter(|(pid, _)| now.contains(pid))
+            .map(|(pid, before)| cpu_ns(pid).saturating_sub(*before))
+            .sum();
+        used as f64 / 1000.0 / calls.max(1) as f64
+    }
+
+    fn processes(sandbox: &Sandbox) -> Vec<String> {
+        let mut pids = vec!["self".to_string()];
+        pids.extend(sandbox.worker_pids().into_iter().map(|pid| pid.to_string()));
+        pids
+    }
+}
+
+/// Nanoseconds on a CPU of every live thread of process `pid` ("self" for this one).
+fn cpu_ns(pid: &str) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 fn median(sorted: &[f64]) -> f64 {

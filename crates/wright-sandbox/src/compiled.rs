@@ -22,6 +22,7 @@
 use crate::engine::{CODE_FILE, wrap_code};
 use rquickjs::{Ctx, Function, Value, qjs};
 use std::collections::HashMap;
+use std::ffi::CStr;
 
 /// Enough for every tool an agent has plus its recent `run_sandbox_code` snippets.
 pub(crate) const MAX_ENTRIES: usize = 256;
@@ -117,21 +118,43 @@ pub(crate) fn function_from_code<'js>(
     evaluate(ctx, bytecode)?.get()
 }
 
+/// Our own script `source` (a part of the prelude, never agent code), compiled in `ctx` as a
+/// strict global script named `file_name`, as bytecode without line tables or source text.
+pub(crate) fn compile_prelude_script(ctx: &Ctx<'_>, source: &str, file_name: &CStr) -> rquickjs::Result<Vec<u8>> {
+    let flags = qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_STRICT | qjs::JS_EVAL_FLAG_COMPILE_ONLY;
+    let bytecode = compile_source(ctx, source.to_string(), file_name, flags)?;
+    write(ctx, &bytecode, qjs::JS_WRITE_OBJ_STRIP_DEBUG | qjs::JS_WRITE_OBJ_STRIP_SOURCE)
+}
+
+/// Evaluates bytecode from [`compile_prelude_script`] in `ctx`: the script's value.
+pub(crate) fn run_prelude_script<'js>(ctx: &Ctx<'js>, bytes: &[u8]) -> rquickjs::Result<Value<'js>> {
+    evaluate(ctx, read_bytecode(ctx, bytes)?)
+}
+
 /// Owns a `JS_TAG_FUNCTION_BYTECODE` value (not callable; [`evaluate`] makes the closure).
 struct Bytecode<'js>(Value<'js>);
 
-#[allow(unsafe_code)]
 fn compile<'js>(ctx: &Ctx<'js>, code: &str) -> rquickjs::Result<Bytecode<'js>> {
-    // QuickJS wants the source NUL-terminated (it reads one byte past `input_len`).
-    let mut source = wrap_code(code).into_bytes();
-    let length = source.len();
-    source.push(0);
     let file_name = c"tool.js";
     debug_assert_eq!(file_name.to_bytes(), CODE_FILE.as_bytes());
     let flags = qjs::JS_EVAL_TYPE_GLOBAL
         | qjs::JS_EVAL_FLAG_STRICT
         | qjs::JS_EVAL_FLAG_BACKTRACE_BARRIER
         | qjs::JS_EVAL_FLAG_COMPILE_ONLY;
+    compile_source(ctx, wrap_code(code), file_name, flags)
+}
+
+#[allow(unsafe_code)]
+fn compile_source<'js>(
+    ctx: &Ctx<'js>,
+    source: String,
+    file_name: &CStr,
+    flags: u32,
+) -> rquickjs::Result<Bytecode<'js>> {
+    // QuickJS wants the source NUL-terminated (it reads one byte past `input_len`).
+    let mut source = source.into_bytes();
+    let length = source.len();
+    source.push(0);
     // SAFETY: `ctx` is live and entered (we hold a `Ctx`); `source` is NUL-terminated and
     // outlives the call; the returned value is owned and handed to `Value::from_raw` once.
     let value = unsafe {
@@ -140,8 +163,12 @@ fn compile<'js>(ctx: &Ctx<'js>, code: &str) -> rquickjs::Result<Bytecode<'js>> {
     owned(ctx, value).map(Bytecode)
 }
 
-#[allow(unsafe_code)]
 fn write_bytecode(ctx: &Ctx<'_>, bytecode: &Bytecode<'_>) -> rquickjs::Result<Vec<u8>> {
+    write(ctx, bytecode, 0)
+}
+
+#[allow(unsafe_code)]
+fn write(ctx: &Ctx<'_>, bytecode: &Bytecode<'_>, strip: u32) -> rquickjs::Result<Vec<u8>> {
     let mut length: qjs::size_t = 0;
     // SAFETY: the value is a live function bytecode of this context; QuickJS allocates the
     // buffer with the context's allocator, and it is freed with `js_free` right after copying.
@@ -150,7 +177,7 @@ fn write_bytecode(ctx: &Ctx<'_>, bytecode: &Bytecode<'_>) -> rquickjs::Result<Ve
             ctx.as_raw().as_ptr(),
             &mut length,
             bytecode.0.as_raw(),
-            qjs::JS_WRITE_OBJ_BYTECODE as i32,
+            (qjs::JS_WRITE_OBJ_BYTECODE | strip) as i32,
         );
         if buffer.is_null() {
             return Err(rquickjs::Error::Exception);
@@ -163,8 +190,8 @@ fn write_bytecode(ctx: &Ctx<'_>, bytecode: &Bytecode<'_>) -> rquickjs::Result<Ve
 
 #[allow(unsafe_code)]
 fn read_bytecode<'js>(ctx: &Ctx<'js>, bytes: &[u8]) -> rquickjs::Result<Bytecode<'js>> {
-    // SAFETY: `bytes` were written by `write_bytecode` in this process, with this QuickJS build
-    // (see the module's guarantees); QuickJS-NG copies what it reads (`JS_READ_OBJ_ROM_DATA` is
+    // SAFETY: `bytes` were written by `write` in this process, with this QuickJS build (see the
+    // module's guarantees: agent code's or the prelude's, never bytes from the pipe); QuickJS-NG copies what it reads (`JS_READ_OBJ_ROM_DATA` is
     // gone), so the slice need not outlive the value.
     let value = unsafe {
         qjs::JS_ReadObject(ctx.as_raw().as_ptr(), bytes.as_ptr(), bytes.len() as _, qjs::JS_READ_OBJ_BYTECODE as i32)

@@ -6,7 +6,8 @@
 //! `fetch` and `console.*` (the prelude, `sandbox-prelude/prelude.js`); nothing else of the host
 //! exists — no modules, filesystem, process or timers. `ArrayBuffer`, `DataView` and the typed
 //! arrays exist for code that names one of them (building them into every context would cost a
-//! sixth of its making); a name assembled at run time does not bring them.
+//! sixth of its making), and `Date` for code that names it; a name assembled at run time does
+//! not bring them.
 //!
 //! Public surface:
 //! - [`Sandbox::new`]`(`[`SandboxConfig`]`)` and [`Sandbox::run`]`(`[`RunRequest`]`,

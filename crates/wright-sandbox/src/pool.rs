@@ -11,13 +11,13 @@ use crate::SandboxError;
 use crate::config::{Limits, RunLimits, SandboxConfig};
 use crate::host::SandboxHost;
 use crate::outcome::{ErrorKind, RunOutcome};
-use crate::protocol::{FromWorker, HostCall, ToWorker, WireOutcome};
+use crate::protocol::{DoneOutcome, FromWorker, HostCall, ToWorker, WireOutcome};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::time::Instant;
 
@@ -151,7 +151,7 @@ impl Sandbox {
                 );
             }
         };
-        let exchange = exchange(&mut worker, &message, host.as_ref(), deadline);
+        let exchange = exchange(&mut worker, &message, host.as_ref(), deadline, limits.max_result_bytes);
         match tokio::time::timeout_at(kill_at, exchange).await {
             Ok(Ok(wire)) => {
                 worker.calls += 1;
@@ -281,6 +281,7 @@ async fn exchange(
     message: &[u8],
     host: &dyn SandboxHost,
     deadline: Instant,
+    max_result_bytes: usize,
 ) -> Result<WireOutcome, ExchangeError> {
     send(worker, message).await?;
     loop {
@@ -291,7 +292,23 @@ async fn exchange(
             return Err(ExchangeError::Died("the worker exited".to_string()));
         }
         match serde_json::from_str::<FromWorker>(&worker.line) {
-            Ok(FromWorker::Done { outcome }) => return Ok(outcome),
+            Ok(FromWorker::Done { outcome: DoneOutcome::Ok { result_bytes, logs } }) => {
+                // The worker refuses results over the limit itself; one that claims more is
+                // broken, and the host does not allocate for it.
+                if result_bytes > max_result_bytes {
+                    return Err(ExchangeError::Protocol(format!(
+                        "the worker announced a result of {result_bytes} bytes, over the limit of {max_result_bytes}"
+                    )));
+                }
+                let mut result = vec![0; result_bytes];
+                worker.stdout.read_exact(&mut result).await.map_err(|error| ExchangeError::Died(error.to_string()))?;
+                let result_json =
+                    String::from_utf8(result).map_err(|error| ExchangeError::Protocol(error.to_string()))?;
+                return Ok(WireOutcome::Ok { result_json, logs });
+            }
+            Ok(FromWorker::Done { outcome: DoneOutcome::Err { kind, error, stack, logs } }) => {
+                return Ok(WireOutcome::Err { kind, error, stack, logs });
+            }
             Ok(FromWorker::Call { call }) => {
                 // A host call counts against the call's deadline: past it, the code gets an
                 // error and the worker's own deadline check turns the call into a timeout.

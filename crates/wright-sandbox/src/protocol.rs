@@ -1,8 +1,10 @@
 //! The messages between the pool and a worker: one JSON object per line on the worker's
 //! stdin/stdout, except that a `Run` line is followed by the call's code and input as raw UTF-8
 //! (their lengths are in the line): as JSON strings, a 10 KB input of JSON text cost the worker
-//! ~0.4 M instructions a call to unescape (and the host as much to escape). Nothing else may be
-//! written to the worker's stdout.
+//! ~0.4 M instructions a call to unescape (and the host as much to escape). Likewise a `Done`
+//! line of a success is followed by the result's JSON text, raw (its length is in the line): as
+//! a JSON string it was escaped by the worker and unescaped by the host before the host parsed
+//! it. Nothing else may be written to the worker's stdout.
 //!
 //! A call is `Run` → any number of (`Call` → `Reply`) → `Done`. The worker blocks on each
 //! `Reply`, so at most one host call is outstanding per worker and no ids are needed.
@@ -64,8 +66,62 @@ enum ToWorkerRef<'a> {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum FromWorker {
-    Call { call: HostCall },
-    Done { outcome: WireOutcome },
+    Call {
+        call: HostCall,
+    },
+    /// A success is followed by `result_bytes` bytes of the result's JSON text.
+    Done {
+        outcome: DoneOutcome,
+    },
+}
+
+/// The outcome as its `Done` line carries it: a success without its result text.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum DoneOutcome {
+    Ok { result_bytes: usize, logs: Vec<String> },
+    Err { kind: ErrorKind, error: String, stack: Option<String>, logs: Vec<String> },
+}
+
+/// `FromWorker::Done` borrowing the outcome's parts, so the worker need not copy them to send.
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum FromWorkerRef<'a> {
+    Done { outcome: DoneOutcomeRef<'a> },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum DoneOutcomeRef<'a> {
+    Ok { result_bytes: usize, logs: &'a [String] },
+    Err { kind: ErrorKind, error: &'a str, stack: Option<&'a str>, logs: &'a [String] },
+}
+
+impl FromWorker {
+    /// The bytes a worker writes at the end of a call: the `Done` line, then (for a success)
+    /// the result's JSON text.
+    pub(crate) fn encode_done(outcome: &WireOutcome) -> Result<Vec<u8>, serde_json::Error> {
+        let (header, result) = match outcome {
+            WireOutcome::Ok { result_json, logs } => {
+                (DoneOutcomeRef::Ok { result_bytes: result_json.len(), logs }, result_json.as_str())
+            }
+            WireOutcome::Err { kind, error, stack, logs } => {
+                (DoneOutcomeRef::Err { kind: *kind, error, stack: stack.as_deref(), logs }, "")
+            }
+        };
+        let mut bytes = Vec::with_capacity(64 + result.len());
+        serde_json::to_writer(&mut bytes, &FromWorkerRef::Done { outcome: header })?;
+        bytes.push(b'\n');
+        bytes.extend_from_slice(result.as_bytes());
+        Ok(bytes)
+    }
+
+    /// A message that is one line (a `Call`), newline included.
+    pub(crate) fn encode_line(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut bytes = serde_json::to_vec(self)?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
 }
 
 /// A host call as the prelude makes it (`native.host(op, payloadJson)`).
@@ -79,9 +135,9 @@ pub(crate) enum HostCall {
     Fetch(FetchRequest),
 }
 
-/// The outcome as it crosses the pipe: the result stays JSON text until the host parses it once.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A call's outcome as the engine produces it and the host receives it: the result stays JSON
+/// text until the host parses it once.
+#[derive(Debug, Clone)]
 pub(crate) enum WireOutcome {
     Ok { result_json: String, logs: Vec<String> },
     Err { kind: ErrorKind, error: String, stack: Option<String>, logs: Vec<String> },

@@ -91,7 +91,7 @@ fn serve_calls() {
             }
         };
         let outcome = engine.run(&code, &args, input.as_deref(), &limits);
-        if send(&FromWorker::Done { outcome }).is_err() {
+        if send(FromWorker::encode_done(&outcome)).is_err() {
             return;
         }
         // The next call's context is made now, while the host reads the reply.
@@ -108,12 +108,18 @@ fn read_text(reader: &mut impl BufRead, bytes: usize) -> std::io::Result<String>
     String::from_utf8(buffer).map_err(std::io::Error::other)
 }
 
-fn send(message: &FromWorker) -> std::io::Result<()> {
-    let mut text = serde_json::to_string(message).map_err(std::io::Error::other)?;
-    text.push('\n');
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(text.as_bytes())?;
-    stdout.flush()
+/// Writes one encoded message (see [`FromWorker`]) with one `write`, straight to file
+/// descriptor 1: std's `Stdout` is line-buffered and would write a `Done` line and the raw
+/// result after it separately, waking the host twice.
+#[allow(unsafe_code)]
+fn send(message: Result<Vec<u8>, serde_json::Error>) -> std::io::Result<()> {
+    use std::os::fd::FromRawFd;
+    let bytes = message.map_err(std::io::Error::other)?;
+    // SAFETY: descriptor 1 is the pipe to the pool for the whole life of the process; nothing
+    // in the worker closes it or writes to it through `Stdout`, and `ManuallyDrop` keeps this
+    // `File` from closing it.
+    let mut stdout = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+    stdout.write_all(&bytes)
 }
 
 /// Host calls go up the pipe; the worker blocks until the pool replies (or kills it).
@@ -122,7 +128,7 @@ struct PipeBridge;
 impl Bridge for PipeBridge {
     fn call(&mut self, call: HostCall) -> Result<Value, HostError> {
         let lost = |_| HostError::Message("the sandbox lost its host".to_string());
-        send(&FromWorker::Call { call }).map_err(lost)?;
+        send(FromWorker::Call { call }.encode_line()).map_err(lost)?;
         let mut line = String::new();
         match std::io::stdin().lock().read_line(&mut line) {
             Ok(0) | Err(_) => std::process::exit(0),

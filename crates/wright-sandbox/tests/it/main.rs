@@ -293,6 +293,35 @@ async fn fetch_returns_a_response() {
 }
 
 #[tokio::test]
+async fn fetch_is_untouched_by_globals_changed_before_its_first_use() {
+    // `fetch`'s implementation is loaded into the context on its first call, after the code has
+    // run: it must work from what the prelude captured, not from today's globals.
+    let sandbox = sandbox();
+    let host = Arc::new(FakeHost::default());
+    let code = "Map = undefined; Object.freeze = null; JSON.stringify = () => 'tampered'; Symbol.iterator;\n\
+                globalThis.Symbol = undefined; String = undefined;\n\
+                const r = await fetch('https://example.com/x', {method: 'post', body: {q: 1}});\n\
+                const again = await fetch('https://example.com/y');\n\
+                return {many: r.headers.get('x-many'), pairs: [...r.headers].length, frozen: Object.isFrozen(r),\n\
+                        json: await r.json(), again: again.status, name: fetch.name};";
+    let outcome = sandbox.run(RunRequest::new(code), host.clone()).await;
+    assert_eq!(
+        result(&outcome),
+        &json!({"many": "a, b", "pairs": 2, "frozen": true, "json": {"method": "POST", "body": "{\"q\":1}"},
+                "again": 200, "name": "fetchFunction"})
+    );
+    // Its errors point at the agent's line, never at the prelude.
+    let outcome = sandbox
+        .run(RunRequest::new("const r = await fetch('https://example.com/');\nawait r.text();\nawait r.text();"), host)
+        .await;
+    let error = failure(&outcome, ErrorKind::Runtime);
+    assert!(error.contains("already read"), "{error}");
+    let stack = stack(&outcome);
+    assert!(!stack.contains("prelude"), "{stack}");
+    assert!(stack.contains("tool.js:3"), "{stack}");
+}
+
+#[tokio::test]
 async fn fetch_is_capped_per_call() {
     let sandbox = sandbox();
     let host = Arc::new(FakeHost::default());
@@ -496,6 +525,21 @@ async fn typed_arrays_exist_for_code_that_names_them() {
 }
 
 #[tokio::test]
+async fn date_exists_for_code_that_names_it() {
+    let sandbox = sandbox();
+    let code = "const d = new Date(Date.UTC(2020, 1, 29));\n\
+                return [d.toISOString(), JSON.stringify({d}), typeof Date.now(), d instanceof Date];";
+    assert_eq!(
+        result(&run(&sandbox, code).await),
+        &json!(["2020-02-29T00:00:00.000Z", "{\"d\":\"2020-02-29T00:00:00.000Z\"}", "number", true])
+    );
+    // Named in a string is named.
+    assert_eq!(result(&run(&sandbox, "return new Function('return typeof Date')();").await), &json!("function"));
+    // The next call's context is fresh: code that does not name it has none.
+    assert_eq!(result(&run(&sandbox, "return typeof globalThis['Da' + 'te'];").await), &json!("undefined"));
+}
+
+#[tokio::test]
 async fn nothing_of_the_host_is_reachable() {
     let sandbox = sandbox();
     let code = "return ['require', 'process', 'std', 'os', 'module', 'exports', 'Deno', 'Bun', 'setTimeout', 'setInterval',\n\
@@ -691,6 +735,18 @@ async fn a_worker_that_dies_is_replaced() {
     let sandbox = Sandbox::new(SandboxConfig { worker_command: vec!["/bin/true".to_string()], ..config() }).unwrap();
     let error = failure(&run(&sandbox, "return 1;").await, ErrorKind::Runtime);
     assert!(error.contains("worker"), "{error}");
+}
+
+#[tokio::test]
+async fn a_worker_that_announces_an_oversized_result_is_refused() {
+    // The result's text follows its `Done` line raw; a (broken or subverted) worker that claims
+    // more than the call's result limit is a failed worker, and the host allocates nothing for it.
+    let script =
+        r#"read -r line; printf '{"done":{"outcome":{"ok":{"result_bytes":1000000000000,"logs":[]}}}}\n'; sleep 5"#;
+    let command = ["/bin/sh", "-c", script].map(String::from).to_vec();
+    let sandbox = Sandbox::new(SandboxConfig { worker_command: command, ..config() }).unwrap();
+    let error = failure(&run(&sandbox, "return 1;").await, ErrorKind::Runtime);
+    assert!(error.contains("over the limit"), "{error}");
 }
 
 // ---------- endurance ----------
