@@ -74,10 +74,12 @@ describe.skipIf(!built || !hasChromium || !hasWright)('schedules and notificatio
     // 10:00:05 in Oslo: the schedule comes due; its run notifies, then answers.
     setTime('2026-11-24T09:00:05Z');
     const notifications = page.getByRole('region', { name: 'Notifications' });
-    const sent = notifications.getByRole('article', { name: 'Stretch' });
+    // Exact: a name matches case-insensitively as a substring otherwise, and the result's
+    // notification (⏰ stretch) may already be there too.
+    const sent = notifications.getByRole('article', { name: 'Stretch', exact: true });
     await sent.waitFor({ timeout: 20_000 });
     expect(await sent.innerHTML()).toContain('<strong>stretch</strong>');
-    const result = notifications.getByRole('article', { name: '⏰ stretch' });
+    const result = notifications.getByRole('article', { name: '⏰ stretch', exact: true });
     await result.waitFor({ timeout: 20_000 });
     await expect(result.textContent()).resolves.toContain('Reminder delivered: stretch now.');
     expect(fake.refused).toEqual([]);
