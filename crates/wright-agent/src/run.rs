@@ -15,7 +15,7 @@ use wright_tools::ToolRegistry;
 use crate::AgentError;
 use crate::context::{SystemParts, system_message};
 use crate::dispatch::{CallSite, Dispatched, dispatch, run_approved};
-use crate::surface::{LOAD_TOOLS, best_first, fitting_tools, load, meant_tool, preselect, surface};
+use crate::surface::{LOAD_TOOLS, best_first, fitting, fitting_tools, load, meant_tool, preselect, surface};
 
 /// Limits of the loop; each is a config knob (`[agent]` in config.toml).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -551,9 +551,7 @@ pub async fn run(
         let started_by_message = view.history.last().is_some_and(|event| event.kind() == EventKind::User);
         require_call = context.config.require_first_call
             && started_by_message
-            && fitting_tools(&all_tools, &tool_settings, request, 1)
-                .as_array()
-                .is_some_and(|fitting| !fitting.is_empty());
+            && !fitting(&all_tools, &tool_settings, request, 1, |_| true).is_empty();
     }
     loop {
         if context.cancel.is_cancelled() {

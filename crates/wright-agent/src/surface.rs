@@ -205,7 +205,7 @@ pub(crate) fn best_first(offered: &[ToolSpec], settings: &ToolSettings, message:
 }
 
 /// The scoring of [`preselect`] over the enabled tools that `include` admits, best first.
-fn fitting<'a>(
+pub(crate) fn fitting<'a>(
     all: &'a [ToolSpec],
     settings: &ToolSettings,
     message: &str,
