@@ -1,54 +1,66 @@
-// Wright sandbox prelude, the part behind `fetch`: loaded into a context by the prelude's `fetch`
-// on its first call (see prelude.js). A script whose value is a function of what the prelude
-// captured before any agent code ran; it reads no global, so nothing the code changed before
-// its first fetch reaches it.
-(function (captured) {
+// Wright sandbox prelude, the part behind `fetch`: read into the context of code that names
+// `fetch`, before the code runs (see prelude.js); the host performs the request through the
+// egress guard. A script whose value is a function of the host's `host(op, payloadJson)`; what
+// else it uses it takes from the globals while the code has not run yet, so nothing the code
+// changes later reaches it.
+(function (hostCall) {
   "use strict";
-  const {
-    request,
-    jsonStringify,
-    jsonParse,
-    StringCtor,
-    TypeErrorCtor,
-    MapCtor,
-    mapGet,
-    mapSet,
-    mapHas,
-    arrayIsArray,
-    objectKeys,
-    freeze,
-    arrayPush,
-    call,
-    iteratorSymbol,
-  } = captured;
+  const jsonStringify = JSON.stringify;
+  const jsonParse = JSON.parse;
+  const StringCtor = String;
+  const TypeErrorCtor = TypeError;
+  const arrayIsArray = Array.isArray;
+  const objectKeys = Object.keys;
+  const objectCreate = Object.create;
+  const freeze = Object.freeze;
+  const arrayPush = Array.prototype.push;
+  const arrayValues = Array.prototype.values;
+  const stringToLowerCase = String.prototype.toLowerCase;
+  const call = Function.prototype.call.bind(Function.prototype.call);
+  const iteratorSymbol = Symbol.iterator;
+  // One request to the host: JSON in, JSON out.
+  function request(op, payload) {
+    const reply = hostCall(op, jsonStringify(payload));
+    return reply === undefined || reply === "" ? undefined : jsonParse(reply);
+  }
 
   function makeHeaders(pairs) {
-    // Lower-cased names; repeated headers joined with ", " as the Fetch standard does.
-    const map = new MapCtor();
+    // Lower-cased names, in the order they first came; repeated headers joined with ", " as the
+    // Fetch standard does. A dictionary without a prototype (no `Map`: the context has one only
+    // for code that names it), and the names in order beside it.
+    const values = objectCreate(null);
+    const names = [];
     for (const [name, value] of pairs) {
-      const key = StringCtor(name).toLowerCase();
-      call(mapSet, map, key, call(mapHas, map, key) ? `${call(mapGet, map, key)}, ${value}` : StringCtor(value));
+      const key = call(stringToLowerCase, StringCtor(name));
+      if (values[key] === undefined) {
+        call(arrayPush, names, key);
+        values[key] = StringCtor(value);
+      } else {
+        values[key] = `${values[key]}, ${value}`;
+      }
     }
+    const lookup = (name) => values[call(stringToLowerCase, StringCtor(name))];
+    const entries = () => {
+      const list = [];
+      for (const name of names) call(arrayPush, list, [name, values[name]]);
+      return call(arrayValues, list);
+    };
     return freeze({
       get(name) {
-        const value = call(mapGet, map, StringCtor(name).toLowerCase());
+        const value = lookup(name);
         return value === undefined ? null : value;
       },
       has(name) {
-        return call(mapHas, map, StringCtor(name).toLowerCase());
+        return lookup(name) !== undefined;
       },
       forEach(callback) {
-        for (const [name, value] of map) callback(value, name);
+        for (const name of names) callback(values[name], name);
       },
-      entries() {
-        return map.entries();
-      },
+      entries,
       keys() {
-        return map.keys();
+        return call(arrayValues, [...names]);
       },
-      [iteratorSymbol]() {
-        return map.entries();
-      },
+      [iteratorSymbol]: entries,
     });
   }
   function headerPairs(headers) {

@@ -1,134 +1,41 @@
 // Wright sandbox prelude: evaluated in every fresh QuickJS context before agent code.
 //
-// A module whose default export is an `install(native)` function (a module, so that the engine
-// can compile it once to bytecode and load that into every context instead of parsing it again). The engine calls it once per
-// context with the host's native functions; it installs the agent-visible globals (`args`,
-// `input`, `state`, `fetch`, `console`, `resolve`) and returns the private runner the engine
-// drives. `native` never becomes a global, so agent code can reach the host only through the
-// functions below, and every one of them goes through `native.host`, which the engine checks
-// (deadline, request count) before anything leaves the worker.
+// A script whose value is an `install(load)` function (compiled once per worker to bytecode,
+// which every context then reads instead of parsing the source again). The engine calls it once
+// per context; it installs the agent-visible globals and returns the private runner the engine
+// drives. `load` never becomes a global.
 //
-// Everything the runner relies on is captured here, before agent code runs, so that an agent
-// that replaces `JSON.stringify` or `Array.prototype.map` breaks only its own call (and the next
-// call gets a fresh context anyway).
-export default function install(native) {
+// Reading bytecode into a context costs by the function, and a context is made for every call,
+// so what only some calls use lives in parts, each a script whose value is a function that the
+// engine's `load(part, captured)` reads into the context and calls with the host function the
+// part needs (or with `captured`): `console.js`, `state.js`, `fetch.js` and `resolve`, read
+// before the code runs when the code names them (the engine decides, as for its on-demand
+// builtins), and `results.js`, read after the code when a call fails or returns more than a
+// primitive. Agent code reaches the host only through those parts, and every host function goes
+// through the engine's checks (deadline, request count) before anything leaves the worker.
+//
+// What runs after agent code relies only on what was captured here, before it ran, so that an
+// agent that replaces `JSON.stringify` or `Array.prototype.push` breaks only its own call (and
+// the next call gets a fresh context anyway); the parts read before the code take what they use
+// from the globals then, untouched. Host globals that must not exist in the sandbox (`WeakRef`,
+// `FinalizationRegistry`, whose callbacks could outlive a call; `SharedArrayBuffer`, `Atomics`)
+// are never created: the engine's intrinsics leave them out (`Intrinsics`, `OnDemand` in
+// engine.rs). `Map`, `Set`, `RegExp`, `Proxy` and `Date` exist only for code that names them, so
+// nothing here or in the parts uses them.
+(function install(load) {
   "use strict";
   const G = globalThis;
-  const hostCall = native.host;
-  const hostLog = native.log;
-  const loadFetch = native.loadFetch;
   const jsonStringify = JSON.stringify;
   const jsonParse = JSON.parse;
-  const StringCtor = String;
-  const ObjectCtor = Object;
-  const ErrorCtor = Error;
-  const TypeErrorCtor = TypeError;
-  const PromiseCtor = Promise;
-  const MapCtor = Map;
-  const arrayIsArray = Array.isArray;
-  const objectKeys = Object.keys;
   const defineProperty = Object.defineProperty;
-  const freeze = Object.freeze;
-  const mapGet = Map.prototype.get;
-  const mapSet = Map.prototype.set;
-  const mapHas = Map.prototype.has;
-  const arrayJoin = Array.prototype.join;
-  const arrayPush = Array.prototype.push;
   const promiseThen = Promise.prototype.then;
   const call = Function.prototype.call.bind(Function.prototype.call);
-  const iteratorSymbol = Symbol.iterator;
-  // Host globals that must not exist in the sandbox (`WeakRef`, `FinalizationRegistry`, whose
-  // callbacks could outlive a call; `SharedArrayBuffer`, `Atomics`) are never created: the
-  // engine's intrinsics leave them out (`Intrinsics`, `add_typed_arrays` in engine.rs).
-
-
-  // One request to the host: JSON in, JSON out. `native.host` throws an Error with the host's
-  // message when the host refuses (limit reached, deadline passed, key missing a value ...).
-  function request(op, payload) {
-    const reply = hostCall(op, jsonStringify(payload));
-    return reply === undefined || reply === "" ? undefined : jsonParse(reply);
-  }
-
-  // ---- console: formatted here, captured (and capped) by the host ----
-  function formatOne(value) {
-    if (typeof value === "string") return value;
-    if (value instanceof ErrorCtor) return value.stack ? `${value.name}: ${value.message}\n${value.stack}` : `${value.name}: ${value.message}`;
-    if (value === undefined || typeof value === "function" || typeof value === "symbol" || typeof value === "bigint") {
-      return StringCtor(value);
-    }
-    try {
-      const text = jsonStringify(value);
-      return text === undefined ? StringCtor(value) : text;
-    } catch (_error) {
-      return StringCtor(value); // cycles and the like: still log something
-    }
-  }
-  function logger(level) {
-    return function (...values) {
-      const parts = [];
-      for (const value of values) call(arrayPush, parts, formatOne(value));
-      hostLog(level, call(arrayJoin, parts, " "));
-    };
-  }
-  const consoleObject = {
-    log: logger("log"),
-    info: logger("info"),
-    warn: logger("warn"),
-    error: logger("error"),
-    debug: logger("debug"),
-  };
-
-  // ---- state: the agent's key-value store, behind the host ----
-  function checkKey(key) {
-    if (typeof key !== "string" || key.length === 0) throw new TypeErrorCtor("state keys are non-empty strings");
-    return key;
-  }
-  const stateObject = {
-    async get(key) {
-      const value = request("state_get", { key: checkKey(key) });
-      return value === undefined ? null : value;
-    },
-    async set(key, value) {
-      checkKey(key);
-      const text = jsonStringify(value === undefined ? null : value);
-      if (text === undefined) throw new TypeErrorCtor("state.set: the value must be JSON");
-      request("state_set", { key, value: jsonParse(text) });
-    },
-    async delete(key) {
-      return request("state_delete", { key: checkKey(key) }) === true;
-    },
-    async list(prefix) {
-      return request("state_list", { prefix: prefix === undefined || prefix === null ? null : StringCtor(prefix) });
-    },
-  };
-
-  // ---- fetch: the host performs the request through the egress guard ----
-  // Its implementation (`fetch.js`) is loaded into the context on the first call: reading it
-  // into every context cost about a tenth of making one, and a fetch costs milliseconds anyway.
-  // It is handed what it uses, captured here, so that nothing the code changed before its first
-  // fetch reaches it.
-  let fetchImplementation;
-  async function fetchFunction(resource, init) {
-    if (fetchImplementation === undefined) {
-      fetchImplementation = loadFetch()({
-        request,
-        jsonStringify,
-        jsonParse,
-        StringCtor,
-        TypeErrorCtor,
-        MapCtor,
-        mapGet,
-        mapSet,
-        mapHas,
-        arrayIsArray,
-        objectKeys,
-        freeze,
-        arrayPush,
-        call,
-        iteratorSymbol,
-      });
-    }
-    return fetchImplementation(resource, init);
+  // What results.js is handed (see its header for the order).
+  const captured = [jsonStringify, call, String, Error, TypeError, Array.isArray, Array.prototype.push, String.prototype.includes];
+  let results;
+  function resultsPart() {
+    if (results === undefined) results = load("results", captured);
+    return results;
   }
 
   // ---- the run protocol ----
@@ -139,95 +46,44 @@ export default function install(native) {
   let value;
   let failure;
   let returnedNothing = false;
-  function settle(result) {
-    if (status === 0) {
-      status = 1;
-      value = result;
-    }
-  }
-  function fail(error) {
-    if (status === 0) {
-      status = 2;
-      failure = error;
-    }
-  }
-
   function define(name, object) {
     defineProperty(G, name, { value: object, writable: true, configurable: true, enumerable: false });
   }
-  define("console", consoleObject);
-  define("state", stateObject);
-  define("fetch", fetchFunction);
-  define("resolve", function resolve(result) {
-    settle(result);
-  });
   // `args` and `input` exist from here (while the context is prepared, off the caller's path),
   // so that `start` only sets their values instead of adding two properties to the global
   // object during the call.
   define("args", undefined);
   define("input", undefined);
-
-  // JSON result rules: undefined becomes null; a function, a symbol or a BigInt is an error that
-  // names where it is (JSON.stringify would drop the first two silently); a cycle is an error.
-  // The replacer sees every value after `toJSON`, with `this` the holder, so a path is kept per
-  // holder. A shared (not cyclic) object may be named by either of its paths; that is fine.
-  function toJson(result) {
-    if (result === undefined) return "null";
-    // A primitive has no path to name and cannot hold a cycle, a function, a symbol or a
-    // BigInt: the replacer (and its Map) would only cost time.
-    const kind = typeof result;
-    if (result === null || kind === "string" || kind === "number" || kind === "boolean") return jsonStringify(result);
-    const paths = new MapCtor();
-    const replacer = function (key, item) {
-      const holderPath = call(mapGet, paths, this);
-      const path = holderPath === undefined ? "result" : arrayIsArray(this) ? `${holderPath}[${key}]` : `${holderPath}.${key}`;
-      const kind = typeof item;
-      if (kind === "function") throw new TypeErrorCtor(`the result is not JSON: ${path} is a function`);
-      if (kind === "symbol") throw new TypeErrorCtor(`the result is not JSON: ${path} is a symbol`);
-      if (kind === "bigint") throw new TypeErrorCtor(`the result is not JSON: ${path} is a BigInt`);
-      if (item !== null && kind === "object") call(mapSet, paths, item, path);
-      return item;
-    };
-    let text;
-    try {
-      text = jsonStringify(result, replacer);
-    } catch (error) {
-      if (error instanceof TypeErrorCtor && /circular/i.test(error.message)) {
-        throw new TypeErrorCtor("the result is not JSON: it contains a cycle (an object that contains itself)");
-      }
-      throw error;
-    }
-    return text === undefined ? "null" : text;
-  }
-
-  function describe(error) {
-    if (error === null) return { name: "null", message: "null", stack: "" };
-    if (error instanceof ErrorCtor || (error && typeof error === "object" && "message" in error)) {
-      let stack = "";
-      try {
-        stack = typeof error.stack === "string" ? error.stack : "";
-      } catch (_ignored) {}
-      return { name: StringCtor(error.name || "Error"), message: StringCtor(error.message), stack };
-    }
-    let message;
-    try {
-      message = typeof error === "string" ? error : formatOne(error);
-    } catch (_ignored) {
-      message = "a value that cannot be shown";
-    }
-    return { name: "Thrown", message: `uncaught ${typeof error}: ${message}`, stack: "" };
+  function failed(error) {
+    const described = resultsPart().describe(error);
+    return [false, described.name, described.message, described.stack];
   }
 
   return {
-    // `code` is the compiled `async function () { BODY }`.
-    start(code, argsJson, input) {
+    // `code` is the compiled `async function () { BODY }`; `parts` names the globals it names
+    // among `console`, `state`, `fetch` and `resolve`.
+    start(code, argsJson, input, parts) {
+      for (let i = 0; i < parts.length; i++) {
+        const name = parts[i];
+        if (name === "resolve") {
+          define(name, function resolve(result) {
+            if (status === 0) {
+              status = 1;
+              value = result;
+            }
+          });
+        } else {
+          define(name, name === "console" ? load(name, resultsPart()) : load(name));
+        }
+      }
       define("args", argsJson === undefined ? {} : jsonParse(argsJson));
       define("input", input);
       let promise;
       try {
         promise = code();
       } catch (error) {
-        fail(error);
+        status = 2;
+        failure = error;
         return;
       }
       call(
@@ -235,9 +91,17 @@ export default function install(native) {
         promise,
         (result) => {
           if (result === undefined) returnedNothing = true;
-          else settle(result);
+          else if (status === 0) {
+            status = 1;
+            value = result;
+          }
         },
-        (error) => fail(error),
+        (error) => {
+          if (status === 0) {
+            status = 2;
+            failure = error;
+          }
+        },
       );
     },
     status() {
@@ -247,19 +111,22 @@ export default function install(native) {
     // [true, jsonText] or [false, name, message, stack].
     finish() {
       if (status === 0) {
-        if (returnedNothing) settle(undefined);
-        else fail(new ErrorCtor("the code never finished: it awaits a promise that nothing can settle (no timers or events exist in the sandbox)"));
+        if (!returnedNothing) {
+          return failed(new captured[3]("the code never finished: it awaits a promise that nothing can settle (no timers or events exist in the sandbox)"));
+        }
+        status = 1;
       }
-      if (status === 2) {
-        const { name, message, stack } = describe(failure);
-        return [false, name, message, stack];
-      }
+      if (status === 2) return failed(failure);
+      // A primitive has no path to name and cannot hold a cycle, a function, a symbol or a
+      // BigInt: it needs none of results.js.
+      const kind = typeof value;
+      if (value === undefined) return [true, "null"];
+      if (value === null || kind === "string" || kind === "number" || kind === "boolean") return [true, jsonStringify(value)];
       try {
-        return [true, toJson(value)];
+        return [true, resultsPart().toJson(value)];
       } catch (error) {
-        const { name, message, stack } = describe(error);
-        return [false, name, message, stack];
+        return failed(error);
       }
     },
   };
-}
+})

@@ -31,6 +31,9 @@ pub(crate) const MAX_BYTES: usize = 8 * 1024 * 1024;
 
 struct Entry {
     bytecode: Box<[u8]>,
+    /// Compiled with the regular expression compiler in the context: the bytecode may build a
+    /// `RegExp`, so a context must have them before it is read ([`function_from_code`]).
+    regexp: bool,
     /// The value of [`CodeCache::clock`] when the entry was last used.
     last_used: u64,
 }
@@ -47,14 +50,14 @@ pub(crate) struct CodeCache {
 }
 
 impl CodeCache {
-    fn get(&mut self, code: &str) -> Option<&[u8]> {
+    fn get(&mut self, code: &str) -> Option<&Entry> {
         self.clock += 1;
         let clock = self.clock;
         match self.entries.get_mut(code) {
             Some(entry) => {
                 entry.last_used = clock;
                 self.hits += 1;
-                Some(&entry.bytecode)
+                Some(entry)
             }
             None => {
                 self.misses += 1;
@@ -63,7 +66,7 @@ impl CodeCache {
         }
     }
 
-    fn insert(&mut self, code: &str, bytecode: Vec<u8>) {
+    fn insert(&mut self, code: &str, bytecode: Vec<u8>, regexp: bool) {
         let size = code.len() + bytecode.len();
         if size > MAX_BYTES / 4 {
             return;
@@ -72,7 +75,7 @@ impl CodeCache {
             self.evict_oldest();
         }
         self.clock += 1;
-        let entry = Entry { bytecode: bytecode.into_boxed_slice(), last_used: self.clock };
+        let entry = Entry { bytecode: bytecode.into_boxed_slice(), regexp, last_used: self.clock };
         if let Some(replaced) = self.entries.insert(code.into(), entry) {
             self.bytes -= code.len() + replaced.bytecode.len();
         }
@@ -102,16 +105,36 @@ impl CodeCache {
 /// strict global script `(async function () {BODY\n})` named `tool.js`, with a backtrace
 /// barrier) and its bytecode kept. A syntax error is a pending exception in `ctx`
 /// (`Err(Error::Exception)`, for `.catch`), and is not cached.
+///
+/// `regexp` says whether `ctx` has `RegExp` and its compiler already; if not, `add_regexp` adds
+/// them when the code needs them: before reading bytecode that was compiled with them, and when
+/// compiling without them failed (a regular expression literal does not compile without them;
+/// the second compile reports any other syntax error as the first would have).
 pub(crate) fn function_from_code<'js>(
     ctx: &Ctx<'js>,
     cache: &mut CodeCache,
     code: &str,
+    regexp: bool,
+    add_regexp: fn(&Ctx<'js>) -> rquickjs::Result<()>,
 ) -> rquickjs::Result<Function<'js>> {
     let bytecode = match cache.get(code) {
-        Some(bytes) => read_bytecode(ctx, bytes)?,
+        Some(entry) => {
+            if entry.regexp && !regexp {
+                add_regexp(ctx)?;
+            }
+            read_bytecode(ctx, &entry.bytecode)?
+        }
         None => {
-            let bytecode = compile(ctx, code)?;
-            cache.insert(code, write_bytecode(ctx, &bytecode)?);
+            let (bytecode, with_regexp) = match compile(ctx, code) {
+                Ok(bytecode) => (bytecode, regexp),
+                Err(rquickjs::Error::Exception) if !regexp => {
+                    drop(ctx.catch());
+                    add_regexp(ctx)?;
+                    (compile(ctx, code)?, true)
+                }
+                Err(error) => return Err(error),
+            };
+            cache.insert(code, write_bytecode(ctx, &bytecode)?, with_regexp);
             bytecode
         }
     };

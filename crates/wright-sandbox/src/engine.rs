@@ -16,8 +16,9 @@
 //!   cycles and prepares the next call's context ([`Engine::prepare`]), so none of that is on
 //!   the caller's path; QuickJS's own collection trigger is pushed [`GC_HEADROOM_BYTES`] past
 //!   the live heap so that it rarely fires during a call or while a context is built.
-//! - Typed arrays and `Date` are added only for code that names them ([`names_typed_arrays`],
-//!   [`names_date`]).
+//! - Typed arrays, `Date`, `Map`/`Set`, `Proxy` and `RegExp` are added only to the context of
+//!   code that may use them ([`OnDemand`]); a regular expression literal the names missed is
+//!   caught by the compiler, which then gets `RegExp` and compiles again.
 //! - Code is compiled once per worker and text: later calls load its bytecode
 //!   ([`crate::compiled`]) into their fresh context instead of parsing it again.
 
@@ -27,7 +28,6 @@ use crate::compiled::{self, CodeCache};
 use crate::config::Limits;
 use crate::outcome::ErrorKind;
 use crate::protocol::{HostCall, WireOutcome};
-use rquickjs::WriteOptions;
 use rquickjs::context::intrinsic;
 use rquickjs::{
     CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Module, Object, Persistent, Runtime, Value,
@@ -37,27 +37,20 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// What a sandbox context has besides the base objects: no `WeakRef`/`FinalizationRegistry`
-/// (their callbacks could outlive a call), no `DOMException`, no `performance`. Fewer
-/// intrinsics also make the per-call context cheaper to create. Typed arrays, `ArrayBuffer` and
-/// `DataView` are added only to the context of code that names one of them
-/// ([`names_typed_arrays`]): building them is a sixth of what a context costs, and few tools
-/// use them. `Date` likewise, for code that names it ([`names_date`]): making it and freeing it
-/// again is ~4 % of a call's CPU, and no other builtin hands out a `Date`.
-type Intrinsics = (
-    intrinsic::Eval,
-    intrinsic::RegExpCompiler,
-    intrinsic::RegExp,
-    intrinsic::Json,
-    intrinsic::Proxy,
-    intrinsic::MapSet,
-    intrinsic::Promise,
-);
+/// What every sandbox context has besides the base objects: the compiler (`Eval`), `JSON` and
+/// `Promise`, which the prelude and the run protocol need. No `WeakRef`/`FinalizationRegistry`
+/// (their callbacks could outlive a call), no `DOMException`, no `performance`. The rest of
+/// QuickJS's intrinsics are added per call, only for code that may use them ([`OnDemand`]):
+/// building a context and freeing it again is most of what a call costs, and few tools use them.
+type Intrinsics = (intrinsic::Eval, intrinsic::Json, intrinsic::Promise);
 
 /// The prelude, compiled into the binary so a worker needs no files.
 pub(crate) const PRELUDE: &str = include_str!("../../../sandbox-prelude/prelude.js");
-/// The part of the prelude behind `fetch`, loaded into a context on its first fetch.
+/// The parts of the prelude, read into a context when its call needs them.
+const PRELUDE_CONSOLE: &str = include_str!("../../../sandbox-prelude/console.js");
+const PRELUDE_STATE: &str = include_str!("../../../sandbox-prelude/state.js");
 const PRELUDE_FETCH: &str = include_str!("../../../sandbox-prelude/fetch.js");
+const PRELUDE_RESULTS: &str = include_str!("../../../sandbox-prelude/results.js");
 
 /// Agent code is compiled as the body of this function. The opening is on the body's first line
 /// so that line numbers in errors are the agent's own; columns on line 1 are shifted back.
@@ -343,22 +336,19 @@ impl Engine {
             return Err(SandboxError::Engine("no prepared context".to_string()));
         };
         let args_json = serde_json::to_string(args).map_err(|error| SandboxError::Engine(error.to_string()))?;
-        if names_typed_arrays(code) {
-            prepared.context.with(|ctx| add_typed_arrays(&ctx))?;
-        }
-        if names_date(code) {
-            prepared.context.with(|ctx| add_date(&ctx))?;
-        }
+        let on_demand = OnDemand::named_in(code);
+        prepared.context.with(|ctx| on_demand.add_to(&ctx))?;
 
         // Compile and start: the body runs synchronously up to its first `await`.
         let started = prepared.context.with(|ctx| -> Result<Option<Failure>, SandboxError> {
             let runner = prepared.runner.clone().restore(&ctx).map_err(engine_error)?;
-            let function = match compiled::function_from_code(&ctx, code_cache, code).catch(&ctx) {
-                Ok(function) => function,
-                Err(caught) => return Ok(Some(Failure::from_caught(&caught, true))),
-            };
+            let function =
+                match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp).catch(&ctx) {
+                    Ok(function) => function,
+                    Err(caught) => return Ok(Some(Failure::from_caught(&caught, true))),
+                };
             let start: Function<'_> = runner.get("start").map_err(engine_error)?;
-            let started = start.call::<_, Value<'_>>((function, args_json, input)).catch(&ctx);
+            let started = start.call::<_, Value<'_>>((function, args_json, input, on_demand.parts())).catch(&ctx);
             Ok(started.err().map(|caught| Failure::from_caught(&caught, false)))
         })?;
         if let Some(failure) = started {
@@ -565,37 +555,120 @@ fn names_typed_arrays(code: &str) -> bool {
         })
 }
 
-/// Adds QuickJS's typed-array intrinsic to a prepared context, then removes the two globals of
-/// it that the sandbox does not offer (as the prelude does for the base objects).
-#[allow(unsafe_code)]
-fn add_typed_arrays(ctx: &Ctx<'_>) -> Result<(), SandboxError> {
-    // SAFETY: `ctx` is a live context of this thread's runtime, borrowed for this call, and has
-    // not had this intrinsic yet (contexts are fresh and this runs once, before the code); it is
-    // the call `Context::custom` makes for `intrinsic::TypedArrays`, made later.
-    let status = unsafe { rquickjs::qjs::JS_AddIntrinsicTypedArrays(ctx.as_raw().as_ptr()) };
-    if status < 0 {
-        return Err(SandboxError::Engine("typed arrays could not be added to the context".to_string()));
-    }
-    let globals = ctx.globals();
-    for name in ["SharedArrayBuffer", "Atomics"] {
-        globals.remove(name).map_err(engine_error)?;
-    }
-    Ok(())
+/// The intrinsics and prelude parts a context gets only when its call's code may use them,
+/// decided from the code's text before it is compiled: each is named in the code, anywhere but
+/// in a line that is a `//` comment, strings included (so `new Function("... Map ...")`
+/// counts). Code that builds a name at run time (`globalThis["Ma" + "p"]`) does not see it. No other builtin hands out a `Date`, a `Map`, a
+/// `Set`, a `Proxy` or a typed array; `RegExp` also comes with the `String` methods that make
+/// one from a string (`match`, `matchAll`, `search`) and with run-time compiling (`eval`,
+/// `Function`), and a regular expression literal the names missed makes the compiler fail, after
+/// which [`add_regexp`] is called and the code compiled again ([`compiled::function_from_code`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct OnDemand {
+    typed_arrays: bool,
+    date: bool,
+    map_set: bool,
+    proxy: bool,
+    regexp: bool,
+    /// The prelude's globals: `console`, `state` and `fetch` (its parts `console.js`,
+    /// `state.js` and `fetch.js`) and `resolve`.
+    console: bool,
+    state: bool,
+    fetch: bool,
+    resolve: bool,
 }
 
-/// Whether `code` names `Date`, anywhere, strings included (as for [`names_typed_arrays`]).
-fn names_date(code: &str) -> bool {
-    code.contains("Date")
+impl OnDemand {
+    fn named_in(code: &str) -> OnDemand {
+        let code = &without_comment_lines(code);
+        OnDemand {
+            typed_arrays: names_typed_arrays(code),
+            date: code.contains("Date"),
+            // `Map`, `Set`, `WeakMap`, `WeakSet`.
+            map_set: code.contains("Map") || code.contains("Set"),
+            proxy: code.contains("Proxy"),
+            regexp: ["RegExp", "match", "search", "eval", "Function"].iter().any(|name| code.contains(name)),
+            console: code.contains("console"),
+            state: code.contains("state"),
+            fetch: code.contains("fetch"),
+            resolve: code.contains("resolve"),
+        }
+    }
+
+    /// The prelude's globals to define before the code runs, by name.
+    fn parts(self) -> Vec<&'static str> {
+        [(self.console, "console"), (self.state, "state"), (self.fetch, "fetch"), (self.resolve, "resolve")]
+            .into_iter()
+            .filter_map(|(named, name)| named.then_some(name))
+            .collect()
+    }
+
+    /// Adds what `self` names to a prepared context, before its code is compiled.
+    #[allow(unsafe_code)]
+    fn add_to(self, ctx: &Ctx<'_>) -> Result<(), SandboxError> {
+        let raw = ctx.as_raw().as_ptr();
+        // SAFETY: `ctx` is a live context of this thread's runtime, borrowed for this call, and
+        // fresh: it has had none of these intrinsics yet and gets each at most once, before any
+        // agent code runs in it. These are the calls `Context::custom` makes for
+        // `intrinsic::TypedArrays`, `Date`, `MapSet` and `Proxy`, made later.
+        let failed = |status: i32, what: &str| {
+            (status < 0).then(|| SandboxError::Engine(format!("{what} could not be added to the context")))
+        };
+        if self.typed_arrays {
+            if let Some(error) = failed(unsafe { rquickjs::qjs::JS_AddIntrinsicTypedArrays(raw) }, "typed arrays") {
+                return Err(error);
+            }
+            // The two globals of that intrinsic the sandbox does not offer.
+            let globals = ctx.globals();
+            for name in ["SharedArrayBuffer", "Atomics"] {
+                globals.remove(name).map_err(engine_error)?;
+            }
+        }
+        if self.date
+            && let Some(error) = failed(unsafe { rquickjs::qjs::JS_AddIntrinsicDate(raw) }, "Date")
+        {
+            return Err(error);
+        }
+        if self.map_set
+            && let Some(error) = failed(unsafe { rquickjs::qjs::JS_AddIntrinsicMapSet(raw) }, "Map and Set")
+        {
+            return Err(error);
+        }
+        if self.proxy
+            && let Some(error) = failed(unsafe { rquickjs::qjs::JS_AddIntrinsicProxy(raw) }, "Proxy")
+        {
+            return Err(error);
+        }
+        if self.regexp {
+            add_regexp(ctx).map_err(engine_error)?;
+        }
+        Ok(())
+    }
 }
 
-/// Adds QuickJS's `Date` intrinsic to a prepared context.
+/// `code` without its lines that are `//` comments (a tool's header, notes between statements):
+/// a name in a comment does not run. A comment after code on the same line stays; a template
+/// literal's line that starts with `//` goes, which can only hide a name.
+fn without_comment_lines(code: &str) -> std::borrow::Cow<'_, str> {
+    let is_comment = |line: &str| line.trim_start().starts_with("//");
+    if !code.lines().any(is_comment) {
+        return std::borrow::Cow::Borrowed(code);
+    }
+    std::borrow::Cow::Owned(code.lines().filter(|line| !is_comment(line)).collect::<Vec<_>>().join("\n"))
+}
+
+/// Adds `RegExp` and the compiler of regular expression literals to a context that has neither
+/// yet: before its code is compiled ([`OnDemand`]), or when compiling it without them failed.
 #[allow(unsafe_code)]
-fn add_date(ctx: &Ctx<'_>) -> Result<(), SandboxError> {
-    // SAFETY: as in `add_typed_arrays`: a live, fresh context of this thread's runtime that has
-    // not had this intrinsic yet; the call `Context::custom` makes for `intrinsic::Date`.
-    let status = unsafe { rquickjs::qjs::JS_AddIntrinsicDate(ctx.as_raw().as_ptr()) };
-    if status < 0 {
-        return Err(SandboxError::Engine("Date could not be added to the context".to_string()));
+fn add_regexp(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+    let raw = ctx.as_raw().as_ptr();
+    // SAFETY: as in `OnDemand::add_to`: a live context of this thread, entered, that has not had
+    // these two intrinsics; the calls `Context::custom` makes for `RegExpCompiler` and `RegExp`.
+    unsafe {
+        rquickjs::qjs::JS_AddIntrinsicRegExpCompiler(raw);
+        if rquickjs::qjs::JS_AddIntrinsicRegExp(raw) < 0 {
+            return Err(rquickjs::Error::Exception);
+        }
     }
     Ok(())
 }
@@ -649,38 +722,56 @@ fn agent_frames(stack: &str) -> String {
         .join("\n")
 }
 
-/// The prelude's bytecode: the module every context loads, and the script behind `fetch`.
+/// The prelude's bytecode: the script every context reads, and the parts read into a context
+/// when its call needs them (see `sandbox-prelude/prelude.js`).
 #[derive(Clone, Copy)]
 struct PreludeBytecode {
-    module: &'static [u8],
+    core: &'static [u8],
+    console: &'static [u8],
+    state: &'static [u8],
     fetch: &'static [u8],
+    results: &'static [u8],
+}
+
+impl PreludeBytecode {
+    fn part(&self, name: &str) -> Option<&'static [u8]> {
+        match name {
+            "console" => Some(self.console),
+            "state" => Some(self.state),
+            "fetch" => Some(self.fetch),
+            "results" => Some(self.results),
+            _ => None,
+        }
+    }
 }
 
 thread_local! {
-    /// The prelude compiled once per thread to QuickJS bytecode. Parsing it costs ~0.7 ms per
-    /// context; loading bytecode a small fraction of that. Leaked on purpose: QuickJS may keep
-    /// pointers into it (`JS_READ_OBJ_ROM_DATA`) for as long as any context lives.
+    /// The prelude compiled once per thread to QuickJS bytecode: parsing it would cost more than
+    /// the rest of making a context. Leaked on purpose: a thread compiles it once.
     static PRELUDE_BYTECODE: std::cell::OnceCell<PreludeBytecode> = const { std::cell::OnceCell::new() };
 }
 
-/// Compiled in a context of its own, thrown away after: a module declared in a call's context
-/// would stay in it, unevaluated, for that call.
+/// Compiled in a context of its own, thrown away after, without line tables or source text:
+/// there is less to read into every context, and the prelude's own frames are cut from the
+/// stacks agents see anyway.
 fn prelude_bytecode(runtime: &Runtime) -> Result<PreludeBytecode, SandboxError> {
     if let Some(bytes) = PRELUDE_BYTECODE.with(|cell| cell.get().copied()) {
         return Ok(bytes);
     }
     let context = Context::custom::<Intrinsics>(runtime).map_err(engine_error)?;
-    // Without line tables and source text: there is less to read into every context, and the
-    // prelude's own frames are cut from the stacks agents see anyway.
-    let options = WriteOptions { strip_debug: true, strip_source: true, ..WriteOptions::default() };
-    let written = context.with(|ctx| {
-        let module = Module::declare(ctx.clone(), "prelude.js", PRELUDE).and_then(|module| module.write(options))?;
-        let fetch = compiled::compile_prelude_script(&ctx, PRELUDE_FETCH, c"prelude-fetch.js")?;
-        Ok::<_, rquickjs::Error>((module, fetch))
+    let compiled = context.with(|ctx| {
+        let compile = |source: &str, file_name: &std::ffi::CStr| {
+            compiled::compile_prelude_script(&ctx, source, file_name).map(|bytes| &*Box::leak(bytes.into_boxed_slice()))
+        };
+        Ok::<_, rquickjs::Error>(PreludeBytecode {
+            core: compile(PRELUDE, c"prelude.js")?,
+            console: compile(PRELUDE_CONSOLE, c"prelude-console.js")?,
+            state: compile(PRELUDE_STATE, c"prelude-state.js")?,
+            fetch: compile(PRELUDE_FETCH, c"prelude-fetch.js")?,
+            results: compile(PRELUDE_RESULTS, c"prelude-results.js")?,
+        })
     });
-    let (module, fetch) = written.map_err(engine_error)?;
-    let bytes =
-        PreludeBytecode { module: Box::leak(module.into_boxed_slice()), fetch: Box::leak(fetch.into_boxed_slice()) };
+    let bytes = compiled.map_err(engine_error)?;
     PRELUDE_BYTECODE.with(|cell| cell.set(bytes).ok());
     Ok(bytes)
 }
@@ -712,25 +803,33 @@ impl rquickjs::loader::Loader for NoModules {
     }
 }
 
-/// Loads the prelude into `ctx` and installs it with this engine's native functions.
-#[allow(unsafe_code)]
+/// Reads the prelude into `ctx` and installs it with this engine's `load(part, captured)`,
+/// which reads a part of the prelude into the context and calls its function with the host
+/// function the part needs (`log` for `console`, `host` for `state` and `fetch`) and `captured`
+/// (see `sandbox-prelude/prelude.js`).
 fn install_prelude<'js>(
     ctx: &Ctx<'js>,
     bytes: PreludeBytecode,
     state: Rc<CallState>,
 ) -> Result<Persistent<Object<'static>>, SandboxError> {
-    // SAFETY: `bytes.module` is what `Module::write` produced from our own prelude, in this
-    // process, with this QuickJS build, and is never modified or freed.
-    let module = unsafe { Module::load(ctx.clone(), bytes.module) }.map_err(engine_error)?;
-    let (module, _evaluated) = module.eval().map_err(engine_error)?;
-    let install: Function<'js> = module.get("default").map_err(engine_error)?;
-    let natives = Object::new(ctx.clone()).map_err(engine_error)?;
-    natives.set("host", host_function(ctx, Rc::clone(&state))?).map_err(engine_error)?;
-    natives.set("log", log_function(ctx, state)?).map_err(engine_error)?;
-    let fetch = bytes.fetch;
-    let load_fetch = move |ctx: Ctx<'js>| compiled::run_prelude_script(&ctx, fetch);
-    natives.set("loadFetch", Function::new(ctx.clone(), load_fetch).map_err(engine_error)?).map_err(engine_error)?;
-    let runner: Object<'js> = install.call((natives,)).map_err(engine_error)?;
+    let install: Function<'js> =
+        compiled::run_prelude_script(ctx, bytes.core).and_then(|value| value.get()).map_err(engine_error)?;
+    let load = move |ctx: Ctx<'js>, name: String, captured: rquickjs::function::Opt<Value<'js>>| {
+        let Some(part) = bytes.part(&name) else {
+            return Err(Exception::throw_message(&ctx, &format!("the prelude has no part \"{name}\"")));
+        };
+        let function: Function<'js> = compiled::run_prelude_script(&ctx, part)?.get()?;
+        let native = |made: Result<Function<'js>, SandboxError>| {
+            made.map_err(|error| Exception::throw_message(&ctx, &error.to_string()))
+        };
+        match name.as_str() {
+            "console" => function.call::<_, Value<'js>>((native(log_function(&ctx, Rc::clone(&state)))?, captured.0)),
+            "state" | "fetch" => function.call((native(host_function(&ctx, Rc::clone(&state)))?,)),
+            _ => function.call((captured.0,)),
+        }
+    };
+    let load = Function::new(ctx.clone(), load).map_err(engine_error)?;
+    let runner: Object<'js> = install.call((load,)).map_err(engine_error)?;
     Ok(Persistent::save(ctx, runner))
 }
 

@@ -99,11 +99,11 @@ fn the_cache_survives_a_replaced_runtime() {
 #[test]
 fn entries_are_bounded_and_the_least_recently_used_goes_first() {
     let mut cache = CodeCache::default();
-    cache.insert("kept", vec![0; 8]);
+    cache.insert("kept", vec![0; 8], false);
     for index in 0..MAX_ENTRIES + 50 {
         // Using "kept" keeps it the most recently used.
         assert!(cache.get("kept").is_some(), "evicted at {index}");
-        cache.insert(&format!("return {index};"), vec![0; 8]);
+        cache.insert(&format!("return {index};"), vec![0; 8], false);
     }
     let (entries, bytes, _, _) = cache.stats();
     assert_eq!(entries, MAX_ENTRIES);
@@ -117,11 +117,29 @@ fn bytes_are_bounded() {
     let mut cache = CodeCache::default();
     let chunk = MAX_BYTES / 10;
     for index in 0..30 {
-        cache.insert(&format!("code {index}"), vec![0; chunk]);
+        cache.insert(&format!("code {index}"), vec![0; chunk], false);
         assert!(cache.stats().1 <= MAX_BYTES);
     }
     assert!(cache.stats().0 < 10);
     // Too big to keep at all.
-    cache.insert("huge", vec![0; MAX_BYTES / 2]);
+    cache.insert("huge", vec![0; MAX_BYTES / 2], false);
     assert!(cache.get("huge").is_none());
+}
+
+#[test]
+fn a_regular_expression_literal_gets_regexp_on_a_cache_hit_too() {
+    // The code names nothing that brings `RegExp`: its first compile fails without it, the
+    // second succeeds with it, and the entry remembers that its bytecode builds a `RegExp`.
+    let mut engine = engine();
+    let code = "return 'a-b-c'.replace(/-/g, '+');";
+    assert_eq!(run(&mut engine, code), r#""a+b+c""#);
+    assert_eq!(run(&mut engine, code), r#""a+b+c""#);
+    let (entries, _, hits, misses) = engine.code_cache_stats();
+    assert_eq!((entries, hits, misses), (1, 1, 1));
+    // The next context is fresh again: no `RegExp` for code that does not need one.
+    assert_eq!(run(&mut engine, "return typeof globalThis['Reg' + 'Exp'];"), r#""undefined""#);
+    // A real syntax error after a literal is reported as it is, and not cached.
+    let broken = run(&mut engine, "const r = /x/;\nreturn (;");
+    assert!(broken.starts_with("Syntax") && broken.contains("line 2"), "{broken}");
+    assert_eq!(engine.code_cache_stats().0, 2);
 }
