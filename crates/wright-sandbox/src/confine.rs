@@ -57,6 +57,10 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_readv,
     libc::SYS_writev,
     libc::SYS_close,
+    // Waiting for the next call on stdin without reading it (`worker::wait_for_input`).
+    libc::SYS_ppoll,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_poll,
     // Memory: the allocator and QuickJS.
     libc::SYS_mmap,
     libc::SYS_munmap,

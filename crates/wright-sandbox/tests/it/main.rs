@@ -177,6 +177,13 @@ async fn non_json_results_are_errors_that_say_so() {
     assert!(error.contains("cycle"), "{error}");
     let error = failure(&run(&sandbox, "return 10n;").await, ErrorKind::Runtime);
     assert!(error.contains("BigInt"), "{error}");
+    // The path of a value written after whole subtrees, arrays and `toJSON` results.
+    let code = "return {a: [1, {b: 2}], c: {d: {e: [0, {toJSON() { return {g: () => 1}; }}]}}};";
+    let error = failure(&run(&sandbox, code).await, ErrorKind::Runtime);
+    assert!(error.contains("result.c.d.e[1].g is a function"), "{error}");
+    let code = "const o = {s: Symbol('s')}; return {x: {y: [o]}, z: 1};";
+    let error = failure(&run(&sandbox, code).await, ErrorKind::Runtime);
+    assert!(error.contains("result.x.y[0].s is a symbol"), "{error}");
 }
 
 #[tokio::test]
@@ -538,6 +545,42 @@ async fn date_exists_for_code_that_names_it() {
     assert_eq!(result(&run(&sandbox, "return new Function('return typeof Date')();").await), &json!("function"));
     // The next call's context is fresh: code that does not name it has none.
     assert_eq!(result(&run(&sandbox, "return typeof globalThis['Da' + 'te'];").await), &json!("undefined"));
+}
+
+#[tokio::test]
+async fn maps_sets_proxies_and_regular_expressions_exist_for_code_that_may_use_them() {
+    let sandbox = sandbox();
+    let code = "const m = new Map([[1, 'a']]); const s = new Set([1, 1, 2]); const w = new WeakMap();\n\
+                const p = new Proxy({}, {get: (_, key) => key + '!'});\n\
+                return [m.get(1), s.size, typeof w.set, p.x, new RegExp('a+').test('caat')];";
+    assert_eq!(result(&run(&sandbox, code).await), &json!(["a", 2, "function", "x!", true]));
+    // A regular expression literal needs no name; the compiler asks for it.
+    assert_eq!(result(&run(&sandbox, "return 'a-b'.split(/-/).length;").await), &json!(2));
+    // Methods that make a RegExp from a string, and code compiled at run time.
+    assert_eq!(result(&run(&sandbox, "return ['abc'.match('b').index, 'abc'.search('c')];").await), &json!([1, 2]));
+    assert_eq!(result(&run(&sandbox, "return new Function('return /x/.test(\"x\")')();").await), &json!(true));
+    // Fresh contexts: code that names none of them has none of them, whatever its comments say.
+    let code = "// Keeps a Map and a Set, a Proxy, a RegExp.\n\
+                return ['Ma' + 'p', 'Se' + 't', 'Pro' + 'xy', 'Reg' + 'Exp'].map((name) => typeof globalThis[name]);";
+    assert_eq!(result(&run(&sandbox, code).await), &json!(["undefined", "undefined", "undefined", "undefined"]));
+    // Without RegExp, a method that needs one fails with a TypeError, not a crash.
+    let outcome = run(&sandbox, "return 'abc'['ma' + 'tch']('b');").await;
+    assert!(failure(&outcome, ErrorKind::Runtime).contains("TypeError"), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn the_prelude_globals_exist_for_code_that_names_them() {
+    let sandbox = sandbox();
+    let code = "console.log('hi'); await state.set('k', 1);\n\
+                return [typeof console.log, typeof state.get, typeof fetch, typeof resolve, typeof args, typeof input];";
+    let outcome = run(&sandbox, code).await;
+    assert_eq!(result(&outcome), &json!(["function", "function", "function", "function", "object", "undefined"]));
+    assert_eq!(outcome.to_json()["logs"], json!(["hi"]));
+    // Not named (a comment does not count): not there; `args` and `input` always are.
+    let code = "// console, state, fetch and resolve are not used here\n\
+                return ['con' + 'sole', 'sta' + 'te', 'fet' + 'ch', 'reso' + 'lve', 'args', 'input']\n\
+                  .map((name) => name in globalThis);";
+    assert_eq!(result(&run(&sandbox, code).await), &json!([false, false, false, false, true, true]));
 }
 
 #[tokio::test]
