@@ -40,8 +40,11 @@ impl ToWorker {
         limits: Limits,
     ) -> Result<Vec<u8>, serde_json::Error> {
         let header = ToWorkerRef::Run { code_bytes: code.len(), input_bytes: input.map(str::len), args, limits };
-        let mut bytes = Vec::with_capacity(128 + code.len() + input.map_or(0, str::len));
-        serde_json::to_writer(&mut bytes, &header)?;
+        // The header first, then one buffer of the exact size: growing a buffer that already
+        // holds the code and a large input would copy them again.
+        let header = serde_json::to_vec(&header)?;
+        let mut bytes = Vec::with_capacity(header.len() + 1 + code.len() + input.map_or(0, str::len));
+        bytes.extend_from_slice(&header);
         bytes.push(b'\n');
         bytes.extend_from_slice(code.as_bytes());
         bytes.extend_from_slice(input.unwrap_or_default().as_bytes());
