@@ -1,20 +1,19 @@
 // Wright sandbox prelude, the part that turns values into text: a call's result as JSON, a
 // failure as name, message and stack, and any value as a log line (for console.js). Read into a
-// context by prelude.js after the code ran, when the call failed or returned more than a
-// primitive (or before, for console.js): so it reads no global, and uses only
-// what the prelude captured before the code ran, handed over as an array (indexed, not
-// destructured: destructuring an array calls its iterator, which the code may have replaced).
-// A script whose value is a function of that array.
-(function (captured) {
+// context by the engine after the code ran, when the call failed or returned more than a
+// primitive (or before, for console.js). It reads no global: it uses what prelude.js captured
+// before the code ran, handed over as an array (indexed, not destructured: destructuring calls
+// the array's iterator, which the code may have replaced), and `jsonStringify`, QuickJS's own
+// JSON.stringify. A script whose value is a function of those two.
+(function (captured, jsonStringify) {
   "use strict";
-  const jsonStringify = captured[0];
-  const call = captured[1];
-  const StringCtor = captured[2];
-  const ErrorCtor = captured[3];
-  const TypeErrorCtor = captured[4];
-  const arrayIsArray = captured[5];
-  const arrayPush = captured[6];
-  const stringIncludes = captured[7];
+  const StringCtor = captured[0];
+  const ErrorCtor = captured[1];
+  const TypeErrorCtor = captured[2];
+  const arrayIsArray = captured[3];
+  const arrayPush = captured[4];
+  const stringIncludes = captured[5];
+  const call = captured[6];
 
   function formatOne(value) {
     if (typeof value === "string") return value;

@@ -154,10 +154,11 @@ impl LogBuffer {
     }
 }
 
-/// A context with the prelude installed, waiting for a call. Field order is drop order: the
-/// runner must go before its context.
+/// A context with the prelude read, waiting for a call. Field order is drop order: a value of
+/// the context must go before the context.
 struct Prepared {
-    runner: Persistent<Object<'static>>,
+    /// What `results.js` may need after the code ran, taken before it ran (`prelude.js`).
+    captured: Persistent<Value<'static>>,
     context: Context,
 }
 
@@ -270,8 +271,16 @@ impl Engine {
         self.state.timed_out.set(false);
         let context = Context::custom::<Intrinsics>(&runtime).map_err(engine_error)?;
         let bytes = prelude_bytecode(&runtime)?;
-        let runner = context.with(|ctx| install_prelude(&ctx, bytes, Rc::clone(&self.state)))?;
-        self.prepared = Some(Prepared { runner, context });
+        let captured = context.with(|ctx| -> rquickjs::Result<_> {
+            let captured = compiled::run_prelude_script(&ctx, bytes.core)?;
+            // `args` and `input` exist from here, off the caller's path, so that a call only
+            // sets their values instead of adding two properties to the global object.
+            define_global(&ctx, "args", Value::new_undefined(ctx.clone()))?;
+            define_global(&ctx, "input", Value::new_undefined(ctx.clone()))?;
+            Ok(Persistent::save(&ctx, captured))
+        });
+        let captured = captured.map_err(engine_error)?;
+        self.prepared = Some(Prepared { captured, context });
         Ok(())
     }
 
@@ -337,38 +346,66 @@ impl Engine {
         };
         let args_json = serde_json::to_string(args).map_err(|error| SandboxError::Engine(error.to_string()))?;
         let on_demand = OnDemand::named_in(code);
-        prepared.context.with(|ctx| on_demand.add_to(&ctx))?;
+        let bytes = prelude_bytecode(&runtime)?;
+        // What `resolve(value)` records; emptied when this function returns, whatever happens,
+        // so that no value of the context outlives the call in Rust.
+        let resolved = ResolvedGuard(Rc::new(Resolved::default()));
+        let results = RefCell::new(None);
 
         // Compile and start: the body runs synchronously up to its first `await`.
-        let started = prepared.context.with(|ctx| -> Result<Option<Failure>, SandboxError> {
-            let runner = prepared.runner.clone().restore(&ctx).map_err(engine_error)?;
+        let started = prepared.context.with(|ctx| -> Result<Result<Persistent<Value<'static>>, Failure>, SandboxError> {
+            on_demand.add_to(&ctx)?;
             let function =
                 match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp).catch(&ctx) {
                     Ok(function) => function,
-                    Err(caught) => return Ok(Some(Failure::from_caught(&caught, true))),
+                    Err(caught) => return Ok(Err(Failure::from_caught(&caught, true))),
                 };
-            let start: Function<'_> = runner.get("start").map_err(engine_error)?;
-            let started = start.call::<_, Value<'_>>((function, args_json, input, on_demand.parts())).catch(&ctx);
-            Ok(started.err().map(|caught| Failure::from_caught(&caught, false)))
+            let globals = (|| -> rquickjs::Result<()> {
+                define_global(&ctx, "args", ctx.json_parse(args_json)?)?;
+                let input = match input {
+                    Some(text) => rquickjs::String::from_str(ctx.clone(), text)?.into_value(),
+                    None => Value::new_undefined(ctx.clone()),
+                };
+                define_global(&ctx, "input", input)?;
+                if on_demand.console {
+                    let results = results_part(&ctx, bytes, &prepared.captured, &results)?;
+                    let log = log_function(&ctx, Rc::clone(&state))?;
+                    define_global(&ctx, "console", read_part(&ctx, bytes.console)?.call((log, results))?)?;
+                }
+                for (named, name, part) in [(on_demand.state, "state", bytes.state), (on_demand.fetch, "fetch", bytes.fetch)] {
+                    if named {
+                        let host = host_function(&ctx, Rc::clone(&state))?;
+                        define_global(&ctx, name, read_part(&ctx, part)?.call((host,))?)?;
+                    }
+                }
+                if on_demand.resolve {
+                    define_global(&ctx, "resolve", resolve_function(&ctx, Rc::clone(&resolved.0))?.into_value())?;
+                }
+                Ok(())
+            })();
+            if let Err(error) = globals.catch(&ctx) {
+                return Ok(Err(Failure::from_caught(&error, false)));
+            }
+            match function.call::<_, Value<'_>>(()).catch(&ctx) {
+                Ok(promise) => Ok(Ok(Persistent::save(&ctx, promise))),
+                Err(caught) => Ok(Err(Failure::from_caught(&caught, false))),
+            }
         })?;
-        if let Some(failure) = started {
-            return Ok(self.failure_outcome(failure, limits));
-        }
+        let promise = match started {
+            Ok(promise) => promise,
+            Err(failure) => return Ok(self.failure_outcome(failure, limits)),
+        };
 
         // Drive promise jobs until the call settles or nothing is left to run. Jobs run outside
         // `Context::with`: `Runtime::execute_pending_job` reports the exceptions that escape a
         // job (an interrupt, an out-of-memory), which `Ctx::execute_pending_job` would swallow.
         loop {
-            let status = prepared.context.with(|ctx| -> Result<i32, SandboxError> {
-                let runner = prepared.runner.clone().restore(&ctx).map_err(engine_error)?;
-                let status: Function<'_> = runner.get("status").map_err(engine_error)?;
-                status.call::<_, i32>(()).map_err(engine_error)
+            let settled = prepared.context.with(|ctx| -> rquickjs::Result<bool> {
+                let promise = promise.clone().restore(&ctx)?;
+                Ok(Ending::of(&promise, &resolved.0).is_settled())
             });
-            match status {
-                Ok(0) => {}
-                Ok(_) => break,
-                // The runner itself failed (out of memory in a tiny heap): classify below.
-                Err(_) => break,
+            if settled.unwrap_or(true) {
+                break;
             }
             match runtime.execute_pending_job() {
                 Ok(true) => continue,
@@ -384,31 +421,63 @@ impl Engine {
         }
 
         let finished = prepared.context.with(|ctx| -> Result<Result<String, Failure>, SandboxError> {
-            let runner = prepared.runner.clone().restore(&ctx).map_err(engine_error)?;
-            let finish: Function<'_> = runner.get("finish").map_err(engine_error)?;
-            let report = match finish.call::<_, Vec<Value<'_>>>(()).catch(&ctx) {
-                Ok(report) => report,
+            let promise = promise.restore(&ctx).map_err(engine_error)?;
+            let (ending, value) = match Ending::of(&promise, &resolved.0) {
+                Ending::Resolved => (Ending::Resolved, resolved.0.value(&ctx)),
+                // Nothing was left to run: a body that returned nothing ends with null.
+                Ending::Fulfilled | Ending::ReturnedNothing => (Ending::Fulfilled, promise_result(&ctx, &promise)),
+                Ending::Rejected => (Ending::Rejected, promise_result(&ctx, &promise)),
+                Ending::Pending => {
+                    return Ok(Err(Failure {
+                        name: "Error".to_string(),
+                        message: "the code never finished: it awaits a promise that nothing can settle (no timers or events exist in the sandbox)".to_string(),
+                        ..Failure::default()
+                    }));
+                }
+            };
+            let value = value.map_err(engine_error)?;
+            let text = (|| -> rquickjs::Result<Result<String, Value<'_>>> {
+                if ending == Ending::Rejected {
+                    return Ok(Err(value));
+                }
+                // A primitive has no path to name and cannot hold a cycle, a function, a symbol
+                // or a BigInt: QuickJS's JSON is all it needs.
+                if value.is_undefined() {
+                    return Ok(Ok("null".to_string()));
+                }
+                if value.is_null() || value.is_bool() || value.is_number() || value.is_string() {
+                    let text = ctx.json_stringify(value)?;
+                    return Ok(Ok(text.map(|text| text.to_string()).transpose()?.unwrap_or_else(|| "null".to_string())));
+                }
+                let results = results_part(&ctx, bytes, &prepared.captured, &results)?;
+                let to_json: Function<'_> = results.get("toJson")?;
+                match to_json.call::<_, rquickjs::String<'_>>((value,)) {
+                    Ok(text) => Ok(Ok(text.to_string()?)),
+                    Err(rquickjs::Error::Exception) => Ok(Err(ctx.catch())),
+                    Err(error) => Err(error),
+                }
+            })();
+            let failed = match text.catch(&ctx) {
+                Ok(Ok(text)) => return Ok(Ok(text)),
+                Ok(Err(failed)) => failed,
                 Err(caught) => return Ok(Err(Failure::from_caught(&caught, false))),
             };
-            let text = |index: usize| {
-                report
-                    .get(index)
-                    .and_then(|value| value.as_string())
-                    .and_then(|s| s.to_string().ok())
-                    .unwrap_or_default()
-            };
-            if report.first().and_then(Value::as_bool) == Some(true) {
-                Ok(Ok(text(1)))
-            } else {
-                Ok(Err(Failure {
-                    name: text(1),
-                    message: text(2),
-                    stack: text(3),
-                    thrown_null: text(1) == "null",
+            let described = (|| -> rquickjs::Result<Failure> {
+                let results = results_part(&ctx, bytes, &prepared.captured, &results)?;
+                let describe: Function<'_> = results.get("describe")?;
+                let described: Object<'_> = describe.call((failed,))?;
+                let name: String = described.get("name")?;
+                Ok(Failure {
+                    thrown_null: name == "null",
+                    name,
+                    message: described.get("message")?,
+                    stack: described.get("stack")?,
                     syntax: false,
-                }))
-            }
+                })
+            })();
+            Ok(Err(described.catch(&ctx).unwrap_or_else(|caught| Failure::from_caught(&caught, false))))
         })?;
+        drop(results);
         match finished {
             Ok(result_json) => {
                 if state.timed_out.get() {
@@ -595,14 +664,6 @@ impl OnDemand {
         }
     }
 
-    /// The prelude's globals to define before the code runs, by name.
-    fn parts(self) -> Vec<&'static str> {
-        [(self.console, "console"), (self.state, "state"), (self.fetch, "fetch"), (self.resolve, "resolve")]
-            .into_iter()
-            .filter_map(|(named, name)| named.then_some(name))
-            .collect()
-    }
-
     /// Adds what `self` names to a prepared context, before its code is compiled.
     #[allow(unsafe_code)]
     fn add_to(self, ctx: &Ctx<'_>) -> Result<(), SandboxError> {
@@ -733,18 +794,6 @@ struct PreludeBytecode {
     results: &'static [u8],
 }
 
-impl PreludeBytecode {
-    fn part(&self, name: &str) -> Option<&'static [u8]> {
-        match name {
-            "console" => Some(self.console),
-            "state" => Some(self.state),
-            "fetch" => Some(self.fetch),
-            "results" => Some(self.results),
-            _ => None,
-        }
-    }
-}
-
 thread_local! {
     /// The prelude compiled once per thread to QuickJS bytecode: parsing it would cost more than
     /// the rest of making a context. Leaked on purpose: a thread compiles it once.
@@ -803,39 +852,128 @@ impl rquickjs::loader::Loader for NoModules {
     }
 }
 
-/// Reads the prelude into `ctx` and installs it with this engine's `load(part, captured)`,
-/// which reads a part of the prelude into the context and calls its function with the host
-/// function the part needs (`log` for `console`, `host` for `state` and `fetch`) and `captured`
-/// (see `sandbox-prelude/prelude.js`).
-fn install_prelude<'js>(
-    ctx: &Ctx<'js>,
-    bytes: PreludeBytecode,
-    state: Rc<CallState>,
-) -> Result<Persistent<Object<'static>>, SandboxError> {
-    let install: Function<'js> =
-        compiled::run_prelude_script(ctx, bytes.core).and_then(|value| value.get()).map_err(engine_error)?;
-    let load = move |ctx: Ctx<'js>, name: String, captured: rquickjs::function::Opt<Value<'js>>| {
-        let Some(part) = bytes.part(&name) else {
-            return Err(Exception::throw_message(&ctx, &format!("the prelude has no part \"{name}\"")));
+/// How a call's code has ended, as far as the engine can see between promise jobs: `resolve`
+/// called or the body's promise settled, whichever came first. A body that returned nothing
+/// may still call `resolve` from a promise callback, so it has not ended until nothing is left
+/// to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Resolved,
+    Fulfilled,
+    ReturnedNothing,
+    Rejected,
+    Pending,
+}
+
+impl Ending {
+    fn of(promise: &Value<'_>, resolved: &Resolved) -> Ending {
+        if resolved.called.get() {
+            return Ending::Resolved;
+        }
+        let Some(promise) = promise.as_promise() else {
+            return Ending::Fulfilled;
         };
-        let function: Function<'js> = compiled::run_prelude_script(&ctx, part)?.get()?;
-        let native = |made: Result<Function<'js>, SandboxError>| {
-            made.map_err(|error| Exception::throw_message(&ctx, &error.to_string()))
-        };
-        match name.as_str() {
-            "console" => function.call::<_, Value<'js>>((native(log_function(&ctx, Rc::clone(&state)))?, captured.0)),
-            "state" | "fetch" => function.call((native(host_function(&ctx, Rc::clone(&state)))?,)),
-            _ => function.call((captured.0,)),
+        match promise.state() {
+            rquickjs::promise::PromiseState::Pending => Ending::Pending,
+            rquickjs::promise::PromiseState::Rejected => Ending::Rejected,
+            rquickjs::promise::PromiseState::Resolved => {
+                match promise_result(promise.ctx(), promise.as_value()) {
+                    Ok(value) if value.is_undefined() => Ending::ReturnedNothing,
+                    _ => Ending::Fulfilled,
+                }
+            }
+        }
+    }
+
+    fn is_settled(self) -> bool {
+        !matches!(self, Ending::Pending | Ending::ReturnedNothing)
+    }
+}
+
+/// The value or the reason a settled promise holds (the value itself if it is not a promise).
+#[allow(unsafe_code)]
+fn promise_result<'js>(ctx: &Ctx<'js>, promise: &Value<'js>) -> rquickjs::Result<Value<'js>> {
+    if !promise.is_promise() {
+        return Ok(promise.clone());
+    }
+    // SAFETY: `promise` is a live promise of `ctx`; `JS_PromiseResult` returns a new reference,
+    // owned by the returned value.
+    Ok(unsafe { Value::from_raw(ctx.clone(), rquickjs::qjs::JS_PromiseResult(ctx.as_raw().as_ptr(), promise.as_raw())) })
+}
+
+/// What `resolve(value)` recorded during a call: its first call's value.
+#[derive(Default)]
+struct Resolved {
+    called: Cell<bool>,
+    value: RefCell<Option<Persistent<Value<'static>>>>,
+}
+
+impl Resolved {
+    fn value<'js>(&self, ctx: &Ctx<'js>) -> rquickjs::Result<Value<'js>> {
+        match self.value.borrow().clone() {
+            Some(value) => value.restore(ctx),
+            None => Ok(Value::new_undefined(ctx.clone())),
+        }
+    }
+}
+
+/// Empties a call's [`Resolved`] when the call's engine code returns: the `resolve` function
+/// keeps it until the context is collected, and a value of the context must not be dropped then.
+struct ResolvedGuard(Rc<Resolved>);
+
+impl Drop for ResolvedGuard {
+    fn drop(&mut self) {
+        self.0.value.borrow_mut().take();
+    }
+}
+
+/// The global `resolve(value)`: ends the call with `value`, unless the code returned first.
+fn resolve_function<'js>(ctx: &Ctx<'js>, resolved: Rc<Resolved>) -> rquickjs::Result<Function<'js>> {
+    let resolve = move |ctx: Ctx<'js>, value: rquickjs::function::Opt<Value<'js>>| {
+        if !resolved.called.replace(true) {
+            let value = value.0.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+            *resolved.value.borrow_mut() = Some(Persistent::save(&ctx, value));
         }
     };
-    let load = Function::new(ctx.clone(), load).map_err(engine_error)?;
-    let runner: Object<'js> = install.call((load,)).map_err(engine_error)?;
-    Ok(Persistent::save(ctx, runner))
+    Function::new(ctx.clone(), resolve)?.with_name("resolve")
+}
+
+/// Defines a global as the prelude's globals are: writable, configurable, not enumerable (a
+/// property that exists keeps its flags and gets the value). QuickJS's own define, never the
+/// code's `Object.defineProperty`.
+fn define_global<'js>(ctx: &Ctx<'js>, name: &str, value: Value<'js>) -> rquickjs::Result<()> {
+    ctx.globals().prop(name, rquickjs::object::Property::from(value).writable().configurable())
+}
+
+/// Reads a part of the prelude into `ctx`: its function.
+fn read_part<'js>(ctx: &Ctx<'js>, part: &[u8]) -> rquickjs::Result<Function<'js>> {
+    compiled::run_prelude_script(ctx, part)?.get()
+}
+
+/// The `results.js` part of this call (`toJson`, `describe`, `formatOne`), read into the context
+/// the first time the call needs it and kept in `loaded` for the rest of the call.
+fn results_part<'js>(
+    ctx: &Ctx<'js>,
+    bytes: PreludeBytecode,
+    captured: &Persistent<Value<'static>>,
+    loaded: &RefCell<Option<Persistent<Object<'static>>>>,
+) -> rquickjs::Result<Object<'js>> {
+    if let Some(results) = loaded.borrow().clone() {
+        return results.restore(ctx);
+    }
+    let stringify =
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, value: Value<'js>, replacer: rquickjs::function::Opt<Value<'js>>| {
+            let replacer = replacer.0.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+            ctx.json_stringify_replacer(value, replacer).map(|text| text.map(rquickjs::String::into_value))
+        })?;
+    let results: Object<'js> = read_part(ctx, bytes.results)?.call((captured.clone().restore(ctx)?, stringify))?;
+    *loaded.borrow_mut() = Some(Persistent::save(ctx, results.clone()));
+    Ok(results)
 }
 
 /// `native.host(op, payloadJson) -> replyJson`: a blocking round trip to the host, after the
 /// deadline and the fetch count are checked.
-fn host_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Function<'js>, SandboxError> {
+fn host_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> rquickjs::Result<Function<'js>> {
     let function = move |ctx: Ctx<'js>, op: String, payload: String| -> rquickjs::Result<String> {
         if state.past_deadline() {
             return Err(Exception::throw_internal(&ctx, "the call's deadline has passed"));
@@ -876,12 +1014,12 @@ fn host_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Function<'
             }
         }
     };
-    Function::new(ctx.clone(), function).map_err(engine_error)
+    Function::new(ctx.clone(), function)
 }
 
 /// `native.log(level, text)`: captured under the call's caps; past the deadline it throws so a
 /// logging loop cannot outlive the call.
-fn log_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Function<'js>, SandboxError> {
+fn log_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> rquickjs::Result<Function<'js>> {
     let function = move |ctx: Ctx<'js>, level: String, text: String| -> rquickjs::Result<()> {
         if state.past_deadline() {
             return Err(Exception::throw_internal(&ctx, "the call's deadline has passed"));
@@ -890,7 +1028,7 @@ fn log_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> Result<Function<'j
         state.logs.borrow_mut().push(&level, &text, &limits);
         Ok(())
     };
-    Function::new(ctx.clone(), function).map_err(engine_error)
+    Function::new(ctx.clone(), function)
 }
 
 /// Compiles `code` as a tool body without running any of it. A syntax error comes back with the
