@@ -264,7 +264,11 @@ impl Engine {
         if self.prepared.is_some() {
             return Ok(());
         }
+        let new_runtime = self.runtime.is_none();
         let runtime = self.runtime()?;
+        if new_runtime {
+            pin_builtin_names(&runtime)?;
+        }
         self.set_limits(&runtime, &Limits::default());
         self.set_gc_threshold(&runtime, Limits::default().memory_limit_bytes);
         self.state.deadline.set(Instant::now() + PREPARE_DEADLINE);
@@ -353,44 +357,48 @@ impl Engine {
         let results = RefCell::new(None);
 
         // Compile and start: the body runs synchronously up to its first `await`.
-        let started = prepared.context.with(|ctx| -> Result<Result<Persistent<Value<'static>>, Failure>, SandboxError> {
-            on_demand.add_to(&ctx)?;
-            let function =
-                match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp).catch(&ctx) {
+        let started =
+            prepared.context.with(|ctx| -> Result<Result<Persistent<Value<'static>>, Failure>, SandboxError> {
+                on_demand.add_to(&ctx)?;
+                let function = match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp)
+                    .catch(&ctx)
+                {
                     Ok(function) => function,
                     Err(caught) => return Ok(Err(Failure::from_caught(&caught, true))),
                 };
-            let globals = (|| -> rquickjs::Result<()> {
-                define_global(&ctx, "args", ctx.json_parse(args_json)?)?;
-                let input = match input {
-                    Some(text) => rquickjs::String::from_str(ctx.clone(), text)?.into_value(),
-                    None => Value::new_undefined(ctx.clone()),
-                };
-                define_global(&ctx, "input", input)?;
-                if on_demand.console {
-                    let results = results_part(&ctx, bytes, &prepared.captured, &results)?;
-                    let log = log_function(&ctx, Rc::clone(&state))?;
-                    define_global(&ctx, "console", read_part(&ctx, bytes.console)?.call((log, results))?)?;
-                }
-                for (named, name, part) in [(on_demand.state, "state", bytes.state), (on_demand.fetch, "fetch", bytes.fetch)] {
-                    if named {
-                        let host = host_function(&ctx, Rc::clone(&state))?;
-                        define_global(&ctx, name, read_part(&ctx, part)?.call((host,))?)?;
+                let globals = (|| -> rquickjs::Result<()> {
+                    define_global(&ctx, "args", ctx.json_parse(args_json)?)?;
+                    let input = match input {
+                        Some(text) => rquickjs::String::from_str(ctx.clone(), text)?.into_value(),
+                        None => Value::new_undefined(ctx.clone()),
+                    };
+                    define_global(&ctx, "input", input)?;
+                    if on_demand.console {
+                        let results = results_part(&ctx, bytes, &prepared.captured, &results)?;
+                        let log = log_function(&ctx, Rc::clone(&state))?;
+                        define_global(&ctx, "console", read_part(&ctx, bytes.console)?.call((log, results))?)?;
                     }
+                    for (named, name, part) in
+                        [(on_demand.state, "state", bytes.state), (on_demand.fetch, "fetch", bytes.fetch)]
+                    {
+                        if named {
+                            let host = host_function(&ctx, Rc::clone(&state))?;
+                            define_global(&ctx, name, read_part(&ctx, part)?.call((host,))?)?;
+                        }
+                    }
+                    if on_demand.resolve {
+                        define_global(&ctx, "resolve", resolve_function(&ctx, Rc::clone(&resolved.0))?.into_value())?;
+                    }
+                    Ok(())
+                })();
+                if let Err(error) = globals.catch(&ctx) {
+                    return Ok(Err(Failure::from_caught(&error, false)));
                 }
-                if on_demand.resolve {
-                    define_global(&ctx, "resolve", resolve_function(&ctx, Rc::clone(&resolved.0))?.into_value())?;
+                match function.call::<_, Value<'_>>(()).catch(&ctx) {
+                    Ok(promise) => Ok(Ok(Persistent::save(&ctx, promise))),
+                    Err(caught) => Ok(Err(Failure::from_caught(&caught, false))),
                 }
-                Ok(())
-            })();
-            if let Err(error) = globals.catch(&ctx) {
-                return Ok(Err(Failure::from_caught(&error, false)));
-            }
-            match function.call::<_, Value<'_>>(()).catch(&ctx) {
-                Ok(promise) => Ok(Ok(Persistent::save(&ctx, promise))),
-                Err(caught) => Ok(Err(Failure::from_caught(&caught, false))),
-            }
-        })?;
+            })?;
         let promise = match started {
             Ok(promise) => promise,
             Err(failure) => return Ok(self.failure_outcome(failure, limits)),
@@ -718,6 +726,81 @@ fn without_comment_lines(code: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(code.lines().filter(|line| !is_comment(line)).collect::<Vec<_>>().join("\n"))
 }
 
+/// Keeps the names of every builtin a context can have interned for the runtime's life. QuickJS
+/// interns property names as atoms, counted by use: when a spent context is freed, the names
+/// only its builtins used go with it, and the next context interns them all again (hash,
+/// allocate, insert, and free them after) — about a seventh of making a context. The names are
+/// read from a context of their own with every intrinsic, thrown away after, so no context a call
+/// runs in is touched; an atom is only a name, which no code can list, and QuickJS frees the
+/// pinned ones with the runtime.
+#[allow(unsafe_code)]
+fn pin_builtin_names(runtime: &Runtime) -> Result<(), SandboxError> {
+    use rquickjs::qjs;
+    let context = Context::custom::<Intrinsics>(runtime).map_err(engine_error)?;
+    context.with(|ctx| -> Result<(), SandboxError> {
+        let every = OnDemand {
+            typed_arrays: true,
+            date: true,
+            map_set: true,
+            proxy: true,
+            regexp: true,
+            ..OnDemand::default()
+        };
+        every.add_to(&ctx)?;
+        let raw = ctx.as_raw().as_ptr();
+        // The global object, what it holds (constructors, namespaces), and what those hold
+        // (prototypes, static methods): the names of their own properties, all of them.
+        let mut level: Vec<Value<'_>> = vec![ctx.globals().into_value()];
+        let mut seen = std::collections::HashSet::new();
+        for depth in 0..3 {
+            let mut next = Vec::new();
+            for object in &level {
+                let mut names: *mut qjs::JSPropertyEnum = std::ptr::null_mut();
+                let mut count: u32 = 0;
+                let flags = (qjs::JS_GPN_STRING_MASK | qjs::JS_GPN_SYMBOL_MASK) as i32;
+                // SAFETY: `object` is a live object of this entered context; on success QuickJS
+                // hands us `count` entries, each owning one reference to its atom, freed below
+                // with `JS_FreePropertyEnum`.
+                if unsafe { qjs::JS_GetOwnPropertyNames(raw, &mut names, &mut count, object.as_raw(), flags) } < 0 {
+                    drop(ctx.catch());
+                    continue;
+                }
+                for index in 0..count as usize {
+                    // SAFETY: `index < count` entries of the table QuickJS just returned.
+                    let atom = unsafe { (*names.add(index)).atom };
+                    // SAFETY: a live atom of this runtime; the extra reference is the pin.
+                    unsafe { qjs::JS_DupAtom(raw, atom) };
+                    if depth == 2 {
+                        continue;
+                    }
+                    // SAFETY: a live object and atom of this context; the returned value is owned
+                    // by the `Value` made from it. A builtin getter may throw on its prototype:
+                    // that exception is cleared and the property skipped.
+                    let value = unsafe { qjs::JS_GetProperty(raw, object.as_raw(), atom) };
+                    if unsafe { qjs::JS_IsException(value) } {
+                        drop(ctx.catch());
+                        continue;
+                    }
+                    let value = unsafe { Value::from_raw(ctx.clone(), value) };
+                    // SAFETY: the value is an object, whose payload is its pointer: its identity.
+                    if let Some(object) = value.as_object()
+                        && seen.insert(unsafe { object.as_raw().u.ptr } as usize)
+                    {
+                        next.push(value);
+                    }
+                }
+                // SAFETY: the table and count QuickJS returned above, freed once.
+                unsafe { qjs::JS_FreePropertyEnum(raw, names, count) };
+            }
+            level = next;
+        }
+        Ok(())
+    })?;
+    drop(context);
+    runtime.run_gc();
+    Ok(())
+}
+
 /// Adds `RegExp` and the compiler of regular expression literals to a context that has neither
 /// yet: before its code is compiled ([`OnDemand`]), or when compiling it without them failed.
 #[allow(unsafe_code)]
@@ -876,12 +959,10 @@ impl Ending {
         match promise.state() {
             rquickjs::promise::PromiseState::Pending => Ending::Pending,
             rquickjs::promise::PromiseState::Rejected => Ending::Rejected,
-            rquickjs::promise::PromiseState::Resolved => {
-                match promise_result(promise.ctx(), promise.as_value()) {
-                    Ok(value) if value.is_undefined() => Ending::ReturnedNothing,
-                    _ => Ending::Fulfilled,
-                }
-            }
+            rquickjs::promise::PromiseState::Resolved => match promise_result(promise.ctx(), promise.as_value()) {
+                Ok(value) if value.is_undefined() => Ending::ReturnedNothing,
+                _ => Ending::Fulfilled,
+            },
         }
     }
 
@@ -898,7 +979,9 @@ fn promise_result<'js>(ctx: &Ctx<'js>, promise: &Value<'js>) -> rquickjs::Result
     }
     // SAFETY: `promise` is a live promise of `ctx`; `JS_PromiseResult` returns a new reference,
     // owned by the returned value.
-    Ok(unsafe { Value::from_raw(ctx.clone(), rquickjs::qjs::JS_PromiseResult(ctx.as_raw().as_ptr(), promise.as_raw())) })
+    Ok(unsafe {
+        Value::from_raw(ctx.clone(), rquickjs::qjs::JS_PromiseResult(ctx.as_raw().as_ptr(), promise.as_raw()))
+    })
 }
 
 /// What `resolve(value)` recorded during a call: its first call's value.
@@ -961,11 +1044,13 @@ fn results_part<'js>(
     if let Some(results) = loaded.borrow().clone() {
         return results.restore(ctx);
     }
-    let stringify =
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, value: Value<'js>, replacer: rquickjs::function::Opt<Value<'js>>| {
+    let stringify = Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, value: Value<'js>, replacer: rquickjs::function::Opt<Value<'js>>| {
             let replacer = replacer.0.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
             ctx.json_stringify_replacer(value, replacer).map(|text| text.map(rquickjs::String::into_value))
-        })?;
+        },
+    )?;
     let results: Object<'js> = read_part(ctx, bytes.results)?.call((captured.clone().restore(ctx)?, stringify))?;
     *loaded.borrow_mut() = Some(Persistent::save(ctx, results.clone()));
     Ok(results)
