@@ -27,7 +27,7 @@ use crate::allocator::{Accounting, CountingAllocator};
 use crate::compiled::{self, CodeCache};
 use crate::config::Limits;
 use crate::outcome::ErrorKind;
-use crate::protocol::{HostCall, WireOutcome};
+use crate::protocol::{HostCall, ResultText, WireOutcome};
 use rquickjs::context::intrinsic;
 use rquickjs::{
     CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Module, Object, Persistent, Runtime, Value,
@@ -428,7 +428,7 @@ impl Engine {
             }
         }
 
-        let finished = prepared.context.with(|ctx| -> Result<Result<String, Failure>, SandboxError> {
+        let finished = prepared.context.with(|ctx| -> Result<Result<ResultText, Failure>, SandboxError> {
             let promise = promise.restore(&ctx).map_err(engine_error)?;
             let (ending, value) = match Ending::of(&promise, &resolved.0) {
                 Ending::Resolved => (Ending::Resolved, resolved.0.value(&ctx)),
@@ -444,23 +444,28 @@ impl Engine {
                 }
             };
             let value = value.map_err(engine_error)?;
-            let text = (|| -> rquickjs::Result<Result<String, Value<'_>>> {
+            let text = (|| -> rquickjs::Result<Result<ResultText, Value<'_>>> {
                 if ending == Ending::Rejected {
                     return Ok(Err(value));
                 }
                 // A primitive has no path to name and cannot hold a cycle, a function, a symbol
-                // or a BigInt: QuickJS's JSON is all it needs.
+                // or a BigInt: QuickJS's JSON is all it needs, and a string goes as itself (one
+                // with a lone surrogate is not Unicode text: it goes as JSON, which the host
+                // refuses with the reason).
                 if value.is_undefined() {
-                    return Ok(Ok("null".to_string()));
+                    return Ok(Ok(ResultText::Json("null".to_string())));
+                }
+                if let Some(Ok(text)) = value.as_string().map(rquickjs::String::to_string) {
+                    return Ok(Ok(ResultText::String(text)));
                 }
                 if value.is_null() || value.is_bool() || value.is_number() || value.is_string() {
-                    let text = ctx.json_stringify(value)?;
-                    return Ok(Ok(text.map(|text| text.to_string()).transpose()?.unwrap_or_else(|| "null".to_string())));
+                    let text = ctx.json_stringify(value)?.map(|text| text.to_string()).transpose()?;
+                    return Ok(Ok(ResultText::Json(text.unwrap_or_else(|| "null".to_string()))));
                 }
                 let results = results_part(&ctx, bytes, &prepared.captured, &results)?;
                 let to_json: Function<'_> = results.get("toJson")?;
                 match to_json.call::<_, rquickjs::String<'_>>((value,)) {
-                    Ok(text) => Ok(Ok(text.to_string()?)),
+                    Ok(text) => Ok(Ok(ResultText::Json(text.to_string()?))),
                     Err(rquickjs::Error::Exception) => Ok(Err(ctx.catch())),
                     Err(error) => Err(error),
                 }
@@ -487,24 +492,24 @@ impl Engine {
         })?;
         drop(results);
         match finished {
-            Ok(result_json) => {
+            Ok(result) => {
                 if state.timed_out.get() {
                     // The code caught the deadline's error and went on: it still timed out.
                     return Ok(self.failure_outcome(Failure::default(), limits));
                 }
-                if result_json.len() > limits.max_result_bytes {
+                if result.json_len() > limits.max_result_bytes {
                     return Ok(WireOutcome::Err {
                         kind: ErrorKind::OutputTooLarge,
                         error: format!(
                             "the result is {} bytes of JSON; the limit is {} bytes",
-                            result_json.len(),
+                            result.json_len(),
                             limits.max_result_bytes
                         ),
                         stack: None,
                         logs: self.take_logs(),
                     });
                 }
-                Ok(WireOutcome::Ok { result_json, logs: self.take_logs() })
+                Ok(WireOutcome::Ok { result, logs: self.take_logs() })
             }
             Err(failure) => Ok(self.failure_outcome(failure, limits)),
         }

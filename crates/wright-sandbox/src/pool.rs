@@ -11,7 +11,7 @@ use crate::SandboxError;
 use crate::config::{Limits, RunLimits, SandboxConfig};
 use crate::host::SandboxHost;
 use crate::outcome::{ErrorKind, RunOutcome};
-use crate::protocol::{DoneOutcome, FromWorker, HostCall, ToWorker, WireOutcome};
+use crate::protocol::{DoneOutcome, FromWorker, HostCall, ResultText, ToWorker, WireOutcome};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -292,7 +292,7 @@ async fn exchange(
             return Err(ExchangeError::Died("the worker exited".to_string()));
         }
         match serde_json::from_str::<FromWorker>(&worker.line) {
-            Ok(FromWorker::Done { outcome: DoneOutcome::Ok { result_bytes, logs } }) => {
+            Ok(FromWorker::Done { outcome: DoneOutcome::Ok { result_bytes, string, logs } }) => {
                 // The worker refuses results over the limit itself; one that claims more is
                 // broken, and the host does not allocate for it.
                 if result_bytes > max_result_bytes {
@@ -302,9 +302,9 @@ async fn exchange(
                 }
                 let mut result = vec![0; result_bytes];
                 worker.stdout.read_exact(&mut result).await.map_err(|error| ExchangeError::Died(error.to_string()))?;
-                let result_json =
-                    String::from_utf8(result).map_err(|error| ExchangeError::Protocol(error.to_string()))?;
-                return Ok(WireOutcome::Ok { result_json, logs });
+                let text = String::from_utf8(result).map_err(|error| ExchangeError::Protocol(error.to_string()))?;
+                let result = if string { ResultText::String(text) } else { ResultText::Json(text) };
+                return Ok(WireOutcome::Ok { result, logs });
             }
             Ok(FromWorker::Done { outcome: DoneOutcome::Err { kind, error, stack, logs } }) => {
                 return Ok(WireOutcome::Err { kind, error, stack, logs });
@@ -345,7 +345,10 @@ async fn dispatch(host: &dyn SandboxHost, call: HostCall) -> Result<Value, Strin
 
 pub(crate) fn into_outcome(wire: WireOutcome) -> RunOutcome {
     match wire {
-        WireOutcome::Ok { result_json, logs } => match serde_json::from_str(&result_json) {
+        WireOutcome::Ok { result: ResultText::String(text), logs } => {
+            RunOutcome::Success { result: Value::String(text), logs }
+        }
+        WireOutcome::Ok { result: ResultText::Json(text), logs } => match serde_json::from_str(&text) {
             Ok(result) => RunOutcome::Success { result, logs },
             // JSON.stringify keeps lone surrogates as `\udXXX` escapes, which are not Unicode.
             Err(error) => RunOutcome::failure(

@@ -72,7 +72,7 @@ pub(crate) enum FromWorker {
     Call {
         call: HostCall,
     },
-    /// A success is followed by `result_bytes` bytes of the result's JSON text.
+    /// A success is followed by `result_bytes` bytes of its result ([`ResultText`]).
     Done {
         outcome: DoneOutcome,
     },
@@ -82,8 +82,19 @@ pub(crate) enum FromWorker {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum DoneOutcome {
-    Ok { result_bytes: usize, logs: Vec<String> },
-    Err { kind: ErrorKind, error: String, stack: Option<String>, logs: Vec<String> },
+    Ok {
+        result_bytes: usize,
+        /// The bytes are the result string itself, not JSON ([`ResultText::String`]).
+        #[serde(default)]
+        string: bool,
+        logs: Vec<String>,
+    },
+    Err {
+        kind: ErrorKind,
+        error: String,
+        stack: Option<String>,
+        logs: Vec<String>,
+    },
 }
 
 /// `FromWorker::Done` borrowing the outcome's parts, so the worker need not copy them to send.
@@ -96,7 +107,7 @@ enum FromWorkerRef<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "snake_case")]
 enum DoneOutcomeRef<'a> {
-    Ok { result_bytes: usize, logs: &'a [String] },
+    Ok { result_bytes: usize, string: bool, logs: &'a [String] },
     Err { kind: ErrorKind, error: &'a str, stack: Option<&'a str>, logs: &'a [String] },
 }
 
@@ -105,8 +116,9 @@ impl FromWorker {
     /// the result's JSON text.
     pub(crate) fn encode_done(outcome: &WireOutcome) -> Result<Vec<u8>, serde_json::Error> {
         let (header, result) = match outcome {
-            WireOutcome::Ok { result_json, logs } => {
-                (DoneOutcomeRef::Ok { result_bytes: result_json.len(), logs }, result_json.as_str())
+            WireOutcome::Ok { result, logs } => {
+                let string = matches!(result, ResultText::String(_));
+                (DoneOutcomeRef::Ok { result_bytes: result.text().len(), string, logs }, result.text())
             }
             WireOutcome::Err { kind, error, stack, logs } => {
                 (DoneOutcomeRef::Err { kind: *kind, error, stack: stack.as_deref(), logs }, "")
@@ -138,10 +150,72 @@ pub(crate) enum HostCall {
     Fetch(FetchRequest),
 }
 
-/// A call's outcome as the engine produces it and the host receives it: the result stays JSON
-/// text until the host parses it once.
+/// A call's outcome as the engine produces it and the host receives it: the result stays text
+/// until the host parses it once.
 #[derive(Debug, Clone)]
 pub(crate) enum WireOutcome {
-    Ok { result_json: String, logs: Vec<String> },
+    Ok { result: ResultText, logs: Vec<String> },
     Err { kind: ErrorKind, error: String, stack: Option<String>, logs: Vec<String> },
+}
+
+/// A successful call's result on its way to the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ResultText {
+    /// The result's JSON text.
+    Json(String),
+    /// A result that is a string, as the string itself: escaping it into JSON in the worker and
+    /// parsing it again in the host would cost a text-returning tool twice its length's work.
+    String(String),
+}
+
+impl ResultText {
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            ResultText::Json(text) | ResultText::String(text) => text,
+        }
+    }
+
+    /// The length of the result as JSON text, which the result limit counts.
+    pub(crate) fn json_len(&self) -> usize {
+        match self {
+            ResultText::Json(text) => text.len(),
+            ResultText::String(text) => json_string_len(text),
+        }
+    }
+
+    /// The result as JSON text (for tests and embedders that want the text).
+    #[cfg(test)]
+    pub(crate) fn into_json(self) -> String {
+        match self {
+            ResultText::Json(text) => text,
+            ResultText::String(text) => serde_json::to_string(&text).unwrap_or_default(),
+        }
+    }
+}
+
+/// The length of `text` as a JSON string, quotes included, escaped as JSON.stringify and
+/// serde_json escape it: `"` and `\\` and the control characters with a short escape take two
+/// bytes, the other control characters six (`\\u00XX`).
+fn json_string_len(text: &str) -> usize {
+    2 + text
+        .bytes()
+        .map(|byte| match byte {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0x00..=0x1f => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_string_len;
+
+    #[test]
+    fn a_strings_json_length_is_counted_as_serde_json_writes_it() {
+        for text in ["", "plain", "\"quoted\" \\ back", "tab\tnew\nline\r\u{8}\u{c}", "\u{0}\u{1f}\u{7f}", "ünï ✓ 🚀"]
+        {
+            assert_eq!(json_string_len(text), serde_json::to_string(text).unwrap().len(), "{text:?}");
+        }
+    }
 }

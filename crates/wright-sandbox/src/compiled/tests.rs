@@ -13,7 +13,7 @@ fn engine() -> Engine {
 /// Runs `code` and returns its result's JSON text, or the error with its stack.
 fn run(engine: &mut Engine, code: &str) -> String {
     match engine.run(code, &json!({"n": 2}), None, &Limits::default()) {
-        WireOutcome::Ok { result_json, .. } => result_json,
+        WireOutcome::Ok { result, .. } => result.into_json(),
         WireOutcome::Err { kind, error, stack, .. } => format!("{kind:?}: {error}\n{}", stack.unwrap_or_default()),
     }
 }

@@ -738,7 +738,15 @@ async fn unicode_round_trips() {
     assert_eq!(result(&outcome), &json!({"s": "ünï ✓ 🚀", "quote": "\"\\"}));
     assert_eq!(outcome.logs(), ["naïve ✓ 🚀\nline"]);
     let outcome = run(&sandbox, "return '\\ud800';").await;
-    failure(&outcome, ErrorKind::Runtime);
+    assert!(failure(&outcome, ErrorKind::Runtime).contains("lone surrogate"), "{outcome:?}");
+    // A string result goes to the host as itself, not as JSON: every character survives.
+    let code = "return 'ünï ✓ 🚀 \"q\" \\\\ \\n\\t\\u0001 end';";
+    assert_eq!(result(&run(&sandbox, code).await), &json!("ünï ✓ 🚀 \"q\" \\ \n\t\u{1} end"));
+    // The result limit counts a string as JSON: 30 quotes are 62 bytes of JSON.
+    let request = RunRequest::new("return '\"'.repeat(30);")
+        .with_limits(RunLimits { max_result_bytes: Some(50), ..RunLimits::default() });
+    let error = failure(&run_with(&sandbox, request).await, ErrorKind::OutputTooLarge);
+    assert!(error.contains("the result is 62 bytes of JSON"), "{error}");
 }
 
 #[tokio::test]
