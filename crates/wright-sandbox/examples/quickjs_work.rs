@@ -6,9 +6,9 @@
 //! The workload body is compiled as the peers' harness wraps it,
 //! `JSON.stringify((function (input) { BODY })(input))`, and each timed run is one call of that
 //! with the input already a JS string: compiling is not timed. By default every run is in one
-//! warm context; with `--fresh-context` each run is in a new context of the same runtime (as in
-//! the sandbox, which makes one per call), so the difference between the two is what a fresh
-//! context costs the work itself. Same QuickJS build and release profile as the workers.
+//! warm context; with `--fresh-context` each run is in a new context of the same runtime, the
+//! last one freed and collected first (as in the sandbox, which makes one per call), so the
+//! difference between the two is what a fresh context costs the work itself. Same QuickJS build and release profile as the workers.
 
 use rquickjs::{Context, Function, Runtime};
 use std::time::Instant;
@@ -50,7 +50,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut samples = Vec::with_capacity(repeat);
     for _ in 0..repeat.max(1) {
-        let (elapsed, _) = if fresh_context { call(&Context::full(&runtime)?)? } else { call(&warm_context)? };
+        let (elapsed, _) = if fresh_context {
+            let context = Context::full(&runtime)?;
+            let timed = call(&context)?;
+            // As a sandbox worker does between calls (untimed): the spent context goes, and one
+            // collection reclaims it, so no garbage of earlier runs is left for this one.
+            drop(context);
+            runtime.run_gc();
+            timed
+        } else {
+            call(&warm_context)?
+        };
         samples.push(elapsed);
     }
     samples.sort_by(f64::total_cmp);
