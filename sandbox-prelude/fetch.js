@@ -1,9 +1,9 @@
 // Wright sandbox prelude, the part behind `fetch`: read into the context of code that names
 // `fetch`, before the code runs (see prelude.js); the host performs the request through the
-// egress guard. A script whose value is a function of the host's `host(op, payloadJson)`; what
+// egress guard. A script whose value is a function of the host's `request(op, payload)`; what
 // else it uses it takes from the globals while the code has not run yet, so nothing the code
 // changes later reaches it.
-(function (hostCall) {
+(function (request) {
   "use strict";
   const jsonStringify = JSON.stringify;
   const jsonParse = JSON.parse;
@@ -18,11 +18,6 @@
   const stringToLowerCase = String.prototype.toLowerCase;
   const call = Function.prototype.call.bind(Function.prototype.call);
   const iteratorSymbol = Symbol.iterator;
-  // One request to the host: JSON in, JSON out.
-  function request(op, payload) {
-    const reply = hostCall(op, jsonStringify(payload));
-    return reply === undefined || reply === "" ? undefined : jsonParse(reply);
-  }
 
   function makeHeaders(pairs) {
     // Lower-cased names, in the order they first came; repeated headers joined with ", " as the

@@ -1,19 +1,14 @@
 // Wright sandbox prelude, the part behind `state`, the agent's key-value store kept by the host:
 // read into the context of code that names `state`, before the code runs (see prelude.js). A
-// script whose value is a function of the host's `host(op, payloadJson)`, which throws an Error
-// with the host's message when the host refuses (limit reached, deadline passed ...); what else
-// it uses it takes from the globals while the code has not run yet.
-(function (hostCall) {
+// script whose value is a function of the host's `request(op, payload) -> reply`, which throws
+// an Error with the host's message when the host refuses (limit reached, deadline passed ...);
+// what else it uses it takes from the globals while the code has not run yet.
+(function (request) {
   "use strict";
   const jsonStringify = JSON.stringify;
   const jsonParse = JSON.parse;
   const StringCtor = String;
   const TypeErrorCtor = TypeError;
-  // One request to the host: JSON in, JSON out.
-  function request(op, payload) {
-    const reply = hostCall(op, jsonStringify(payload));
-    return reply === undefined || reply === "" ? undefined : jsonParse(reply);
-  }
   function checkKey(key) {
     if (typeof key !== "string" || key.length === 0) throw new TypeErrorCtor("state keys are non-empty strings");
     return key;

@@ -1,5 +1,9 @@
 //! The QuickJS side: one [`Engine`] per worker thread runs calls one at a time, each in a fresh
-//! context with the prelude loaded, under the call's memory limit, stack limit and deadline.
+//! context with the prelude read, under the call's memory limit, stack limit and deadline. The
+//! run protocol is here: `args` and `input` defined, the code called, its promise watched between
+//! jobs (`resolve(value)` or the body's return, whichever comes first), the outcome turned into
+//! text with QuickJS's own JSON — never with anything of the context's globals, which the code
+//! may have replaced.
 //!
 //! Guarantees:
 //! - Out of memory is what the runtime's allocator says it is: [`crate::allocator`] enforces the
@@ -19,8 +23,13 @@
 //! - Typed arrays, `Date`, `Map`/`Set`, `Proxy` and `RegExp` are added only to the context of
 //!   code that may use them ([`OnDemand`]); a regular expression literal the names missed is
 //!   caught by the compiler, which then gets `RegExp` and compiles again.
+//! - `console`, `state` and `fetch` are read into the context only of code that names them, and
+//!   `results.js` only when a call fails or returns more than a primitive; what runs after the
+//!   code uses only what `prelude.js` captured before it ([`Prepared`]).
 //! - Code is compiled once per worker and text: later calls load its bytecode
 //!   ([`crate::compiled`]) into their fresh context instead of parsing it again.
+//! - The names of the builtins stay interned for a runtime's life ([`pin_builtin_names`]): only
+//!   names, which no code can list, outlive a call.
 
 use crate::SandboxError;
 use crate::allocator::{Accounting, CountingAllocator};
@@ -216,8 +225,7 @@ impl Engine {
         self.accounting = accounting;
         let state = Rc::clone(&self.state);
         runtime.set_interrupt_handler(Some(Box::new(move || state.past_deadline())));
-        // Agent code gets no modules at all. Without a resolver QuickJS would still hand
-        // `import('prelude.js')` the prelude module of the context (its `install` function).
+        // Agent code gets no modules at all, not even a module of its own context.
         runtime.set_loader(NoModules, NoModules);
         self.runtime = Some(runtime.clone());
         self.runtime_limits = None;
@@ -1061,10 +1069,11 @@ fn results_part<'js>(
     Ok(results)
 }
 
-/// `native.host(op, payloadJson) -> replyJson`: a blocking round trip to the host, after the
-/// deadline and the fetch count are checked.
+/// `host(op, payload) -> reply`: a blocking round trip to the host, after the deadline and the
+/// fetch count are checked; the payload and the reply cross as JSON, made and read by QuickJS's
+/// own JSON (an empty reply is `undefined`).
 fn host_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> rquickjs::Result<Function<'js>> {
-    let function = move |ctx: Ctx<'js>, op: String, payload: String| -> rquickjs::Result<String> {
+    let function = move |ctx: Ctx<'js>, op: String, payload: Value<'js>| -> rquickjs::Result<Value<'js>> {
         if state.past_deadline() {
             return Err(Exception::throw_internal(&ctx, "the call's deadline has passed"));
         }
@@ -1079,6 +1088,10 @@ fn host_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> rquickjs::Result<
             }
             state.fetches.set(count);
         }
+        let payload = match ctx.json_stringify(payload)? {
+            Some(text) => text.to_string()?,
+            None => return Err(Exception::throw_type(&ctx, "bad host request")),
+        };
         let mut message: serde_json::Map<String, JsonValue> = match serde_json::from_str(&payload) {
             Ok(JsonValue::Object(map)) => map,
             _ => return Err(Exception::throw_type(&ctx, "bad host request")),
@@ -1090,8 +1103,8 @@ fn host_function<'js>(ctx: &Ctx<'js>, state: Rc<CallState>) -> rquickjs::Result<
         };
         let reply = state.bridge.borrow_mut().call(call);
         match reply {
-            Ok(JsonValue::Null) => Ok(String::new()),
-            Ok(value) => Ok(serde_json::to_string(&value).unwrap_or_default()),
+            Ok(JsonValue::Null) => Ok(Value::new_undefined(ctx.clone())),
+            Ok(value) => ctx.json_parse(serde_json::to_string(&value).unwrap_or_default()),
             Err(HostError::DeadlinePassed) => {
                 state.timed_out.set(true);
                 Err(Exception::throw_internal(&ctx, "the call's deadline has passed"))

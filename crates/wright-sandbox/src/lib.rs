@@ -3,11 +3,12 @@
 //!
 //! The code of a tool or of `run_sandbox_code` is the body of an async function: `return value`
 //! or `resolve(value)` ends it. Its globals are `args`, `input`, `state.get/set/delete/list`,
-//! `fetch` and `console.*` (the prelude, `sandbox-prelude/prelude.js`); nothing else of the host
-//! exists — no modules, filesystem, process or timers. `ArrayBuffer`, `DataView` and the typed
-//! arrays exist for code that names one of them (building them into every context would cost a
-//! sixth of its making), and `Date` for code that names it; a name assembled at run time does
-//! not bring them.
+//! `fetch`, `console.*` and `resolve` (`sandbox-prelude/`); nothing else of the host exists — no
+//! modules, filesystem, process or timers. All but `args` and `input`, and the builtins
+//! `ArrayBuffer`, `DataView`, the typed arrays, `Date`, `Map`, `Set`, `WeakMap`, `WeakSet`,
+//! `Proxy` and `RegExp`, exist for code that names them (outside `//` comment lines): building
+//! them into every context would cost most calls more than their code does. A name assembled at
+//! run time does not bring them; a regular expression literal always does.
 //!
 //! Public surface:
 //! - [`Sandbox::new`]`(`[`SandboxConfig`]`)` and [`Sandbox::run`]`(`[`RunRequest`]`,
