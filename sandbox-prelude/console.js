@@ -1,14 +1,29 @@
 // Wright sandbox prelude, the part behind `console`: read into the context of code that names
-// `console`, before the code runs (see prelude.js). Values are formatted here (by results.js's
-// `formatOne`) and captured, and capped, by the host's `log`. A script whose value is a function
-// of the host's `log` and the results part; what else it uses it takes from the globals while
-// the code has not run yet.
-(function (hostLog, results) {
+// `console`, before the code runs (the engine decides, as for its on-demand builtins). Values
+// are formatted here and captured, and capped, by the host's `log`. A script whose value is a
+// function of `log`; what else it uses it takes from the globals while the code has not run yet,
+// so nothing the code replaces later changes how it logs.
+(function (hostLog) {
   "use strict";
-  const formatOne = results.formatOne;
+  const jsonStringify = JSON.stringify;
+  const StringCtor = String;
+  const ErrorCtor = Error;
   const call = Function.prototype.call.bind(Function.prototype.call);
   const arrayJoin = Array.prototype.join;
   const arrayPush = Array.prototype.push;
+  function formatOne(value) {
+    if (typeof value === "string") return value;
+    if (value instanceof ErrorCtor) return value.stack ? `${value.name}: ${value.message}\n${value.stack}` : `${value.name}: ${value.message}`;
+    if (value === undefined || typeof value === "function" || typeof value === "symbol" || typeof value === "bigint") {
+      return StringCtor(value);
+    }
+    try {
+      const text = jsonStringify(value);
+      return text === undefined ? StringCtor(value) : text;
+    } catch (_error) {
+      return StringCtor(value); // cycles and the like: still log something
+    }
+  }
   function logger(level) {
     return function (...values) {
       const parts = [];

@@ -1,8 +1,8 @@
 // Wright sandbox prelude, the part behind `fetch`: read into the context of code that names
-// `fetch`, before the code runs (see prelude.js); the host performs the request through the
-// egress guard. A script whose value is a function of the host's `request(op, payload)`; what
-// else it uses it takes from the globals while the code has not run yet, so nothing the code
-// changes later reaches it.
+// `fetch`, before the code runs (the engine decides, as for its builtins); the host performs the
+// request through the egress guard. A script whose value is a function of the host's
+// `request(op, payload)`; what else it uses it takes from the globals while the code has not run
+// yet, so nothing the code changes later reaches it.
 (function (request) {
   "use strict";
   const jsonStringify = JSON.stringify;

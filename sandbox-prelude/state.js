@@ -1,5 +1,5 @@
 // Wright sandbox prelude, the part behind `state`, the agent's key-value store kept by the host:
-// read into the context of code that names `state`, before the code runs (see prelude.js). A
+// read into the context of code that names `state`, before the code runs (the engine decides, as for its builtins). A
 // script whose value is a function of the host's `request(op, payload) -> reply`, which throws
 // an Error with the host's message when the host refuses (limit reached, deadline passed ...);
 // what else it uses it takes from the globals while the code has not run yet.

@@ -23,9 +23,10 @@
 //! - Typed arrays, `Date`, `Map`/`Set`, `Proxy` and `RegExp` are added only to the context of
 //!   code that may use them ([`OnDemand`]); a regular expression literal the names missed is
 //!   caught by the compiler, which then gets `RegExp` and compiles again.
-//! - `console`, `state` and `fetch` are read into the context only of code that names them, and
-//!   `results.js` only when a call fails or returns more than a primitive; what runs after the
-//!   code uses only what `prelude.js` captured before it ([`Prepared`]).
+//! - `console`, `state`, `fetch` and `resolve` exist only for code that names them; the parts of
+//!   the prelude behind the first three are read into the context then, before the code runs.
+//!   A result and a failure are turned into text here ([`result_json`], [`describe`]), never by
+//!   anything of the context that the code could have replaced.
 //! - Code is compiled once per worker and text: later calls load its bytecode
 //!   ([`crate::compiled`]) into their fresh context instead of parsing it again.
 //! - The names of the builtins stay interned for a runtime's life ([`pin_builtin_names`]): only
@@ -38,8 +39,9 @@ use crate::config::Limits;
 use crate::outcome::ErrorKind;
 use crate::protocol::{HostCall, ResultText, WireOutcome};
 use rquickjs::context::intrinsic;
+use rquickjs::function::This;
 use rquickjs::{
-    CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Module, Object, Persistent, Runtime, Value,
+    CatchResultExt, CaughtError, Coerced, Context, Ctx, Exception, Function, Module, Persistent, Runtime, Value,
 };
 use serde_json::Value as JsonValue;
 use std::cell::{Cell, RefCell};
@@ -53,13 +55,11 @@ use std::time::{Duration, Instant};
 /// building a context and freeing it again is most of what a call costs, and few tools use them.
 type Intrinsics = (intrinsic::Eval, intrinsic::Json, intrinsic::Promise);
 
-/// The prelude, compiled into the binary so a worker needs no files.
-pub(crate) const PRELUDE: &str = include_str!("../../../sandbox-prelude/prelude.js");
-/// The parts of the prelude, read into a context when its call needs them.
+/// The parts of the prelude (`console`, `state`, `fetch`), compiled into the binary so a worker
+/// needs no files, and read into a context when its call's code names them.
 const PRELUDE_CONSOLE: &str = include_str!("../../../sandbox-prelude/console.js");
 const PRELUDE_STATE: &str = include_str!("../../../sandbox-prelude/state.js");
 const PRELUDE_FETCH: &str = include_str!("../../../sandbox-prelude/fetch.js");
-const PRELUDE_RESULTS: &str = include_str!("../../../sandbox-prelude/results.js");
 
 /// Agent code is compiled as the body of this function. The opening is on the body's first line
 /// so that line numbers in errors are the agent's own; columns on line 1 are shifted back.
@@ -163,19 +163,12 @@ impl LogBuffer {
     }
 }
 
-/// A context with the prelude read, waiting for a call. Field order is drop order: a value of
-/// the context must go before the context.
-struct Prepared {
-    /// What `results.js` may need after the code ran, taken before it ran (`prelude.js`).
-    captured: Persistent<Value<'static>>,
-    context: Context,
-}
-
 pub(crate) struct Engine {
-    prepared: Option<Prepared>,
+    /// A fresh context with `args` and `input` defined, waiting for the next call.
+    prepared: Option<Context>,
     /// The last call's context, kept until [`Engine::prepare`] so that freeing it (and the
     /// collection that reclaims its cycles) happens after the worker has answered.
-    spent: Option<Prepared>,
+    spent: Option<Context>,
     runtime: Option<Runtime>,
     state: Rc<CallState>,
     /// The current runtime's heap accounting; replaced with the runtime.
@@ -282,17 +275,15 @@ impl Engine {
         self.state.deadline.set(Instant::now() + PREPARE_DEADLINE);
         self.state.timed_out.set(false);
         let context = Context::custom::<Intrinsics>(&runtime).map_err(engine_error)?;
-        let bytes = prelude_bytecode(&runtime)?;
-        let captured = context.with(|ctx| -> rquickjs::Result<_> {
-            let captured = compiled::run_prelude_script(&ctx, bytes.core)?;
-            // `args` and `input` exist from here, off the caller's path, so that a call only
-            // sets their values instead of adding two properties to the global object.
-            define_global(&ctx, "args", Value::new_undefined(ctx.clone()))?;
-            define_global(&ctx, "input", Value::new_undefined(ctx.clone()))?;
-            Ok(Persistent::save(&ctx, captured))
-        });
-        let captured = captured.map_err(engine_error)?;
-        self.prepared = Some(Prepared { captured, context });
+        context
+            .with(|ctx| -> rquickjs::Result<()> {
+                // `args` and `input` exist from here, off the caller's path, so that a call only
+                // sets their values instead of adding two properties to the global object.
+                define_global(&ctx, "args", Value::new_undefined(ctx.clone()))?;
+                define_global(&ctx, "input", Value::new_undefined(ctx.clone()))
+            })
+            .map_err(engine_error)?;
+        self.prepared = Some(context);
         Ok(())
     }
 
@@ -362,51 +353,47 @@ impl Engine {
         // What `resolve(value)` records; emptied when this function returns, whatever happens,
         // so that no value of the context outlives the call in Rust.
         let resolved = ResolvedGuard(Rc::new(Resolved::default()));
-        let results = RefCell::new(None);
 
         // Compile and start: the body runs synchronously up to its first `await`.
-        let started =
-            prepared.context.with(|ctx| -> Result<Result<Persistent<Value<'static>>, Failure>, SandboxError> {
-                on_demand.add_to(&ctx)?;
-                let function = match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp)
-                    .catch(&ctx)
-                {
+        let started = prepared.with(|ctx| -> Result<Result<Persistent<Value<'static>>, Failure>, SandboxError> {
+            on_demand.add_to(&ctx)?;
+            let function =
+                match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp).catch(&ctx) {
                     Ok(function) => function,
                     Err(caught) => return Ok(Err(Failure::from_caught(&caught, true))),
                 };
-                let globals = (|| -> rquickjs::Result<()> {
-                    define_global(&ctx, "args", ctx.json_parse(args_json)?)?;
-                    let input = match input {
-                        Some(text) => rquickjs::String::from_str(ctx.clone(), text)?.into_value(),
-                        None => Value::new_undefined(ctx.clone()),
-                    };
-                    define_global(&ctx, "input", input)?;
-                    if on_demand.console {
-                        let results = results_part(&ctx, bytes, &prepared.captured, &results)?;
-                        let log = log_function(&ctx, Rc::clone(&state))?;
-                        define_global(&ctx, "console", read_part(&ctx, bytes.console)?.call((log, results))?)?;
-                    }
-                    for (named, name, part) in
-                        [(on_demand.state, "state", bytes.state), (on_demand.fetch, "fetch", bytes.fetch)]
-                    {
-                        if named {
-                            let host = host_function(&ctx, Rc::clone(&state))?;
-                            define_global(&ctx, name, read_part(&ctx, part)?.call((host,))?)?;
-                        }
-                    }
-                    if on_demand.resolve {
-                        define_global(&ctx, "resolve", resolve_function(&ctx, Rc::clone(&resolved.0))?.into_value())?;
-                    }
-                    Ok(())
-                })();
-                if let Err(error) = globals.catch(&ctx) {
-                    return Ok(Err(Failure::from_caught(&error, false)));
+            let globals = (|| -> rquickjs::Result<()> {
+                define_global(&ctx, "args", ctx.json_parse(args_json)?)?;
+                let input = match input {
+                    Some(text) => rquickjs::String::from_str(ctx.clone(), text)?.into_value(),
+                    None => Value::new_undefined(ctx.clone()),
+                };
+                define_global(&ctx, "input", input)?;
+                if on_demand.console {
+                    let log = log_function(&ctx, Rc::clone(&state))?;
+                    define_global(&ctx, "console", read_part(&ctx, bytes.console)?.call((log,))?)?;
                 }
-                match function.call::<_, Value<'_>>(()).catch(&ctx) {
-                    Ok(promise) => Ok(Ok(Persistent::save(&ctx, promise))),
-                    Err(caught) => Ok(Err(Failure::from_caught(&caught, false))),
+                for (named, name, part) in
+                    [(on_demand.state, "state", bytes.state), (on_demand.fetch, "fetch", bytes.fetch)]
+                {
+                    if named {
+                        let host = host_function(&ctx, Rc::clone(&state))?;
+                        define_global(&ctx, name, read_part(&ctx, part)?.call((host,))?)?;
+                    }
                 }
-            })?;
+                if on_demand.resolve {
+                    define_global(&ctx, "resolve", resolve_function(&ctx, Rc::clone(&resolved.0))?.into_value())?;
+                }
+                Ok(())
+            })();
+            if let Err(error) = globals.catch(&ctx) {
+                return Ok(Err(Failure::from_caught(&error, false)));
+            }
+            match function.call::<_, Value<'_>>(()).catch(&ctx) {
+                Ok(promise) => Ok(Ok(Persistent::save(&ctx, promise))),
+                Err(caught) => Ok(Err(Failure::from_caught(&caught, false))),
+            }
+        })?;
         let promise = match started {
             Ok(promise) => promise,
             Err(failure) => return Ok(self.failure_outcome(failure, limits)),
@@ -416,7 +403,7 @@ impl Engine {
         // `Context::with`: `Runtime::execute_pending_job` reports the exceptions that escape a
         // job (an interrupt, an out-of-memory), which `Ctx::execute_pending_job` would swallow.
         loop {
-            let settled = prepared.context.with(|ctx| -> rquickjs::Result<bool> {
+            let settled = prepared.with(|ctx| -> rquickjs::Result<bool> {
                 let promise = promise.clone().restore(&ctx)?;
                 Ok(Ending::of(&promise, &resolved.0).is_settled())
             });
@@ -436,7 +423,7 @@ impl Engine {
             }
         }
 
-        let finished = prepared.context.with(|ctx| -> Result<Result<ResultText, Failure>, SandboxError> {
+        let finished = prepared.with(|ctx| -> Result<Result<ResultText, Failure>, SandboxError> {
             let promise = promise.restore(&ctx).map_err(engine_error)?;
             let (ending, value) = match Ending::of(&promise, &resolved.0) {
                 Ending::Resolved => (Ending::Resolved, resolved.0.value(&ctx)),
@@ -470,35 +457,15 @@ impl Engine {
                     let text = ctx.json_stringify(value)?.map(|text| text.to_string()).transpose()?;
                     return Ok(Ok(ResultText::Json(text.unwrap_or_else(|| "null".to_string()))));
                 }
-                let results = results_part(&ctx, bytes, &prepared.captured, &results)?;
-                let to_json: Function<'_> = results.get("toJson")?;
-                match to_json.call::<_, rquickjs::String<'_>>((value,)) {
-                    Ok(text) => Ok(Ok(ResultText::Json(text.to_string()?))),
-                    Err(rquickjs::Error::Exception) => Ok(Err(ctx.catch())),
-                    Err(error) => Err(error),
-                }
+                Ok(result_json(&ctx, value)?.map(ResultText::Json))
             })();
             let failed = match text.catch(&ctx) {
                 Ok(Ok(text)) => return Ok(Ok(text)),
                 Ok(Err(failed)) => failed,
                 Err(caught) => return Ok(Err(Failure::from_caught(&caught, false))),
             };
-            let described = (|| -> rquickjs::Result<Failure> {
-                let results = results_part(&ctx, bytes, &prepared.captured, &results)?;
-                let describe: Function<'_> = results.get("describe")?;
-                let described: Object<'_> = describe.call((failed,))?;
-                let name: String = described.get("name")?;
-                Ok(Failure {
-                    thrown_null: name == "null",
-                    name,
-                    message: described.get("message")?,
-                    stack: described.get("stack")?,
-                    syntax: false,
-                })
-            })();
-            Ok(Err(described.catch(&ctx).unwrap_or_else(|caught| Failure::from_caught(&caught, false))))
+            Ok(Err(describe(&failed)))
         })?;
-        drop(results);
         match finished {
             Ok(result) => {
                 if state.timed_out.get() {
@@ -879,15 +846,12 @@ fn agent_frames(stack: &str) -> String {
         .join("\n")
 }
 
-/// The prelude's bytecode: the script every context reads, and the parts read into a context
-/// when its call needs them (see `sandbox-prelude/prelude.js`).
+/// The prelude's bytecode: the parts read into a context when its call's code names them.
 #[derive(Clone, Copy)]
 struct PreludeBytecode {
-    core: &'static [u8],
     console: &'static [u8],
     state: &'static [u8],
     fetch: &'static [u8],
-    results: &'static [u8],
 }
 
 thread_local! {
@@ -909,11 +873,9 @@ fn prelude_bytecode(runtime: &Runtime) -> Result<PreludeBytecode, SandboxError> 
             compiled::compile_prelude_script(&ctx, source, file_name).map(|bytes| &*Box::leak(bytes.into_boxed_slice()))
         };
         Ok::<_, rquickjs::Error>(PreludeBytecode {
-            core: compile(PRELUDE, c"prelude.js")?,
             console: compile(PRELUDE_CONSOLE, c"prelude-console.js")?,
             state: compile(PRELUDE_STATE, c"prelude-state.js")?,
             fetch: compile(PRELUDE_FETCH, c"prelude-fetch.js")?,
-            results: compile(PRELUDE_RESULTS, c"prelude-results.js")?,
         })
     });
     let bytes = compiled.map_err(engine_error)?;
@@ -1034,6 +996,148 @@ fn resolve_function<'js>(ctx: &Ctx<'js>, resolved: Rc<Resolved>) -> rquickjs::Re
     Function::new(ctx.clone(), resolve)?.with_name("resolve")
 }
 
+/// A call's result as JSON text, written by QuickJS's own JSON.stringify (never the context's
+/// `JSON`) with a replacer that refuses what JSON cannot hold and names where it is: a function,
+/// a symbol or a BigInt (JSON.stringify would drop the first two silently), or a cycle. `Err`
+/// holds the value that was thrown, for [`describe`].
+///
+/// The replacer sees every value after `toJSON`, with `this` its holder. JSON.stringify writes
+/// depth first, so the holder is always on the stack of objects being written, and whatever lies
+/// above it there is done: the stack gives each holder's path, made only for objects.
+fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> rquickjs::Result<Result<String, Value<'js>>> {
+    let holders: Rc<RefCell<Vec<(usize, String)>>> = Rc::default();
+    let stack = Rc::clone(&holders);
+    let replacer = move |ctx: Ctx<'js>, this: This<Value<'js>>, key: Value<'js>, item: Value<'js>| {
+        let mut stack = stack.borrow_mut();
+        let holder = identity(&this.0);
+        while stack.last().is_some_and(|(top, _)| Some(*top) != holder) {
+            stack.pop();
+        }
+        let path = || -> rquickjs::Result<String> {
+            let key: Coerced<String> = key.get()?;
+            Ok(match stack.last() {
+                None => "result".to_string(),
+                Some((_, parent)) if this.0.is_array() => format!("{parent}[{}]", key.0),
+                Some((_, parent)) => format!("{parent}.{}", key.0),
+            })
+        };
+        let refused = if item.is_function() {
+            "a function"
+        } else if item.is_symbol() {
+            "a symbol"
+        } else if item.is_big_int() {
+            "a BigInt"
+        } else {
+            if let Some(object) = identity(&item) {
+                let path = path()?;
+                stack.push((object, path));
+            }
+            return Ok(item);
+        };
+        Err(Exception::throw_type(&ctx, &format!("the result is not JSON: {} is {refused}", path()?)))
+    };
+    let replacer = Function::new(ctx.clone(), replacer)?;
+    match ctx.json_stringify_replacer(value, replacer) {
+        Ok(text) => Ok(Ok(text.map(|text| text.to_string()).transpose()?.unwrap_or_else(|| "null".to_string()))),
+        Err(rquickjs::Error::Exception) => {
+            let thrown = ctx.catch();
+            let circular = thrown.as_exception().is_some_and(|error| {
+                error.message().is_some_and(|message| message.contains("circular"))
+                    && error.get::<_, String>("name").is_ok_and(|name| name == "TypeError")
+            });
+            if !circular {
+                return Ok(Err(thrown));
+            }
+            let cycle = "the result is not JSON: it contains a cycle (an object that contains itself)";
+            let _ = Exception::throw_type(ctx, cycle);
+            Ok(Err(ctx.catch()))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// An object's identity (its address), or `None` for a value that is not an object.
+#[allow(unsafe_code)]
+fn identity(value: &Value<'_>) -> Option<usize> {
+    // SAFETY: an object's payload is its pointer.
+    value.is_object().then(|| unsafe { value.as_raw().u.ptr } as usize)
+}
+
+/// What a call failed with, from the value it threw or rejected with: an error's name, message
+/// and stack; any other object with a `message` read the same way; anything else shown as
+/// `uncaught <type>: <value>`.
+fn describe(thrown: &Value<'_>) -> Failure {
+    if thrown.is_null() || thrown.is_exception() {
+        return Failure::from_value(thrown);
+    }
+    let text = |value: rquickjs::Result<Value<'_>>| {
+        value.and_then(|value| value.get::<Coerced<String>>()).map(|text| text.0).unwrap_or_default()
+    };
+    if let Some(object) = thrown.as_object()
+        && object.contains_key("message").unwrap_or(false)
+    {
+        let name = object.get::<_, Value<'_>>("name").ok().filter(|name| !name.is_undefined() && !name.is_null());
+        let name = name.map(|name| text(Ok(name))).filter(|name| !name.is_empty());
+        let stack = object.get::<_, Value<'_>>("stack").ok().and_then(|stack| stack.as_string()?.to_string().ok());
+        return Failure {
+            name: name.unwrap_or_else(|| "Error".to_string()),
+            message: text(object.get("message")),
+            stack: stack.unwrap_or_default(),
+            ..Failure::default()
+        };
+    }
+    let message = match thrown.as_string() {
+        Some(string) => string.to_string().unwrap_or_default(),
+        None => format_one(thrown),
+    };
+    Failure {
+        name: "Thrown".to_string(),
+        message: format!("uncaught {}: {message}", type_of(thrown)),
+        ..Failure::default()
+    }
+}
+
+/// A thrown value that is not an error, as text: JSON where it has some, else what `String()`
+/// makes of it.
+fn format_one(value: &Value<'_>) -> String {
+    if let Some(symbol) = value.as_symbol() {
+        let description = symbol.description().ok().and_then(|text| text.get::<Coerced<String>>().ok());
+        return format!("Symbol({})", description.map(|text| text.0).unwrap_or_default());
+    }
+    if !(value.is_undefined() || value.is_function() || value.is_big_int())
+        && let Ok(Some(text)) = value.ctx().json_stringify(value.clone())
+        && let Ok(text) = text.to_string()
+    {
+        return text;
+    }
+    let shown = value.get::<Coerced<String>>().map(|text| text.0);
+    if shown.is_err() {
+        drop(value.ctx().catch());
+    }
+    shown.unwrap_or_else(|_| "a value that cannot be shown".to_string())
+}
+
+/// JavaScript's `typeof` of a value.
+fn type_of(value: &Value<'_>) -> &'static str {
+    if value.is_undefined() {
+        "undefined"
+    } else if value.is_bool() {
+        "boolean"
+    } else if value.is_number() {
+        "number"
+    } else if value.is_string() {
+        "string"
+    } else if value.is_symbol() {
+        "symbol"
+    } else if value.is_big_int() {
+        "bigint"
+    } else if value.is_function() {
+        "function"
+    } else {
+        "object"
+    }
+}
+
 /// Defines a global as the prelude's globals are: writable, configurable, not enumerable (a
 /// property that exists keeps its flags and gets the value). QuickJS's own define, never the
 /// code's `Object.defineProperty`.
@@ -1044,29 +1148,6 @@ fn define_global<'js>(ctx: &Ctx<'js>, name: &str, value: Value<'js>) -> rquickjs
 /// Reads a part of the prelude into `ctx`: its function.
 fn read_part<'js>(ctx: &Ctx<'js>, part: &[u8]) -> rquickjs::Result<Function<'js>> {
     compiled::run_prelude_script(ctx, part)?.get()
-}
-
-/// The `results.js` part of this call (`toJson`, `describe`, `formatOne`), read into the context
-/// the first time the call needs it and kept in `loaded` for the rest of the call.
-fn results_part<'js>(
-    ctx: &Ctx<'js>,
-    bytes: PreludeBytecode,
-    captured: &Persistent<Value<'static>>,
-    loaded: &RefCell<Option<Persistent<Object<'static>>>>,
-) -> rquickjs::Result<Object<'js>> {
-    if let Some(results) = loaded.borrow().clone() {
-        return results.restore(ctx);
-    }
-    let stringify = Function::new(
-        ctx.clone(),
-        |ctx: Ctx<'js>, value: Value<'js>, replacer: rquickjs::function::Opt<Value<'js>>| {
-            let replacer = replacer.0.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
-            ctx.json_stringify_replacer(value, replacer).map(|text| text.map(rquickjs::String::into_value))
-        },
-    )?;
-    let results: Object<'js> = read_part(ctx, bytes.results)?.call((captured.clone().restore(ctx)?, stringify))?;
-    *loaded.borrow_mut() = Some(Persistent::save(ctx, results.clone()));
-    Ok(results)
 }
 
 /// `host(op, payload) -> reply`: a blocking round trip to the host, after the deadline and the

@@ -548,6 +548,27 @@ async fn date_exists_for_code_that_names_it() {
 }
 
 #[tokio::test]
+async fn whatever_is_thrown_is_described() {
+    let sandbox = sandbox();
+    let described = |outcome: RunOutcome| failure(&outcome, ErrorKind::Runtime);
+    assert!(described(run(&sandbox, "throw new RangeError('too far');").await).starts_with("RangeError: too far"));
+    let error = described(run(&sandbox, "throw {name: 'Custom', message: 'shaped like an error'};").await);
+    assert!(error.starts_with("Custom: shaped like an error"), "{error}");
+    assert_eq!(described(run(&sandbox, "throw {code: 7};").await), "uncaught object: {\"code\":7}");
+    assert_eq!(described(run(&sandbox, "throw 42;").await), "uncaught number: 42");
+    assert_eq!(described(run(&sandbox, "throw 'plain words';").await), "uncaught string: plain words");
+    assert_eq!(described(run(&sandbox, "throw Symbol('s');").await), "uncaught symbol: Symbol(s)");
+    assert_eq!(described(run(&sandbox, "throw undefined;").await), "uncaught undefined: undefined");
+    let error = described(run(&sandbox, "await Promise.reject(new TypeError('later'));").await);
+    assert!(error.starts_with("TypeError: later"), "{error}");
+    // A result's JSON is QuickJS's own: replacing JSON.stringify changes nothing of it.
+    let code = "JSON.stringify = () => 'hacked'; Array.isArray = () => false; return {a: [1, {b: 'c'}]};";
+    assert_eq!(result(&run(&sandbox, code).await), &json!({"a": [1, {"b": "c"}]}));
+    let error = described(run(&sandbox, "return {list: [1, {deep: 2n}]};").await);
+    assert!(error.contains("result.list[1].deep is a BigInt"), "{error}");
+}
+
+#[tokio::test]
 async fn maps_sets_proxies_and_regular_expressions_exist_for_code_that_may_use_them() {
     let sandbox = sandbox();
     let code = "const m = new Map([[1, 'a']]); const s = new Set([1, 1, 2]); const w = new WeakMap();\n\
