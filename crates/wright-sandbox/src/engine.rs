@@ -1117,25 +1117,21 @@ fn format_one(value: &Value<'_>) -> String {
     shown.unwrap_or_else(|_| "a value that cannot be shown".to_string())
 }
 
+/// A test of what a value is (`Value::is_string` ...).
+type ValueTest<'js> = fn(&Value<'js>) -> bool;
+
 /// JavaScript's `typeof` of a value.
-fn type_of(value: &Value<'_>) -> &'static str {
-    if value.is_undefined() {
-        "undefined"
-    } else if value.is_bool() {
-        "boolean"
-    } else if value.is_number() {
-        "number"
-    } else if value.is_string() {
-        "string"
-    } else if value.is_symbol() {
-        "symbol"
-    } else if value.is_big_int() {
-        "bigint"
-    } else if value.is_function() {
-        "function"
-    } else {
-        "object"
-    }
+fn type_of<'js>(value: &Value<'js>) -> &'static str {
+    let kinds: [(ValueTest<'js>, &'static str); 7] = [
+        (Value::is_undefined, "undefined"),
+        (Value::is_bool, "boolean"),
+        (Value::is_number, "number"),
+        (Value::is_string, "string"),
+        (Value::is_symbol, "symbol"),
+        (Value::is_big_int, "bigint"),
+        (Value::is_function, "function"),
+    ];
+    kinds.iter().find(|(is, _)| is(value)).map_or("object", |(_, name)| name)
 }
 
 /// Defines a global as the prelude's globals are: writable, configurable, not enumerable (a
