@@ -139,7 +139,7 @@ impl FromWorker {
     }
 }
 
-/// A host call as the prelude makes it (`native.host(op, payloadJson)`).
+/// A host call as the prelude's parts make it (`request(op, payload)` in `state.js`, `fetch.js`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub(crate) enum HostCall {

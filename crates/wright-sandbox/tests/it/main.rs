@@ -301,8 +301,8 @@ async fn fetch_returns_a_response() {
 
 #[tokio::test]
 async fn fetch_is_untouched_by_globals_changed_before_its_first_use() {
-    // `fetch`'s implementation is loaded into the context on its first call, after the code has
-    // run: it must work from what the prelude captured, not from today's globals.
+    // `fetch`'s part is read into the context before the code runs: it must work from the
+    // globals as they were then, not as the code left them before its first fetch.
     let sandbox = sandbox();
     let host = Arc::new(FakeHost::default());
     let code = "Map = undefined; Object.freeze = null; JSON.stringify = () => 'tampered'; Symbol.iterator;\n\
@@ -618,7 +618,7 @@ async fn nothing_of_the_host_is_reachable() {
     assert!(!error.is_empty());
     let outcome = run(&sandbox, "return await import('/etc/passwd');").await;
     failure(&outcome, ErrorKind::Runtime);
-    // Not even the prelude, which is a module of the same context.
+    // Nor the name the prelude had when it was a module of the context.
     let outcome = run(&sandbox, "const m = await import('prelude.js'); return typeof m.default;").await;
     assert!(failure(&outcome, ErrorKind::Runtime).contains("the sandbox has no modules"), "{outcome:?}");
     // Static import is not even syntax inside a function body.
