@@ -25,7 +25,7 @@
 //!   caught by the compiler, which then gets `RegExp` and compiles again.
 //! - `console`, `state`, `fetch` and `resolve` exist only for code that names them; the parts of
 //!   the prelude behind the first three are read into the context then, before the code runs.
-//!   A result and a failure are turned into text here ([`result_json`], [`describe`]), never by
+//!   A result and a failure are turned into text here ([`result_json`], `Failure::from_value`), never by
 //!   anything of the context that the code could have replaced.
 //! - Code is compiled once per worker and text: later calls load its bytecode
 //!   ([`crate::compiled`]) into their fresh context instead of parsing it again.
@@ -464,7 +464,7 @@ impl Engine {
                 Ok(Err(failed)) => failed,
                 Err(caught) => return Ok(Err(Failure::from_caught(&caught, false))),
             };
-            Ok(Err(describe(&failed)))
+            Ok(Err(Failure::from_value(&failed)))
         })?;
         match finished {
             Ok(result) => {
@@ -558,8 +558,11 @@ impl Failure {
         }
     }
 
-    fn from_value(value: &Value<'_>) -> Failure {
-        if value.is_null() {
+    /// What a call failed with, from the value it threw or rejected with: an error's name,
+    /// message and stack; any other object with a `message` read the same way; anything else
+    /// shown as `uncaught <type>: <value>`.
+    fn from_value(thrown: &Value<'_>) -> Failure {
+        if thrown.is_null() {
             return Failure {
                 name: "null".to_string(),
                 message: "null".to_string(),
@@ -567,14 +570,34 @@ impl Failure {
                 ..Failure::default()
             };
         }
-        if let Some(exception) = value.as_exception() {
+        if let Some(exception) = thrown.as_exception() {
             return Failure::from_caught(&CaughtError::Exception(exception.clone()), false);
         }
-        let message = value
-            .as_string()
-            .and_then(|s| s.to_string().ok())
-            .unwrap_or_else(|| format!("a thrown {}", value.type_name()));
-        Failure { name: "Thrown".to_string(), message, ..Failure::default() }
+        let text = |value: rquickjs::Result<Value<'_>>| {
+            value.and_then(|value| value.get::<Coerced<String>>()).map(|text| text.0).unwrap_or_default()
+        };
+        if let Some(object) = thrown.as_object()
+            && object.contains_key("message").unwrap_or(false)
+        {
+            let name = object.get::<_, Value<'_>>("name").ok().filter(|name| !name.is_undefined() && !name.is_null());
+            let name = name.map(|name| text(Ok(name))).filter(|name| !name.is_empty());
+            let stack = object.get::<_, Value<'_>>("stack").ok().and_then(|stack| stack.as_string()?.to_string().ok());
+            return Failure {
+                name: name.unwrap_or_else(|| "Error".to_string()),
+                message: text(object.get("message")),
+                stack: stack.unwrap_or_default(),
+                ..Failure::default()
+            };
+        }
+        let message = match thrown.as_string() {
+            Some(string) => string.to_string().unwrap_or_default(),
+            None => format_one(thrown),
+        };
+        Failure {
+            name: "Thrown".to_string(),
+            message: format!("uncaught {}: {message}", type_of(thrown)),
+            ..Failure::default()
+        }
     }
 
     fn headline(&self) -> String {
@@ -615,8 +638,8 @@ fn names_typed_arrays(code: &str) -> bool {
 /// The intrinsics and prelude parts a context gets only when its call's code may use them,
 /// decided from the code's text before it is compiled: each is named in the code, anywhere but
 /// in a line that is a `//` comment, strings included (so `new Function("... Map ...")`
-/// counts). Code that builds a name at run time (`globalThis["Ma" + "p"]`) does not see it. No other builtin hands out a `Date`, a `Map`, a
-/// `Set`, a `Proxy` or a typed array; `RegExp` also comes with the `String` methods that make
+/// counts). Code that builds a name at run time (`globalThis["Ma" + "p"]`) does not see it. No
+/// other builtin hands out a `Date`, a `Map`, a `Set`, a `Proxy` or a typed array; `RegExp` also comes with the `String` methods that make
 /// one from a string (`match`, `matchAll`, `search`) and with run-time compiling (`eval`,
 /// `Function`), and a regular expression literal the names missed makes the compiler fail, after
 /// which [`add_regexp`] is called and the code compiled again ([`compiled::function_from_code`]).
@@ -999,7 +1022,7 @@ fn resolve_function<'js>(ctx: &Ctx<'js>, resolved: Rc<Resolved>) -> rquickjs::Re
 /// A call's result as JSON text, written by QuickJS's own JSON.stringify (never the context's
 /// `JSON`) with a replacer that refuses what JSON cannot hold and names where it is: a function,
 /// a symbol or a BigInt (JSON.stringify would drop the first two silently), or a cycle. `Err`
-/// holds the value that was thrown, for [`describe`].
+/// holds the value that was thrown, for `Failure::from_value`.
 ///
 /// The replacer sees every value after `toJSON`, with `this` its holder. JSON.stringify writes
 /// depth first, so the holder is always on the stack of objects being written, and whatever lies
@@ -1061,40 +1084,6 @@ fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> rquickjs::Result<Resul
 fn identity(value: &Value<'_>) -> Option<usize> {
     // SAFETY: an object's payload is its pointer.
     value.is_object().then(|| unsafe { value.as_raw().u.ptr } as usize)
-}
-
-/// What a call failed with, from the value it threw or rejected with: an error's name, message
-/// and stack; any other object with a `message` read the same way; anything else shown as
-/// `uncaught <type>: <value>`.
-fn describe(thrown: &Value<'_>) -> Failure {
-    if thrown.is_null() || thrown.is_exception() {
-        return Failure::from_value(thrown);
-    }
-    let text = |value: rquickjs::Result<Value<'_>>| {
-        value.and_then(|value| value.get::<Coerced<String>>()).map(|text| text.0).unwrap_or_default()
-    };
-    if let Some(object) = thrown.as_object()
-        && object.contains_key("message").unwrap_or(false)
-    {
-        let name = object.get::<_, Value<'_>>("name").ok().filter(|name| !name.is_undefined() && !name.is_null());
-        let name = name.map(|name| text(Ok(name))).filter(|name| !name.is_empty());
-        let stack = object.get::<_, Value<'_>>("stack").ok().and_then(|stack| stack.as_string()?.to_string().ok());
-        return Failure {
-            name: name.unwrap_or_else(|| "Error".to_string()),
-            message: text(object.get("message")),
-            stack: stack.unwrap_or_default(),
-            ..Failure::default()
-        };
-    }
-    let message = match thrown.as_string() {
-        Some(string) => string.to_string().unwrap_or_default(),
-        None => format_one(thrown),
-    };
-    Failure {
-        name: "Thrown".to_string(),
-        message: format!("uncaught {}: {message}", type_of(thrown)),
-        ..Failure::default()
-    }
 }
 
 /// A thrown value that is not an error, as text: JSON where it has some, else what `String()`
