@@ -82,6 +82,18 @@ impl CodeCache {
         self.bytes += size;
     }
 
+    /// Counts a use of `code`'s entry by a call that found its function already read
+    /// ([`read_cached`]).
+    pub(crate) fn record_hit(&mut self, code: &str) {
+        let _ = self.get(code);
+    }
+
+    /// Whether `code` is cached, and if so whether its bytecode needs `RegExp` in the context.
+    /// Counts nothing.
+    pub(crate) fn needs_regexp(&self, code: &str) -> Option<bool> {
+        self.entries.get(code).map(|entry| entry.regexp)
+    }
+
     /// A linear scan: eviction happens only when a new text arrives at a full cache, and the
     /// cache is small, so a recency list is not worth its bookkeeping on every hit.
     fn evict_oldest(&mut self) {
@@ -139,6 +151,21 @@ pub(crate) fn function_from_code<'js>(
         }
     };
     evaluate(ctx, bytecode)?.get()
+}
+
+/// The function of `code` read from its cached bytecode into `ctx`, or `None` when this exact
+/// text is not cached (nothing is compiled). For reading the last call's code into the next
+/// context ahead of time; counts neither a hit nor a miss. Bytecode that builds a `RegExp` needs
+/// one in `ctx` first ([`CodeCache::needs_regexp`]); the engine reads such code in the call.
+pub(crate) fn read_cached<'js>(
+    ctx: &Ctx<'js>,
+    cache: &CodeCache,
+    code: &str,
+) -> rquickjs::Result<Option<Function<'js>>> {
+    match cache.entries.get(code) {
+        Some(entry) => evaluate(ctx, read_bytecode(ctx, &entry.bytecode)?)?.get().map(Some),
+        None => Ok(None),
+    }
 }
 
 /// Our own script `source` (a part of the prelude, never agent code), compiled in `ctx` as a

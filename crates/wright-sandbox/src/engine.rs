@@ -164,6 +164,11 @@ impl LogBuffer {
 }
 
 pub(crate) struct Engine {
+    /// The last call's code read into `prepared` ahead of time; belongs to that context, and is
+    /// declared first so that it is dropped before it.
+    preloaded: Option<Preloaded>,
+    /// The code of the last call, which [`Engine::prepare`] reads into the next context.
+    last_code: Option<Box<str>>,
     /// A fresh context with `args` and `input` defined, waiting for the next call.
     prepared: Option<Context>,
     /// The last call's context, kept until [`Engine::prepare`] so that freeing it (and the
@@ -183,6 +188,8 @@ pub(crate) struct Engine {
 impl Engine {
     pub(crate) fn new(bridge: Box<dyn Bridge>) -> Engine {
         Engine {
+            preloaded: None,
+            last_code: None,
             prepared: None,
             spent: None,
             runtime: None,
@@ -207,6 +214,12 @@ impl Engine {
         self.code_cache.stats()
     }
 
+    /// The code read ahead into the prepared context, if any ([`Preloaded`]).
+    #[cfg(test)]
+    pub(crate) fn preloaded_code(&self) -> Option<&str> {
+        self.preloaded.as_ref().map(|preloaded| &*preloaded.code)
+    }
+
     fn runtime(&mut self) -> Result<Runtime, SandboxError> {
         if let Some(runtime) = &self.runtime {
             return Ok(runtime.clone());
@@ -227,6 +240,7 @@ impl Engine {
     }
 
     fn discard_runtime(&mut self) {
+        self.preloaded = None;
         self.prepared = None;
         self.spent = None;
         self.runtime = None;
@@ -274,15 +288,28 @@ impl Engine {
         self.set_gc_threshold(&runtime, Limits::default().memory_limit_bytes);
         self.state.deadline.set(Instant::now() + PREPARE_DEADLINE);
         self.state.timed_out.set(false);
-        let context = Context::custom::<Intrinsics>(&runtime).map_err(engine_error)?;
-        context
-            .with(|ctx| -> rquickjs::Result<()> {
-                // `args` and `input` exist from here, off the caller's path, so that a call only
-                // sets their values instead of adding two properties to the global object.
-                define_global(&ctx, "args", Value::new_undefined(ctx.clone()))?;
-                define_global(&ctx, "input", Value::new_undefined(ctx.clone()))
-            })
-            .map_err(engine_error)?;
+        let new_context = || -> Result<Context, SandboxError> {
+            let context = Context::custom::<Intrinsics>(&runtime).map_err(engine_error)?;
+            context
+                .with(|ctx| -> rquickjs::Result<()> {
+                    // `args` and `input` exist from here, off the caller's path, so that a call
+                    // only sets their values instead of adding two properties to the global
+                    // object.
+                    define_global(&ctx, "args", Value::new_undefined(ctx.clone()))?;
+                    define_global(&ctx, "input", Value::new_undefined(ctx.clone()))
+                })
+                .map_err(engine_error)?;
+            Ok(context)
+        };
+        let mut context = new_context()?;
+        if let Some(code) = self.last_code.take() {
+            match Preloaded::read(&context, &self.code_cache, code) {
+                Ok(preloaded) => self.preloaded = preloaded,
+                // A context in which reading failed (out of memory) is not used: the call gets a
+                // plain one and reads or compiles its code itself, reporting any error then.
+                Err(_) => context = new_context()?,
+            }
+        }
         self.prepared = Some(context);
         Ok(())
     }
@@ -290,7 +317,11 @@ impl Engine {
     /// Runs one call to the end. Never panics on anything the code does; an engine failure
     /// (QuickJS refusing to create a context) comes back as a `runtime` failure.
     pub(crate) fn run(&mut self, code: &str, args: &JsonValue, input: Option<&str>, limits: &Limits) -> WireOutcome {
-        let outcome = match self.run_inner(code, args, input, limits) {
+        let outcome = self.run_inner(code, args, input, limits);
+        // Whatever happened, this context's preloaded function (if it was not used) goes with it.
+        self.preloaded = None;
+        self.last_code = Some(code.into());
+        let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(error) => {
                 self.discard_runtime();
@@ -344,6 +375,7 @@ impl Engine {
         state.deadline.set(Instant::now() + limits.deadline());
 
         let code_cache = &mut self.code_cache;
+        let preloaded = self.preloaded.take();
         let Some(prepared) = self.prepared.as_ref() else {
             return Err(SandboxError::Engine("no prepared context".to_string()));
         };
@@ -357,11 +389,22 @@ impl Engine {
         // Compile and start: the body runs synchronously up to its first `await`.
         let started = prepared.with(|ctx| -> Result<Result<Persistent<Value<'static>>, Failure>, SandboxError> {
             on_demand.add_to(&ctx)?;
-            let function =
-                match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp).catch(&ctx) {
-                    Ok(function) => function,
-                    Err(caught) => return Ok(Err(Failure::from_caught(&caught, true))),
-                };
+            let function = match preloaded {
+                // The exact text, read from its bytecode while the worker waited for this call.
+                Some(preloaded) if *preloaded.code == *code => {
+                    code_cache.record_hit(code);
+                    preloaded.function.restore(&ctx).map_err(engine_error)?
+                }
+                other => {
+                    // Another tool's function goes before this code runs, memory and all.
+                    drop(other);
+                    match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp).catch(&ctx)
+                    {
+                        Ok(function) => function,
+                        Err(caught) => return Ok(Err(Failure::from_caught(&caught, true))),
+                    }
+                }
+            };
             let globals = (|| -> rquickjs::Result<()> {
                 define_global(&ctx, "args", ctx.json_parse(args_json)?)?;
                 let input = match input {
@@ -681,7 +724,7 @@ impl OnDemand {
         let raw = ctx.as_raw().as_ptr();
         // SAFETY: `ctx` is a live context of this thread's runtime, borrowed for this call, and
         // fresh: it has had none of these intrinsics yet and gets each at most once, before any
-        // agent code runs in it. These are the calls `Context::custom` makes for
+        // agent code runs in it (a preloaded function came with none: `Preloaded::read`). These are the calls `Context::custom` makes for
         // `intrinsic::TypedArrays`, `Date`, `MapSet` and `Proxy`, made later.
         let failed = |status: i32, what: &str| {
             (status < 0).then(|| SandboxError::Engine(format!("{what} could not be added to the context")))
@@ -715,6 +758,42 @@ impl OnDemand {
             add_regexp(ctx).map_err(engine_error)?;
         }
         Ok(())
+    }
+}
+
+/// The last call's code, read into the next call's context while the worker waits: a tool is
+/// usually called again, and reading its bytecode (a few microseconds for a tool of w2's size)
+/// is then off the caller's path. Only the function is made, as reading it in the call would:
+/// the script that evaluates to the function runs, the body does not, and nothing is defined in
+/// the context. Only code that needs none of the on-demand intrinsics ([`OnDemand`]) is read
+/// ahead: a context given, say, `Map` for the last call would offer it to the next one, which
+/// may be other code that does not name it — what a call finds must not depend on the call
+/// before. A call with other code drops the function unused before its own code runs.
+struct Preloaded {
+    code: Box<str>,
+    function: Persistent<Function<'static>>,
+}
+
+impl Preloaded {
+    /// `None` when `code` is not in the cache (it did not compile, or was too large to keep), or
+    /// needs intrinsics the context does not have.
+    fn read(context: &Context, cache: &CodeCache, code: Box<str>) -> Result<Option<Preloaded>, SandboxError> {
+        let needs_intrinsics = |needs_regexp| {
+            let named = OnDemand::named_in(&code);
+            needs_regexp || named.typed_arrays || named.date || named.map_set || named.proxy || named.regexp
+        };
+        match cache.needs_regexp(&code) {
+            Some(needs_regexp) if !needs_intrinsics(needs_regexp) => {}
+            _ => return Ok(None),
+        }
+        context.with(|ctx| match compiled::read_cached(&ctx, cache, &code) {
+            Ok(Some(function)) => Ok(Some(Preloaded { function: Persistent::save(&ctx, function), code })),
+            Ok(None) => Ok(None),
+            Err(error) => {
+                drop(ctx.catch());
+                Err(engine_error(error))
+            }
+        })
     }
 }
 

@@ -143,3 +143,47 @@ fn a_regular_expression_literal_gets_regexp_on_a_cache_hit_too() {
     assert!(broken.starts_with("Syntax") && broken.contains("line 2"), "{broken}");
     assert_eq!(engine.code_cache_stats().0, 2);
 }
+
+#[test]
+fn the_last_calls_code_is_read_ahead_into_the_next_context() {
+    let mut engine = engine();
+    let code = "return args.n * 21;";
+    assert_eq!(run(&mut engine, code), "42");
+    engine.prepare().unwrap();
+    assert_eq!(engine.preloaded_code(), Some(code));
+    assert_eq!(run(&mut engine, code), "42");
+    // Other code after it runs itself, not the function read ahead.
+    engine.prepare().unwrap();
+    assert_eq!(run(&mut engine, "return args.n * 50;"), "100");
+    let (entries, _, hits, misses) = engine.code_cache_stats();
+    assert_eq!((entries, hits, misses), (2, 1, 2));
+}
+
+#[test]
+fn code_that_needs_on_demand_builtins_is_not_read_ahead() {
+    // Its context would get `Map` (or `RegExp`) for the next call, which may be other code.
+    let mut engine = engine();
+    for code in ["return new Map([[1, 2]]).size;", "return 'a-b'.replace(/-/g, '+');"] {
+        run(&mut engine, code);
+        run(&mut engine, code);
+        engine.prepare().unwrap();
+        assert_eq!(engine.preloaded_code(), None, "{code}");
+        let seen = run(&mut engine, "return [typeof globalThis['Ma' + 'p'], typeof globalThis['Reg' + 'Exp']];");
+        assert_eq!(seen, r#"["undefined","undefined"]"#);
+    }
+}
+
+#[test]
+fn a_function_read_ahead_leaves_nothing_the_next_call_can_see() {
+    let globals =
+        "return [Object.getOwnPropertyNames(globalThis).sort(), Object.getOwnPropertySymbols(globalThis).length];";
+    let mut fresh = engine();
+    let expected = run(&mut fresh, globals);
+    let mut engine = engine();
+    let tool = "const t = args.n + 1; return t;";
+    run(&mut engine, tool);
+    run(&mut engine, tool);
+    engine.prepare().unwrap();
+    assert_eq!(engine.preloaded_code(), Some(tool));
+    assert_eq!(run(&mut engine, globals), expected);
+}
