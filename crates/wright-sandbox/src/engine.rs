@@ -28,7 +28,10 @@
 //!   A result and a failure are turned into text here ([`result_json`], `Failure::from_value`), never by
 //!   anything of the context that the code could have replaced.
 //! - Code is compiled once per worker and text: later calls load its bytecode
-//!   ([`crate::compiled`]) into their fresh context instead of parsing it again.
+//!   ([`crate::compiled`]) into their fresh context instead of parsing it again. The last call's
+//!   code is loaded into the next context while the worker waits ([`Preloaded`]), when it needs
+//!   none of the on-demand builtins: a function made there from the bytes, as the call would
+//!   make it, and dropped unused before other code runs.
 //! - The names of the builtins stay interned for a runtime's life ([`pin_builtin_names`]): only
 //!   names, which no code can list, outlive a call.
 
