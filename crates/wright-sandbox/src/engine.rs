@@ -167,8 +167,8 @@ impl LogBuffer {
 }
 
 pub(crate) struct Engine {
-    /// The last call's code read into `prepared` ahead of time; belongs to that context, and is
-    /// declared first so that it is dropped before it.
+    /// `last_code`'s function, read into `prepared` ahead of time; belongs to that context, and
+    /// is declared first so that it is dropped before it.
     preloaded: Option<Preloaded>,
     /// The code of the last call, which [`Engine::prepare`] reads into the next context.
     last_code: Option<Box<str>>,
@@ -220,7 +220,7 @@ impl Engine {
     /// The code read ahead into the prepared context, if any ([`Preloaded`]).
     #[cfg(test)]
     pub(crate) fn preloaded_code(&self) -> Option<&str> {
-        self.preloaded.as_ref().map(|preloaded| &*preloaded.code)
+        self.preloaded.as_ref().and(self.last_code.as_deref())
     }
 
     fn runtime(&mut self) -> Result<Runtime, SandboxError> {
@@ -305,7 +305,7 @@ impl Engine {
             Ok(context)
         };
         let mut context = new_context()?;
-        if let Some(code) = self.last_code.take() {
+        if let Some(code) = &self.last_code {
             match Preloaded::read(&context, &self.code_cache, code) {
                 Ok(preloaded) => self.preloaded = preloaded,
                 // A context in which reading failed (out of memory) is not used: the call gets a
@@ -323,7 +323,9 @@ impl Engine {
         let outcome = self.run_inner(code, args, input, limits);
         // Whatever happened, this context's preloaded function (if it was not used) goes with it.
         self.preloaded = None;
-        self.last_code = Some(code.into());
+        if self.last_code.as_deref() != Some(code) {
+            self.last_code = Some(code.into());
+        }
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(error) => {
@@ -378,7 +380,8 @@ impl Engine {
         state.deadline.set(Instant::now() + limits.deadline());
 
         let code_cache = &mut self.code_cache;
-        let preloaded = self.preloaded.take();
+        // A function read ahead for other code goes here, memory and all, before this code runs.
+        let preloaded = self.preloaded.take().filter(|_| self.last_code.as_deref() == Some(code));
         let Some(prepared) = self.prepared.as_ref() else {
             return Err(SandboxError::Engine("no prepared context".to_string()));
         };
@@ -394,19 +397,16 @@ impl Engine {
             on_demand.add_to(&ctx)?;
             let function = match preloaded {
                 // The exact text, read from its bytecode while the worker waited for this call.
-                Some(preloaded) if *preloaded.code == *code => {
+                Some(preloaded) => {
                     code_cache.record_hit(code);
                     preloaded.function.restore(&ctx).map_err(engine_error)?
                 }
-                other => {
-                    // Another tool's function goes before this code runs, memory and all.
-                    drop(other);
-                    match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp).catch(&ctx)
-                    {
-                        Ok(function) => function,
-                        Err(caught) => return Ok(Err(Failure::from_caught(&caught, true))),
-                    }
-                }
+                None => match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp)
+                    .catch(&ctx)
+                {
+                    Ok(function) => function,
+                    Err(caught) => return Ok(Err(Failure::from_caught(&caught, true))),
+                },
             };
             let globals = (|| -> rquickjs::Result<()> {
                 define_global(&ctx, "args", ctx.json_parse(args_json)?)?;
@@ -727,8 +727,9 @@ impl OnDemand {
         let raw = ctx.as_raw().as_ptr();
         // SAFETY: `ctx` is a live context of this thread's runtime, borrowed for this call, and
         // fresh: it has had none of these intrinsics yet and gets each at most once, before any
-        // agent code runs in it (a preloaded function came with none: `Preloaded::read`). These are the calls `Context::custom` makes for
-        // `intrinsic::TypedArrays`, `Date`, `MapSet` and `Proxy`, made later.
+        // agent code runs in it (a preloaded function came with none: `Preloaded::read`). These are
+        // the calls `Context::custom` makes for `intrinsic::TypedArrays`, `Date`, `MapSet` and
+        // `Proxy`, made later.
         let failed = |status: i32, what: &str| {
             (status < 0).then(|| SandboxError::Engine(format!("{what} could not be added to the context")))
         };
@@ -773,24 +774,23 @@ impl OnDemand {
 /// may be other code that does not name it — what a call finds must not depend on the call
 /// before. A call with other code drops the function unused before its own code runs.
 struct Preloaded {
-    code: Box<str>,
     function: Persistent<Function<'static>>,
 }
 
 impl Preloaded {
     /// `None` when `code` is not in the cache (it did not compile, or was too large to keep), or
     /// needs intrinsics the context does not have.
-    fn read(context: &Context, cache: &CodeCache, code: Box<str>) -> Result<Option<Preloaded>, SandboxError> {
+    fn read(context: &Context, cache: &CodeCache, code: &str) -> Result<Option<Preloaded>, SandboxError> {
         let needs_intrinsics = |needs_regexp| {
-            let named = OnDemand::named_in(&code);
+            let named = OnDemand::named_in(code);
             needs_regexp || named.typed_arrays || named.date || named.map_set || named.proxy || named.regexp
         };
-        match cache.needs_regexp(&code) {
+        match cache.needs_regexp(code) {
             Some(needs_regexp) if !needs_intrinsics(needs_regexp) => {}
             _ => return Ok(None),
         }
-        context.with(|ctx| match compiled::read_cached(&ctx, cache, &code) {
-            Ok(Some(function)) => Ok(Some(Preloaded { function: Persistent::save(&ctx, function), code })),
+        context.with(|ctx| match compiled::read_cached(&ctx, cache, code) {
+            Ok(Some(function)) => Ok(Some(Preloaded { function: Persistent::save(&ctx, function) })),
             Ok(None) => Ok(None),
             Err(error) => {
                 drop(ctx.catch());
