@@ -82,7 +82,7 @@ impl CodeCache {
         self.bytes += size;
     }
 
-    /// Counts a use of `code`'s entry by a call that found its function already read
+    /// Counts a use of `code`'s entry by a call that found its bytecode already read
     /// ([`read_cached`]).
     pub(crate) fn record_hit(&mut self, code: &str) {
         let _ = self.get(code);
@@ -153,19 +153,25 @@ pub(crate) fn function_from_code<'js>(
     evaluate(ctx, bytecode)?.get()
 }
 
-/// The function of `code` read from its cached bytecode into `ctx`, or `None` when this exact
-/// text is not cached (nothing is compiled). For reading the last call's code into the next
-/// context ahead of time; counts neither a hit nor a miss. Bytecode that builds a `RegExp` needs
-/// one in `ctx` first ([`CodeCache::needs_regexp`]); the engine reads such code in the call.
-pub(crate) fn read_cached<'js>(
-    ctx: &Ctx<'js>,
-    cache: &CodeCache,
-    code: &str,
-) -> rquickjs::Result<Option<Function<'js>>> {
+/// `code`'s cached bytecode read into `ctx` and not evaluated, or `None` when this exact text is
+/// not cached (nothing is compiled). Reading runs nothing: the value is QuickJS's function
+/// bytecode, which no code can reach; [`function_from_read`] evaluates it later, in the call.
+/// For reading the last call's code into the next context ahead of time; counts neither a hit
+/// nor a miss. Bytecode that builds a `RegExp` needs one in `ctx` first
+/// ([`CodeCache::needs_regexp`]); the engine reads such code in the call.
+pub(crate) fn read_cached<'js>(ctx: &Ctx<'js>, cache: &CodeCache, code: &str) -> rquickjs::Result<Option<Value<'js>>> {
     match cache.entries.get(code) {
-        Some(entry) => evaluate(ctx, read_bytecode(ctx, &entry.bytecode)?)?.get().map(Some),
+        Some(entry) => read_bytecode(ctx, &entry.bytecode).map(|bytecode| Some(bytecode.0)),
         None => Ok(None),
     }
+}
+
+/// The function of bytecode from [`read_cached`], evaluated in `ctx` now: the script that makes
+/// the function runs here, in the call's own context, as it does when the call reads the
+/// bytecode itself ([`function_from_code`]) — code that escapes the function wrapper
+/// (`}); ...; (function () {`) runs its top level in its own call and no other.
+pub(crate) fn function_from_read<'js>(ctx: &Ctx<'js>, bytecode: Value<'js>) -> rquickjs::Result<Function<'js>> {
+    evaluate(ctx, Bytecode(bytecode))?.get()
 }
 
 /// Our own script `source` (a part of the prelude, never agent code), compiled in `ctx` as a

@@ -29,9 +29,9 @@
 //!   anything of the context that the code could have replaced.
 //! - Code is compiled once per worker and text: later calls load its bytecode
 //!   ([`crate::compiled`]) into their fresh context instead of parsing it again. The last call's
-//!   code is loaded into the next context while the worker waits ([`Preloaded`]), when it needs
-//!   none of the on-demand builtins: a function made there from the bytes, as the call would
-//!   make it, and dropped unused before other code runs.
+//!   bytecode is read into the next context while the worker waits ([`Preloaded`]): read, not
+//!   evaluated, so nothing of it runs before the call that evaluates it, and a call with other
+//!   code drops it unread by anything.
 //! - The names of the builtins stay interned for a runtime's life ([`pin_builtin_names`]): only
 //!   names, which no code can list, outlive a call.
 
@@ -167,8 +167,8 @@ impl LogBuffer {
 }
 
 pub(crate) struct Engine {
-    /// `last_code`'s function, read into `prepared` ahead of time; belongs to that context, and
-    /// is declared first so that it is dropped before it.
+    /// `last_code`'s bytecode, read into `prepared` ahead of time; belongs to that context's
+    /// runtime, and is declared first so that it is dropped before it.
     preloaded: Option<Preloaded>,
     /// The code of the last call, which [`Engine::prepare`] reads into the next context.
     last_code: Option<Box<str>>,
@@ -321,7 +321,7 @@ impl Engine {
     /// (QuickJS refusing to create a context) comes back as a `runtime` failure.
     pub(crate) fn run(&mut self, code: &str, args: &JsonValue, input: Option<&str>, limits: &Limits) -> WireOutcome {
         let outcome = self.run_inner(code, args, input, limits);
-        // Whatever happened, this context's preloaded function (if it was not used) goes with it.
+        // Whatever happened, this context's preloaded bytecode (if it was not used) goes with it.
         self.preloaded = None;
         if self.last_code.as_deref() != Some(code) {
             self.last_code = Some(code.into());
@@ -380,7 +380,7 @@ impl Engine {
         state.deadline.set(Instant::now() + limits.deadline());
 
         let code_cache = &mut self.code_cache;
-        // A function read ahead for other code goes here, memory and all, before this code runs.
+        // Bytecode read ahead for other code goes here, memory and all, before this code runs.
         let preloaded = self.preloaded.take().filter(|_| self.last_code.as_deref() == Some(code));
         let Some(prepared) = self.prepared.as_ref() else {
             return Err(SandboxError::Engine("no prepared context".to_string()));
@@ -399,14 +399,14 @@ impl Engine {
                 // The exact text, read from its bytecode while the worker waited for this call.
                 Some(preloaded) => {
                     code_cache.record_hit(code);
-                    preloaded.function.restore(&ctx).map_err(engine_error)?
+                    let bytecode = preloaded.bytecode.restore(&ctx).map_err(engine_error)?;
+                    compiled::function_from_read(&ctx, bytecode)
                 }
-                None => match compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp)
-                    .catch(&ctx)
-                {
-                    Ok(function) => function,
-                    Err(caught) => return Ok(Err(Failure::from_caught(&caught, true))),
-                },
+                None => compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp),
+            };
+            let function = match function.catch(&ctx) {
+                Ok(function) => function,
+                Err(caught) => return Ok(Err(Failure::from_caught(&caught, true))),
             };
             let globals = (|| -> rquickjs::Result<()> {
                 define_global(&ctx, "args", ctx.json_parse(args_json)?)?;
@@ -727,7 +727,7 @@ impl OnDemand {
         let raw = ctx.as_raw().as_ptr();
         // SAFETY: `ctx` is a live context of this thread's runtime, borrowed for this call, and
         // fresh: it has had none of these intrinsics yet and gets each at most once, before any
-        // agent code runs in it (a preloaded function came with none: `Preloaded::read`). These are
+        // agent code runs in it (bytecode read ahead has not run: `Preloaded`). These are
         // the calls `Context::custom` makes for `intrinsic::TypedArrays`, `Date`, `MapSet` and
         // `Proxy`, made later.
         let failed = |status: i32, what: &str| {
@@ -765,32 +765,30 @@ impl OnDemand {
     }
 }
 
-/// The last call's code, read into the next call's context while the worker waits: a tool is
-/// usually called again, and reading its bytecode (a few microseconds for a tool of w2's size)
-/// is then off the caller's path. Only the function is made, as reading it in the call would:
-/// the script that evaluates to the function runs, the body does not, and nothing is defined in
-/// the context. Only code that needs none of the on-demand intrinsics ([`OnDemand`]) is read
-/// ahead: a context given, say, `Map` for the last call would offer it to the next one, which
-/// may be other code that does not name it — what a call finds must not depend on the call
-/// before. A call with other code drops the function unused before its own code runs.
+/// The last call's bytecode, read into the next call's context while the worker waits: a tool
+/// is usually called again, and reading its bytecode (a few microseconds for a tool of w2's
+/// size) is then off the caller's path. Only read (`JS_ReadObject`): the value is QuickJS's
+/// function bytecode, which no code can reach, and nothing of it runs until the call with the
+/// same text evaluates it in its own context, after its on-demand builtins are added — as when
+/// the call reads the bytecode itself. (Evaluating it ahead would run the top level of code that
+/// escapes the function wrapper, `}); ...; (function () {`, in the next call's context.) A call
+/// with other code drops it before its own code runs; interned names are all it leaves. Code
+/// whose bytecode builds a `RegExp` is not read ahead: such bytecode is read only into a context
+/// that has `RegExp` ([`compiled::function_from_code`]), and giving the next context `RegExp`
+/// for it would offer `RegExp` to whatever code comes next.
 struct Preloaded {
-    function: Persistent<Function<'static>>,
+    bytecode: Persistent<Value<'static>>,
 }
 
 impl Preloaded {
     /// `None` when `code` is not in the cache (it did not compile, or was too large to keep), or
-    /// needs intrinsics the context does not have.
+    /// needs `RegExp` to be read.
     fn read(context: &Context, cache: &CodeCache, code: &str) -> Result<Option<Preloaded>, SandboxError> {
-        let needs_intrinsics = |needs_regexp| {
-            let named = OnDemand::named_in(code);
-            needs_regexp || named.typed_arrays || named.date || named.map_set || named.proxy || named.regexp
-        };
-        match cache.needs_regexp(code) {
-            Some(needs_regexp) if !needs_intrinsics(needs_regexp) => {}
-            _ => return Ok(None),
+        if cache.needs_regexp(code) != Some(false) {
+            return Ok(None);
         }
         context.with(|ctx| match compiled::read_cached(&ctx, cache, code) {
-            Ok(Some(function)) => Ok(Some(Preloaded { function: Persistent::save(&ctx, function) })),
+            Ok(Some(bytecode)) => Ok(Some(Preloaded { bytecode: Persistent::save(&ctx, bytecode) })),
             Ok(None) => Ok(None),
             Err(error) => {
                 drop(ctx.catch());

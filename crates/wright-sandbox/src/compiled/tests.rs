@@ -160,21 +160,49 @@ fn the_last_calls_code_is_read_ahead_into_the_next_context() {
 }
 
 #[test]
-fn code_that_needs_on_demand_builtins_is_not_read_ahead() {
-    // Its context would get `Map` (or `RegExp`) for the next call, which may be other code.
+fn reading_ahead_gives_the_next_context_no_builtins() {
+    // Code naming `Map` is read ahead (reading runs nothing); `Map` is added in its own call only.
+    // Code whose bytecode builds a `RegExp` is not read ahead at all.
     let mut engine = engine();
-    for code in ["return new Map([[1, 2]]).size;", "return 'a-b'.replace(/-/g, '+');"] {
+    let next = "return [typeof globalThis['Ma' + 'p'], typeof globalThis['Reg' + 'Exp']];";
+    for (code, read_ahead) in [("return new Map([[1, 2]]).size;", true), ("return 'a-b'.replace(/-/g, '+');", false)] {
         run(&mut engine, code);
         run(&mut engine, code);
         engine.prepare().unwrap();
-        assert_eq!(engine.preloaded_code(), None, "{code}");
-        let seen = run(&mut engine, "return [typeof globalThis['Ma' + 'p'], typeof globalThis['Reg' + 'Exp']];");
-        assert_eq!(seen, r#"["undefined","undefined"]"#);
+        assert_eq!(engine.preloaded_code().is_some(), read_ahead, "{code}");
+        assert_eq!(run(&mut engine, next), r#"["undefined","undefined"]"#);
     }
+    let code = "return new Map([[1, 2]]).size;";
+    run(&mut engine, code);
+    engine.prepare().unwrap();
+    assert_eq!(engine.preloaded_code(), Some(code));
+    assert_eq!(run(&mut engine, code), "1");
 }
 
 #[test]
-fn a_function_read_ahead_leaves_nothing_the_next_call_can_see() {
+fn code_that_escapes_its_wrapper_runs_only_in_its_own_call() {
+    // The body closes the function it is wrapped in and runs statements at the script's top
+    // level. Read ahead into the next context, it must not run there: the next call, other code
+    // with an input of its own, sees none of it.
+    let escaping = "return 1; }); globalThis.leak = 1; Object.prototype.polluted = 'yes'; \
+                    Promise.resolve().then(() => { globalThis.jobSaw = input; }); (function () {";
+    let next = "return [typeof globalThis.leak, ({}).polluted ?? null, globalThis.jobSaw ?? null];";
+    let seen = |engine: &mut Engine| match engine.run(next, &json!({}), Some("SECRET-INPUT"), &Limits::default()) {
+        WireOutcome::Ok { result, .. } => result.into_json(),
+        WireOutcome::Err { error, .. } => error,
+    };
+    let expected = seen(&mut engine());
+    assert_eq!(expected, r#"["undefined",null,null]"#);
+    let mut engine = engine();
+    run(&mut engine, escaping);
+    run(&mut engine, escaping);
+    engine.prepare().unwrap();
+    assert_eq!(engine.preloaded_code(), Some(escaping));
+    assert_eq!(seen(&mut engine), expected);
+}
+
+#[test]
+fn bytecode_read_ahead_leaves_nothing_the_next_call_can_see() {
     let globals =
         "return [Object.getOwnPropertyNames(globalThis).sort(), Object.getOwnPropertySymbols(globalThis).length];";
     let mut fresh = engine();
