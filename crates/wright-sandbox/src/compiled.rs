@@ -17,7 +17,11 @@
 //! - A cached function behaves as a freshly compiled one: same file name, line table and
 //!   source text (`Function.prototype.toString`), same strict mode and backtrace barrier —
 //!   QuickJS writes them all into the bytecode. Each call still evaluates it into its own fresh
-//!   context, so no function object or closure is shared between calls.
+//!   context, so no function object or closure is shared between calls. One known difference,
+//!   QuickJS-NG's (`JS_ReadArray`): the strings array a tagged template passes to its tag is
+//!   frozen when compiled, but read from bytecode only its elements are read-only and it cannot
+//!   grow — its `length` and its `raw` array stay writable (`Object.isFrozen` says false). Each
+//!   call still gets its own; nothing is shared.
 
 use crate::engine::{CODE_FILE, wrap_code};
 use rquickjs::{Ctx, Function, Value, qjs};
@@ -32,7 +36,9 @@ pub(crate) const MAX_BYTES: usize = 8 * 1024 * 1024;
 struct Entry {
     bytecode: Box<[u8]>,
     /// Compiled with the regular expression compiler in the context: the bytecode may build a
-    /// `RegExp`, so a context must have them before it is read ([`function_from_code`]).
+    /// `RegExp` when it runs, so a context must have `RegExp` before it is evaluated (reading
+    /// needs none: a literal is two strings in the constant pool) — [`function_from_code`] adds
+    /// it before reading, the engine's read-ahead before evaluating.
     regexp: bool,
     /// The value of [`CodeCache::clock`] when the entry was last used.
     last_used: u64,
@@ -119,7 +125,8 @@ impl CodeCache {
 /// (`Err(Error::Exception)`, for `.catch`), and is not cached.
 ///
 /// `regexp` says whether `ctx` has `RegExp` and its compiler already; if not, `add_regexp` adds
-/// them when the code needs them: before reading bytecode that was compiled with them, and when
+/// them when the code needs them: before reading (and so evaluating) bytecode that was compiled
+/// with them, and when
 /// compiling without them failed (a regular expression literal does not compile without them;
 /// the second compile reports any other syntax error as the first would have).
 pub(crate) fn function_from_code<'js>(
@@ -157,8 +164,8 @@ pub(crate) fn function_from_code<'js>(
 /// not cached (nothing is compiled). Reading runs nothing: the value is QuickJS's function
 /// bytecode, which no code can reach; [`function_from_read`] evaluates it later, in the call.
 /// For reading the last call's code into the next context ahead of time; counts neither a hit
-/// nor a miss. Bytecode that builds a `RegExp` needs one in `ctx` first
-/// ([`CodeCache::needs_regexp`]); the engine reads such code in the call.
+/// nor a miss. Reading needs no `RegExp`; bytecode that builds one needs it in `ctx` before it
+/// is evaluated ([`CodeCache::needs_regexp`]).
 pub(crate) fn read_cached<'js>(ctx: &Ctx<'js>, cache: &CodeCache, code: &str) -> rquickjs::Result<Option<Value<'js>>> {
     match cache.entries.get(code) {
         Some(entry) => read_bytecode(ctx, &entry.bytecode).map(|bytecode| Some(bytecode.0)),

@@ -400,7 +400,11 @@ impl Engine {
                 Some(preloaded) => {
                     code_cache.record_hit(code);
                     let bytecode = preloaded.bytecode.restore(&ctx).map_err(engine_error)?;
-                    compiled::function_from_read(&ctx, bytecode)
+                    // Bytecode compiled with `RegExp` builds one when it runs (reading it needed
+                    // none); code that names it has it already.
+                    let needs_regexp = code_cache.needs_regexp(code) == Some(true) && !on_demand.regexp;
+                    let ready = if needs_regexp { add_regexp(&ctx) } else { Ok(()) };
+                    ready.and_then(|()| compiled::function_from_read(&ctx, bytecode))
                 }
                 None => compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp),
             };
@@ -772,21 +776,17 @@ impl OnDemand {
 /// same text evaluates it in its own context, after its on-demand builtins are added — as when
 /// the call reads the bytecode itself. (Evaluating it ahead would run the top level of code that
 /// escapes the function wrapper, `}); ...; (function () {`, in the next call's context.) A call
-/// with other code drops it before its own code runs; interned names are all it leaves. Code
-/// whose bytecode builds a `RegExp` is not read ahead: such bytecode is read only into a context
-/// that has `RegExp` ([`compiled::function_from_code`]), and giving the next context `RegExp`
-/// for it would offer `RegExp` to whatever code comes next.
+/// with other code drops it before its own code runs; interned names are all it leaves. No
+/// builtin is added for it: reading needs none (a regular expression literal is two strings in
+/// the constant pool; `RegExp` is added in the call, before evaluating, for bytecode that builds
+/// one), so what a call finds never depends on the call before.
 struct Preloaded {
     bytecode: Persistent<Value<'static>>,
 }
 
 impl Preloaded {
-    /// `None` when `code` is not in the cache (it did not compile, or was too large to keep), or
-    /// needs `RegExp` to be read.
+    /// `None` when `code` is not in the cache (it did not compile, or was too large to keep).
     fn read(context: &Context, cache: &CodeCache, code: &str) -> Result<Option<Preloaded>, SandboxError> {
-        if cache.needs_regexp(code) != Some(false) {
-            return Ok(None);
-        }
         context.with(|ctx| match compiled::read_cached(&ctx, cache, code) {
             Ok(Some(bytecode)) => Ok(Some(Preloaded { bytecode: Persistent::save(&ctx, bytecode) })),
             Ok(None) => Ok(None),
