@@ -402,8 +402,7 @@ impl Engine {
                     let bytecode = preloaded.bytecode.restore(&ctx).map_err(engine_error)?;
                     // Bytecode compiled with `RegExp` builds one when it runs (reading it needed
                     // none); code that names it has it already.
-                    let needs_regexp = code_cache.needs_regexp(code) == Some(true) && !on_demand.regexp;
-                    let ready = if needs_regexp { add_regexp(&ctx) } else { Ok(()) };
+                    let ready = if preloaded.builds_regexp && !on_demand.regexp { add_regexp(&ctx) } else { Ok(()) };
                     ready.and_then(|()| compiled::function_from_read(&ctx, bytecode))
                 }
                 None => compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp),
@@ -782,13 +781,16 @@ impl OnDemand {
 /// one), so what a call finds never depends on the call before.
 struct Preloaded {
     bytecode: Persistent<Value<'static>>,
+    /// Compiled with `RegExp` in the context ([`CodeCache::needs_regexp`]).
+    builds_regexp: bool,
 }
 
 impl Preloaded {
     /// `None` when `code` is not in the cache (it did not compile, or was too large to keep).
     fn read(context: &Context, cache: &CodeCache, code: &str) -> Result<Option<Preloaded>, SandboxError> {
+        let builds_regexp = cache.needs_regexp(code) == Some(true);
         context.with(|ctx| match compiled::read_cached(&ctx, cache, code) {
-            Ok(Some(bytecode)) => Ok(Some(Preloaded { bytecode: Persistent::save(&ctx, bytecode) })),
+            Ok(Some(bytecode)) => Ok(Some(Preloaded { bytecode: Persistent::save(&ctx, bytecode), builds_regexp })),
             Ok(None) => Ok(None),
             Err(error) => {
                 drop(ctx.catch());
