@@ -37,8 +37,7 @@ struct Entry {
     bytecode: Box<[u8]>,
     /// Compiled with the regular expression compiler in the context: the bytecode may build a
     /// `RegExp` when it runs, so a context must have `RegExp` before it is evaluated (reading
-    /// needs none: a literal is two strings in the constant pool) — [`function_from_code`] adds
-    /// it before reading, the engine's read-ahead before evaluating.
+    /// needs none: a literal is two strings in the constant pool; [`function_from_code`]).
     regexp: bool,
     /// The value of [`CodeCache::clock`] when the entry was last used.
     last_used: u64,
@@ -88,18 +87,6 @@ impl CodeCache {
         self.bytes += size;
     }
 
-    /// Counts a use of `code`'s entry by a call that found its bytecode already read
-    /// ([`read_cached`]).
-    pub(crate) fn record_hit(&mut self, code: &str) {
-        let _ = self.get(code);
-    }
-
-    /// Whether `code` is cached, and if so whether its bytecode needs `RegExp` in the context.
-    /// Counts nothing.
-    pub(crate) fn needs_regexp(&self, code: &str) -> Option<bool> {
-        self.entries.get(code).map(|entry| entry.regexp)
-    }
-
     /// A linear scan: eviction happens only when a new text arrives at a full cache, and the
     /// cache is small, so a recency list is not worth its bookkeeping on every hit.
     fn evict_oldest(&mut self) {
@@ -124,26 +111,34 @@ impl CodeCache {
 /// barrier) and its bytecode kept. A syntax error is a pending exception in `ctx`
 /// (`Err(Error::Exception)`, for `.catch`), and is not cached.
 ///
+/// `read_ahead` is this text's bytecode when it was already read into `ctx` ([`read_cached`]):
+/// it is evaluated instead of reading the entry again, and counts as the hit.
+///
 /// `regexp` says whether `ctx` has `RegExp` and its compiler already; if not, `add_regexp` adds
-/// them when the code needs them: before reading (and so evaluating) bytecode that was compiled
-/// with them, and when
-/// compiling without them failed (a regular expression literal does not compile without them;
-/// the second compile reports any other syntax error as the first would have).
+/// them when the code needs them: before evaluating bytecode that was compiled with them, and
+/// when compiling without them failed (a regular expression literal does not compile without
+/// them; the second compile reports any other syntax error as the first would have).
 pub(crate) fn function_from_code<'js>(
     ctx: &Ctx<'js>,
     cache: &mut CodeCache,
     code: &str,
     regexp: bool,
     add_regexp: fn(&Ctx<'js>) -> rquickjs::Result<()>,
+    read_ahead: Option<Value<'js>>,
 ) -> rquickjs::Result<Function<'js>> {
     let bytecode = match cache.get(code) {
         Some(entry) => {
             if entry.regexp && !regexp {
                 add_regexp(ctx)?;
             }
-            read_bytecode(ctx, &entry.bytecode)?
+            match read_ahead {
+                Some(value) => Bytecode(value),
+                None => read_bytecode(ctx, &entry.bytecode)?,
+            }
         }
         None => {
+            // (Not cached, so nothing was read ahead for it either; dropped all the same.)
+            drop(read_ahead);
             let (bytecode, with_regexp) = match compile(ctx, code) {
                 Ok(bytecode) => (bytecode, regexp),
                 Err(rquickjs::Error::Exception) if !regexp => {
@@ -162,23 +157,14 @@ pub(crate) fn function_from_code<'js>(
 
 /// `code`'s cached bytecode read into `ctx` and not evaluated, or `None` when this exact text is
 /// not cached (nothing is compiled). Reading runs nothing: the value is QuickJS's function
-/// bytecode, which no code can reach; [`function_from_read`] evaluates it later, in the call.
-/// For reading the last call's code into the next context ahead of time; counts neither a hit
-/// nor a miss. Reading needs no `RegExp`; bytecode that builds one needs it in `ctx` before it
-/// is evaluated ([`CodeCache::needs_regexp`]).
+/// bytecode, which no code can reach; [`function_from_code`] evaluates it later, in the call
+/// (`read_ahead`). For reading the last call's code into the next context ahead of time; counts
+/// neither a hit nor a miss, and needs no `RegExp`.
 pub(crate) fn read_cached<'js>(ctx: &Ctx<'js>, cache: &CodeCache, code: &str) -> rquickjs::Result<Option<Value<'js>>> {
     match cache.entries.get(code) {
         Some(entry) => read_bytecode(ctx, &entry.bytecode).map(|bytecode| Some(bytecode.0)),
         None => Ok(None),
     }
-}
-
-/// The function of bytecode from [`read_cached`], evaluated in `ctx` now: the script that makes
-/// the function runs here, in the call's own context, as it does when the call reads the
-/// bytecode itself ([`function_from_code`]) — code that escapes the function wrapper
-/// (`}); ...; (function () {`) runs its top level in its own call and no other.
-pub(crate) fn function_from_read<'js>(ctx: &Ctx<'js>, bytecode: Value<'js>) -> rquickjs::Result<Function<'js>> {
-    evaluate(ctx, Bytecode(bytecode))?.get()
 }
 
 /// Our own script `source` (a part of the prelude, never agent code), compiled in `ctx` as a

@@ -395,18 +395,11 @@ impl Engine {
         // Compile and start: the body runs synchronously up to its first `await`.
         let started = prepared.with(|ctx| -> Result<Result<Persistent<Value<'static>>, Failure>, SandboxError> {
             on_demand.add_to(&ctx)?;
-            let function = match preloaded {
-                // The exact text, read from its bytecode while the worker waited for this call.
-                Some(preloaded) => {
-                    code_cache.record_hit(code);
-                    let bytecode = preloaded.bytecode.restore(&ctx).map_err(engine_error)?;
-                    // Bytecode compiled with `RegExp` builds one when it runs (reading it needed
-                    // none); code that names it has it already.
-                    let ready = if preloaded.builds_regexp && !on_demand.regexp { add_regexp(&ctx) } else { Ok(()) };
-                    ready.and_then(|()| compiled::function_from_read(&ctx, bytecode))
-                }
-                None => compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp),
-            };
+            // The exact text's bytecode, read while the worker waited for this call.
+            let read_ahead =
+                preloaded.map(|preloaded| preloaded.bytecode.restore(&ctx)).transpose().map_err(engine_error)?;
+            let function =
+                compiled::function_from_code(&ctx, code_cache, code, on_demand.regexp, add_regexp, read_ahead);
             let function = match function.catch(&ctx) {
                 Ok(function) => function,
                 Err(caught) => return Ok(Err(Failure::from_caught(&caught, true))),
@@ -781,16 +774,13 @@ impl OnDemand {
 /// one), so what a call finds never depends on the call before.
 struct Preloaded {
     bytecode: Persistent<Value<'static>>,
-    /// Compiled with `RegExp` in the context ([`CodeCache::needs_regexp`]).
-    builds_regexp: bool,
 }
 
 impl Preloaded {
     /// `None` when `code` is not in the cache (it did not compile, or was too large to keep).
     fn read(context: &Context, cache: &CodeCache, code: &str) -> Result<Option<Preloaded>, SandboxError> {
-        let builds_regexp = cache.needs_regexp(code) == Some(true);
         context.with(|ctx| match compiled::read_cached(&ctx, cache, code) {
-            Ok(Some(bytecode)) => Ok(Some(Preloaded { bytecode: Persistent::save(&ctx, bytecode), builds_regexp })),
+            Ok(Some(bytecode)) => Ok(Some(Preloaded { bytecode: Persistent::save(&ctx, bytecode) })),
             Ok(None) => Ok(None),
             Err(error) => {
                 drop(ctx.catch());
