@@ -3,22 +3,23 @@
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, DecidedBy, PendingKind, ToolPolicy};
-use wright_tools::{Invocation, ToolRegistry};
+use wright_core::{
+    AgentId, Caller, DecidedBy, ErrorCategory, Invocation, PendingKind, ToolFailure, ToolOutcome, ToolPolicy, ToolPort,
+};
 
-use crate::run::ModelToolCall;
+use crate::ports::ModelToolCall;
 
 /// What became of one call.
 pub(crate) enum Dispatched {
     /// The call ran (or was refused); its result goes back to the model.
-    Finished { output: Value, success: bool },
+    Finished(ToolOutcome),
     /// A valid pausing call, or a call its policy says to ask about: the run parks until the
     /// person answers (or approves).
     Park { arguments: Value, render: Value, kind: PendingKind },
 }
 
 pub(crate) struct CallSite<'a> {
-    pub(crate) tools: &'a ToolRegistry,
+    pub(crate) tools: &'a dyn ToolPort,
     pub(crate) agent: &'a AgentId,
     pub(crate) conversation_id: &'a str,
     pub(crate) max_output_size: usize,
@@ -26,35 +27,32 @@ pub(crate) struct CallSite<'a> {
     pub(crate) cancel: &'a CancellationToken,
 }
 
-fn failure(message: String, category: &str) -> Dispatched {
-    Dispatched::Finished { output: json!({ "error": message, "category": category }), success: false }
+fn failure(failure: &ToolFailure) -> Dispatched {
+    Dispatched::Finished(ToolOutcome::failure(failure))
 }
 
-fn tool_failure(error: &wright_tools::ToolError) -> Dispatched {
-    Dispatched::Finished { output: error.to_model_output(), success: false }
-}
-
-pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall) -> Dispatched {
+/// Runs, parks or refuses one call; `pauses` is the property of the tool's spec.
+pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall, pauses: bool) -> Dispatched {
     let arguments = match &call.arguments {
         Ok(Value::Null) => json!({}),
         Ok(arguments) => arguments.clone(),
         Err(raw) => {
             let shown: String = raw.chars().take(200).collect();
-            return failure(
+            return failure(&ToolFailure::new(
+                ErrorCategory::InvalidArguments,
                 format!("the arguments of `{}` are not valid JSON ({shown:?}); send one JSON object", call.name),
-                "invalid_arguments",
-            );
+            ));
         }
     };
-    if site.tools.pauses(&call.name) {
+    if pauses {
         return match site.tools.prepare_pause(site.agent, &call.name, &arguments).await {
             Ok(render) => Dispatched::Park { arguments, render, kind: PendingKind::Question },
-            Err(error) => tool_failure(&error),
+            Err(error) => failure(&error),
         };
     }
     let policy = match site.tools.policy(site.agent, &call.name).await {
         Ok(policy) => policy,
-        Err(error) => return tool_failure(&error),
+        Err(error) => return failure(&error),
     };
     match policy {
         ToolPolicy::Allow => run(site, &call.id, &call.name, arguments, DecidedBy::Policy).await,
@@ -65,19 +63,22 @@ pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall) -> Dispa
             );
             let invocation = invocation(site, &call.id, &call.name, arguments, DecidedBy::Policy);
             site.tools.record_refusal(invocation, message.clone()).await;
-            failure(message, "denied")
+            failure(&ToolFailure::new(ErrorCategory::Denied, message))
         }
         ToolPolicy::Ask => match site.tools.validate(&call.name, &arguments) {
             // The person is asked only about a call that could run.
-            Err(error @ wright_tools::ToolError::InvalidArguments { .. }) => tool_failure(&error),
+            Err(error) if error.category == ErrorCategory::InvalidArguments => failure(&error),
             _ => Dispatched::Park { arguments, render: Value::Null, kind: PendingKind::Approval },
         },
     }
 }
 
 /// Runs a call the person approved (with their edit of its arguments, if any).
-pub(crate) async fn run_approved(site: &CallSite<'_>, id: &str, name: &str, arguments: Value) -> Dispatched {
-    run(site, id, name, arguments, DecidedBy::Person).await
+pub(crate) async fn run_approved(site: &CallSite<'_>, id: &str, name: &str, arguments: Value) -> ToolOutcome {
+    match run(site, id, name, arguments, DecidedBy::Person).await {
+        Dispatched::Finished(outcome) => outcome,
+        Dispatched::Park { .. } => unreachable!("running a call never parks it"),
+    }
 }
 
 fn invocation(site: &CallSite<'_>, id: &str, name: &str, arguments: Value, decided_by: DecidedBy) -> Invocation {
@@ -85,7 +86,7 @@ fn invocation(site: &CallSite<'_>, id: &str, name: &str, arguments: Value, decid
         agent: site.agent.clone(),
         name: name.to_owned(),
         args: arguments,
-        caller: "agent".into(),
+        caller: Caller::Agent,
         conversation_id: Some(site.conversation_id.to_owned()),
         tool_call_id: Some(id.to_owned()),
         decided_by: Some(decided_by),
@@ -94,9 +95,9 @@ fn invocation(site: &CallSite<'_>, id: &str, name: &str, arguments: Value, decid
 
 async fn run(site: &CallSite<'_>, id: &str, name: &str, arguments: Value, decided_by: DecidedBy) -> Dispatched {
     let invocation = invocation(site, id, name, arguments, decided_by);
-    match site.tools.invoke_cancellable(invocation, site.cancel).await {
-        Ok(output) => Dispatched::Finished { output: cap_output(output, site.max_output_size), success: true },
-        Err(error) => tool_failure(&error),
+    match site.tools.invoke(invocation, site.cancel).await {
+        Ok(output) => Dispatched::Finished(ToolOutcome::success(cap_output(output, site.max_output_size))),
+        Err(error) => failure(&error),
     }
 }
 

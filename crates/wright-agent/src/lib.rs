@@ -4,10 +4,14 @@
 //! is reached, or the run is cancelled.
 //!
 //! The loop does no IO of its own. It reaches the model through the [`Model`] port, the tools
-//! through the [`ToolRegistry`](wright_tools::ToolRegistry), and the conversation through the
-//! [`Transcript`] port, which the server implements over the store and the live stream. Every
-//! event goes to the transcript as it happens, so a run killed mid-way reloads with everything
-//! that was stored.
+//! through the [`ToolPort`](wright_core::ToolPort) (which `wright-tools` implements; this crate
+//! depends on no tool), and the conversation through the [`Transcript`] port, which the server
+//! implements over the store and the live stream. Every event goes to the transcript as it
+//! happens, so a run killed mid-way reloads with everything that was stored.
+//!
+//! Inside, a run is a driver (`engine`: the run's state and the order of a turn's phases)
+//! over a policy (`policy`: each small-model behaviour a named rule, a pure function from a
+//! view of the transcript and settings to a decision). A new behaviour is a new rule.
 //!
 //! Invariants:
 //! - A model mistake never ends a run: invalid JSON arguments, an unknown tool, a schema
@@ -27,19 +31,22 @@
 //!   switched off are neither offered nor run; with on-demand loading the model sees a
 //!   catalogue and [`LOAD_TOOLS`] until it loads what it needs (see `surface`).
 
+mod config;
 mod context;
 mod dispatch;
+mod engine;
+mod policy;
+mod ports;
 mod provider_model;
-mod run;
 mod surface;
 
+pub use config::{CHARS_PER_TOKEN, LoopConfig, RESAMPLE_TEMPERATURE, limit_reached};
 pub use context::{ContextMemory, DEFAULT_MEMORY_CHARS, SystemParts, WorkspaceParts, system_message};
 pub use dispatch::cap_output;
+pub use engine::{RunContext, run};
+pub use policy::ECHO_NOTE;
+pub use ports::{Finish, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunOutcome, Transcript};
 pub use provider_model::ProviderModel;
-pub use run::{
-    ECHO_NOTE, Finish, LoopConfig, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunContext,
-    RunOutcome, Transcript, limit_reached, run,
-};
 pub use surface::{LOAD_TOOLS, first_request_tools};
 
 /// The one error of a run that the loop cannot turn into a tool result: the model failed in a

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wright_llm::{LlmError, Provider, StreamEvent};
 
-use crate::run::{Model, ModelError, ModelReply, ModelRequest, ModelToolCall};
+use crate::ports::{Model, ModelError, ModelReply, ModelRequest, ModelToolCall};
 
 /// A provider as the loop's model.
 pub struct ProviderModel(pub Arc<dyn Provider>);

@@ -119,7 +119,7 @@ pub(crate) fn load(
     if !unknown.is_empty() {
         let enabled = all.iter().filter(|spec| settings.enables(spec.toolset)).map(|spec| spec.name.as_str());
         let closest: Vec<Vec<String>> =
-            unknown.iter().map(|name| wright_tools::closest_names(name, enabled.clone())).collect();
+            unknown.iter().map(|name| wright_core::closest_names(name, enabled.clone())).collect();
         output["unknown"] = json!(unknown);
         output["closest"] = json!(closest);
     }
@@ -141,12 +141,23 @@ pub(crate) fn meant_tool(name: &str, arguments: &Value, all: &[ToolSpec], settin
     if name == LOAD_TOOLS || enabled().any(|spec| spec.name == name) {
         return None;
     }
-    let closest = wright_tools::closest_names(name, enabled().map(|spec| spec.name.as_str()));
+    let closest = wright_core::closest_names(name, enabled().map(|spec| spec.name.as_str()));
     let mut taking = enabled()
         .filter(|spec| closest.contains(&spec.name))
-        .filter(|spec| wright_tools::takes_exactly(&spec.parameters, arguments));
+        .filter(|spec| takes_exactly(&spec.parameters, arguments));
     let meant = taking.next()?;
     taking.next().is_none().then(|| meant.name.clone())
+}
+
+/// Whether a tool with `schema` takes `args` as they are: they are valid against it, and every
+/// argument is one of its declared properties (an extra argument that validation lets through
+/// would be silently dropped, so a tool that ignores part of a call is not the one it meant).
+/// An invalid schema takes nothing.
+fn takes_exactly(schema: &Value, args: &Value) -> bool {
+    let Some(given) = args.as_object() else { return false };
+    let declared = schema.get("properties").and_then(Value::as_object);
+    let all_declared = given.keys().all(|name| declared.is_some_and(|declared| declared.contains_key(name)));
+    all_declared && jsonschema::validator_for(schema).is_ok_and(|validator| validator.is_valid(args))
 }
 
 /// Words too common in requests to say which tool is meant.

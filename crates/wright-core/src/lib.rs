@@ -9,6 +9,8 @@
 //! - [`Toolset`], [`ToolLoading`] and [`ToolSettings`]: which built-ins an agent has and how
 //!   their schemas reach the model.
 //! - [`MemoryLayer`], [`MemoryAction`], [`MemoryAuthor`], [`EmbedPurpose`]: the vocabulary of layered memory;
+//! - [`ToolPort`], [`Invocation`], [`ToolFailure`], [`ErrorCategory`], [`ToolOutcome`]: the
+//!   contract between the loop and the tools (see `tools`);
 //! - [`Clock`]: the time wherever time decides behaviour (expiry), injectable in tests.
 //!
 //! Invariants: an [`AgentId`] can only be built through [`AgentId::parse`], so code that
@@ -107,6 +109,11 @@ macro_rules! string_enum {
         }
     };
 }
+
+mod tools;
+pub use tools::{
+    BoxFuture, CLOSEST_NAMES, Caller, ErrorCategory, Hint, Invocation, ToolFailure, ToolOutcome, ToolPort, closest_names,
+};
 
 string_enum!(
     /// Who wrote a version of a document, tool or component.

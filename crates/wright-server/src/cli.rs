@@ -12,7 +12,8 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 use wright_core::{AgentId, DocumentKind};
 use wright_store::Store;
-use wright_tools::{Invocation, ToolRegistry};
+use wright_core::Invocation;
+use wright_tools::ToolRegistry;
 
 use crate::token::{Auth, TokenSource};
 use crate::{AppState, Config};
@@ -568,7 +569,7 @@ async fn call_tool(config: Config, name: &str, agent: &str, args: &str) -> anyho
         agent,
         name: name.to_owned(),
         args,
-        caller: "cli".into(),
+        caller: wright_core::Caller::Cli,
         conversation_id: None,
         tool_call_id: None,
         decided_by: None,
@@ -581,7 +582,7 @@ async fn call_tool(config: Config, name: &str, agent: &str, args: &str) -> anyho
             Ok(ExitCode::SUCCESS)
         }
         Err(error) => {
-            let body = serde_json::json!({ "error": error.to_string(), "category": error.category() });
+            let body = serde_json::json!({ "error": error.to_string(), "category": error.category().as_str() });
             println!("{}", serde_json::to_string_pretty(&body)?);
             eprintln!("error: {error}");
             Ok(ExitCode::FAILURE)

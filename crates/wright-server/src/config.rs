@@ -279,7 +279,7 @@ impl McpServeConfig {
         let builtins = wright_tools::builtin_specs();
         for name in &self.builtins {
             let Some(spec) = builtins.iter().find(|spec| &spec.name == name) else {
-                let closest = wright_tools::closest_names(name, builtins.iter().map(|spec| spec.name.as_str()));
+                let closest = wright_core::closest_names(name, builtins.iter().map(|spec| spec.name.as_str()));
                 anyhow::bail!(
                     "[mcp_server] builtins names `{name}`, which is not a built-in tool (closest: {})",
                     closest.join(", ")

@@ -31,7 +31,8 @@ use wright_core::{
     PendingKind, ToolPolicy, ToolSettings, Unfinished,
 };
 use wright_store::{AnswerResult, Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
-use wright_tools::{Invocation, ToolRegistry};
+use wright_core::Invocation;
+use wright_tools::ToolRegistry;
 
 use crate::api::ApiError;
 use crate::config::RunsConfig;
@@ -351,7 +352,7 @@ impl Runs {
                     agent: agent.clone(),
                     name: call.tool_name.clone(),
                     args: answer.get("arguments").cloned().unwrap_or_else(|| call.args.clone()),
-                    caller: "agent".into(),
+                    caller: wright_core::Caller::Agent,
                     conversation_id: Some(conversation_id.to_owned()),
                     tool_call_id: Some(call.tool_call_id.clone()),
                     decided_by: Some(DecidedBy::Person),
@@ -419,7 +420,7 @@ impl Runs {
             let context = RunContext {
                 agent: &agent,
                 conversation_id: &conversation_id,
-                tools: &runs.tools,
+                tools: runs.tools.as_ref(),
                 config: &loop_config,
                 tool_settings: &tool_settings,
                 cancel: &cancel,

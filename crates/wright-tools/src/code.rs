@@ -45,8 +45,20 @@ pub(crate) async fn run_code(
     match &outcome {
         RunOutcome::Success { .. } => Ok(outcome.to_json()),
         RunOutcome::Failure { error, kind, .. } => {
-            Err(ToolError::Code { kind: kind.as_str(), message: error.clone(), outcome: outcome.to_json() })
+            Err(ToolError::Code { kind: sandbox_category(*kind), message: error.clone(), outcome: outcome.to_json() })
         }
+    }
+}
+
+/// The sandbox's failure kind as the error category every tool family shares.
+fn sandbox_category(kind: wright_sandbox::ErrorKind) -> wright_core::ErrorCategory {
+    use wright_core::ErrorCategory;
+    match kind {
+        wright_sandbox::ErrorKind::Syntax => ErrorCategory::Syntax,
+        wright_sandbox::ErrorKind::Runtime => ErrorCategory::Runtime,
+        wright_sandbox::ErrorKind::Timeout => ErrorCategory::Timeout,
+        wright_sandbox::ErrorKind::Memory => ErrorCategory::Memory,
+        wright_sandbox::ErrorKind::OutputTooLarge => ErrorCategory::OutputTooLarge,
     }
 }
 

@@ -1,8 +1,10 @@
-//! The one error of a tool call, with a category for `tool_executions`.
+//! The one error of a tool call, with its [`ErrorCategory`] for `tool_executions` and the
+//! [`ToolFailure`] the loop reads through the tools port.
 //!
 //! Messages are written for the model that made the call: they say what was wrong and, where
 //! it helps, what to do instead.
 
+use wright_core::{ErrorCategory, ToolFailure};
 use wright_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +30,7 @@ pub enum ToolError {
     Rejected(String),
     /// The agent's JavaScript failed; `outcome` is the seed's `{error, kind, logs}` shape.
     #[error("{kind} error: {message}")]
-    Code { kind: &'static str, message: String, outcome: serde_json::Value },
+    Code { kind: ErrorCategory, message: String, outcome: serde_json::Value },
     /// The egress policy refused the request.
     #[error("{0}")]
     Denied(String),
@@ -50,31 +52,28 @@ pub enum ToolError {
 
 impl ToolError {
     /// The category stored with a failed execution and used in statistics.
-    pub fn category(&self) -> &'static str {
+    pub fn category(&self) -> ErrorCategory {
         match self {
-            ToolError::UnknownTool { .. } => "unknown_tool",
-            ToolError::InvalidArguments { .. } => "invalid_arguments",
-            ToolError::NotFound(_) => "not_found",
-            ToolError::LimitExceeded(_) => "limit",
-            ToolError::RateLimited { .. } => "rate_limited",
-            ToolError::Rejected(_) => "rejected",
-            ToolError::Code { kind, .. } => kind,
-            ToolError::Denied(_) => "denied",
-            ToolError::Timeout(_) => "timeout",
-            ToolError::Network(_) => "network",
-            ToolError::NotConfigured(_) => "not_configured",
-            ToolError::Cancelled(_) => "cancelled",
-            ToolError::Internal(_) => "internal",
+            ToolError::UnknownTool { .. } => ErrorCategory::UnknownTool,
+            ToolError::InvalidArguments { .. } => ErrorCategory::InvalidArguments,
+            ToolError::NotFound(_) => ErrorCategory::NotFound,
+            ToolError::LimitExceeded(_) => ErrorCategory::Limit,
+            ToolError::RateLimited { .. } => ErrorCategory::RateLimited,
+            ToolError::Rejected(_) => ErrorCategory::Rejected,
+            ToolError::Code { kind, .. } => *kind,
+            ToolError::Denied(_) => ErrorCategory::Denied,
+            ToolError::Timeout(_) => ErrorCategory::Timeout,
+            ToolError::Network(_) => ErrorCategory::Network,
+            ToolError::NotConfigured(_) => ErrorCategory::NotConfigured,
+            ToolError::Cancelled(_) => ErrorCategory::Cancelled,
+            ToolError::Internal(_) => ErrorCategory::Internal,
         }
     }
 
     /// What the model reads for this failure: the sandbox's own shape for code failures,
     /// `{error, category}` for the rest.
     pub fn to_model_output(&self) -> serde_json::Value {
-        match self {
-            ToolError::Code { outcome, .. } => outcome.clone(),
-            other => serde_json::json!({ "error": other.to_string(), "category": other.category() }),
-        }
+        ToolFailure::from(self).to_output()
     }
 
     pub(crate) fn missing_field(tool: &str, operation: &str, field: &str) -> Self {
@@ -82,6 +81,16 @@ impl ToolError {
             tool: tool.to_owned(),
             problems: vec![format!("operation `{operation}` requires the field `{field}`")],
         }
+    }
+}
+
+impl From<&ToolError> for ToolFailure {
+    fn from(error: &ToolError) -> Self {
+        let output = match error {
+            ToolError::Code { outcome, .. } => Some(outcome.clone()),
+            _ => None,
+        };
+        ToolFailure { category: error.category(), message: error.to_string(), output }
     }
 }
 

@@ -36,7 +36,7 @@ pub use code::run_file;
 pub use error::ToolError;
 pub use interaction::check_pausing_call;
 pub use mcp::{EgressGate, egress_gate};
-pub use registry::{CLOSEST_NAMES, Invocation, ToolInfo, ToolRegistry, builtin_specs, closest_names, takes_exactly};
+pub use registry::{ToolInfo, ToolRegistry, builtin_specs};
 
 use std::sync::Arc;
 

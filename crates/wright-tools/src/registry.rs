@@ -10,7 +10,10 @@ use futures::FutureExt;
 use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, DecidedBy, ToolKind, ToolPolicy, ToolSpec, Toolset};
+use wright_core::{
+    AgentId, BoxFuture, ErrorCategory, Invocation, ToolFailure, ToolKind, ToolPolicy, ToolPort, ToolSpec, Toolset,
+    closest_names,
+};
 use wright_store::{AgentTool, ExecutionRecord};
 
 use crate::builtin::Tool;
@@ -25,20 +28,6 @@ pub struct ToolInfo {
     pub kind: ToolKind,
     /// The toolset a built-in belongs to; `None` for the agent's own and MCP tools.
     pub toolset: Option<wright_core::Toolset>,
-}
-
-/// One call to make: which agent, which tool, with what, on whose behalf.
-#[derive(Debug, Clone)]
-pub struct Invocation {
-    pub agent: AgentId,
-    pub name: String,
-    pub args: Value,
-    /// Who is calling: `agent`, `cli`, `api`… recorded with the execution.
-    pub caller: String,
-    pub conversation_id: Option<String>,
-    pub tool_call_id: Option<String>,
-    /// Who let the call run, when a policy applies (the agent's loop); None for the operator.
-    pub decided_by: Option<DecidedBy>,
 }
 
 /// Every built-in tool, freshly built, each in its toolset (a module's tools share one).
@@ -189,11 +178,11 @@ impl ToolRegistry {
             tool_name: invocation.name,
             tool_kind: kind.as_str(),
             tool_version: None,
-            caller: invocation.caller,
+            caller: invocation.caller.as_str().to_owned(),
             conversation_id: invocation.conversation_id,
             tool_call_id: invocation.tool_call_id,
             args: invocation.args,
-            outcome: Err((message, "denied".to_owned())),
+            outcome: Err((message, ErrorCategory::Denied.as_str().to_owned())),
             duration_us: 0,
             decided_by: invocation.decided_by,
         };
@@ -366,13 +355,13 @@ impl ToolRegistry {
             tool_name: invocation.name,
             tool_kind: kind.as_str(),
             tool_version: version,
-            caller: invocation.caller,
+            caller: invocation.caller.as_str().to_owned(),
             conversation_id: invocation.conversation_id,
             tool_call_id: invocation.tool_call_id,
             args: invocation.args,
             outcome: match &outcome {
                 Ok(value) => Ok(value.clone()),
-                Err(error) => Err((error.to_string(), error.category().to_owned())),
+                Err(error) => Err((error.to_string(), error.category().as_str().to_owned())),
             },
             duration_us,
             decided_by: invocation.decided_by,
@@ -465,60 +454,6 @@ impl ToolRegistry {
     }
 }
 
-/// How many names an unknown-tool error suggests.
-pub const CLOSEST_NAMES: usize = 3;
-
-/// Whether a tool with `schema` takes `args` as they are: they are valid against it, and every
-/// argument is one of its declared properties (an extra argument that validation lets through
-/// would be silently dropped, so a tool that ignores part of a call is not the one it meant).
-/// An invalid schema takes nothing.
-pub fn takes_exactly(schema: &Value, args: &Value) -> bool {
-    let Some(given) = args.as_object() else { return false };
-    let declared = schema.get("properties").and_then(Value::as_object);
-    let all_declared = given.keys().all(|name| declared.is_some_and(|declared| declared.contains_key(name)));
-    all_declared && jsonschema::validator_for(schema).is_ok_and(|validator| validator.is_valid(args))
-}
-
-/// The [`CLOSEST_NAMES`] names of `names` nearest to `wanted`, best first: by edit distance
-/// between the names, with a name that contains the other (or shares a word with it) counted
-/// nearer — `save_note` should suggest `update_learned_notes`, not `save_tool`.
-pub fn closest_names<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let wanted = wanted.to_lowercase();
-    let wanted_words: Vec<&str> = wanted.split(['_', '-', '.', ' ']).filter(|word| word.len() > 2).collect();
-    let mut scored: Vec<(usize, &str)> = names
-        .map(|name| {
-            let lower = name.to_lowercase();
-            let mut score = edit_distance(&wanted, &lower) * 2;
-            if lower.contains(&wanted) || wanted.contains(&lower) {
-                score /= 4;
-            }
-            let shared = wanted_words
-                .iter()
-                .filter(|word| lower.split('_').any(|part| part.starts_with(&word[..word.len().min(4)])))
-                .count();
-            score = score.saturating_sub(shared * 6);
-            (score, name)
-        })
-        .collect();
-    scored.sort();
-    scored.into_iter().take(CLOSEST_NAMES).map(|(_, name)| name.to_owned()).collect()
-}
-
-/// Levenshtein distance over characters.
-fn edit_distance(left: &str, right: &str) -> usize {
-    let right: Vec<char> = right.chars().collect();
-    let mut previous: Vec<usize> = (0..=right.len()).collect();
-    for (row, left_char) in left.chars().enumerate() {
-        let mut current = vec![row + 1];
-        for (column, right_char) in right.iter().enumerate() {
-            let substitution = previous[column] + usize::from(left_char != *right_char);
-            current.push(substitution.min(previous[column + 1] + 1).min(current[column] + 1));
-        }
-        previous = current;
-    }
-    previous[right.len()]
-}
-
 /// Runs one call's future until it ends or `cancel` fires, and turns a panic into an error.
 async fn guarded(
     name: &str,
@@ -592,4 +527,44 @@ fn tagged_variant_problems(schema: &Value, args: &Value) -> Option<Vec<String>> 
     let validator = jsonschema::validator_for(chosen).ok()?;
     let tag_value = given.map(Value::to_string).unwrap_or_default();
     Some(problems(&validator, args).into_iter().map(|problem| format!("{problem} (for {tag} {tag_value})")).collect())
+}
+
+/// The registry as the agent loop's tools port.
+impl ToolPort for ToolRegistry {
+    fn specs<'a>(&'a self, agent: &'a AgentId) -> BoxFuture<'a, Result<Arc<[ToolSpec]>, ToolFailure>> {
+        Box::pin(async move { ToolRegistry::specs(self, agent).await.map_err(|error| ToolFailure::from(&error)) })
+    }
+
+    fn policy<'a>(&'a self, agent: &'a AgentId, name: &'a str) -> BoxFuture<'a, Result<ToolPolicy, ToolFailure>> {
+        Box::pin(async move { ToolRegistry::policy(self, agent, name).await.map_err(|error| ToolFailure::from(&error)) })
+    }
+
+    fn validate(&self, name: &str, args: &Value) -> Result<(), ToolFailure> {
+        ToolRegistry::validate(self, name, args).map_err(|error| ToolFailure::from(&error))
+    }
+
+    fn prepare_pause<'a>(
+        &'a self,
+        agent: &'a AgentId,
+        name: &'a str,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
+        Box::pin(async move {
+            ToolRegistry::prepare_pause(self, agent, name, args).await.map_err(|error| ToolFailure::from(&error))
+        })
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        invocation: Invocation,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
+        Box::pin(async move {
+            self.invoke_cancellable(invocation, cancel).await.map_err(|error| ToolFailure::from(&error))
+        })
+    }
+
+    fn record_refusal(&self, invocation: Invocation, reason: String) -> BoxFuture<'_, ()> {
+        Box::pin(ToolRegistry::record_refusal(self, invocation, reason))
+    }
 }

@@ -96,7 +96,7 @@ impl From<ToolError> for ApiError {
             ToolError::NotConfigured(_) => StatusCode::SERVICE_UNAVAILABLE,
             ToolError::Internal(_) => return Self::internal(&error),
         };
-        Self::new(status, error.category(), error.to_string())
+        Self::new(status, error.category().as_str(), error.to_string())
     }
 }
 

@@ -46,7 +46,8 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 use wright_core::{AgentId, DecidedBy, ToolKind, ToolPolicy};
-use wright_tools::{Invocation, ToolInfo};
+use wright_core::Invocation;
+use wright_tools::ToolInfo;
 
 use super::agents::existing_agent;
 use crate::AppState;
@@ -172,7 +173,7 @@ impl WrightMcp {
             agent,
             name,
             args: Value::Object(request.arguments.unwrap_or_default()),
-            caller: "mcp".into(),
+            caller: wright_core::Caller::Mcp,
             conversation_id: None,
             tool_call_id: None,
             decided_by: Some(DecidedBy::Policy),

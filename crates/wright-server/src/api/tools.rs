@@ -8,7 +8,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use wright_core::ToolPolicy;
 use wright_store::ExecutionFilter;
-use wright_tools::Invocation;
+use wright_core::{Caller, Invocation};
 
 use super::agents::existing_agent;
 use super::{ApiError, ApiJson};
@@ -153,7 +153,7 @@ pub async fn invoke_tool(
         agent,
         name,
         args,
-        caller: "api".into(),
+        caller: Caller::Api,
         conversation_id: None,
         tool_call_id: None,
         decided_by: None,
@@ -232,7 +232,7 @@ pub async fn set_tool_settings(
     let agent = existing_agent(&state, &agent).await?;
     let tools = state.tools.list(&agent).await?;
     if let Some(unknown) = settings.always_loaded.iter().find(|name| !tools.iter().any(|tool| &tool.name == *name)) {
-        let closest = wright_tools::closest_names(unknown, tools.iter().map(|tool| tool.name.as_str()));
+        let closest = wright_core::closest_names(unknown, tools.iter().map(|tool| tool.name.as_str()));
         return Err(ApiError::bad_request(format!(
             "always_loaded names `{unknown}`, which is not a tool of this agent (closest: {})",
             closest.join(", ")

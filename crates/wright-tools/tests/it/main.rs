@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use wright_agentdb::{AgentDatabases, AgentDbConfig};
-use wright_core::AgentId;
+use wright_core::{AgentId, Caller, Invocation};
 use wright_egress::{Egress, EgressConfig};
 use wright_sandbox::{Sandbox, SandboxConfig};
 use wright_store::{ExecutionFilter, StateLimits, Store};
-use wright_tools::{Invocation, Services, ToolError, ToolRegistry};
+use wright_tools::{Services, ToolError, ToolRegistry};
 
 mod memory;
 
@@ -57,7 +57,7 @@ impl Fixture {
                 agent: AgentId::default_agent(),
                 name: name.into(),
                 args,
-                caller: "test".into(),
+                caller: Caller::Api,
                 conversation_id: Some("conv-1".into()),
                 tool_call_id: Some("call-1".into()),
                 decided_by: None,
@@ -114,7 +114,7 @@ async fn the_agent_cannot_grow_its_notes_or_prompt_past_the_cap() {
     fixture.call("edit_learned_notes", json!({"operation": "replace", "content": "a".repeat(1_000)})).await.unwrap();
     let bomb = json!({"operation": "find_replace", "find": "a", "replace": "b".repeat(1_000), "replace_all": true});
     let error = fixture.call("edit_learned_notes", bomb).await.unwrap_err();
-    assert_eq!(error.category(), "limit");
+    assert_eq!(error.category().as_str(), "limit");
     assert!(
         error.to_string().contains("would be 1000000 bytes; the limit is 524288 bytes ([limits] max_document_bytes)"),
         "{error}"
@@ -123,7 +123,7 @@ async fn the_agent_cannot_grow_its_notes_or_prompt_past_the_cap() {
         .call("edit_system_prompt", json!({"operation": "append", "content": "x".repeat(600_000)}))
         .await
         .unwrap_err();
-    assert_eq!(error.category(), "limit", "{error}");
+    assert_eq!(error.category().as_str(), "limit", "{error}");
     let notes = fixture.call("read_learned_notes", json!({})).await.unwrap();
     assert_eq!(notes["version"], 2, "nothing was written");
 }
@@ -174,7 +174,7 @@ async fn find_that_is_absent_fails_quoting_it_and_changes_nothing() {
     ] {
         let error = fixture.call("edit_system_prompt", args).await.unwrap_err();
         assert!(error.to_string().contains("\"not there\" was not found"), "{error}");
-        assert_eq!(error.category(), "rejected");
+        assert_eq!(error.category().as_str(), "rejected");
     }
     assert_eq!(fixture.call("read_system_prompt", json!({})).await.unwrap()["version"], 1);
 }
@@ -203,7 +203,7 @@ async fn a_missing_required_field_is_named() {
     for (args, expected) in cases {
         let error = fixture.call("edit_learned_notes", args).await.unwrap_err();
         assert!(error.to_string().contains(expected), "{error} should contain {expected}");
-        assert_eq!(error.category(), "invalid_arguments");
+        assert_eq!(error.category().as_str(), "invalid_arguments");
     }
 }
 
@@ -260,7 +260,7 @@ async fn state_tools_have_the_seed_shapes() {
     let error = fixture.call("set_state", json!({"key": "k"})).await.unwrap_err();
     assert!(error.to_string().contains("\"value\" is a required property"), "{error}");
     let error = fixture.call("set_state", json!({"key": "x".repeat(300), "value": 1})).await.unwrap_err();
-    assert_eq!(error.category(), "limit");
+    assert_eq!(error.category().as_str(), "limit");
 }
 
 #[tokio::test]
@@ -282,7 +282,7 @@ async fn every_call_is_recorded_with_its_outcome_and_duration() {
         ("edit_system_prompt", Some("rejected"))
     );
     assert!(ok.success && ok.result == Some(json!({"ok": true})));
-    assert_eq!(ok.caller, "test");
+    assert_eq!(ok.caller, "api");
     assert_eq!(ok.tool_call_id.as_deref(), Some("call-1"));
     assert_eq!(ok.tool_kind, "builtin");
 }
@@ -296,7 +296,7 @@ async fn a_call_for_an_unknown_agent_is_not_found() {
             agent: AgentId::parse("ghost").unwrap(),
             name: "get_state".into(),
             args: json!({"key": "k"}),
-            caller: "test".into(),
+            caller: Caller::Api,
             conversation_id: None,
             tool_call_id: None,
             decided_by: None,
@@ -351,9 +351,9 @@ mod tool_management {
         assert_eq!(fixture.call("delete_tool", json!({"name": "add"})).await.unwrap(), json!({"deleted": true}));
         assert_eq!(fixture.call("delete_tool", json!({"name": "add"})).await.unwrap(), json!({"deleted": false}));
         let error = fixture.call("read_tool", json!({"name": "add"})).await.unwrap_err();
-        assert_eq!(error.category(), "not_found");
+        assert_eq!(error.category().as_str(), "not_found");
         let error = fixture.call("update_tool", json!({"name": "add", "code": "return 1"})).await.unwrap_err();
-        assert_eq!(error.category(), "not_found");
+        assert_eq!(error.category().as_str(), "not_found");
     }
 
     #[tokio::test]
@@ -460,7 +460,7 @@ mod interaction {
             .call("render_blocks", json!({"blocks": [{"type": "alert", "variant": "loud", "content": "x"}]}))
             .await
             .unwrap_err();
-        assert_eq!(error.category(), "invalid_arguments");
+        assert_eq!(error.category().as_str(), "invalid_arguments");
     }
 
     #[test]
@@ -534,7 +534,7 @@ mod components {
             .call("update_ui_component", json!({"name": "Ok", "code": "export default () => <;"}))
             .await
             .unwrap_err();
-        assert_eq!(error.category(), "rejected");
+        assert_eq!(error.category().as_str(), "rejected");
         let error = fixture
             .call("create_ui_component", json!({"name": "Net", "description": "x", "code": "import x from 'http://a.b/c.js'; export default x;"}))
             .await
@@ -781,19 +781,19 @@ mod code_and_web {
             assert_eq!(ran["result"], result, "{code}");
         }
         let error = fixture.call("run_sandbox_code", json!({"code": "throw new Error('boom')"})).await.unwrap_err();
-        assert_eq!(error.category(), "runtime");
+        assert_eq!(error.category().as_str(), "runtime");
         assert_eq!(error.to_model_output()["error"].as_str().map(|text| text.contains("boom")), Some(true));
         let error =
             fixture.call("run_sandbox_code", json!({"code": "while (true) {}", "timeout_ms": 200})).await.unwrap_err();
-        assert_eq!(error.category(), "timeout");
+        assert_eq!(error.category().as_str(), "timeout");
         let error = fixture.call("run_sandbox_code", json!({"code": "return (;"})).await.unwrap_err();
-        assert_eq!(error.category(), "syntax");
+        assert_eq!(error.category().as_str(), "syntax");
         // A model may not ask for any deadline it likes: above [sandbox] max_deadline_ms it is refused.
         let error = fixture
             .call("run_sandbox_code", json!({"code": "return 1", "timeout_ms": 999_999_999_999u64}))
             .await
             .unwrap_err();
-        assert_eq!(error.category(), "limit");
+        assert_eq!(error.category().as_str(), "limit");
         assert!(error.to_string().contains("above the limit of 60000 ms"), "{error}");
     }
 
@@ -837,7 +837,7 @@ mod code_and_web {
         assert_eq!(fixture.call("read_tool", json!({"name": "spin"})).await.unwrap()["timeout_ms"], 150);
         let started = std::time::Instant::now();
         let error = fixture.call("spin", json!({})).await.unwrap_err();
-        assert_eq!(error.category(), "timeout");
+        assert_eq!(error.category().as_str(), "timeout");
         assert!(started.elapsed() < std::time::Duration::from_secs(2), "the tool's 150 ms, not the default 5 s");
         fixture.call("update_tool", json!({"name": "spin", "timeout_ms": 300})).await.unwrap();
         assert_eq!(fixture.call("read_tool", json!({"name": "spin"})).await.unwrap()["timeout_ms"], 300);
@@ -866,13 +866,13 @@ mod code_and_web {
         assert_eq!(result["truncated"], false);
         for url in ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "file:///etc/passwd"] {
             let error = fixture.call("fetch_url", json!({"url": url})).await.unwrap_err();
-            assert!(matches!(error.category(), "denied" | "rejected"), "{url}: {error}");
+            assert!(matches!(error.category().as_str(), "denied" | "rejected"), "{url}: {error}");
         }
         let other_port = fixture
             .call("fetch_url", json!({"url": format!("http://127.0.0.1:{}/hello", address.port() + 1)}))
             .await
             .unwrap_err();
-        assert_eq!(other_port.category(), "denied");
+        assert_eq!(other_port.category().as_str(), "denied");
     }
 
     #[tokio::test]
@@ -909,7 +909,7 @@ mod code_and_web {
             .call("browser_navigate", json!({"url": "http://169.254.169.254/latest/meta-data/"}))
             .await
             .unwrap_err();
-        assert_eq!(error.category(), "denied", "{error}");
+        assert_eq!(error.category().as_str(), "denied", "{error}");
         assert_eq!(fixture.call("browser_close", json!({})).await.unwrap(), json!({"ok": true}));
     }
 
@@ -937,7 +937,7 @@ mod code_and_web {
         // goes through the egress policy.
         let fixture = Fixture::with_egress(EgressConfig { search: search.clone(), ..EgressConfig::default() }).await;
         let error = fixture.call("web_search", json!({"query": "rust"})).await.unwrap_err();
-        assert_eq!(error.category(), "denied", "{error}");
+        assert_eq!(error.category().as_str(), "denied", "{error}");
 
         let fixture = Fixture::with_egress(EgressConfig { search, ..allowing(address) }).await;
         let results = fixture.call("web_search", json!({"query": "rust"})).await.unwrap();
@@ -976,7 +976,7 @@ mod database {
         assert_eq!(schema["tables"][0]["name"], "expenses");
         assert_eq!(schema["tables"][0]["row_count"], 1);
         let error = fixture.call("db_sql", json!({"sql": "ATTACH DATABASE 'x.db' AS x"})).await.unwrap_err();
-        assert_eq!(error.category(), "denied", "{error}");
+        assert_eq!(error.category().as_str(), "denied", "{error}");
         let error = fixture.call("db_sql", json!({"sql": "SELECT 1; SELECT 2"})).await.unwrap_err();
         assert!(error.to_string().contains("only one SQL statement"), "{error}");
         let error = fixture.call("db_sql", json!({"sql": "SELECT * FROM agents"})).await.unwrap_err();
@@ -987,10 +987,10 @@ mod database {
 #[test]
 fn closest_names_rank_small_typos_and_shared_words_first() {
     let names = ["get_state", "set_state", "edit_learned_notes", "read_learned_notes", "fetch_url", "web_search"];
-    assert_eq!(wright_tools::closest_names("get_stat", names.into_iter())[0], "get_state");
-    let for_notes = wright_tools::closest_names("save_notes", names.into_iter());
+    assert_eq!(wright_core::closest_names("get_stat", names.into_iter())[0], "get_state");
+    let for_notes = wright_core::closest_names("save_notes", names.into_iter());
     assert!(for_notes[..2].iter().all(|name| name.ends_with("learned_notes")), "{for_notes:?}");
-    assert_eq!(wright_tools::closest_names("x", names.into_iter()).len(), wright_tools::CLOSEST_NAMES);
+    assert_eq!(wright_core::closest_names("x", names.into_iter()).len(), wright_core::CLOSEST_NAMES);
 }
 
 mod mcp {
@@ -1157,7 +1157,7 @@ mod mcp {
         assert_eq!(result["content"][0]["text"], "via the registry", "{result}");
         // The server's schema is enforced before the server sees the call.
         let error = fixture.call("mcp__py__echo", json!({"text": 42})).await.unwrap_err();
-        assert_eq!(error.category(), "invalid_arguments", "{error}");
+        assert_eq!(error.category().as_str(), "invalid_arguments", "{error}");
 
         let executions = fixture.store().list_executions(&agent, &ExecutionFilter::default()).await.unwrap();
         let mcp_calls: Vec<_> = executions.iter().filter(|execution| execution.tool_name == "mcp__py__echo").collect();
@@ -1191,14 +1191,14 @@ async fn workspace_tools_read_write_search_and_run_confined() {
     assert!(bash["duration_ms"].is_u64() && bash["truncated"] == false);
 
     let escape = fixture.call("file_read", json!({"path": "../../../../etc/passwd"})).await.unwrap_err();
-    assert_eq!(escape.category(), "denied", "{escape}");
+    assert_eq!(escape.category().as_str(), "denied", "{escape}");
     let outside = fixture.call("file_write", json!({"path": "/etc/wright-test", "content": "x"})).await.unwrap_err();
-    assert_eq!(outside.category(), "denied", "{outside}");
+    assert_eq!(outside.category().as_str(), "denied", "{outside}");
     let ambiguous = fixture
         .call("file_edit", json!({"path": "src/main.rs", "old_string": "", "new_string": "x"}))
         .await
         .unwrap_err();
-    assert_eq!(ambiguous.category(), "rejected");
+    assert_eq!(ambiguous.category().as_str(), "rejected");
     let too_long = fixture.call("bash", json!({"command": "true", "timeout_ms": 10_000_000})).await.unwrap_err();
-    assert_eq!(too_long.category(), "limit");
+    assert_eq!(too_long.category().as_str(), "limit");
 }

@@ -66,7 +66,7 @@ async fn memory_tool_mistakes_are_errors_the_model_can_fix() {
     let bad_id = fixture.call("memory", json!({"action": "forget", "memory_id": "abc"})).await.unwrap_err();
     assert!(bad_id.to_string().contains("\"abc\""), "{bad_id}");
     let unknown = fixture.call("memory", json!({"action": "forget", "memory_id": "999"})).await.unwrap_err();
-    assert_eq!(unknown.category(), "not_found");
+    assert_eq!(unknown.category().as_str(), "not_found");
 }
 
 #[tokio::test]

@@ -1,0 +1,96 @@
+//! The loop's settings (`[agent]` in config.toml): its limits and which small-model rules are on.
+
+/// Limits of the loop; each is a config knob (`[agent]` in config.toml).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoopConfig {
+    /// Model turns with tool calls before the final request goes out with tools disabled.
+    pub max_tool_turns: usize,
+    /// Largest tool result sent back to the model, in bytes of JSON.
+    pub max_output_size: usize,
+    /// When the history sent to the model grows past this many characters, older turns are
+    /// compacted into a summary. About a quarter of a 128k-token window by default.
+    pub compact_above_chars: usize,
+    /// How much recent history compaction keeps verbatim, in characters.
+    pub keep_recent_chars: usize,
+    /// A call identical to one that ran earlier in this run (same tool, same arguments, and
+    /// no other call has succeeded since) is not run again: its result repeats the earlier one
+    /// and asks for the answer. Small models call a tool again after its result instead of
+    /// answering; this ends the loop they would otherwise run to `max_tool_turns`.
+    pub refuse_repeated_calls: bool,
+    /// The model's context window in tokens when its server does not say (llama.cpp's
+    /// `/props` and Ollama's `/api/show` do, and win). Unset: no fitting beyond
+    /// `compact_above_chars`.
+    pub context_window: Option<usize>,
+    /// Tokens kept free for the model's answer when a request is fitted into the window; when
+    /// the window is known, also the most one reply may take (`max_tokens`): without it a
+    /// small model that falls into repeating itself writes until the window is full — six
+    /// thousand tokens, minutes of a local server's time, for one turn.
+    pub reserve_output_tokens: usize,
+    /// When tools were offered and a reply made no call, calls written as text (bare JSON,
+    /// a ```json block, `<tool_call>` tags, the text protocol's blocks) are recovered into
+    /// real calls (`wright_llm::recover_calls`).
+    pub recover_text_calls: bool,
+    /// How many times a run asks again when the model's reply only repeats the last tool
+    /// result (small models parrot a result instead of answering or fixing the call); the
+    /// repeated reply is not stored. 0 turns this off.
+    pub max_echo_retries: usize,
+    /// With on-demand loading, how many catalogue tools the person's last message is about
+    /// (by its words, `surface::preselect`) are sent whole from the run's first request.
+    /// Small models answer in prose rather than call `load_tools`. 0 turns this off.
+    pub preload_tools: usize,
+    /// After this many turns in a row that call only one tool, that tool is not offered for
+    /// the next turn (then it is again): a small model feeds a result back into the same tool
+    /// (`double(21)`, `double(42)`, … to the turn limit) instead of answering. 0 turns this off.
+    pub max_same_tool_turns: usize,
+    /// A reply whose every call repeats a call that failed in this run (same tool, same
+    /// arguments) is not stored; the turn is asked again at [`RESAMPLE_TEMPERATURE`] with the
+    /// error restated, up to this many times a run. Then the repeat is answered as any other.
+    pub resample_failed_repeats: usize,
+    /// The first request of a run started by a message that names what some tool does (it
+    /// shares a rare word with a tool's name or description, as preselection scores it) must
+    /// be answered with a tool call. With a server that turns schemas into a grammar, a small
+    /// model then writes a valid call of a tool it was offered, instead of prose or a made-up
+    /// tool. Off by default: a capable model decides well by itself, and a message that only
+    /// mentions a tool's subject would get a call it did not need.
+    pub require_first_call: bool,
+}
+
+impl Default for LoopConfig {
+    fn default() -> Self {
+        Self {
+            max_tool_turns: 50,
+            max_output_size: 1024 * 1024,
+            compact_above_chars: 400_000,
+            keep_recent_chars: 100_000,
+            context_window: None,
+            reserve_output_tokens: 2048,
+            refuse_repeated_calls: true,
+            recover_text_calls: true,
+            max_echo_retries: 2,
+            preload_tools: 2,
+            max_same_tool_turns: 4,
+            resample_failed_repeats: 2,
+            require_first_call: false,
+        }
+    }
+}
+
+/// Characters per token when a request is fitted into a context window: a conservative
+/// estimate (English prose is about 4, JSON schemas and code nearer 3), so a request that fits
+/// by this count fits for real.
+pub const CHARS_PER_TOKEN: usize = 3;
+
+/// What the last request of a run that reached `max_tool_turns` adds to the system message
+/// (seed 004's `limit_reached`): without it a model keeps trying to call tools that are gone.
+pub fn limit_reached(max_tool_turns: usize) -> String {
+    format!(
+        "## limit_reached\nThis run has used all of its {max_tool_turns} tool turns, so no tools are available now. \
+         Do not try to call a tool. Sum up for the person: what you did, what you found, and what is left to do."
+    )
+}
+
+
+/// The temperature of a turn asked again because its calls repeated calls that failed: a
+/// model decoding greedily (or nearly) writes the same failing call every time it is asked.
+pub const RESAMPLE_TEMPERATURE: f32 = 1.0;

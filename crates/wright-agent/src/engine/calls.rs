@@ -1,0 +1,171 @@
+//! Running one turn's calls, in the order the model gave them: the policy may answer a call
+//! without running it; the others are dispatched through the tools port, and the policy adds
+//! its hints to their results. Then the turn's end: the policy decides what the next request
+//! withholds, and a parked call ends the run (or it goes on, when it was answered meanwhile).
+
+use std::collections::BTreeSet;
+
+use wright_core::{EventBody, NewEvent, Notice, ToolLoading, ToolOutcome, ToolSpec, transcript_line};
+
+use super::view::ModelView;
+use super::{Run, stored};
+use crate::AgentError;
+use crate::dispatch::{Dispatched, dispatch};
+use crate::policy::{CallDecision, CallView, Reply, ResultView, TurnView, name_note};
+use crate::ports::{Finish, ParkedCall, RunOutcome};
+use crate::surface::{LOAD_TOOLS, load};
+
+use super::request::Prepared;
+
+/// What a turn's calls did, for the turn rules.
+#[derive(Default)]
+struct Ran {
+    /// The tools of calls answered as repeats of calls that worked.
+    repeated: BTreeSet<String>,
+    /// Whether every call was such a repeat.
+    only_repeats: bool,
+}
+
+impl Run<'_> {
+    /// Runs the reply's calls and ends the turn: `Some` when the run ended.
+    pub(super) async fn run_calls(
+        &mut self,
+        reply: &Reply,
+        prepared: &Prepared,
+        all_tools: &[ToolSpec],
+    ) -> Result<Option<RunOutcome>, AgentError> {
+        let mut parked = false;
+        // The turn's last result is held back when the turn parks, to be stored with the
+        // status change.
+        let mut last_result = None;
+        let mut ran = Ran { only_repeats: true, ..Ran::default() };
+        for (index, call) in reply.calls.iter().enumerate() {
+            if self.cancel.is_cancelled() {
+                // The calls not run yet get their "cancelled" results in the closing write.
+                return self.end(RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await.map(Some);
+            }
+            let spec = all_tools.iter().find(|spec| spec.name == call.name);
+            let on_demand = self.settings.loading == ToolLoading::OnDemand;
+            let decision = match &call.arguments {
+                // The loop's own meta-tool.
+                Ok(arguments) if on_demand && call.name == LOAD_TOOLS => {
+                    let (output, success) = load(arguments, all_tools, &self.settings, &mut self.facts.loaded);
+                    CallDecision::Answered(ToolOutcome::answered(output, success))
+                }
+                _ => self.policy.call(&CallView {
+                    run: self.run_view(all_tools),
+                    call,
+                    spec,
+                    withheld: &prepared.withheld,
+                }),
+            };
+            // A tool called before it was loaded (small models call from the catalogue, and
+            // lenient servers let them) is loaded now.
+            let unloaded = (on_demand && !prepared.offered.iter().any(|offered| offered.name == call.name))
+                .then(|| spec.filter(|spec| self.settings.enables(spec.toolset)))
+                .flatten();
+            let dispatched = match decision {
+                CallDecision::Answered(outcome) => {
+                    ran.only_repeats = false;
+                    Dispatched::Finished(outcome)
+                }
+                // Only a repeat of a call that worked is withheld: one that failed needs
+                // fixing, with the tool still offered.
+                CallDecision::Repeat(outcome) => {
+                    if outcome.success {
+                        ran.repeated.insert(call.name.clone());
+                    } else {
+                        ran.only_repeats = false;
+                    }
+                    Dispatched::Finished(outcome)
+                }
+                CallDecision::Run => {
+                    ran.only_repeats = false;
+                    let mut dispatched = dispatch(&self.site, call, spec.is_some_and(|spec| spec.pauses)).await;
+                    if let Some(spec) = unloaded {
+                        self.facts.loaded.insert(spec.name.clone());
+                    }
+                    if let Dispatched::Finished(outcome) = &mut dispatched {
+                        let hints = self.policy.result_hints(&ResultView {
+                            run: self.run_view(all_tools),
+                            outcome,
+                            unloaded,
+                        });
+                        outcome.hints.extend(hints);
+                        if let Ok(arguments) = &call.arguments {
+                            let output = outcome.clone().into_output();
+                            self.facts.recent_calls.record(&call.name, arguments, &output, outcome.success);
+                        }
+                    }
+                    dispatched
+                }
+            };
+            match dispatched {
+                Dispatched::Finished(mut outcome) => {
+                    outcome.hints.extend(name_note(reply, &call.id, &call.name));
+                    let success = outcome.success;
+                    let output = outcome.into_output();
+                    let result = NewEvent::new(
+                        transcript_line(&output),
+                        EventBody::ToolResult { tool_call_id: call.id.clone(), name: call.name.clone(), output, success },
+                    );
+                    if index + 1 == reply.calls.len() && parked {
+                        last_result = Some(result);
+                    } else {
+                        self.view.extend(self.transcript.append(vec![result]).await.map_err(stored)?);
+                    }
+                }
+                Dispatched::Park { arguments, render, kind } => {
+                    let parked_call = ParkedCall {
+                        tool_call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        kind,
+                        arguments,
+                        render,
+                    };
+                    self.transcript.park(&parked_call).await.map_err(stored)?;
+                    parked = true;
+                }
+            }
+        }
+        self.end_turn(reply, &ran, all_tools);
+        if self.cancel.is_cancelled() {
+            let mut closing: Vec<NewEvent> = last_result.into_iter().collect();
+            closing.push(NewEvent::notice(Notice::Cancelled));
+            return self.end(RunOutcome::Cancelled, closing).await.map(Some);
+        }
+        if parked {
+            let finish = self.transcript.finish(&RunOutcome::Parked, last_result.into_iter().collect());
+            match finish.await.map_err(stored)? {
+                Finish::Ended => return Ok(Some(RunOutcome::Parked)),
+                // Answered during the turn: the answers were stored by another writer.
+                Finish::Continue => {
+                    self.view = ModelView::of(self.transcript.events().await.map_err(stored)?);
+                    self.run_approved_calls().await?;
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Counts the turn, follows the streak of one tool, and lets the turn rules decide what
+    /// the next request withholds.
+    fn end_turn(&mut self, reply: &Reply, ran: &Ran, all_tools: &[ToolSpec]) {
+        self.facts.tool_turns += 1;
+        let first = &reply.calls[0].name;
+        self.facts.streak = match self.facts.streak.take() {
+            _ if reply.calls.iter().any(|call| call.name != *first) => None,
+            Some((name, turns)) if name == *first => Some((name, turns + 1)),
+            _ => Some((first.clone(), 1)),
+        };
+        let decision = self.policy.turn(&TurnView {
+            run: self.run_view(all_tools),
+            repeated: &ran.repeated,
+            only_repeats: ran.only_repeats,
+        });
+        if decision.end_streak {
+            self.facts.streak = None;
+        }
+        self.next.withhold = decision.withhold;
+    }
+}

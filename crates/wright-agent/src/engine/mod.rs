@@ -1,0 +1,302 @@
+//! The driver: one run of the loop as a sequence of turns over a [`Run`], the state a run owns
+//! from one turn to the next. It sequences the phases — prepare the request, ask the model,
+//! let the policy judge the reply, run the calls, let the policy judge the turn — and does
+//! what the rules decide; the rules themselves live in `policy`.
+//!
+//! Every way a run ends goes through [`Transcript::finish`] (see `end`).
+
+mod calls;
+mod compaction;
+mod request;
+mod view;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use wright_core::{AgentId, EventBody, EventKind, Hint, NewEvent, Notice, ToolPort, ToolSettings, ToolSpec, transcript_line};
+
+use self::request::Prepared;
+use self::view::ModelView;
+use crate::AgentError;
+use crate::config::{CHARS_PER_TOKEN, LoopConfig};
+use crate::context::system_message;
+use crate::dispatch::{CallSite, run_approved};
+use crate::policy::{NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail, without_repeats};
+use crate::ports::{Model, ModelError, ModelReply, RunOutcome, Transcript};
+
+/// Everything a run needs besides the ports.
+pub struct RunContext<'a> {
+    pub agent: &'a AgentId,
+    pub conversation_id: &'a str,
+    pub tools: &'a dyn ToolPort,
+    pub config: &'a LoopConfig,
+    /// The agent's toolsets and how their schemas are sent (read when the run starts).
+    pub tool_settings: &'a ToolSettings,
+    pub cancel: &'a CancellationToken,
+}
+
+/// Runs the loop until the model is done, a call parks, the turn limit is reached, the model
+/// fails, or the run is cancelled; each of those ends the run through [`Transcript::finish`].
+/// An error means the transcript could not be written: the caller must end the run itself.
+pub async fn run(
+    model: &dyn Model,
+    transcript: &dyn Transcript,
+    context: RunContext<'_>,
+) -> Result<RunOutcome, AgentError> {
+    let mut run = Run::start(model, transcript, context).await?;
+    loop {
+        if let Some(outcome) = run.turn().await? {
+            return Ok(outcome);
+        }
+    }
+}
+
+/// The state of one run.
+struct Run<'a> {
+    model: &'a dyn Model,
+    transcript: &'a dyn Transcript,
+    config: &'a LoopConfig,
+    cancel: &'a CancellationToken,
+    site: CallSite<'a>,
+    policy: Policy,
+    /// What the model sees. Read once; the run keeps it current with what it appends (the run
+    /// owns the conversation, so only answers to its own parked calls are written by others,
+    /// and it reloads after those).
+    view: ModelView,
+    /// The system message, read at the start of a run and again when the conversation is
+    /// compacted (seed 002: a mid-conversation edit of the prompt reaches the context then).
+    system: String,
+    /// The settings this run uses: switched to on-demand loading when every schema would not fit.
+    settings: ToolSettings,
+    /// The request's room in the model's window, in characters, with room for the answer;
+    /// `None` when neither the server nor the config says.
+    budget_chars: Option<usize>,
+    max_output_tokens: Option<u32>,
+    facts: RunFacts,
+    /// What the next request adds, as the policy decided.
+    next: NextRequest,
+}
+
+/// How a model turn came back.
+enum Turned {
+    Reply(ModelReply),
+    Ended(RunOutcome),
+}
+
+impl<'a> Run<'a> {
+    async fn start(
+        model: &'a dyn Model,
+        transcript: &'a dyn Transcript,
+        context: RunContext<'a>,
+    ) -> Result<Self, AgentError> {
+        let config = context.config;
+        let window = model.context_window().await.or(config.context_window);
+        let view = ModelView::of(transcript.events().await.map_err(stored)?);
+        let system = system_for(transcript, &view).await?;
+        let mut run = Self {
+            model,
+            transcript,
+            config,
+            cancel: context.cancel,
+            site: CallSite {
+                tools: context.tools,
+                agent: context.agent,
+                conversation_id: context.conversation_id,
+                max_output_size: config.max_output_size,
+                cancel: context.cancel,
+            },
+            policy: Policy::standard(),
+            view,
+            system,
+            settings: context.tool_settings.clone(),
+            budget_chars: window
+                .map(|tokens| tokens.saturating_sub(config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN)),
+            max_output_tokens: window.map(|_| u32::try_from(config.reserve_output_tokens).unwrap_or(u32::MAX)),
+            facts: RunFacts::default(),
+            next: NextRequest::default(),
+        };
+        run.run_approved_calls().await?;
+        let all_tools = run.specs().await?;
+        let started_by_message = run.view.history.last().is_some_and(|event| event.kind() == EventKind::User);
+        let decision = run.policy.start(&StartView { run: run.run_view(&all_tools), started_by_message });
+        run.facts.loaded.extend(decision.preload);
+        run.next.require_call = decision.require_call;
+        Ok(run)
+    }
+
+    fn run_view<'v>(&'v self, all_tools: &'v [ToolSpec]) -> RunView<'v> {
+        RunView {
+            history: &self.view.history,
+            config: self.config,
+            settings: &self.settings,
+            all_tools,
+            facts: &self.facts,
+        }
+    }
+
+    async fn specs(&self) -> Result<Arc<[ToolSpec]>, AgentError> {
+        self.site.tools.specs(self.site.agent).await.map_err(|failure| stored(failure.message))
+    }
+
+    /// One turn: `Some` when the run ended.
+    async fn turn(&mut self) -> Result<Option<RunOutcome>, AgentError> {
+        if self.cancel.is_cancelled() {
+            return self.end(RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await.map(Some);
+        }
+        let all_tools = self.specs().await?;
+        let prepared = self.prepare(&all_tools).await?;
+        let (reply, provider) = match self.ask(&prepared).await? {
+            Turned::Reply(ModelReply { text, tool_calls, data }) => {
+                let calls = if prepared.tools_enabled { tool_calls } else { Vec::new() };
+                (Reply { text, calls, renamed: Vec::new() }, data)
+            }
+            Turned::Ended(outcome) => return Ok(Some(outcome)),
+        };
+        let as_sent = reply.clone();
+        let view = ReplyView {
+            run: self.run_view(&all_tools),
+            reply: &as_sent,
+            offered: &prepared.offered,
+            withheld: &prepared.withheld,
+            tools_enabled: prepared.tools_enabled,
+        };
+        let (reply, counted, ask_again) = self.policy.reply(reply, &view);
+        for counter in counted {
+            *self.facts.counts.entry(counter).or_default() += 1;
+        }
+        if let Some((counter, next)) = ask_again {
+            // The reply is dropped: not stored, and the request asked again as the rule said.
+            *self.facts.counts.entry(counter).or_default() += 1;
+            self.next = next;
+            return Ok(None);
+        }
+        let assistant =
+            NewEvent::new(reply.text.clone(), EventBody::Assistant { text: reply.text.clone(), provider });
+        if reply.calls.is_empty() {
+            // The answer and the status it leaves are one write.
+            if !prepared.turns_left {
+                let notice = NewEvent::notice(Notice::TurnLimit { max_tool_turns: self.config.max_tool_turns });
+                return self.end(RunOutcome::TurnLimit, vec![assistant, notice]).await.map(Some);
+            }
+            return self.end(RunOutcome::Completed, vec![assistant]).await.map(Some);
+        }
+        self.store_calls(assistant, &reply).await?;
+        self.run_calls(&reply, &prepared, &all_tools).await
+    }
+
+    /// Asks the model. The reply is watched as it streams: a model that has fallen into
+    /// repeating itself is stopped (its own token, under the run's) and keeps what it wrote up
+    /// to the repeats.
+    async fn ask(&self, prepared: &Prepared) -> Result<Turned, AgentError> {
+        let request_cancel = self.cancel.child_token();
+        let streamed = std::sync::Mutex::new(String::new());
+        let watch = |text: &str| {
+            self.transcript.text_delta(text);
+            let mut so_far = streamed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            so_far.push_str(text);
+            if repeating_tail(&so_far).is_some() {
+                request_cancel.cancel();
+            }
+        };
+        let outcome = self.model.reply(prepared.request(&self.view.history), &watch, &request_cancel).await;
+        let so_far = std::mem::take(&mut *streamed.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let stopped_repeating = request_cancel.is_cancelled() && !self.cancel.is_cancelled();
+        Ok(match outcome {
+            Ok(mut reply) if stopped_repeating => {
+                reply.text = without_repeats(&so_far);
+                Turned::Reply(reply)
+            }
+            Ok(reply) => Turned::Reply(reply),
+            Err(ModelError::Cancelled) if stopped_repeating => {
+                Turned::Reply(ModelReply { text: without_repeats(&so_far), tool_calls: Vec::new(), data: Value::Null })
+            }
+            Err(ModelError::Cancelled) => {
+                Turned::Ended(self.end(RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await?)
+            }
+            Err(error) => {
+                let message = AgentError::from(error).to_string();
+                let notice = NewEvent::notice(Notice::Error { message: message.clone() });
+                Turned::Ended(self.end(RunOutcome::Failed { message }, vec![notice]).await?)
+            }
+        })
+    }
+
+    /// Stores the assistant's reply with its calls, before any of them runs.
+    async fn store_calls(&mut self, assistant: NewEvent, reply: &Reply) -> Result<(), AgentError> {
+        let mut new_events = vec![assistant];
+        for call in &reply.calls {
+            let arguments = match &call.arguments {
+                Ok(arguments) => arguments.clone(),
+                Err(raw) => Value::String(raw.clone()),
+            };
+            let content = format!("{}({})", call.name, transcript_line(&arguments));
+            new_events.push(NewEvent::new(
+                content,
+                EventBody::ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments,
+                    provider: call.data.clone(),
+                },
+            ));
+        }
+        self.view.extend(self.transcript.append(new_events).await.map_err(stored)?);
+        Ok(())
+    }
+
+    /// Runs the calls the person approved since the run last stopped, storing each result, so
+    /// the model sees them answered. A cancel stops here; the run's end closes what is left.
+    async fn run_approved_calls(&mut self) -> Result<(), AgentError> {
+        for approved in self.transcript.approved_calls().await.map_err(stored)? {
+            if self.cancel.is_cancelled() {
+                return Ok(());
+            }
+            // The stored call keeps the model's arguments (events are append-only): when the
+            // person edited them, the result says what really ran, for the model and the canvas.
+            let edited = self.view.history.iter().any(|event| {
+                matches!(&event.body, EventBody::ToolCall { id, arguments, .. }
+                    if *id == approved.tool_call_id && *arguments != approved.arguments)
+            });
+            let ran_with = edited.then(|| approved.arguments.clone());
+            let mut outcome =
+                run_approved(&self.site, &approved.tool_call_id, &approved.tool_name, approved.arguments).await;
+            if let Some(arguments) = ran_with {
+                outcome.hints.push(Hint::ArgumentsEditedByPerson(arguments));
+            }
+            let success = outcome.success;
+            let output = outcome.into_output();
+            let result = NewEvent::new(
+                transcript_line(&output),
+                EventBody::ToolResult {
+                    tool_call_id: approved.tool_call_id,
+                    name: approved.tool_name,
+                    output,
+                    success,
+                },
+            );
+            self.view.extend(self.transcript.append(vec![result]).await.map_err(stored)?);
+        }
+        Ok(())
+    }
+
+    /// Ends the run with `outcome` (anything but parking, which may continue).
+    async fn end(&self, outcome: RunOutcome, closing: Vec<NewEvent>) -> Result<RunOutcome, AgentError> {
+        self.transcript.finish(&outcome, closing).await.map_err(stored)?;
+        Ok(outcome)
+    }
+}
+
+fn stored(error: String) -> AgentError {
+    AgentError::Transcript(error)
+}
+
+/// The system message, read fresh from the store, with the view's compaction summary.
+async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<String, AgentError> {
+    let mut parts = transcript.system_parts().await.map_err(stored)?;
+    parts.earlier_summary = view.summary.clone();
+    Ok(system_message(&parts))
+}
+
+#[cfg(test)]
+mod tests;

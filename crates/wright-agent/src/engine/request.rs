@@ -1,0 +1,147 @@
+//! Preparing one request: the tool surface fitted into the window (fewer schemas first, then
+//! compaction), the system message with what the policy added, and the sampling settings.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use wright_core::{Event, ToolLoading, ToolSettings, ToolSpec};
+
+use super::compaction::compact;
+use super::view::ModelView;
+use super::{Run, stored, system_for};
+use crate::config::{LoopConfig, limit_reached};
+use crate::policy::{ANSWER_NOTE, last_request};
+use crate::ports::ModelRequest;
+use crate::surface::{best_first, surface};
+
+/// One request, ready to send.
+pub(super) struct Prepared {
+    system: String,
+    /// The specs sent, in the order sent.
+    tools: Arc<[ToolSpec]>,
+    /// The specs offered (what text-call recovery and loading go by).
+    pub(super) offered: Arc<[ToolSpec]>,
+    temperature: Option<f32>,
+    max_output_tokens: Option<u32>,
+    require_tool_call: bool,
+    /// The tools this request withheld.
+    pub(super) withheld: BTreeSet<String>,
+    pub(super) tools_enabled: bool,
+    /// Whether the run has tool turns left (the last request has none).
+    pub(super) turns_left: bool,
+}
+
+impl Prepared {
+    pub(super) fn request<'h>(&self, history: &'h [Event]) -> ModelRequest<'h> {
+        ModelRequest {
+            system: self.system.clone(),
+            history,
+            tools: Arc::clone(&self.tools),
+            temperature: self.temperature,
+            max_output_tokens: self.max_output_tokens,
+            require_tool_call: self.require_tool_call,
+        }
+    }
+}
+
+/// The tool part of one request: the specs, what the system message says besides (the
+/// catalogue, or `limit_reached`), and their size in characters.
+struct Fitted {
+    offered: Arc<[ToolSpec]>,
+    system_addition: String,
+    chars: usize,
+}
+
+impl Run<'_> {
+    /// Prepares the next request, taking what the policy asked it to add.
+    pub(super) async fn prepare(&mut self, all_tools: &[ToolSpec]) -> Result<Prepared, crate::AgentError> {
+        let next = std::mem::take(&mut self.next);
+        let turns_left = self.facts.tool_turns < self.config.max_tool_turns;
+        let tools_enabled = turns_left && !next.answer_now;
+        let mut fitted = fit(all_tools, &self.settings, &self.facts.loaded, (tools_enabled, turns_left), self.config);
+        // Fit the request before sending it rather than learn the window from a 400: first
+        // fewer schemas (the catalogue instead of every schema), then compaction.
+        if self.over(&fitted) && self.settings.loading == ToolLoading::All {
+            self.settings.loading = ToolLoading::OnDemand;
+            fitted = fit(all_tools, &self.settings, &self.facts.loaded, (tools_enabled, turns_left), self.config);
+        }
+        let keep_recent = match self.budget_chars {
+            // Keep at most a third of the window verbatim, so the summary and the rest fit.
+            Some(budget) if self.over(&fitted) => self.config.keep_recent_chars.min(budget / 3),
+            _ => self.config.keep_recent_chars,
+        };
+        if (self.view.chars > self.config.compact_above_chars || self.over(&fitted))
+            && compact(self.model, self.transcript, &self.view, keep_recent, self.cancel).await?
+        {
+            self.view = ModelView::of(self.transcript.events().await.map_err(stored)?);
+            self.system = system_for(self.transcript, &self.view).await?;
+        }
+        let withholding = tools_enabled && !next.withhold.is_empty();
+        let withheld_note = if withholding { withheld_note(&next.withhold) } else { String::new() };
+        let mut sections = vec![self.system.as_str(), fitted.system_addition.as_str()];
+        sections.extend(next.note.as_deref());
+        if turns_left && next.answer_now {
+            sections.push(ANSWER_NOTE);
+        }
+        sections.push(&withheld_note);
+        let mut offered = fitted.offered;
+        if withholding {
+            offered = offered.iter().filter(|spec| !next.withhold.contains(&spec.name)).cloned().collect();
+        }
+        let system = sections.into_iter().filter(|section| !section.is_empty()).collect::<Vec<_>>().join("\n\n");
+        let require_tool_call = next.require_call && tools_enabled;
+        let tools = match last_request(&self.view.history) {
+            Some(request) if require_tool_call => best_first(&offered, &self.settings, request),
+            _ => Arc::clone(&offered),
+        };
+        Ok(Prepared {
+            system,
+            tools,
+            offered,
+            temperature: next.temperature,
+            max_output_tokens: self.max_output_tokens,
+            require_tool_call,
+            withheld: next.withhold,
+            tools_enabled,
+            turns_left,
+        })
+    }
+
+    /// Whether a request with `fitted` would not fit the window.
+    fn over(&self, fitted: &Fitted) -> bool {
+        self.budget_chars.is_some_and(|budget| self.system.len() + fitted.chars + self.view.chars > budget)
+    }
+}
+
+fn fit(
+    all_tools: &[ToolSpec],
+    settings: &ToolSettings,
+    loaded: &BTreeSet<String>,
+    (tools_enabled, turns_left): (bool, bool),
+    config: &LoopConfig,
+) -> Fitted {
+    if !tools_enabled {
+        // Without tools because the turns are used up, or for an answer asked for (said
+        // by the loop).
+        let system_addition = if turns_left { String::new() } else { limit_reached(config.max_tool_turns) };
+        return Fitted { offered: Arc::default(), chars: system_addition.len(), system_addition };
+    }
+    let surface = surface(all_tools, settings, loaded);
+    let chars = surface.catalogue.len()
+        + surface
+            .offered
+            .iter()
+            .map(|spec| spec.name.len() + spec.description.len() + spec.parameters.to_string().len())
+            .sum::<usize>();
+    Fitted { offered: surface.offered, system_addition: surface.catalogue, chars }
+}
+
+/// What a request that withholds the tools of repeated calls adds to the system message.
+fn withheld_note(withheld: &BTreeSet<String>) -> String {
+    let names: Vec<String> = withheld.iter().map(|name| format!("`{name}`")).collect();
+    format!(
+        "## Repeated calls\nYou called {} again and again; the results are above, so it is not offered in this \
+         turn. Do the next step of the person's request with another tool, or answer the person in plain words.",
+        names.join(", ")
+    )
+}

@@ -1,0 +1,51 @@
+//! What the model sees of the conversation, kept current as the run appends.
+
+use wright_core::{Event, EventBody, EventKind, Notice};
+
+/// What the model sees of the conversation: the latest compaction summary, the events after
+/// it that a model request carries, and their size in characters (what compaction watches).
+/// Built from the stored events once per run and after each compaction, then kept current
+/// with what the run appends, so a turn costs the same on a long conversation as on a short one.
+#[derive(Default)]
+pub(crate) struct ModelView {
+    pub(crate) summary: Option<String>,
+    pub(crate) history: Vec<Event>,
+    pub(crate) chars: usize,
+}
+
+impl ModelView {
+    pub(crate) fn of(events: Vec<Event>) -> Self {
+        let compaction = events.iter().rev().find_map(|event| match &event.body {
+            EventBody::Notice(Notice::Compaction { summary, through_seq }) => Some((summary.clone(), *through_seq)),
+            _ => None,
+        });
+        let (summary, after) = match compaction {
+            Some((summary, through_seq)) => (Some(summary), through_seq),
+            None => (None, 0),
+        };
+        let mut view = Self { summary, ..Self::default() };
+        view.extend(events.into_iter().filter(|event| event.seq > after));
+        view
+    }
+
+    /// Adds newly stored events; only the kinds a model request carries are kept.
+    pub(crate) fn extend(&mut self, events: impl IntoIterator<Item = Event>) {
+        for event in events {
+            if event.kind() != EventKind::Notice {
+                self.chars += size(&event);
+                self.history.push(event);
+            }
+        }
+    }
+}
+
+pub(crate) fn size(event: &Event) -> usize {
+    let body = match &event.body {
+        EventBody::User { text, .. } | EventBody::Assistant { text, .. } => text.len(),
+        EventBody::ToolCall { arguments, .. } => arguments.to_string().len(),
+        EventBody::ToolResult { output, .. } => output.to_string().len(),
+        EventBody::Notice(_) => 0,
+    };
+    event.content.len() + body
+}
+

@@ -1,0 +1,324 @@
+//! The loop's policy: every behaviour that shapes a request or reacts to a reply, as a named
+//! rule. A rule is a type with one pure function from a read-only view (the history as the
+//! model sees it, the run's facts, the settings) to a decision; the driver (`engine`) only
+//! sequences the phases and applies what the rules decide. A new behaviour — a small-model
+//! fix, a skill, a budget, an untrusted-content rule — is a new rule in [`Policy::standard`],
+//! not a new branch in the driver.
+//!
+//! The phases, in the order of a turn:
+//! - [`StartRule`]: once, when a run starts (which schemas to send whole, whether the first
+//!   reply must call a tool);
+//! - [`ReplyRule`]: on each model reply, in order; a rule may amend the reply (recovered
+//!   calls, a corrected name) or drop it and ask again with a note;
+//! - [`CallRule`]: before each call runs; a rule may answer it without running it;
+//! - [`ResultRule`]: after a call ran; a rule may add hints to its result;
+//! - [`TurnRule`]: after a turn's calls; a rule may withhold tools from the next request.
+//!
+//! Invariant: rules never do IO and never mutate the run; the facts they read
+//! ([`RunFacts`]) are kept by the driver.
+
+mod answer_now;
+mod echo;
+mod names;
+mod preselection;
+mod repeats;
+mod repetition;
+mod resample;
+mod text_calls;
+mod withhold;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use wright_core::{Event, EventBody, Hint, ToolOutcome, ToolSettings, ToolSpec};
+
+use crate::config::LoopConfig;
+use crate::ports::ModelToolCall;
+
+pub(crate) use answer_now::ANSWER_NOTE;
+pub use echo::ECHO_NOTE;
+pub(crate) use names::name_note;
+pub(crate) use repeats::RecentCalls;
+pub(crate) use repetition::{repeating_tail, without_repeats};
+
+/// What the run has done so far that rules read: kept by the driver, one turn to the next.
+#[derive(Debug, Default)]
+pub(crate) struct RunFacts {
+    /// Model turns that made tool calls.
+    pub(crate) tool_turns: usize,
+    /// The calls since the last one that succeeded, with their results.
+    pub(crate) recent_calls: RecentCalls,
+    /// The tools `load_tools` loaded in this run; their schemas are sent until it ends.
+    pub(crate) loaded: BTreeSet<String>,
+    /// The one tool every call of the last turns named, and in how many turns in a row.
+    pub(crate) streak: Option<(String, usize)>,
+    /// How often each counted decision was taken in this run.
+    pub(crate) counts: BTreeMap<Counter, usize>,
+}
+
+impl RunFacts {
+    pub(crate) fn count(&self, counter: Counter) -> usize {
+        self.counts.get(&counter).copied().unwrap_or(0)
+    }
+}
+
+/// What rules count over a run, to take a decision at most so many times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Counter {
+    /// Replies dropped for parroting a result.
+    EchoRetries,
+    /// Replies dropped for repeating failed calls, asked again at a higher temperature.
+    Resamples,
+    /// Requests for the answer without tools (once a run).
+    AnswerRequests,
+    /// Replies that only called tools the request withheld.
+    StuckReplies,
+}
+
+/// What every rule may read.
+#[derive(Clone, Copy)]
+pub(crate) struct RunView<'a> {
+    /// The conversation as the model sees it (after the latest compaction).
+    pub(crate) history: &'a [Event],
+    pub(crate) config: &'a LoopConfig,
+    /// The settings this run uses (loading may have switched to on-demand to fit the window).
+    pub(crate) settings: &'a ToolSettings,
+    /// Every tool of the agent, enabled or not.
+    pub(crate) all_tools: &'a [ToolSpec],
+    pub(crate) facts: &'a RunFacts,
+}
+
+impl<'a> RunView<'a> {
+    /// The text of the person's last message.
+    pub(crate) fn last_request(&self) -> Option<&'a str> {
+        last_request(self.history)
+    }
+}
+
+/// The text of the person's last message in `history`.
+pub(crate) fn last_request(history: &[Event]) -> Option<&str> {
+    history.iter().rev().find_map(|event| match &event.body {
+        EventBody::User { text, .. } => Some(text.as_str()),
+        _ => None,
+    })
+}
+
+/// What the next request adds to what it would carry anyway.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct NextRequest {
+    /// A section for the system message, after the tool catalogue.
+    pub(crate) note: Option<String>,
+    /// Sampling temperature instead of the configured one.
+    pub(crate) temperature: Option<f32>,
+    /// Ask for the answer: no tools, and [`ANSWER_NOTE`].
+    pub(crate) answer_now: bool,
+    /// Tools not offered (their note is added by the driver).
+    pub(crate) withhold: BTreeSet<String>,
+    /// The reply must call a tool.
+    pub(crate) require_call: bool,
+}
+
+// ---- start ----
+
+pub(crate) struct StartView<'a> {
+    pub(crate) run: RunView<'a>,
+    /// The run was started by the person's message (not by an answer or an approval).
+    pub(crate) started_by_message: bool,
+}
+
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct StartDecision {
+    /// Tools sent whole from the first request.
+    pub(crate) preload: Vec<String>,
+    pub(crate) require_call: bool,
+}
+
+pub(crate) trait StartRule: Send + Sync {
+    fn decide(&self, view: &StartView<'_>) -> StartDecision;
+}
+
+// ---- reply ----
+
+/// One model reply, as the rules see and amend it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Reply {
+    pub(crate) text: String,
+    pub(crate) calls: Vec<ModelToolCall>,
+    /// `(call id, name the model used)` of calls renamed to the tool it meant.
+    pub(crate) renamed: Vec<(String, String)>,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct ReplyView<'a> {
+    pub(crate) run: RunView<'a>,
+    pub(crate) reply: &'a Reply,
+    /// The tools this request offered.
+    pub(crate) offered: &'a [ToolSpec],
+    /// The tools this request withheld.
+    pub(crate) withheld: &'a BTreeSet<String>,
+    /// Whether this request offered tools at all.
+    pub(crate) tools_enabled: bool,
+}
+
+#[derive(Debug, PartialEq)]
+pub(crate) enum ReplyDecision {
+    Pass,
+    /// Go on with this reply instead.
+    Amend(Reply),
+    /// Note it happened, and go on.
+    Count(Counter),
+    /// Drop the reply (it is not stored) and ask again.
+    AskAgain { counter: Counter, next: NextRequest },
+}
+
+pub(crate) trait ReplyRule: Send + Sync {
+    fn decide(&self, view: &ReplyView<'_>) -> ReplyDecision;
+}
+
+// ---- calls ----
+
+pub(crate) struct CallView<'a> {
+    pub(crate) run: RunView<'a>,
+    pub(crate) call: &'a ModelToolCall,
+    /// The spec of the tool called, if it exists.
+    pub(crate) spec: Option<&'a ToolSpec>,
+    pub(crate) withheld: &'a BTreeSet<String>,
+}
+
+#[derive(Debug, PartialEq)]
+pub(crate) enum CallDecision {
+    Run,
+    /// Not run: answered by the host (a refusal, or the loop's own meta-tool).
+    Answered(ToolOutcome),
+    /// Not run: answered from an earlier call of this run.
+    Repeat(ToolOutcome),
+}
+
+pub(crate) trait CallRule: Send + Sync {
+    fn decide(&self, view: &CallView<'_>) -> CallDecision;
+}
+
+// ---- results ----
+
+pub(crate) struct ResultView<'a> {
+    pub(crate) run: RunView<'a>,
+    pub(crate) outcome: &'a ToolOutcome,
+    /// The tool was called from the catalogue before it was loaded.
+    pub(crate) unloaded: Option<&'a ToolSpec>,
+}
+
+pub(crate) trait ResultRule: Send + Sync {
+    fn hints(&self, view: &ResultView<'_>) -> Vec<Hint>;
+}
+
+// ---- turns ----
+
+pub(crate) struct TurnView<'a> {
+    pub(crate) run: RunView<'a>,
+    /// The tools of this turn's calls that were answered as repeats of calls that worked.
+    pub(crate) repeated: &'a BTreeSet<String>,
+    /// Whether every call of the turn was such a repeat.
+    pub(crate) only_repeats: bool,
+}
+
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct TurnDecision {
+    pub(crate) withhold: BTreeSet<String>,
+    /// The streak of one tool ends here (it was withheld for it).
+    pub(crate) end_streak: bool,
+}
+
+pub(crate) trait TurnRule: Send + Sync {
+    fn decide(&self, view: &TurnView<'_>) -> TurnDecision;
+}
+
+/// The rules of a run, in the order they apply within each phase.
+pub(crate) struct Policy {
+    pub(crate) start: Vec<Box<dyn StartRule>>,
+    pub(crate) reply: Vec<Box<dyn ReplyRule>>,
+    pub(crate) call: Vec<Box<dyn CallRule>>,
+    pub(crate) result: Vec<Box<dyn ResultRule>>,
+    pub(crate) turn: Vec<Box<dyn TurnRule>>,
+}
+
+impl Policy {
+    /// Wright's rules; each reads its own switch in [`LoopConfig`].
+    pub(crate) fn standard() -> Self {
+        Self {
+            start: vec![Box::new(preselection::Preselect), Box::new(preselection::RequireFirstCall)],
+            reply: vec![
+                Box::new(text_calls::RecoverTextCalls),
+                Box::new(echo::AskAgainAfterEcho),
+                Box::new(echo::DropParrotedText),
+                Box::new(names::ResolveInventedNames),
+                Box::new(resample::ResampleFailedRepeats),
+                Box::new(answer_now::AnswerWhenStuck),
+                Box::new(answer_now::AnswerAfterEmptyReply),
+            ],
+            call: vec![
+                Box::new(withhold::RefuseSwitchedOff),
+                Box::new(withhold::RefuseWithheld),
+                Box::new(repeats::AnswerRepeats),
+            ],
+            result: vec![Box::new(names::SchemaOfUnloadedTool), Box::new(names::ToolsForUnknownName)],
+            turn: vec![Box::new(withhold::WithholdRepeated), Box::new(withhold::WithholdStreak)],
+        }
+    }
+
+    pub(crate) fn start(&self, view: &StartView<'_>) -> StartDecision {
+        let mut decision = StartDecision::default();
+        for rule in &self.start {
+            let StartDecision { preload, require_call } = rule.decide(view);
+            decision.preload.extend(preload);
+            decision.require_call |= require_call;
+        }
+        decision
+    }
+
+    /// Runs the reply rules in order: amendments apply for the rules after them; the first
+    /// that asks again ends the phase. Returns the reply to go on with, the counts to add,
+    /// and the request to ask again with, if one did.
+    /// `view` is the reply's view; each rule sees the reply as amended by the rules before it.
+    pub(crate) fn reply(
+        &self,
+        mut reply: Reply,
+        view: &ReplyView<'_>,
+    ) -> (Reply, Vec<Counter>, Option<(Counter, NextRequest)>) {
+        let mut counted = Vec::new();
+        for rule in &self.reply {
+            let view = ReplyView { reply: &reply, ..*view };
+            match rule.decide(&view) {
+                ReplyDecision::Pass => {}
+                ReplyDecision::Amend(amended) => reply = amended,
+                ReplyDecision::Count(counter) => counted.push(counter),
+                ReplyDecision::AskAgain { counter, next } => return (reply, counted, Some((counter, next))),
+            }
+        }
+        (reply, counted, None)
+    }
+
+    /// The first rule that does not let the call run decides.
+    pub(crate) fn call(&self, view: &CallView<'_>) -> CallDecision {
+        self.call
+            .iter()
+            .map(|rule| rule.decide(view))
+            .find(|decision| *decision != CallDecision::Run)
+            .unwrap_or(CallDecision::Run)
+    }
+
+    pub(crate) fn result_hints(&self, view: &ResultView<'_>) -> Vec<Hint> {
+        self.result.iter().flat_map(|rule| rule.hints(view)).collect()
+    }
+
+    pub(crate) fn turn(&self, view: &TurnView<'_>) -> TurnDecision {
+        let mut decision = TurnDecision::default();
+        for rule in &self.turn {
+            let TurnDecision { withhold, end_streak } = rule.decide(view);
+            decision.withhold.extend(withhold);
+            decision.end_streak |= end_streak;
+        }
+        decision
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing;

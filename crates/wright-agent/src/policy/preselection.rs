@@ -1,0 +1,79 @@
+//! The start of a run started by the person's message: the schemas of the catalogue tools the
+//! message is about are sent whole from the first request (small models answer in prose
+//! rather than call `load_tools`), and, when configured, the first reply must call a tool.
+
+use super::{StartDecision, StartRule, StartView};
+use crate::surface::{fitting, preselect};
+
+/// [`LoopConfig::preload_tools`](crate::LoopConfig::preload_tools).
+pub(crate) struct Preselect;
+
+impl StartRule for Preselect {
+    fn decide(&self, view: &StartView<'_>) -> StartDecision {
+        let run = &view.run;
+        let preload = run
+            .last_request()
+            .map(|request| preselect(run.all_tools, run.settings, request, run.config.preload_tools))
+            .unwrap_or_default();
+        StartDecision { preload, require_call: false }
+    }
+}
+
+/// [`LoopConfig::require_first_call`](crate::LoopConfig::require_first_call): a message that
+/// names what some tool does must be answered with a call.
+pub(crate) struct RequireFirstCall;
+
+impl StartRule for RequireFirstCall {
+    fn decide(&self, view: &StartView<'_>) -> StartDecision {
+        let run = &view.run;
+        let require_call = run.config.require_first_call
+            && view.started_by_message
+            && run
+                .last_request()
+                .is_some_and(|request| !fitting(run.all_tools, run.settings, request, 1, |_| true).is_empty());
+        StartDecision { preload: Vec::new(), require_call }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::policy::testing::{Scene, spec_with};
+
+    fn scene(message: &str) -> Scene {
+        let mut scene = Scene::new(&[message]);
+        let parameters = json!({"type": "object", "properties": {"sql": {"type": "string"}}});
+        scene.all_tools = vec![
+            spec_with("db_sql", "Run SQL on the agent's own database tables.", parameters.clone()),
+            spec_with("fetch_url", "Fetch a web page by its URL.", parameters),
+        ];
+        scene.settings.loading = wright_core::ToolLoading::OnDemand;
+        scene
+    }
+
+    #[test]
+    fn the_message_preselects_the_tools_it_is_about() {
+        let scene = scene("create a table of my books in the database");
+        assert_eq!(Preselect.decide(&scene.start_view(true)).preload, vec!["db_sql".to_owned()]);
+        let mut off = scene;
+        off.config.preload_tools = 0;
+        assert!(Preselect.decide(&off.start_view(true)).preload.is_empty());
+    }
+
+    #[test]
+    fn a_first_call_is_required_only_when_configured_started_by_a_message_and_about_a_tool() {
+        let mut scene = scene("create a table of my books in the database");
+        assert!(!RequireFirstCall.decide(&scene.start_view(true)).require_call);
+        scene.config.require_first_call = true;
+        assert!(RequireFirstCall.decide(&scene.start_view(true)).require_call);
+        assert!(!RequireFirstCall.decide(&scene.start_view(false)).require_call);
+        let chat = {
+            let mut chat = self::scene("hello there, how are you");
+            chat.config.require_first_call = true;
+            chat
+        };
+        assert!(!RequireFirstCall.decide(&chat.start_view(true)).require_call);
+    }
+}

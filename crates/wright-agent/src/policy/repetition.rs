@@ -1,0 +1,57 @@
+//! A reply that repeats itself: a small model decoding greedily writes the same call or
+//! sentence until its output limit (2,048 tokens, 80 s of a local server's time, for nothing).
+//! The driver watches the stream with [`repeating_tail`] and stops the request; the reply is
+//! kept up to one copy ([`without_repeats`]).
+
+use std::collections::BTreeSet;
+
+/// Shortest and longest run of text that counts as a repeated unit, in bytes.
+const REPEAT_UNIT: std::ops::RangeInclusive<usize> = 16..=400;
+/// How many times in a row a unit must appear at the end of a reply to stop it.
+const REPEATS_TO_STOP: usize = 4;
+
+/// The length of the unit `text` ends with [`REPEATS_TO_STOP`] copies of, if it does.
+pub(crate) fn repeating_tail(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    REPEAT_UNIT.take_while(|unit| unit * REPEATS_TO_STOP <= bytes.len()).find(|&unit| {
+        let end = bytes.len();
+        let last = &bytes[end - unit..];
+        // A rule of `=` or a row of dashes is layout, not a model stuck in a loop.
+        let distinct = last.iter().collect::<BTreeSet<_>>().len();
+        distinct >= 6 && (2..=REPEATS_TO_STOP).all(|copy| &bytes[end - copy * unit..end - (copy - 1) * unit] == last)
+    })
+}
+
+/// `text` with the repeats at its end cut down to one copy.
+pub(crate) fn without_repeats(text: &str) -> String {
+    let Some(unit) = repeating_tail(text) else { return text.to_owned() };
+    let bytes = text.as_bytes();
+    let last = &bytes[bytes.len() - unit..];
+    // Back over every copy, then keep one.
+    let mut start = bytes.len() - unit;
+    while start >= unit && &bytes[start - unit..start] == last {
+        start -= unit;
+    }
+    let mut end = start + unit;
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    text[..end].trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_that_repeats_itself_is_cut_to_one_copy() {
+        let call = "{\"name\": \"set_state\", \"arguments\": {\"key\": \"k\"}} ";
+        let looping = format!("Saving it. {}", call.repeat(4));
+        assert_eq!(repeating_tail(&looping), Some(call.len()));
+        assert_eq!(without_repeats(&looping), format!("Saving it. {}", call.trim_end()));
+        assert_eq!(repeating_tail(&format!("Saving it. {}", call.repeat(3))), None, "three copies may be a list");
+        let rule = "=".repeat(200);
+        assert_eq!(repeating_tail(&rule), None, "layout is not a loop");
+        assert_eq!(without_repeats("A plain answer."), "A plain answer.");
+    }
+}
