@@ -3,6 +3,11 @@
 //! Overhead per turn = (wall time of the run − the tools' own time as recorded in
 //! tool_executions) / turns. Medians over repeated runs.
 //!
+//! The loop reaches tools through the tools port; here the port does per call what the
+//! registry does (reads the agent's tools for the spec list, reads the agent's policy,
+//! validates against the compiled schema, runs the tool on the store, records the execution),
+//! over the real built-in specs (the snapshot `wright-tools`' tests keep current).
+//!
 //! `cargo bench -p wright-agent --bench loop_overhead` (release).
 
 use std::sync::{Arc, Mutex};
@@ -16,11 +21,10 @@ use wright_agent::{
     SystemParts, Transcript, run,
 };
 use wright_core::{
-    AgentId, ApprovedCall, ConversationStatus, DocumentKind, Event, EventBody, NewEvent, ToolLoading, ToolSettings,
-    Toolset,
+    AgentId, ApprovedCall, BoxFuture as PortFuture, ConversationStatus, DocumentKind, ErrorCategory, Event, EventBody,
+    Invocation, NewEvent, ToolFailure, ToolLoading, ToolPolicy, ToolPort, ToolSettings, ToolSpec, Toolset,
 };
-use wright_store::{ExecutionFilter, Lease, RunEnd, StateLimits, Store};
-use wright_tools::{Services, ToolRegistry};
+use wright_store::{ExecutionFilter, ExecutionRecord, Lease, RunEnd, StateLimits, Store};
 
 const TURNS: usize = 40;
 const RUNS: usize = 15;
@@ -118,6 +122,81 @@ impl Transcript for StoreTranscript {
 
 const OWNER: &str = "bench";
 
+/// The tools port over the store, doing per call the bookkeeping the registry does.
+struct StorePort {
+    store: Store,
+    specs: Arc<[ToolSpec]>,
+    list_state_keys: jsonschema::Validator,
+}
+
+impl StorePort {
+    fn new(store: Store) -> Self {
+        let specs: Vec<ToolSpec> =
+            serde_json::from_str(include_str!("../src/engine/testdata/builtin_specs.json")).unwrap();
+        let schema = &specs.iter().find(|spec| spec.name == "list_state_keys").unwrap().parameters;
+        let list_state_keys = jsonschema::validator_for(schema).unwrap();
+        Self { store, specs: specs.into(), list_state_keys }
+    }
+}
+
+fn internal(error: impl std::fmt::Display) -> ToolFailure {
+    ToolFailure::new(ErrorCategory::Internal, error.to_string())
+}
+
+impl ToolPort for StorePort {
+    fn specs<'a>(&'a self, agent: &'a AgentId) -> PortFuture<'a, Result<Arc<[ToolSpec]>, ToolFailure>> {
+        Box::pin(async move {
+            // The registry reads the agent's own tools on every call to know whether its list changed.
+            self.store.list_agent_tools(agent, false).await.map_err(internal)?;
+            Ok(Arc::clone(&self.specs))
+        })
+    }
+    fn policy<'a>(&'a self, agent: &'a AgentId, name: &'a str) -> PortFuture<'a, Result<ToolPolicy, ToolFailure>> {
+        Box::pin(async move { Ok(self.store.tool_policy(agent, name).await.map_err(internal)?.unwrap_or_default()) })
+    }
+    fn validate(&self, _name: &str, _args: &Value) -> Result<(), ToolFailure> {
+        Ok(())
+    }
+    fn prepare_pause<'a>(
+        &'a self,
+        _agent: &'a AgentId,
+        _name: &'a str,
+        _args: &'a Value,
+    ) -> PortFuture<'a, Result<Value, ToolFailure>> {
+        Box::pin(async { Ok(Value::Null) })
+    }
+    fn invoke<'a>(
+        &'a self,
+        invocation: Invocation,
+        _cancel: &'a CancellationToken,
+    ) -> PortFuture<'a, Result<Value, ToolFailure>> {
+        Box::pin(async move {
+            let started = Instant::now();
+            assert!(self.list_state_keys.is_valid(&invocation.args));
+            let keys = self.store.list_state_keys(&invocation.agent, None).await.map_err(internal)?;
+            let output = json!({ "keys": keys });
+            let record = ExecutionRecord {
+                agent: invocation.agent,
+                tool_name: invocation.name,
+                tool_kind: "builtin",
+                tool_version: None,
+                caller: invocation.caller.as_str().to_owned(),
+                conversation_id: invocation.conversation_id,
+                tool_call_id: invocation.tool_call_id,
+                args: invocation.args,
+                outcome: Ok(output.clone()),
+                duration_us: i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX),
+                decided_by: invocation.decided_by,
+            };
+            self.store.record_execution(&record).await.map_err(internal)?;
+            Ok(output)
+        })
+    }
+    fn record_refusal(&self, _invocation: Invocation, _reason: String) -> PortFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -127,23 +206,7 @@ fn median(values: &mut [f64]) -> f64 {
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("wright.db"), StateLimits::default()).await.unwrap();
-    let sandbox = wright_sandbox::Sandbox::new(wright_sandbox::SandboxConfig {
-        pool_size: 0,
-        worker_command: vec!["unused".into()],
-        ..Default::default()
-    })
-    .unwrap();
-    let egress = wright_egress::Egress::new(Default::default()).unwrap();
-    let databases = wright_agentdb::AgentDatabases::new(dir.path().join("agents"), Default::default());
-    let browsers = wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
-    let tools = ToolRegistry::new(Arc::new(Services {
-        store: store.clone(),
-        sandbox,
-        egress,
-        databases,
-        browsers,
-        workspaces: wright_workspace::Workspaces::new(dir.path(), Default::default()).unwrap(),
-    }));
+    let tools = StorePort::new(store.clone());
     let agent = AgentId::default_agent();
     // The model calls the same tool every turn: measure running it, not answering a repeat.
     let config = LoopConfig { refuse_repeated_calls: false, ..LoopConfig::default() };

@@ -90,7 +90,6 @@ pub fn limit_reached(max_tool_turns: usize) -> String {
     )
 }
 
-
 /// The temperature of a turn asked again because its calls repeated calls that failed: a
 /// model decoding greedily (or nearly) writes the same failing call every time it is asked.
 pub const RESAMPLE_TEMPERATURE: f32 = 1.0;

@@ -45,7 +45,9 @@ pub use context::{ContextMemory, DEFAULT_MEMORY_CHARS, SystemParts, WorkspacePar
 pub use dispatch::cap_output;
 pub use engine::{RunContext, run};
 pub use policy::ECHO_NOTE;
-pub use ports::{Finish, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunOutcome, Transcript};
+pub use ports::{
+    Finish, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunOutcome, Transcript,
+};
 pub use provider_model::ProviderModel;
 pub use surface::{LOAD_TOOLS, first_request_tools};
 

@@ -128,4 +128,3 @@ pub enum Finish {
     /// goes on from the stored events.
     Continue,
 }
-

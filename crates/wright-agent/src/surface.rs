@@ -142,9 +142,8 @@ pub(crate) fn meant_tool(name: &str, arguments: &Value, all: &[ToolSpec], settin
         return None;
     }
     let closest = wright_core::closest_names(name, enabled().map(|spec| spec.name.as_str()));
-    let mut taking = enabled()
-        .filter(|spec| closest.contains(&spec.name))
-        .filter(|spec| takes_exactly(&spec.parameters, arguments));
+    let mut taking =
+        enabled().filter(|spec| closest.contains(&spec.name)).filter(|spec| takes_exactly(&spec.parameters, arguments));
     let meant = taking.next()?;
     taking.next().is_none().then(|| meant.name.clone())
 }

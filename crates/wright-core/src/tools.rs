@@ -96,9 +96,9 @@ impl ToolFailure {
 
     /// What the model reads for this failure.
     pub fn to_output(&self) -> Value {
-        self.output.clone().unwrap_or_else(|| {
-            serde_json::json!({ "error": self.message, "category": self.category.as_str() })
-        })
+        self.output
+            .clone()
+            .unwrap_or_else(|| serde_json::json!({ "error": self.message, "category": self.category.as_str() }))
     }
 }
 

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
+use wright_core::Invocation;
 use wright_core::{AgentId, DocumentKind};
 use wright_store::Store;
-use wright_core::Invocation;
 use wright_tools::ToolRegistry;
 
 use crate::token::{Auth, TokenSource};

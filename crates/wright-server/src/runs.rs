@@ -26,12 +26,12 @@ use tokio_util::sync::CancellationToken;
 use wright_agent::{
     ContextMemory, Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
 };
+use wright_core::Invocation;
 use wright_core::{
     AgentId, ApprovedCall, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice,
     PendingKind, ToolPolicy, ToolSettings, Unfinished,
 };
 use wright_store::{AnswerResult, Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
-use wright_core::Invocation;
 use wright_tools::ToolRegistry;
 
 use crate::api::ApiError;

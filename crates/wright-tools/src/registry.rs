@@ -536,7 +536,9 @@ impl ToolPort for ToolRegistry {
     }
 
     fn policy<'a>(&'a self, agent: &'a AgentId, name: &'a str) -> BoxFuture<'a, Result<ToolPolicy, ToolFailure>> {
-        Box::pin(async move { ToolRegistry::policy(self, agent, name).await.map_err(|error| ToolFailure::from(&error)) })
+        Box::pin(
+            async move { ToolRegistry::policy(self, agent, name).await.map_err(|error| ToolFailure::from(&error)) },
+        )
     }
 
     fn validate(&self, name: &str, args: &Value) -> Result<(), ToolFailure> {
@@ -559,9 +561,9 @@ impl ToolPort for ToolRegistry {
         invocation: Invocation,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
-        Box::pin(async move {
-            self.invoke_cancellable(invocation, cancel).await.map_err(|error| ToolFailure::from(&error))
-        })
+        Box::pin(
+            async move { self.invoke_cancellable(invocation, cancel).await.map_err(|error| ToolFailure::from(&error)) },
+        )
     }
 
     fn record_refusal(&self, invocation: Invocation, reason: String) -> BoxFuture<'_, ()> {

@@ -86,11 +86,8 @@ impl Run<'_> {
                         self.facts.loaded.insert(spec.name.clone());
                     }
                     if let Dispatched::Finished(outcome) = &mut dispatched {
-                        let hints = self.policy.result_hints(&ResultView {
-                            run: self.run_view(all_tools),
-                            outcome,
-                            unloaded,
-                        });
+                        let hints =
+                            self.policy.result_hints(&ResultView { run: self.run_view(all_tools), outcome, unloaded });
                         outcome.hints.extend(hints);
                         if let Ok(arguments) = &call.arguments {
                             let output = outcome.clone().into_output();
@@ -107,7 +104,12 @@ impl Run<'_> {
                     let output = outcome.into_output();
                     let result = NewEvent::new(
                         transcript_line(&output),
-                        EventBody::ToolResult { tool_call_id: call.id.clone(), name: call.name.clone(), output, success },
+                        EventBody::ToolResult {
+                            tool_call_id: call.id.clone(),
+                            name: call.name.clone(),
+                            output,
+                            success,
+                        },
                     );
                     if index + 1 == reply.calls.len() && parked {
                         last_result = Some(result);

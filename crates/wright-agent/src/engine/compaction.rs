@@ -68,4 +68,3 @@ pub(super) async fn compact(
         .map_err(stored)?;
     Ok(true)
 }
-

@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_core::{AgentId, EventBody, EventKind, Hint, NewEvent, Notice, ToolPort, ToolSettings, ToolSpec, transcript_line};
+use wright_core::{
+    AgentId, EventBody, EventKind, Hint, NewEvent, Notice, ToolPort, ToolSettings, ToolSpec, transcript_line,
+};
 
 use self::request::Prepared;
 use self::view::ModelView;
@@ -22,7 +24,9 @@ use crate::AgentError;
 use crate::config::{CHARS_PER_TOKEN, LoopConfig};
 use crate::context::system_message;
 use crate::dispatch::{CallSite, run_approved};
-use crate::policy::{NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail, without_repeats};
+use crate::policy::{
+    NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail, without_repeats,
+};
 use crate::ports::{Model, ModelError, ModelReply, RunOutcome, Transcript};
 
 /// Everything a run needs besides the ports.
@@ -171,8 +175,7 @@ impl<'a> Run<'a> {
             self.next = next;
             return Ok(None);
         }
-        let assistant =
-            NewEvent::new(reply.text.clone(), EventBody::Assistant { text: reply.text.clone(), provider });
+        let assistant = NewEvent::new(reply.text.clone(), EventBody::Assistant { text: reply.text.clone(), provider });
         if reply.calls.is_empty() {
             // The answer and the status it leaves are one write.
             if !prepared.turns_left {
@@ -300,3 +303,6 @@ async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<Str
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod scripted_tools;

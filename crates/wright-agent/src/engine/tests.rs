@@ -1,14 +1,23 @@
-//! The loop against a scripted model, the real tool registry and a transcript over the real
-//! app store in a temporary directory.
+//! The driver end to end: scripted conversations against a scripted model, the scripted tools
+//! port (the real built-in specs; see `scripted_tools`) and a transcript over the real app
+//! store in a temporary directory. No sandbox, browser or network is involved.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use serde_json::json;
-use wright_core::ConversationStatus;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use wright_core::{
+    AgentId, ApprovedCall, ConversationStatus, Event, EventBody, EventKind, NewEvent, Notice, ToolLoading, ToolSettings,
+};
 use wright_store::{Finished, Lease, RunEnd, StateLimits, Store};
-use wright_tools::Services;
 
+use super::scripted_tools::ScriptedTools;
 use super::*;
+use crate::config::{RESAMPLE_TEMPERATURE, limit_reached};
+use crate::context::SystemParts;
+use crate::policy::{ANSWER_NOTE, ECHO_NOTE};
+use crate::ports::{Finish, ModelRequest, ModelToolCall, ParkedCall};
+use crate::surface::LOAD_TOOLS;
 
 /// Replies from a script, one per turn, and remembers what each request carried.
 struct ScriptedModel {
@@ -203,7 +212,7 @@ fn data(event: &Event) -> Value {
 struct Fixture {
     _dir: tempfile::TempDir,
     tool_settings: ToolSettings,
-    tools: ToolRegistry,
+    tools: ScriptedTools,
     transcript: StoreTranscript,
 }
 
@@ -213,26 +222,7 @@ impl Fixture {
         let store = Store::open(&dir.path().join("wright.db"), StateLimits::default()).await.unwrap();
         store.create_conversation(&AgentId::default_agent(), "c1", "test").await.unwrap();
         store.append_events("c1", &[user("hello")]).await.unwrap();
-        // These tests never run code: no worker is started (pool of 0), and the egress client
-        // is never used.
-        let sandbox_config = wright_sandbox::SandboxConfig {
-            pool_size: 0,
-            worker_command: vec!["wright-sandbox-worker".into()],
-            ..Default::default()
-        };
-        let sandbox = wright_sandbox::Sandbox::new(sandbox_config).unwrap();
-        let egress = wright_egress::Egress::new(wright_egress::EgressConfig::default()).unwrap();
-        let databases = wright_agentdb::AgentDatabases::new(dir.path().join("agents"), Default::default());
-        let browsers =
-            wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
-        let tools = ToolRegistry::new(Arc::new(Services {
-            store: store.clone(),
-            sandbox,
-            egress,
-            databases,
-            browsers,
-            workspaces: wright_workspace::Workspaces::new(dir.path(), Default::default()).unwrap(),
-        }));
+        let tools = ScriptedTools::new(store.clone());
         let transcript = StoreTranscript {
             store,
             conversation: "c1".into(),
@@ -414,20 +404,20 @@ async fn large_results_are_cut_with_a_marker() {
 }
 
 #[tokio::test]
-async fn render_and_wait_parks_with_its_compiled_component_or_comes_back_as_an_error() {
+async fn a_pausing_call_parks_with_what_the_port_prepared_or_comes_back_as_its_error() {
     let fixture = Fixture::new().await;
     let model = ScriptedModel::new(vec![calls(&[
         ("inline", "render_and_wait", Ok(json!({"code": "export default () => <b>hi</b>;", "props": {}}))),
         ("missing", "render_and_wait", Ok(json!({"component": "Nope"}))),
-        ("broken", "render_and_wait", Ok(json!({"code": "export default () => <b>;"}))),
+        ("both", "render_and_wait", Ok(json!({"code": "export default () => null;", "component": "Chart"}))),
     ])]);
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Parked);
     let pending = fixture.transcript.store.pending_calls("c1").await.unwrap();
     assert_eq!(pending.len(), 1);
-    assert!(pending[0].render["compiled_js"].as_str().unwrap().contains("React.createElement(\"b\""));
+    assert_eq!(pending[0].render["compiled_js"], "export default () => <b>hi</b>;", "what the port prepared");
     let results = fixture.results().await;
     assert_eq!(results[0]["output"]["category"], "not_found");
-    assert!(results[1]["output"]["error"].as_str().unwrap().contains("does not compile"));
+    assert_eq!(results[1]["output"]["category"], "invalid_arguments");
 }
 
 /// A model that cancels the run as its reply arrives: the person pressed Stop while the
@@ -729,18 +719,6 @@ async fn a_known_window_caps_each_reply_at_the_reserved_output() {
     let model = ScriptedModel::new(vec![text("Hi.")]);
     assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
     assert_eq!(*model.output_limits.lock().unwrap(), [None]);
-}
-
-#[test]
-fn a_reply_that_repeats_itself_is_cut_to_one_copy() {
-    let call = "{\"name\": \"set_state\", \"arguments\": {\"key\": \"k\"}} ";
-    let looping = format!("Saving it. {}", call.repeat(4));
-    assert_eq!(repeating_tail(&looping), Some(call.len()));
-    assert_eq!(without_repeats(&looping), format!("Saving it. {}", call.trim_end()));
-    assert_eq!(repeating_tail(&format!("Saving it. {}", call.repeat(3))), None, "three copies may be a list");
-    let rule = "=".repeat(200);
-    assert_eq!(repeating_tail(&rule), None, "layout is not a loop");
-    assert_eq!(without_repeats("A plain answer."), "A plain answer.");
 }
 
 #[tokio::test]

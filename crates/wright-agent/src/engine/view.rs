@@ -48,4 +48,3 @@ pub(crate) fn size(event: &Event) -> usize {
     };
     event.content.len() + body
 }
-

@@ -167,7 +167,10 @@ pub(crate) enum ReplyDecision {
     /// Note it happened, and go on.
     Count(Counter),
     /// Drop the reply (it is not stored) and ask again.
-    AskAgain { counter: Counter, next: NextRequest },
+    AskAgain {
+        counter: Counter,
+        next: NextRequest,
+    },
 }
 
 pub(crate) trait ReplyRule: Send + Sync {

@@ -112,13 +112,16 @@ mod tests {
     fn an_invented_name_that_only_one_close_tool_takes_is_renamed() {
         let mut scene = Scene::new(&["save k"]);
         scene.all_tools = state_tools();
-        let reply = Reply { calls: vec![call("c1", "save_state", json!({"key": "k", "value": 1}))], ..Reply::default() };
+        let reply =
+            Reply { calls: vec![call("c1", "save_state", json!({"key": "k", "value": 1}))], ..Reply::default() };
         let ReplyDecision::Amend(amended) = ResolveInventedNames.decide(&scene.reply_view(&reply, &[])) else {
             panic!("not renamed")
         };
         assert_eq!(amended.calls[0].name, "set_state");
         assert_eq!(amended.renamed, vec![("c1".to_owned(), "save_state".to_owned())]);
-        assert!(matches!(name_note(&amended, "c1", "set_state"), Some(Hint::NameNote(note)) if note.contains("save_state")));
+        assert!(
+            matches!(name_note(&amended, "c1", "set_state"), Some(Hint::NameNote(note)) if note.contains("save_state"))
+        );
     }
 
     #[test]

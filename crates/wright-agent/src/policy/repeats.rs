@@ -125,7 +125,10 @@ mod tests {
             panic!("ran again")
         };
         assert!(outcome.success);
-        assert_eq!((outcome.output["repeated_call"].clone(), outcome.output["result"].clone()), (json!(true), json!(1)));
+        assert_eq!(
+            (outcome.output["repeated_call"].clone(), outcome.output["result"].clone()),
+            (json!(true), json!(1))
+        );
         assert!(outcome.output["note"].as_str().unwrap().contains("The person asked: \"what is k?\""));
         let other = call("c3", "get_state", json!({"key": "j"}));
         assert_eq!(AnswerRepeats.decide(&scene.call_view(&other, None)), CallDecision::Run);

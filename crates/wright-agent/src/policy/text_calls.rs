@@ -57,10 +57,11 @@ mod tests {
     }
 
     #[test]
-    fn text_stays_text_when_recovery_is_off_or_the_tool_was_not_offered() {
+    fn text_stays_text_when_recovery_is_off_or_is_prose() {
         let mut scene = Scene::new(&["hello"]);
+        let prose = Reply { text: "I would call get_state for that.".into(), ..Reply::default() };
+        assert_eq!(RecoverTextCalls.decide(&scene.reply_view(&prose, &[spec("get_state")])), ReplyDecision::Pass);
         let reply = Reply { text: r#"{"name": "get_state", "arguments": {"key": "k"}}"#.into(), ..Reply::default() };
-        assert_eq!(RecoverTextCalls.decide(&scene.reply_view(&reply, &[spec("set_state")])), ReplyDecision::Pass);
         scene.config.recover_text_calls = false;
         assert_eq!(RecoverTextCalls.decide(&scene.reply_view(&reply, &[spec("get_state")])), ReplyDecision::Pass);
     }

@@ -86,7 +86,8 @@ mod tests {
         let mut click = spec("browser_click");
         click.toolset = Some(Toolset::Browser);
         let clicking = call("c1", "browser_click", json!({"selector": "a"}));
-        let CallDecision::Answered(outcome) = RefuseSwitchedOff.decide(&scene.call_view(&clicking, Some(&click))) else {
+        let CallDecision::Answered(outcome) = RefuseSwitchedOff.decide(&scene.call_view(&clicking, Some(&click)))
+        else {
             panic!("ran")
         };
         assert_eq!(outcome.category, Some(ErrorCategory::Denied));

@@ -45,8 +45,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
-use wright_core::{AgentId, DecidedBy, ToolKind, ToolPolicy};
 use wright_core::Invocation;
+use wright_core::{AgentId, DecidedBy, ToolKind, ToolPolicy};
 use wright_tools::ToolInfo;
 
 use super::agents::existing_agent;

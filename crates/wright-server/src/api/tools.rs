@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use wright_core::ToolPolicy;
-use wright_store::ExecutionFilter;
 use wright_core::{Caller, Invocation};
+use wright_store::ExecutionFilter;
 
 use super::agents::existing_agent;
 use super::{ApiError, ApiJson};

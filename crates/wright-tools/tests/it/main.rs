@@ -1202,3 +1202,18 @@ async fn workspace_tools_read_write_search_and_run_confined() {
     let too_long = fixture.call("bash", json!({"command": "true", "timeout_ms": 10_000_000})).await.unwrap_err();
     assert_eq!(too_long.category().as_str(), "limit");
 }
+
+/// The loop's tests (wright-agent, which does not depend on this crate) run against the real
+/// built-in specs, read from a snapshot; this keeps the snapshot current. Bless a change with
+/// `UPDATE_SNAPSHOTS=1`.
+#[test]
+fn the_loop_tests_snapshot_of_the_builtin_specs_is_current() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wright-agent/src/engine/testdata/builtin_specs.json");
+    let current = serde_json::to_string_pretty(&wright_tools::builtin_specs()).unwrap() + "\n";
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &current).unwrap();
+    }
+    let stored = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(stored == current, "{} is stale: run this test with UPDATE_SNAPSHOTS=1", path.display());
+}
