@@ -12,7 +12,7 @@ use super::{Run, stored};
 use crate::AgentError;
 use crate::dispatch::{Dispatched, dispatch};
 use crate::policy::{CallDecision, CallView, Reply, ResultView, TurnView, name_note};
-use crate::ports::{Finish, ParkedCall, RunOutcome};
+use crate::ports::{Finish, ModelToolCall, ParkedCall, RunOutcome};
 use crate::surface::{LOAD_TOOLS, load};
 
 use super::request::Prepared;
@@ -44,59 +44,7 @@ impl Run<'_> {
                 // The calls not run yet get their "cancelled" results in the closing write.
                 return self.end(RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await.map(Some);
             }
-            let spec = all_tools.iter().find(|spec| spec.name == call.name);
-            let on_demand = self.settings.loading == ToolLoading::OnDemand;
-            let decision = match &call.arguments {
-                // The loop's own meta-tool.
-                Ok(arguments) if on_demand && call.name == LOAD_TOOLS => {
-                    let (output, success) = load(arguments, all_tools, &self.settings, &mut self.facts.loaded);
-                    CallDecision::Answered(ToolOutcome::answered(output, success))
-                }
-                _ => self.policy.call(&CallView {
-                    run: self.run_view(all_tools),
-                    call,
-                    spec,
-                    withheld: &prepared.withheld,
-                }),
-            };
-            // A tool called before it was loaded (small models call from the catalogue, and
-            // lenient servers let them) is loaded now.
-            let unloaded = (on_demand && !prepared.offered.iter().any(|offered| offered.name == call.name))
-                .then(|| spec.filter(|spec| self.settings.enables(spec.toolset)))
-                .flatten();
-            let dispatched = match decision {
-                CallDecision::Answered(outcome) => {
-                    ran.only_repeats = false;
-                    Dispatched::Finished(outcome)
-                }
-                // Only a repeat of a call that worked is withheld: one that failed needs
-                // fixing, with the tool still offered.
-                CallDecision::Repeat(outcome) => {
-                    if outcome.success {
-                        ran.repeated.insert(call.name.clone());
-                    } else {
-                        ran.only_repeats = false;
-                    }
-                    Dispatched::Finished(outcome)
-                }
-                CallDecision::Run => {
-                    ran.only_repeats = false;
-                    let mut dispatched = dispatch(&self.site, call, spec.is_some_and(|spec| spec.pauses)).await;
-                    if let Some(spec) = unloaded {
-                        self.facts.loaded.insert(spec.name.clone());
-                    }
-                    if let Dispatched::Finished(outcome) = &mut dispatched {
-                        let hints =
-                            self.policy.result_hints(&ResultView { run: self.run_view(all_tools), outcome, unloaded });
-                        outcome.hints.extend(hints);
-                        if let Ok(arguments) = &call.arguments {
-                            let output = outcome.clone().into_output();
-                            self.facts.recent_calls.record(&call.name, arguments, &output, outcome.success);
-                        }
-                    }
-                    dispatched
-                }
-            };
+            let dispatched = self.handle_call(call, prepared, all_tools, &mut ran).await;
             match dispatched {
                 Dispatched::Finished(mut outcome) => {
                     outcome.hints.extend(name_note(reply, &call.id, &call.name));
@@ -148,6 +96,67 @@ impl Run<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// Lets the policy decide about one call, and runs it when it may run: through the tools
+    /// port, with the policy's hints added to its result, and remembered for repeats.
+    async fn handle_call(
+        &mut self,
+        call: &ModelToolCall,
+        prepared: &Prepared,
+        all_tools: &[ToolSpec],
+        ran: &mut Ran,
+    ) -> Dispatched {
+        let spec = all_tools.iter().find(|spec| spec.name == call.name);
+        let on_demand = self.settings.loading == ToolLoading::OnDemand;
+        let decision = match &call.arguments {
+            // The loop's own meta-tool.
+            Ok(arguments) if on_demand && call.name == LOAD_TOOLS => {
+                let (output, success) = load(arguments, all_tools, &self.settings, &mut self.facts.loaded);
+                CallDecision::Answered(ToolOutcome::answered(output, success))
+            }
+            _ => {
+                self.policy.call(&CallView { run: self.run_view(all_tools), call, spec, withheld: &prepared.withheld })
+            }
+        };
+        // A tool called before it was loaded (small models call from the catalogue, and
+        // lenient servers let them) is loaded now.
+        let unloaded = (on_demand && !prepared.offered.iter().any(|offered| offered.name == call.name))
+            .then(|| spec.filter(|spec| self.settings.enables(spec.toolset)))
+            .flatten();
+        match decision {
+            CallDecision::Answered(outcome) => {
+                ran.only_repeats = false;
+                Dispatched::Finished(outcome)
+            }
+            // Only a repeat of a call that worked is withheld: one that failed needs
+            // fixing, with the tool still offered.
+            CallDecision::Repeat(outcome) => {
+                if outcome.success {
+                    ran.repeated.insert(call.name.clone());
+                } else {
+                    ran.only_repeats = false;
+                }
+                Dispatched::Finished(outcome)
+            }
+            CallDecision::Run => {
+                ran.only_repeats = false;
+                let mut dispatched = dispatch(&self.site, call, spec.is_some_and(|spec| spec.pauses)).await;
+                if let Some(spec) = unloaded {
+                    self.facts.loaded.insert(spec.name.clone());
+                }
+                if let Dispatched::Finished(outcome) = &mut dispatched {
+                    let hints =
+                        self.policy.result_hints(&ResultView { run: self.run_view(all_tools), outcome, unloaded });
+                    outcome.hints.extend(hints);
+                    if let Ok(arguments) = &call.arguments {
+                        let output = outcome.clone().into_output();
+                        self.facts.recent_calls.record(&call.name, arguments, &output, outcome.success);
+                    }
+                }
+                dispatched
+            }
+        }
     }
 
     /// Counts the turn, follows the streak of one tool, and lets the turn rules decide what
