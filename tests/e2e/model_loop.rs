@@ -866,3 +866,33 @@ async fn newsession_typed_in_the_chat_starts_a_session_and_a_conversation() {
     let archived = server.get("/api/agents/default/memories?archived=true").await;
     assert_eq!(archived[0]["archived_reason"], "expire", "{archived}");
 }
+
+/// Issue 29: the system message describes only the toolsets the agent has — no workspace
+/// section (glob, grep, file tools, bash) without the workspace toolset, and it is there once
+/// the person switches the toolset on.
+#[tokio::test]
+async fn the_system_message_describes_the_workspace_only_when_its_toolset_is_on() {
+    let wire = Wire::Openai;
+    let fake = FakeProvider::start(vec![Turn::text("Hi."), Turn::text("Hi again.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &fake, wire);
+    let id = server.conversation().await;
+    server.say(&id, "hello").await;
+    let system_of = |index: usize| fake.requests()[index].body["messages"][0]["content"].as_str().unwrap().to_owned();
+    assert!(!system_of(0).contains("## Your workspace"), "{}", system_of(0));
+    assert!(!system_of(0).contains("file_read"), "{}", system_of(0));
+    let settings = server.get("/api/agents/default/tool-settings").await;
+    let mut toolsets = settings["toolsets"].as_array().unwrap().clone();
+    toolsets.push(json!("workspace"));
+    let response = server
+        .client
+        .put(format!("{}/api/agents/default/tool-settings", server.url))
+        .bearer_auth(TOKEN)
+        .json(&json!({"toolsets": toolsets, "loading": settings["loading"], "always_loaded": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    server.say(&id, "and now?").await;
+    assert!(system_of(1).contains("## Your workspace"), "{}", system_of(1));
+}

@@ -402,6 +402,12 @@ impl Runs {
         // cancellation token however the task ends, a panic included.
         tokio::spawn(async move {
             let _guard = ActiveGuard { runs: Arc::clone(&runs), conversation_id: conversation_id.clone(), run };
+            // A store error here leaves the defaults: the run is better served than refused, and
+            // the same error will surface on the transcript's first write.
+            let tool_settings = runs.tool_settings(&agent).await.unwrap_or_else(|error| {
+                tracing::warn!(%error, %agent, "cannot read the agent's tool settings; using the defaults");
+                ToolSettings::default()
+            });
             let transcript = StoreTranscript {
                 store: runs.store.clone(),
                 databases: Arc::clone(runs.tools.services()),
@@ -409,13 +415,8 @@ impl Runs {
                 agent: agent.clone(),
                 conversation_id: conversation_id.clone(),
                 owner: runs.owner.id().to_owned(),
+                toolsets: tool_settings.toolsets.clone(),
             };
-            // A store error here leaves the defaults: the run is better served than refused, and
-            // the same error will surface on the transcript's first write.
-            let tool_settings = runs.tool_settings(&agent).await.unwrap_or_else(|error| {
-                tracing::warn!(%error, %agent, "cannot read the agent's tool settings; using the defaults");
-                ToolSettings::default()
-            });
             let loop_config = fitted_to(&runs.config, model.context_window);
             let context = RunContext {
                 agent: &agent,
@@ -500,6 +501,8 @@ pub struct StoreTranscript {
     conversation_id: String,
     /// This process's owner id: the run's claim in the store.
     owner: String,
+    /// The agent's toolsets: the system message describes only what the agent has.
+    toolsets: Vec<wright_core::Toolset>,
 }
 
 /// What the system message says of the agent's workspace, roots and shell (and whether its
@@ -534,10 +537,15 @@ impl Transcript for StoreTranscript {
                     content: memory.content,
                 })
                 .collect();
-            let database_summary = self.databases.databases.summary(&self.agent).await.unwrap_or_else(|error| {
-                tracing::warn!(%error, "could not summarise the agent database");
+            let has = |toolset| self.toolsets.contains(&toolset);
+            let database_summary = if has(wright_core::Toolset::Database) {
+                self.databases.databases.summary(&self.agent).await.unwrap_or_else(|error| {
+                    tracing::warn!(%error, "could not summarise the agent database");
+                    String::new()
+                })
+            } else {
                 String::new()
-            });
+            };
             Ok(SystemParts {
                 prompt: prompt.content,
                 notes: notes.content,
@@ -546,7 +554,7 @@ impl Transcript for StoreTranscript {
                 state_keys,
                 database_summary,
                 earlier_summary: None,
-                workspace: Some(workspace_parts(&self.databases.workspaces)),
+                workspace: has(wright_core::Toolset::Workspace).then(|| workspace_parts(&self.databases.workspaces)),
             })
         })
     }
