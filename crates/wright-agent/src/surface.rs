@@ -3,9 +3,9 @@
 //!
 //! An agent's [`ToolSettings`] switch toolsets on or off and choose how schemas are sent. With
 //! [`ToolLoading::OnDemand`] the model first sees a one-line catalogue and the `load_tools`
-//! meta-tool; the tools it loads are sent whole for the rest of the run. All 37 built-in
-//! schemas are about 6,200 tokens — more than a small local model reads in two minutes — while
-//! the catalogue is a few hundred.
+//! meta-tool; the tools it loads are sent whole for the rest of the run. The built-in schemas
+//! together are thousands of tokens — more than a small local model reads in two minutes —
+//! while the catalogue is a few hundred (`wright tool surface` measures both).
 //!
 //! Invariants: a tool of a toolset that is off is never offered nor run; a tool of an enabled
 //! toolset that was not loaded still runs when called (loading only decides what the model

@@ -1,8 +1,10 @@
 //! The one error of this crate, [`LlmError`], and what a caller can do about each variant.
 //!
-//! Variants are classes a caller acts on, not vendor codes: the loop retries `RateLimited`,
-//! `Overloaded` and `ServerError` (the provider already did, with backoff), compacts on
-//! `ContextLengthExceeded`, tells the operator about `Authentication` and `NotFound`. The
+//! Variants are classes a caller acts on, not vendor codes: the transport retries the
+//! retryable ones (`RateLimited`, `Overloaded`, `ServerError`; [`LlmError::is_retryable`]) with
+//! backoff while nothing has streamed yet; what is left ends the run with a notice that names
+//! the class (the loop fits requests into the window beforehand rather than reacting to
+//! `ContextLengthExceeded`); `Authentication` and `NotFound` are the operator's to fix. The
 //! vendor's own type, code and status stay in [`ErrorInfo`] for logs and tests.
 
 use std::fmt;

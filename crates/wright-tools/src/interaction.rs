@@ -2,8 +2,11 @@
 //! `render_and_wait`, `render_blocks` and `ask_user` pause the run until the canvas answers;
 //! `send_message` shows text at once and does not pause.
 //!
-//! The registry only validates a pausing call; the agent loop parks it (a `pending_calls`
-//! row) and ends the run, and the canvas's answer becomes the call's result. Called outside a
+//! The registry checks a pausing call and prepares what the canvas will show
+//! (`ToolRegistry::prepare_pause`: the arguments against the schema and the rules below, and for
+//! `render_and_wait` the stored component's compiled code or the inline code compiled); the
+//! agent loop parks it (a `pending_calls` row) and ends the run, and the canvas's answer becomes
+//! the call's result. Called outside a
 //! conversation (the CLI, the API) there is nobody to answer, so their handlers refuse.
 
 // The argument types below exist to generate the schemas a model sees and that calls are

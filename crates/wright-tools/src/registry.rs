@@ -172,7 +172,13 @@ impl ToolRegistry {
     /// Records a call that was refused before it ran (a `deny` policy, or the person's
     /// refusal of an approval), so the execution log shows the decision and who made it.
     pub async fn record_refusal(&self, invocation: Invocation, message: String) {
-        let kind = if self.builtins.contains_key(&invocation.name) { ToolKind::Builtin } else { ToolKind::Agent };
+        let kind = if self.builtins.contains_key(&invocation.name) {
+            ToolKind::Builtin
+        } else if invocation.name.starts_with(wright_mcp::TOOL_PREFIX) {
+            ToolKind::Mcp
+        } else {
+            ToolKind::Agent
+        };
         let record = ExecutionRecord {
             agent: invocation.agent,
             tool_name: invocation.name,

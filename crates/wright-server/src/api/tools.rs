@@ -1,5 +1,6 @@
 //! Tools: list what an agent can call (with the policy each follows), set an agent's policy
-//! for a tool, invoke one directly, read the execution log.
+//! for a tool, read and set its toolsets and how their schemas are sent (tool settings), invoke
+//! a tool directly, read the execution log.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};

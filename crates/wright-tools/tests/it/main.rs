@@ -1217,3 +1217,39 @@ fn the_loop_tests_snapshot_of_the_builtin_specs_is_current() {
     let stored = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(stored == current, "{} is stale: run this test with UPDATE_SNAPSHOTS=1", path.display());
 }
+
+/// Issue 29: a refused call of an MCP server's tool is recorded as an MCP tool, not as one
+/// of the agent's own.
+#[tokio::test]
+async fn a_refused_call_is_recorded_with_its_tools_own_kind() {
+    let fixture = Fixture::new().await;
+    for name in ["mcp__files__delete", "get_state", "my_own_tool"] {
+        let invocation = Invocation {
+            agent: AgentId::default_agent(),
+            name: name.into(),
+            args: json!({}),
+            caller: Caller::Agent,
+            conversation_id: None,
+            tool_call_id: None,
+            decided_by: Some(wright_core::DecidedBy::Policy),
+        };
+        fixture.registry.record_refusal(invocation, "the policy is deny".into()).await;
+    }
+    let executions =
+        fixture.store().list_executions(&AgentId::default_agent(), &ExecutionFilter::default()).await.unwrap();
+    let kinds: Vec<(&str, &str, Option<&str>)> = executions
+        .iter()
+        .rev()
+        .map(|execution| {
+            (execution.tool_name.as_str(), execution.tool_kind.as_str(), execution.error_category.as_deref())
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("mcp__files__delete", "mcp", Some("denied")),
+            ("get_state", "builtin", Some("denied")),
+            ("my_own_tool", "agent", Some("denied"))
+        ]
+    );
+}
