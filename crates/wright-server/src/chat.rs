@@ -10,7 +10,7 @@ use tokio::sync::broadcast::error::RecvError;
 use wright_core::{AgentId, ConversationStatus, EventBody, PendingKind};
 
 use crate::AppState;
-use crate::hub::Update;
+use crate::domain::hub::Update;
 
 /// Runs an interactive chat with `agent` until end of input.
 pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
@@ -30,9 +30,9 @@ pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
         let mut updates = state.hub.subscribe(&id);
         state
             .runs
-            .send_message(&id, &line, crate::runs::Sender::Person)
+            .send_message(&id, &line, crate::domain::runs::Sender::Person)
             .await
-            .map_err(|error| anyhow::anyhow!("{}", error.message))?;
+            .map_err(|error| anyhow::anyhow!("{error}"))?;
         loop {
             match follow_run(&mut updates).await {
                 RunEnd::Idle | RunEnd::Error => break,
@@ -46,7 +46,7 @@ pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
                             .runs
                             .answer_pending(&id, &call.tool_call_id, answer)
                             .await
-                            .map_err(|error| anyhow::anyhow!("{}", error.message))?;
+                            .map_err(|error| anyhow::anyhow!("{error}"))?;
                     }
                 }
             }
@@ -62,7 +62,7 @@ enum RunEnd {
 }
 
 /// Prints the run's updates until its status says it stopped.
-async fn follow_run(updates: &mut crate::hub::Subscription) -> RunEnd {
+async fn follow_run(updates: &mut crate::domain::hub::Subscription) -> RunEnd {
     let mut stdout = std::io::stdout();
     loop {
         match updates.recv().await {

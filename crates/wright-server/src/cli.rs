@@ -259,12 +259,12 @@ enum DocumentCommand {
 pub fn main() -> ExitCode {
     // A sandbox worker talks to its pool over stdin/stdout and must start with nothing else
     // in the way: no argument parsing, no runtime, no logging.
-    if std::env::args().nth(1).as_deref() == Some(SANDBOX_WORKER) {
+    if std::env::args().nth(1).as_deref() == Some(crate::config::SANDBOX_WORKER) {
         wright_sandbox::worker_main();
         return ExitCode::SUCCESS;
     }
     // Likewise the confined shell's forwarder, which runs inside a command's sandbox.
-    if std::env::args().nth(1).as_deref() == Some(SHELL_FORWARD) {
+    if std::env::args().nth(1).as_deref() == Some(crate::config::SHELL_FORWARD) {
         let arguments: Vec<String> = std::env::args().skip(2).collect();
         return wright_workspace::forward_main(&arguments);
     }
@@ -308,9 +308,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat { agent } => {
             let agent = AgentId::parse(&agent)?;
             let (auth, _) = Auth::load_or_create(&config.data_dir, std::env::var("WRIGHT_TOKEN").ok())?;
-            let models =
-                crate::models::Models::from_environment(&crate::models::provider_env_from_process(), &config.models)
-                    .await;
+            let models = crate::domain::models::Models::from_environment(
+                &crate::domain::models::provider_env_from_process(),
+                &config.models,
+            )
+            .await;
             let state = AppState::open(config, auth, models).await?;
             crate::chat::chat(state, &agent).await?;
             Ok(ExitCode::SUCCESS)
@@ -398,8 +400,11 @@ async fn serve(mut config: Config, bind: Option<SocketAddr>) -> anyhow::Result<E
         TokenSource::File => format!("access token: in {}", config.data_dir.join("token").display()),
         TokenSource::Environment => "access token: from WRIGHT_TOKEN".to_owned(),
     };
-    let models =
-        crate::models::Models::from_environment(&crate::models::provider_env_from_process(), &config.models).await;
+    let models = crate::domain::models::Models::from_environment(
+        &crate::domain::models::provider_env_from_process(),
+        &config.models,
+    )
+    .await;
     let state = AppState::open(config, auth, models).await?;
     crate::start_background(&state, &format!("http://{address}"))?;
     let mut stdout = std::io::stdout().lock();
@@ -491,13 +496,6 @@ async fn memory_command(store: &Store, command: MemoryCommand) -> anyhow::Result
     Ok(())
 }
 
-/// The hidden first argument that makes this binary a sandbox worker (see wright-sandbox).
-pub const SANDBOX_WORKER: &str = "__sandbox-worker";
-
-/// The hidden first argument that makes this binary the network forwarder inside a confined
-/// command's sandbox (see wright-workspace's `network.rs`).
-pub const SHELL_FORWARD: &str = "__shell-forward";
-
 /// Prints, per wire, the bytes of a first request ("Hello") with every built-in schema sent
 /// whole and with the agent's tool settings, and an estimate in tokens (bytes / 4; a real
 /// server's `usage` is exact: scripts/eval-real-model.sh reads llama.cpp's).
@@ -551,9 +549,12 @@ async fn tool_surface(config: Config, agent: &str) -> anyhow::Result<ExitCode> {
 /// connection), so the CLI's recall ranks by meaning too and what it stores gets its vector.
 async fn with_embedder(store: Store, config: &Config) -> anyhow::Result<Store> {
     let Some(embeddings) = &config.memory.embeddings else { return Ok(store) };
-    let models = crate::models::Models::from_environment(&crate::models::provider_env_from_process(), &config.models)
-        .await
-        .with_settings(store.clone(), Arc::new(crate::secrets::Secrets::new(&config.data_dir)));
+    let models = crate::domain::models::Models::from_environment(
+        &crate::domain::models::provider_env_from_process(),
+        &config.models,
+    )
+    .await
+    .with_settings(store.clone(), Arc::new(crate::secrets::Secrets::new(&config.data_dir)));
     let embedder = crate::embedder::ConnectionEmbedder::new(Arc::new(models), embeddings.clone());
     Ok(store.with_embedder(Arc::new(embedder)).await?)
 }

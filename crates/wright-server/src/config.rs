@@ -20,6 +20,13 @@ use wright_store::{
 };
 use wright_workspace::WorkspaceConfig;
 
+/// The hidden first argument that makes this binary a sandbox worker (see wright-sandbox).
+pub const SANDBOX_WORKER: &str = "__sandbox-worker";
+
+/// The hidden first argument that makes this binary the network forwarder inside a confined
+/// command's sandbox (see wright-workspace's `network.rs`).
+pub const SHELL_FORWARD: &str = "__shell-forward";
+
 /// The whole configuration of one installation.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -48,7 +55,7 @@ pub struct Config {
     /// `[workspace]`: extra roots, file and search limits, the confined shell.
     pub workspace: WorkspaceConfig,
     /// The program that forwards a networked command's proxy port inside its sandbox: this
-    /// binary behind `cli::SHELL_FORWARD` (used only with `[workspace.shell] network`).
+    /// binary behind `SHELL_FORWARD` (used only with `[workspace.shell] network`).
     pub shell_forwarder: wright_workspace::Forwarder,
     /// `[models]`: agent id → `provider/model`, overriding `WRIGHT_MODEL` for that agent.
     pub models: BTreeMap<String, String>,
@@ -347,12 +354,11 @@ impl Config {
             std::env::current_exe().map_err(|error| anyhow::anyhow!("cannot find the wright binary: {error}"))?;
         let mut sandbox = file.sandbox;
         if sandbox.worker_command.is_empty() {
-            // The binary serves as its own sandbox worker (see `cli::SANDBOX_WORKER`).
-            sandbox.worker_command = vec![program.display().to_string(), crate::cli::SANDBOX_WORKER.to_owned()];
+            // The binary serves as its own sandbox worker (see `SANDBOX_WORKER`).
+            sandbox.worker_command = vec![program.display().to_string(), SANDBOX_WORKER.to_owned()];
         }
         // And as the shell's forwarder, bind-mounted into each networked command's sandbox.
-        let shell_forwarder =
-            wright_workspace::Forwarder { program, arguments: vec![crate::cli::SHELL_FORWARD.to_owned()] };
+        let shell_forwarder = wright_workspace::Forwarder { program, arguments: vec![SHELL_FORWARD.to_owned()] };
         Ok(Self {
             data_dir: data_dir.to_owned(),
             server: file.server,

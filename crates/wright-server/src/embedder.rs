@@ -14,7 +14,7 @@ use wright_core::EmbedPurpose;
 use wright_llm::{Connection, Embedder, LlmError};
 use wright_store::{EmbedFailure, EmbedFuture, MemoryEmbedder, MemoryEmbeddingsConfig, Store};
 
-use crate::models::Models;
+use crate::domain::models::Models;
 
 pub struct ConnectionEmbedder {
     models: Arc<Models>,
@@ -33,7 +33,7 @@ impl ConnectionEmbedder {
             .models
             .connection(&self.config.connection)
             .await
-            .map_err(|error| EmbedFailure::Unavailable(format!("the embedding connection: {}", error.message)))?
+            .map_err(|error| EmbedFailure::Unavailable(format!("the embedding connection: {error}")))?
             .ok_or_else(|| {
                 EmbedFailure::Unavailable(format!(
                     "[memory.embeddings] connection {:?} does not exist (a connection id from the Settings page, \

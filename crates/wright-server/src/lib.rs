@@ -15,17 +15,13 @@
 //!   streams and finishes within `[server] shutdown_grace_secs` ([`listener`]).
 
 pub mod api;
-pub mod channel;
 pub mod chat;
 pub mod cli;
 pub mod config;
+pub mod domain;
 pub mod embedder;
-pub mod hub;
 pub mod listener;
-pub mod models;
 pub mod notifier;
-pub mod owner;
-pub mod runs;
 pub mod scheduler;
 pub mod secrets;
 pub mod telegram;
@@ -49,10 +45,10 @@ pub struct AppState {
     pub tools: Arc<ToolRegistry>,
     pub auth: Arc<token::Auth>,
     pub config: Arc<Config>,
-    pub hub: Arc<hub::Hub>,
-    pub runs: Arc<runs::Runs>,
+    pub hub: Arc<domain::hub::Hub>,
+    pub runs: Arc<domain::runs::Runs>,
     /// The models of agents, read from the settings on every run.
-    pub models: Arc<models::Models>,
+    pub models: Arc<domain::models::Models>,
     /// Keys of the connections added in the canvas.
     pub secrets: Arc<secrets::Secrets>,
     /// Cancelled when the server shuts down; long-lived responses (event streams) watch it so
@@ -63,7 +59,7 @@ pub struct AppState {
 
 impl AppState {
     /// Opens the data directory (creating it), the app database and the tool registry.
-    pub async fn open(config: Config, auth: token::Auth, models: models::Models) -> anyhow::Result<Self> {
+    pub async fn open(config: Config, auth: token::Auth, models: domain::models::Models) -> anyhow::Result<Self> {
         let mut services = open_services(&config).await?;
         let secrets = Arc::new(secrets::Secrets::new(&config.data_dir));
         // The models read the canvas's choices through a store without the embedder: the
@@ -92,10 +88,10 @@ impl AppState {
         #[cfg(debug_assertions)]
         let registry = registry.panicking_in(config.fault_panic_tool.clone());
         let tools = Arc::new(registry);
-        let hub = Arc::new(hub::Hub::default());
-        let owner = owner::RunOwner::acquire(&config.data_dir)?;
+        let hub = Arc::new(domain::hub::Hub::default());
+        let owner = domain::owner::RunOwner::acquire(&config.data_dir)?;
         let runs = Arc::new(
-            runs::Runs::new(
+            domain::runs::Runs::new(
                 store.clone(),
                 Arc::clone(&hub),
                 Arc::clone(&tools),
@@ -108,7 +104,7 @@ impl AppState {
                 config.agents.iter().map(|(agent, section)| (agent.clone(), section.tools.clone())).collect(),
             ),
         );
-        runs.recover_orphaned().await.map_err(|error| anyhow::anyhow!("{}", error.message))?;
+        runs.recover_orphaned().await.map_err(|error| anyhow::anyhow!("{error}"))?;
         runs.spawn_heartbeat();
         let login_limiter = Arc::new(api::LoginLimiter::new(config.server.login_attempts_per_minute));
         Ok(Self {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use wright_store::TelegramDelivery;
 
 use crate::AppState;
-use crate::hub::{Update, notifications_topic};
+use crate::domain::hub::{Update, notifications_topic};
 use crate::telegram::TelegramChannel;
 
 /// How often rows written by another process (the CLI) are looked for.

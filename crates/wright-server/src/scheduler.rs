@@ -16,7 +16,7 @@ use wright_core::{AgentId, ConversationStatus, EventBody};
 use wright_store::{NewNotification, NotificationSource, RunOutcome, Schedule, ScheduleRun};
 
 use crate::AppState;
-use crate::runs::Sender;
+use crate::domain::runs::Sender;
 
 /// Starts the scheduler's task.
 pub fn spawn(state: AppState) {
@@ -62,7 +62,7 @@ fn prompt_message(schedule: &Schedule, run: &ScheduleRun) -> String {
     format!(
         "⏰ Scheduled task “{}” (due {}). Your answer will be sent to the person as a notification.\n\n{}",
         schedule.name,
-        crate::channel::when(run.due_at),
+        crate::domain::channel::when(run.due_at),
         schedule.prompt
     )
 }
@@ -87,7 +87,7 @@ async fn start(state: &AppState, schedule: &Schedule, run: &ScheduleRun) {
         let notification = NewNotification {
             source: NotificationSource::Schedule,
             title: format!("⏰ {} could not run", schedule.name),
-            text: error.message,
+            text: error.to_string(),
             conversation_id: Some(conversation_id),
             schedule_id: Some(schedule.id),
         };
@@ -107,7 +107,7 @@ async fn report_if_stopped(
 ) -> anyhow::Result<()> {
     let agent = AgentId::parse(&schedule.agent_id)?;
     // A run whose process died is ended first, so it does not count as running forever.
-    state.runs.recover_if_orphaned(conversation_id).await.map_err(|error| anyhow::anyhow!(error.message))?;
+    state.runs.recover_if_orphaned(conversation_id).await.map_err(|error| anyhow::anyhow!("{error}"))?;
     let conversation = match state.store.conversation(conversation_id).await {
         Ok(conversation) => conversation,
         Err(wright_store::StoreError::ConversationNotFound(_)) => {

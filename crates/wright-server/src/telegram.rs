@@ -1,5 +1,5 @@
 //! The Telegram channel: the owner talks to an agent from a phone, through the same path as
-//! the canvas ([`crate::channel`]).
+//! the canvas ([`crate::domain::channel`]).
 //!
 //! - **In:** long polling of `getUpdates` (the Bot API's base URL is configurable). Only
 //!   private chats of the users in `[telegram] allowed_user_ids` are served; anyone else is
@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::Instant;
 use wright_core::{AgentId, ConversationStatus, EventBody, Notice, PendingKind};
-use wright_store::{ChannelChat, ChannelKind, PendingCall, TelegramDelivery};
+use wright_store::{ChannelChat, ChannelKind, PendingCall, StoreError, TelegramDelivery};
 use wright_telegram::wire::{
     AnswerCallbackQuery, CallbackQuery, ChatType, EditMessageReplyMarkup, EditMessageText, GetUpdates,
     InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, Message, ParseMode, SendMessage, Update,
@@ -37,10 +37,11 @@ use wright_telegram::wire::{
 use wright_telegram::{BotApi, MESSAGE_LIMIT, TelegramError, format};
 
 use crate::AppState;
-use crate::channel::{self, Command, Reply};
 use crate::config::TelegramConfig;
-use crate::hub::{Subscription, Update as HubUpdate};
-use crate::runs::Sender;
+use crate::domain::DomainError;
+use crate::domain::channel::{self, Command, Reply};
+use crate::domain::hub::{Subscription, Update as HubUpdate};
+use crate::domain::runs::Sender;
 
 /// How many times a request refused with 429 is repeated (each after the wait Telegram asked).
 const MAX_RETRIES: usize = 5;
@@ -252,15 +253,16 @@ impl TelegramChannel {
             if let Err(error) =
                 channel::answer(state, &conversation_id, &call.tool_call_id, json!({ "answer": text })).await
             {
-                self.send_text(chat, &error.message, None).await;
+                self.send_text(chat, &error.to_string(), None).await;
             }
             return;
         }
         if let Err(error) = channel::send(state, &conversation_id, &text, Sender::Person).await {
-            let message = if error.code == "run_in_progress" {
-                "I am still working on your last message. Wait for it, or send /cancel to stop it.".to_owned()
-            } else {
-                error.message
+            let message = match error {
+                DomainError::RunInProgress => {
+                    "I am still working on your last message. Wait for it, or send /cancel to stop it.".to_owned()
+                }
+                other => other.to_string(),
             };
             self.send_text(chat, &message, None).await;
         }
@@ -295,7 +297,7 @@ impl TelegramChannel {
                 }
             }
             Ok(Reply::RunStarted) => {}
-            Err(error) => self.send_text(chat, &error.message, None).await,
+            Err(error) => self.send_text(chat, &error.to_string(), None).await,
         }
     }
 
@@ -630,8 +632,10 @@ impl TelegramChannel {
         };
         match channel::answer(state, &conversation_id, &call.tool_call_id, answer).await {
             Ok(()) => Ok(label),
-            Err(error) if error.status == axum::http::StatusCode::CONFLICT => Err("Already answered.".into()),
-            Err(error) => Err(error.message),
+            Err(DomainError::Store(StoreError::AlreadyAnswered(_) | StoreError::RunNotOwned(_))) => {
+                Err("Already answered.".into())
+            }
+            Err(error) => Err(error.to_string()),
         }
     }
 

@@ -21,9 +21,9 @@ use wright_core::{AgentId, ConversationStatus, EventBody, PendingKind};
 use super::agents::existing_agent;
 use super::{ApiError, ApiJson};
 use crate::AppState;
-use crate::channel::Reply;
-use crate::hub::Update;
-use crate::runs::Sender;
+use crate::domain::channel::Reply;
+use crate::domain::hub::Update;
+use crate::domain::runs::Sender;
 
 #[derive(Serialize, ToSchema)]
 pub struct ProviderView {
@@ -269,9 +269,11 @@ pub async fn post_message(
     };
     // Commands (`/newsession [name]`, `/cancel`, `/codestats`, `/codefailures [n]`, `/help`)
     // are read here as in every channel.
-    Ok(match crate::channel::send(&state, &id, &request.text, sender).await? {
+    Ok(match crate::domain::channel::send(&state, &id, &request.text, sender).await? {
         Reply::RunStarted => (StatusCode::ACCEPTED, Json(Accepted { ok: true })).into_response(),
-        Reply::SessionStarted(started) => (StatusCode::CREATED, Json(started)).into_response(),
+        Reply::SessionStarted(started) => {
+            (StatusCode::CREATED, Json(super::sessions::NewSessionView::from(started))).into_response()
+        }
         Reply::Text(texts) => (StatusCode::OK, Json(CommandReply { reply: texts.join("\n\n") })).into_response(),
     })
 }
@@ -283,7 +285,7 @@ pub async fn post_message(
 )]
 pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Accepted>, ApiError> {
     state.store.conversation(&id).await?;
-    crate::channel::cancel(&state, &id).await?;
+    crate::domain::channel::cancel(&state, &id).await?;
     Ok(Json(Accepted { ok: true }))
 }
 
@@ -298,7 +300,7 @@ pub async fn answer_pending(
     Path((id, tool_call_id)): Path<(String, String)>,
     ApiJson(request): ApiJson<PendingAnswer>,
 ) -> Result<Json<Accepted>, ApiError> {
-    crate::channel::answer(&state, &id, &tool_call_id, request.answer).await?;
+    crate::domain::channel::answer(&state, &id, &tool_call_id, request.answer).await?;
     Ok(Json(Accepted { ok: true }))
 }
 

@@ -10,6 +10,8 @@ use wright_core::CoreError;
 use wright_store::StoreError;
 use wright_tools::ToolError;
 
+use crate::domain::DomainError;
+
 /// `{"error": {"code", "message"}}` with a status chosen on purpose for each failure.
 #[derive(Debug)]
 pub struct ApiError {
@@ -97,6 +99,21 @@ impl From<ToolError> for ApiError {
             ToolError::Internal(_) => return Self::internal(&error),
         };
         Self::new(status, error.category().as_str(), error.to_string())
+    }
+}
+
+/// The one place a domain failure gets its HTTP status.
+impl From<DomainError> for ApiError {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::NoModel(problem) => Self::new(StatusCode::SERVICE_UNAVAILABLE, "no_provider", problem),
+            DomainError::RunInProgress => Self::new(StatusCode::CONFLICT, "run_in_progress", error.to_string()),
+            DomainError::RateLimited(message) => Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message),
+            DomainError::Invalid(message) => Self::bad_request(message),
+            DomainError::Core(error) => error.into(),
+            DomainError::Store(error) => error.into(),
+            DomainError::Internal(_) => Self::internal(&error),
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use super::ApiError;
 use super::agents::existing_agent;
 use super::conversations::{async_stream, to_sse};
 use crate::AppState;
-use crate::hub::{Update, notifications_topic};
+use crate::domain::hub::{Update, notifications_topic};
 
 /// Where a notification came from.
 #[derive(Serialize, ToSchema, Clone, Copy)]

@@ -1,19 +1,20 @@
 //! An agent's sessions (seed 001, "Session Division"): the list the canvas groups
 //! conversations by, and starting one — from the session list or by typing
-//! `/newsession [name]` in a chat (read by [`crate::channel`]), which also opens a new
-//! conversation in the new session.
+//! `/newsession [name]` in a chat (read by [`crate::domain::channel`]), which also opens a new
+//! conversation in the new session (`domain::sessions`).
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use wright_core::{AgentId, iso_from_ms};
+use wright_core::iso_from_ms;
 use wright_store::{Session, SessionStarter};
 
 use super::agents::existing_agent;
 use super::{ApiError, ApiJson};
 use crate::AppState;
+use crate::domain::sessions::{NewSession, start_for_person};
 
 /// Who started a session.
 #[derive(Debug, Serialize, ToSchema, Clone, Copy)]
@@ -69,17 +70,10 @@ pub struct NewSessionView {
     pub conversation_id: String,
 }
 
-/// Ends the open session, starts one by the person and opens a conversation in it.
-pub async fn start_for_person(
-    state: &AppState,
-    agent: &AgentId,
-    name: Option<&str>,
-) -> Result<NewSessionView, ApiError> {
-    let session = state.store.start_session(agent, name, SessionStarter::Person).await?;
-    let conversation_id = uuid::Uuid::now_v7().to_string();
-    state.store.create_conversation(agent, &conversation_id, &session.name).await?;
-    let session = state.store.session(agent, session.id).await?;
-    Ok(NewSessionView { session: session.into(), conversation_id })
+impl From<NewSession> for NewSessionView {
+    fn from(started: NewSession) -> Self {
+        Self { session: started.session.into(), conversation_id: started.conversation_id }
+    }
 }
 
 /// The agent's sessions, newest first (the open one, divided first if its time is up).
@@ -109,5 +103,5 @@ pub async fn create(
     ApiJson(request): ApiJson<NewSessionRequest>,
 ) -> Result<(StatusCode, Json<NewSessionView>), ApiError> {
     let agent = existing_agent(&state, &agent).await?;
-    Ok((StatusCode::CREATED, Json(start_for_person(&state, &agent, request.name.as_deref()).await?)))
+    Ok((StatusCode::CREATED, Json(start_for_person(&state.store, &agent, request.name.as_deref()).await?.into())))
 }

@@ -18,8 +18,9 @@ impl Fixture {
     async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::load(dir.path()).unwrap();
-        let state =
-            AppState::open(config, Auth::new(TOKEN.into()), wright_server::models::Models::none()).await.unwrap();
+        let state = AppState::open(config, Auth::new(TOKEN.into()), wright_server::domain::models::Models::none())
+            .await
+            .unwrap();
         Self { _dir: dir, state }
     }
 

@@ -24,7 +24,8 @@ async fn state_with(configure: impl FnOnce(&mut Config)) -> (tempfile::TempDir, 
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::load(dir.path()).unwrap();
     configure(&mut config);
-    let state = AppState::open(config, Auth::new(TOKEN.into()), wright_server::models::Models::none()).await.unwrap();
+    let state =
+        AppState::open(config, Auth::new(TOKEN.into()), wright_server::domain::models::Models::none()).await.unwrap();
     (dir, state)
 }
 

@@ -94,8 +94,9 @@ impl Fixture {
         let config = format!("[egress]\nallow = [\"{allowed}\"]\n\n[images]\nmax_bytes = 1048576\n");
         std::fs::write(dir.path().join("config.toml"), config).unwrap();
         let config = Config::load(dir.path()).unwrap();
-        let state =
-            AppState::open(config, Auth::new(TOKEN.into()), wright_server::models::Models::none()).await.unwrap();
+        let state = AppState::open(config, Auth::new(TOKEN.into()), wright_server::domain::models::Models::none())
+            .await
+            .unwrap();
         Self { _dir: dir, state }
     }
 

@@ -34,7 +34,7 @@ async fn state_with(config: &str) -> (tempfile::TempDir, anyhow::Result<wright_s
             wright_server::AppState::open(
                 config,
                 wright_server::token::Auth::new(TOKEN.into()),
-                wright_server::models::Models::none(),
+                wright_server::domain::models::Models::none(),
             )
             .await
         }

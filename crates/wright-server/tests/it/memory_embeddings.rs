@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 use wright_llm::ProviderEnv;
 use wright_llm::testing::{FAKE_EMBEDDING_MODEL, FAKE_KEY, FakeError, FakeProvider};
-use wright_server::models::Models;
+use wright_server::domain::models::Models;
 use wright_server::token::Auth;
 use wright_server::{AppState, Config};
 use wright_store::MemoryEmbeddingsConfig;

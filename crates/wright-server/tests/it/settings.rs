@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 use wright_llm::testing::{FakeProvider, Turn};
 use wright_llm::{ProviderEnv, ProviderKind};
-use wright_server::models::Models;
+use wright_server::domain::models::Models;
 use wright_server::token::Auth;
 use wright_server::{AppState, Config};
 

@@ -18,14 +18,11 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::http::StatusCode;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_agent::{
-    ContextMemory, Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
-};
+use wright_agent::{ContextMemory, Finish, LoopConfig, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript};
 use wright_core::Invocation;
 use wright_core::{
     AgentId, ApprovedCall, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice,
@@ -34,22 +31,11 @@ use wright_core::{
 use wright_store::{AnswerResult, Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
 use wright_tools::ToolRegistry;
 
-use crate::api::ApiError;
+use super::DomainError;
 use crate::config::RunsConfig;
-use crate::hub::{Hub, Update};
-use crate::models::Models;
-use crate::owner::RunOwner;
-
-/// The configured model and how to name it.
-#[derive(Clone)]
-pub struct ConfiguredModel {
-    pub model: Arc<dyn Model>,
-    pub kind: String,
-    pub name: String,
-    /// Tokens the model takes, where the person said (the provider's list, or by hand); the
-    /// run compacts history to fit it.
-    pub context_window: Option<u32>,
-}
+use crate::domain::hub::{Hub, Update};
+use crate::domain::models::{ConfiguredModel, Models};
+use crate::domain::owner::RunOwner;
 
 /// The loop's settings for a model: compaction starts before the history outgrows the model's
 /// context window. About four characters make a token; three per token leaves room for the
@@ -152,7 +138,7 @@ impl Runs {
     /// Ends, as interrupted, every run whose owner is gone (its lease ran out, or its lock file
     /// is free). Runs of live owners — a server beside this CLI — are left alone. Called at
     /// start; safe to call any time.
-    pub async fn recover_orphaned(&self) -> Result<(), ApiError> {
+    pub async fn recover_orphaned(&self) -> Result<(), DomainError> {
         for claimed in self.store.claimed_runs().await? {
             if claimed.owner != self.owner.id() && (claimed.expired || !self.owner.is_alive(&claimed.owner)) {
                 self.recover(&claimed.conversation_id, &claimed.owner).await?;
@@ -162,7 +148,7 @@ impl Runs {
     }
 
     /// Recovers the conversation's run if its owner is gone; does nothing otherwise.
-    pub async fn recover_if_orphaned(&self, conversation_id: &str) -> Result<(), ApiError> {
+    pub async fn recover_if_orphaned(&self, conversation_id: &str) -> Result<(), DomainError> {
         if let Some(claimed) = self.store.claimed_run(conversation_id).await?
             && claimed.owner != self.owner.id()
             && (claimed.expired || !self.owner.is_alive(&claimed.owner))
@@ -174,7 +160,7 @@ impl Runs {
 
     /// Ends a dead owner's run: its open calls get "interrupted" results, a notice says so,
     /// and the conversation is idle again — one transaction.
-    async fn recover(&self, conversation_id: &str, dead_owner: &str) -> Result<(), ApiError> {
+    async fn recover(&self, conversation_id: &str, dead_owner: &str) -> Result<(), DomainError> {
         let end = RunEnd {
             closing: vec![NewEvent::notice(Notice::Interrupted)],
             status: ConversationStatus::Idle,
@@ -209,20 +195,16 @@ impl Runs {
         });
     }
 
-    fn no_model(problem: String) -> ApiError {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no_provider", problem)
+    fn no_model(problem: String) -> DomainError {
+        DomainError::NoModel(problem)
     }
 
-    fn busy() -> ApiError {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "run_in_progress",
-            "the agent is still working in this conversation; wait for it or cancel the run",
-        )
+    fn busy() -> DomainError {
+        DomainError::RunInProgress
     }
 
     /// Counts a component's message against its conversation's limit, or refuses it.
-    fn admit_component_message(&self, conversation_id: &str, component: &str) -> Result<(), ApiError> {
+    fn admit_component_message(&self, conversation_id: &str, component: &str) -> Result<(), DomainError> {
         let limit = self.runs_config.component_messages_per_minute;
         let mut sent = self.component_messages.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let now = Instant::now();
@@ -231,14 +213,10 @@ impl Runs {
             recent.pop_front();
         }
         if recent.len() >= limit {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
-                format!(
-                    "the component {component:?} sent {limit} messages in this conversation in the last minute, \
+            return Err(DomainError::RateLimited(format!(
+                "the component {component:?} sent {limit} messages in this conversation in the last minute, \
                      the limit ([runs] component_messages_per_minute); the person can still type"
-                ),
-            ));
+            )));
         }
         recent.push_back(now);
         Ok(())
@@ -251,7 +229,7 @@ impl Runs {
         conversation_id: &str,
         text: &str,
         sender: Sender,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), DomainError> {
         let conversation = self.store.conversation(conversation_id).await?;
         let agent = AgentId::parse(&conversation.agent_id)?;
         let model = self.models.for_agent(&agent).await.map_err(Self::no_model)?;
@@ -278,7 +256,7 @@ impl Runs {
 
     /// Stops this process's run in the conversation. A run whose owner is gone is ended as
     /// interrupted instead, so Stop always unsticks a conversation.
-    pub async fn cancel(&self, conversation_id: &str) -> Result<(), ApiError> {
+    pub async fn cancel(&self, conversation_id: &str) -> Result<(), DomainError> {
         let token = {
             let active = self.active.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             active.get(conversation_id).map(|run| run.cancel.clone())
@@ -298,7 +276,7 @@ impl Runs {
         conversation_id: &str,
         tool_call_id: &str,
         answer: Value,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), DomainError> {
         let conversation = self.store.conversation(conversation_id).await?;
         let agent = AgentId::parse(&conversation.agent_id)?;
         let waiting = self.store.pending_calls(conversation_id).await?;
@@ -335,10 +313,12 @@ impl Runs {
         conversation_id: &str,
         call: &wright_store::PendingCall,
         answer: &Value,
-    ) -> Result<AnswerResult, ApiError> {
+    ) -> Result<AnswerResult, DomainError> {
         let decision = answer.get("decision").and_then(Value::as_str).unwrap_or_default();
         if answer.get("arguments").is_some_and(|arguments| !arguments.is_object()) {
-            return Err(ApiError::bad_request("`arguments` must be a JSON object: the call's edited arguments"));
+            return Err(DomainError::Invalid(
+                "`arguments` must be a JSON object: the call's edited arguments".to_owned(),
+            ));
         }
         match decision {
             "approve" => Ok(AnswerResult::RunTheCall),
@@ -366,14 +346,14 @@ impl Runs {
                     false,
                 )))
             }
-            other => Err(ApiError::bad_request(format!(
+            other => Err(DomainError::Invalid(format!(
                 "an approval is answered with {{\"decision\": \"approve\" | \"deny\" | \"always\", \"arguments\"?: {{…}}}}, not {other:?}"
             ))),
         }
     }
 
     /// Starts the claimed run, or — with no model — releases it with the setup hint.
-    async fn resume(self: &Arc<Self>, agent: AgentId, conversation_id: &str) -> Result<(), ApiError> {
+    async fn resume(self: &Arc<Self>, agent: AgentId, conversation_id: &str) -> Result<(), DomainError> {
         match self.models.for_agent(&agent).await {
             Ok(model) => {
                 self.spawn_run(agent, conversation_id.to_owned(), model);

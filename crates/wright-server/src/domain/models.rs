@@ -21,9 +21,19 @@ use wright_core::AgentId;
 use wright_llm::{Connection, ConnectionKind, LlmError, ProviderConfig, ProviderEnv, ToolCallMode, config_from_env};
 use wright_store::{ChoiceTarget, ModelChoice, Store, StoreError};
 
-use crate::api::ApiError;
-use crate::runs::ConfiguredModel;
+use super::DomainError;
 use crate::secrets::Secrets;
+
+/// The configured model and how to name it.
+#[derive(Clone)]
+pub struct ConfiguredModel {
+    pub model: Arc<dyn wright_agent::Model>,
+    pub kind: String,
+    pub name: String,
+    /// Tokens the model takes, where the person said (the provider's list, or by hand); the
+    /// run compacts history to fit it.
+    pub context_window: Option<u32>,
+}
 
 /// Where the canvas's model settings live once the app is open: the store and the keys file.
 #[derive(Clone)]
@@ -149,7 +159,7 @@ impl Models {
         let cannot = |reason: String| {
             format!("{whose} ({}) cannot be used: {reason}. Change it on the Settings page.", choice.model)
         };
-        let found = self.connection(&choice.connection_id).await.map_err(|error| cannot(error.message))?;
+        let found = self.connection(&choice.connection_id).await.map_err(|error| cannot(error.to_string()))?;
         let Some(found) = found else {
             return Err(cannot(format!("its connection {:?} no longer exists", choice.connection_id)));
         };
@@ -176,7 +186,7 @@ impl Models {
 
     /// A connection by id: `env:<kind>` from the environment, else a stored one with its key.
     /// None when there is no such connection.
-    pub async fn connection(&self, id: &str) -> Result<Option<Connection>, ApiError> {
+    pub async fn connection(&self, id: &str) -> Result<Option<Connection>, DomainError> {
         if id.starts_with("env:") {
             return Ok(self.env_connections().into_iter().find(|env| env.id == id).map(|env| env.connection));
         }
@@ -188,9 +198,9 @@ impl Models {
         };
         // The server writes only kinds it parses; another kind is a damaged database.
         let kind = ConnectionKind::parse(&stored.kind)
-            .ok_or_else(|| ApiError::internal(&format!("connection {id:?} has an unknown kind {:?}", stored.kind)))?;
+            .ok_or_else(|| DomainError::Internal(format!("connection {id:?} has an unknown kind {:?}", stored.kind)))?;
         let api_key =
-            settings.secrets.key(id).map_err(|error| ApiError::internal(&format!("the keys file: {error}")))?;
+            settings.secrets.key(id).map_err(|error| DomainError::Internal(format!("the keys file: {error}")))?;
         Ok(Some(Connection { kind, base_url: stored.base_url, api_key }))
     }
 }

@@ -1,22 +1,22 @@
 //! The one way into a conversation, whichever channel the person talks through — the canvas
 //! (the HTTP API) or Telegram. A message is read here: a command (`/newsession [name]`,
 //! `/cancel`, `/codestats`, `/codefailures [n]`, `/help`) is carried out and answered with
-//! text; anything else starts a run through [`Runs`](crate::runs::Runs). Answers to pending
+//! text; anything else starts a run through [`Runs`](crate::domain::runs::Runs). Answers to pending
 //! calls and cancels go through the same functions, so a conversation's runs, pauses, limits
 //! and "answered once" behave the same from either place: the store decides, whichever place
 //! answers first wins, the other gets `already answered`.
 //!
-//! What the agent says goes back out through the [`Hub`](crate::hub::Hub): the canvas's event
+//! What the agent says goes back out through the [`Hub`](crate::domain::hub::Hub): the canvas's event
 //! stream and the Telegram chat bound to the conversation both follow it.
 
 use serde_json::Value;
 use wright_core::{AgentId, iso_from_ms};
 use wright_store::{ExecutionFilter, ExecutionStats, StoredExecution};
 
+use super::DomainError;
+use super::sessions::{NewSession, start_for_person};
 use crate::AppState;
-use crate::api::ApiError;
-use crate::api::sessions::NewSessionView;
-use crate::runs::Sender;
+use crate::domain::runs::Sender;
 
 /// The commands a person can type in any channel (seed 001's Telegram commands).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,14 +69,14 @@ pub enum Reply {
     /// A run started; its progress arrives on the hub.
     RunStarted,
     /// `/newsession`: a session and a conversation in it.
-    SessionStarted(NewSessionView),
+    SessionStarted(NewSession),
     /// A command's answer: one or more texts (Markdown), each its own message in a chat.
     Text(Vec<String>),
 }
 
 /// Reads the person's (or a component's) message to a conversation: a command is carried out,
 /// anything else is sent to the agent. Only the person's messages can be commands.
-pub async fn send(state: &AppState, conversation_id: &str, text: &str, sender: Sender) -> Result<Reply, ApiError> {
+pub async fn send(state: &AppState, conversation_id: &str, text: &str, sender: Sender) -> Result<Reply, DomainError> {
     if matches!(sender, Sender::Person)
         && let Some(command) = parse_command(text, None)
     {
@@ -87,12 +87,12 @@ pub async fn send(state: &AppState, conversation_id: &str, text: &str, sender: S
 }
 
 /// Carries out a command in the conversation's context.
-pub async fn run_command(state: &AppState, conversation_id: &str, command: Command) -> Result<Reply, ApiError> {
+pub async fn run_command(state: &AppState, conversation_id: &str, command: Command) -> Result<Reply, DomainError> {
     let conversation = state.store.conversation(conversation_id).await?;
     let agent = AgentId::parse(&conversation.agent_id)?;
     match command {
         Command::NewSession(name) => {
-            let started = crate::api::sessions::start_for_person(state, &agent, name.as_deref()).await?;
+            let started = start_for_person(&state.store, &agent, name.as_deref()).await?;
             Ok(Reply::SessionStarted(started))
         }
         Command::Cancel => {
@@ -119,12 +119,12 @@ pub async fn answer(
     conversation_id: &str,
     tool_call_id: &str,
     answer: Value,
-) -> Result<(), ApiError> {
+) -> Result<(), DomainError> {
     state.runs.answer_pending(conversation_id, tool_call_id, answer).await
 }
 
 /// Stops the conversation's run, if one is going.
-pub async fn cancel(state: &AppState, conversation_id: &str) -> Result<(), ApiError> {
+pub async fn cancel(state: &AppState, conversation_id: &str) -> Result<(), DomainError> {
     state.runs.cancel(conversation_id).await
 }
 
