@@ -112,8 +112,8 @@ macro_rules! string_enum {
 
 mod tools;
 pub use tools::{
-    BoxFuture, CLOSEST_NAMES, Caller, ErrorCategory, Hint, Invocation, ToolFailure, ToolOutcome, ToolPort,
-    closest_names,
+    ApprovalAnswer, ApprovalDecision, BoxFuture, CLOSEST_NAMES, Caller, ErrorCategory, Hint, Invocation, ToolFailure,
+    ToolOutcome, ToolPort, closest_names,
 };
 
 string_enum!(

@@ -253,3 +253,23 @@ fn edit_distance(left: &str, right: &str) -> usize {
     }
     previous[right.len()]
 }
+
+string_enum!(
+    /// The person's decision on a call its policy asks about: run it once, refuse it, or run
+    /// it and allow the tool from now on.
+    ApprovalDecision, "approval decision" {
+        Approve => "approve",
+        Deny => "deny",
+        Always => "always",
+    }
+);
+
+/// The answer to a call that waits for approval: `{"decision", "arguments"?}`, the arguments
+/// being the person's edit of the call's (an object), when they changed them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalAnswer {
+    pub decision: ApprovalDecision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Map<String, Value>>,
+}

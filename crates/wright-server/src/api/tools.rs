@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use wright_core::ToolPolicy;
-use wright_core::{Caller, Invocation};
+use wright_core::{Caller, DecidedBy, ErrorCategory, Invocation, ToolKind};
 use wright_store::ExecutionFilter;
 
 use super::agents::existing_agent;
@@ -44,21 +44,21 @@ pub struct PolicyUpdate {
 pub struct ExecutionView {
     pub id: i64,
     pub tool_name: String,
-    pub tool_kind: String,
+    pub tool_kind: ToolKind,
     /// The version of an agent-made tool that ran; null for a built-in.
     pub tool_version: Option<i64>,
-    pub caller: String,
+    pub caller: Caller,
     pub conversation_id: Option<String>,
     pub tool_call_id: Option<String>,
     pub args: Value,
     pub result: Option<Value>,
     pub error: Option<String>,
-    pub error_category: Option<String>,
+    pub error_category: Option<ErrorCategory>,
     pub success: bool,
     pub duration_us: i64,
     /// Who let the call run or refused it (`policy` or `person`); null for the operator's
     /// own calls, to which no policy applies.
-    pub decided_by: Option<String>,
+    pub decided_by: Option<DecidedBy>,
     pub created_at: String,
 }
 
@@ -67,7 +67,7 @@ pub struct ExecutionView {
 pub struct ExecutionQuery {
     pub tool: Option<String>,
     pub success: Option<bool>,
-    pub error_category: Option<String>,
+    pub error_category: Option<ErrorCategory>,
     /// At most this many, newest first (default 100, at most 1,000).
     pub limit: Option<i64>,
 }
@@ -176,32 +176,40 @@ pub async fn list_executions(
     let filter = ExecutionFilter {
         tool_name: query.tool,
         success: query.success,
-        error_category: query.error_category,
+        error_category: query.error_category.map(|category| category.as_str().to_owned()),
         limit: query.limit,
     };
     let executions = state.store.list_executions(&agent, &filter).await?;
-    Ok(Json(
-        executions
-            .into_iter()
-            .map(|execution| ExecutionView {
+    // The stored spellings are the enums' own; a row that does not fit is a bug, answered as one.
+    let stored = |error: wright_core::CoreError| ApiError::internal(&error);
+    let views = executions
+        .into_iter()
+        .map(|execution| {
+            Ok(ExecutionView {
                 id: execution.id,
                 tool_name: execution.tool_name,
-                tool_kind: execution.tool_kind,
+                tool_kind: ToolKind::parse(&execution.tool_kind).map_err(stored)?,
                 tool_version: execution.tool_version,
-                caller: execution.caller,
+                caller: Caller::parse(&execution.caller).map_err(stored)?,
                 conversation_id: execution.conversation_id,
                 tool_call_id: execution.tool_call_id,
                 args: execution.args,
                 result: execution.result,
                 error: execution.error,
-                error_category: execution.error_category,
+                error_category: execution
+                    .error_category
+                    .as_deref()
+                    .map(ErrorCategory::parse)
+                    .transpose()
+                    .map_err(stored)?,
                 success: execution.success,
                 duration_us: execution.duration_us,
-                decided_by: execution.decided_by,
+                decided_by: execution.decided_by.as_deref().map(DecidedBy::parse).transpose().map_err(stored)?,
                 created_at: execution.created_at,
             })
-            .collect(),
-    ))
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    Ok(Json(views))
 }
 
 /// The agent's toolsets and how their schemas reach the model: as last set here, else as

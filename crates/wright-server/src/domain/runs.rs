@@ -31,6 +31,8 @@ use wright_core::{
 use wright_store::{AnswerResult, Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
 use wright_tools::ToolRegistry;
 
+use wright_core::{ApprovalAnswer, ApprovalDecision, ErrorCategory, ToolFailure};
+
 use super::DomainError;
 use crate::config::RunsConfig;
 use crate::domain::hub::{Hub, Update};
@@ -314,19 +316,23 @@ impl Runs {
         call: &wright_store::PendingCall,
         answer: &Value,
     ) -> Result<AnswerResult, DomainError> {
-        let decision = answer.get("decision").and_then(Value::as_str).unwrap_or_default();
-        if answer.get("arguments").is_some_and(|arguments| !arguments.is_object()) {
-            return Err(DomainError::Invalid(
-                "`arguments` must be a JSON object: the call's edited arguments".to_owned(),
-            ));
-        }
-        match decision {
-            "approve" => Ok(AnswerResult::RunTheCall),
-            "always" => {
+        let approval: ApprovalAnswer = serde_json::from_value(answer.clone()).map_err(|error| {
+            let edited_not_an_object = answer.get("arguments").is_some_and(|arguments| !arguments.is_object());
+            DomainError::Invalid(if edited_not_an_object {
+                "`arguments` must be a JSON object: the call's edited arguments".to_owned()
+            } else {
+                format!(
+                    "an approval is answered with {{\"decision\": \"approve\" | \"deny\" | \"always\", \"arguments\"?: {{…}}}} ({error})"
+                )
+            })
+        })?;
+        match approval.decision {
+            ApprovalDecision::Approve => Ok(AnswerResult::RunTheCall),
+            ApprovalDecision::Always => {
                 self.store.set_tool_policy(agent, &call.tool_name, Some(ToolPolicy::Allow)).await?;
                 Ok(AnswerResult::RunTheCall)
             }
-            "deny" => {
+            ApprovalDecision::Deny => {
                 let message = format!("the person did not approve this call of `{}`; it did not run", call.tool_name);
                 let invocation = Invocation {
                     agent: agent.clone(),
@@ -338,7 +344,7 @@ impl Runs {
                     decided_by: Some(DecidedBy::Person),
                 };
                 self.tools.record_refusal(invocation, message.clone()).await;
-                let output = serde_json::json!({ "error": message, "category": "denied" });
+                let output = ToolFailure::new(ErrorCategory::Denied, message).to_output();
                 Ok(AnswerResult::Event(wright_store::tool_result_event(
                     &call.tool_call_id,
                     &call.tool_name,
@@ -346,9 +352,6 @@ impl Runs {
                     false,
                 )))
             }
-            other => Err(DomainError::Invalid(format!(
-                "an approval is answered with {{\"decision\": \"approve\" | \"deny\" | \"always\", \"arguments\"?: {{…}}}}, not {other:?}"
-            ))),
         }
     }
 
