@@ -145,7 +145,7 @@ pub fn agent_tool_test_schemas() -> Vec<ToolSpec> {
             name: format!("agent_tool_{index}"),
             description: "An agent-written tool from the tests.".to_owned(),
             parameters,
-            pauses: false,
+            pauses: None,
             policy: Default::default(),
             toolset: None,
         })

@@ -77,7 +77,7 @@ fn load_tools_spec(names: &[&str]) -> ToolSpec {
             "properties": {"names": {"type": "array", "items": {"type": "string", "enum": names}, "minItems": 1}},
             "required": ["names"],
         }),
-        pauses: false,
+        pauses: None,
         // Loading a schema reads Wright's own list: nothing to approve.
         policy: wright_core::ToolPolicy::Allow,
         toolset: None,
@@ -276,7 +276,7 @@ mod tests {
             name: name.to_owned(),
             description: format!("Does {name}. More detail here."),
             parameters: json!({"type": "object"}),
-            pauses: false,
+            pauses: None,
             policy: wright_core::ToolPolicy::Allow,
             toolset,
         }

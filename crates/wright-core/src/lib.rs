@@ -112,8 +112,8 @@ macro_rules! string_enum {
 
 mod tools;
 pub use tools::{
-    ApprovalAnswer, ApprovalDecision, BoxFuture, CLOSEST_NAMES, Caller, ErrorCategory, Hint, Invocation, ToolFailure,
-    ToolOutcome, ToolPort, closest_names,
+    ApprovalAnswer, ApprovalDecision, BoxFuture, CLOSEST_NAMES, Caller, ErrorCategory, Hint, Invocation, Presentation,
+    Shown, ToolFailure, ToolOutcome, ToolPort, closest_names,
 };
 
 string_enum!(
@@ -471,10 +471,10 @@ pub struct ToolSpec {
     pub name: String,
     pub description: String,
     pub parameters: Value,
-    /// The call waits for the person (ask_user, render_blocks, render_and_wait): the run
-    /// parks and the person's answer becomes its result.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub pauses: bool,
+    /// The call waits for the person (ask_user, render_blocks, render_and_wait), shown this
+    /// way: the run parks and the person's answer becomes its result. `None`: it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pauses: Option<Presentation>,
     /// The policy when the agent has none of its own for this tool: reads run (`allow`);
     /// writes outside the agent's own data, commands and anything with outside effects wait
     /// for the person (`ask`).

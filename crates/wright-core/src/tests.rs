@@ -52,3 +52,43 @@ fn fixed_clock_moves_only_when_told() {
         assert_eq!(MemoryLayer::parse(layer.as_str()).unwrap(), *layer);
     }
 }
+
+#[test]
+fn a_waiting_call_is_shown_by_its_tools_presentation_or_as_an_approval() {
+    use serde_json::json;
+    let question = json!({"question": "Which one?", "options": ["a", "b"]});
+    assert_eq!(
+        Shown::of(PendingKind::Question, Some(Presentation::Question), "ask_user", &question, &Value::Null),
+        Some(Shown::Question { question: "Which one?".into(), options: vec!["a".into(), "b".into()] })
+    );
+    let render = json!({"name": "Chart", "version": 3, "compiled_js": "…"});
+    let component = json!({"component": "Chart", "props": {"n": 1}, "title": "Pick"});
+    assert_eq!(
+        Shown::of(PendingKind::Question, Some(Presentation::Component), "render_and_wait", &component, &render),
+        Some(Shown::Component {
+            name: Some("Chart".into()),
+            version: Some(3),
+            title: Some("Pick".into()),
+            props: json!({"n": 1})
+        })
+    );
+    // An approval is shown as one whatever the tool, with the call's arguments.
+    let arguments = json!({"path": "/tmp/x"});
+    assert_eq!(
+        Shown::of(PendingKind::Approval, None, "file_write", &arguments, &Value::Null),
+        Some(Shown::Approval { tool: "file_write".into(), arguments: arguments.clone() })
+    );
+    assert_eq!(Shown::of(PendingKind::Question, None, "gone", &arguments, &Value::Null), None);
+    // One serde form, tagged by `type`.
+    let form = Shown::of(
+        PendingKind::Question,
+        Some(Presentation::Form),
+        "render_blocks",
+        &json!({"blocks": [{"type": "form"}]}),
+        &Value::Null,
+    );
+    assert_eq!(
+        serde_json::to_value(form).unwrap(),
+        json!({"type": "form", "title": null, "blocks": [{"type": "form"}]})
+    );
+}

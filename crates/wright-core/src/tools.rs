@@ -273,3 +273,79 @@ pub struct ApprovalAnswer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<serde_json::Map<String, Value>>,
 }
+
+string_enum!(
+    /// How a call of a pausing tool is shown to the person while it waits: a question (its
+    /// options as buttons), a form of blocks, or a component. A property of the tool's spec.
+    Presentation, "presentation" {
+        Question => "question",
+        Form => "form",
+        Component => "component",
+    }
+);
+
+/// A waiting call as every channel shows it — the canvas, Telegram, the terminal — built in
+/// one place ([`Shown::of`]) from the call and its tool's [`Presentation`], so no channel
+/// decides by the tool's name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Shown {
+    /// Answered with `{answer}`: a choice of `options`, or words when there are none.
+    Question { question: String, options: Vec<String> },
+    /// Blocks to show (a form among them is filled in): answered `{action: "submit", data}` or
+    /// `{action: "dismissed"}`.
+    Form {
+        title: Option<String>,
+        #[schema(value_type = Vec<Object>)]
+        blocks: Vec<Value>,
+    },
+    /// A component, fixed when the call was made: answered with what it passes to `callTool`.
+    Component {
+        /// The stored component's name; null for inline code.
+        name: Option<String>,
+        version: Option<i64>,
+        title: Option<String>,
+        #[schema(value_type = Object)]
+        props: Value,
+    },
+    /// A call its policy asks about: answered with an [`ApprovalAnswer`].
+    Approval {
+        tool: String,
+        #[schema(value_type = Object)]
+        arguments: Value,
+    },
+}
+
+impl Shown {
+    /// How the call of `tool` with `args` is shown: an approval when its policy asked, else
+    /// as its tool's presentation says. `render` is what was prepared when the call parked (a
+    /// component's name and version). `None` for a question call of a tool that does not pause.
+    pub fn of(
+        kind: crate::PendingKind,
+        presentation: Option<Presentation>,
+        tool: &str,
+        args: &Value,
+        render: &Value,
+    ) -> Option<Self> {
+        if kind == crate::PendingKind::Approval {
+            return Some(Shown::Approval { tool: tool.to_owned(), arguments: args.clone() });
+        }
+        let text = |value: &Value| value.as_str().map(str::to_owned);
+        Some(match presentation? {
+            Presentation::Question => Shown::Question {
+                question: text(&args["question"]).unwrap_or_default(),
+                options: args["options"].as_array().into_iter().flatten().filter_map(text).collect(),
+            },
+            Presentation::Form => Shown::Form {
+                title: text(&args["title"]),
+                blocks: args["blocks"].as_array().cloned().unwrap_or_default(),
+            },
+            Presentation::Component => Shown::Component {
+                name: text(&render["name"]),
+                version: render["version"].as_i64(),
+                title: text(&args["title"]),
+                props: args.get("props").cloned().unwrap_or(Value::Object(serde_json::Map::new())),
+            },
+        })
+    }
+}

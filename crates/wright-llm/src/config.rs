@@ -555,7 +555,7 @@ mod tests {
             name: "set_state".into(),
             description: "Writes a value.".into(),
             parameters: serde_json::json!({"type": "object", "properties": {}}),
-            pauses: false,
+            pauses: None,
             policy: wright_core::ToolPolicy::Allow,
             toolset: None,
         };

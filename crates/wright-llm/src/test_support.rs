@@ -64,7 +64,7 @@ pub(crate) fn tool_turn(assistant_provider: Value, call_provider: Value) -> Requ
             name: "weather".to_owned(),
             description: "Weather in a city".to_owned(),
             parameters: json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}),
-            pauses: false,
+            pauses: None,
             policy: Default::default(),
             toolset: None,
         }]),

@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
-use wright_core::{AgentId, ConversationStatus, EventBody, PendingKind};
+use wright_core::{AgentId, ConversationStatus, EventBody, Shown};
 
 use crate::AppState;
 use crate::domain::hub::Update;
@@ -38,9 +38,12 @@ pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
                 RunEnd::Idle | RunEnd::Error => break,
                 RunEnd::Waiting => {
                     for call in state.store.pending_calls(&id).await? {
-                        let answer = match call.kind {
-                            PendingKind::Approval => approve(&call.tool_name, &call.args, &mut lines)?,
-                            PendingKind::Question => ask(&call.tool_name, &call.args, &mut lines)?,
+                        let presentation = state.tools.presentation(&call.tool_name);
+                        let shown = Shown::of(call.kind, presentation, &call.tool_name, &call.args, &call.render);
+                        let answer = match shown {
+                            Some(Shown::Approval { tool, arguments }) => approve(&tool, &arguments, &mut lines)?,
+                            Some(shown) => ask(&shown, &mut lines)?,
+                            None => ask_any(&call.tool_name, &call.args, &mut lines)?,
                         };
                         state
                             .runs
@@ -115,29 +118,28 @@ fn approve(
 
 /// Asks the person at the terminal what a pausing call asks, and shapes the answer as the
 /// canvas would.
-fn ask(tool: &str, args: &Value, lines: &mut impl Iterator<Item = std::io::Result<String>>) -> anyhow::Result<Value> {
+fn ask(shown: &Shown, lines: &mut impl Iterator<Item = std::io::Result<String>>) -> anyhow::Result<Value> {
     let mut read = |prompt: &str| -> anyhow::Result<String> {
         eprint!("{prompt}");
         Ok(lines.next().transpose()?.unwrap_or_default())
     };
-    match tool {
-        "ask_user" => {
-            eprintln!("\n? {}", args["question"].as_str().unwrap_or_default());
-            if let Some(options) = args["options"].as_array() {
-                for (index, option) in options.iter().enumerate() {
-                    eprintln!("  {}. {}", index + 1, option.as_str().unwrap_or_default());
-                }
-                let picked = read("choose a number: ")?;
-                let index: usize = picked.trim().parse().unwrap_or(1);
-                let answer = options.get(index.saturating_sub(1)).and_then(Value::as_str).unwrap_or_default();
-                return Ok(json!({ "answer": answer }));
+    match shown {
+        Shown::Question { question, options } => {
+            eprintln!("\n? {question}");
+            if options.is_empty() {
+                return Ok(json!({ "answer": read("answer: ")? }));
             }
-            Ok(json!({ "answer": read("answer: ")? }))
+            for (index, option) in options.iter().enumerate() {
+                eprintln!("  {}. {option}", index + 1);
+            }
+            let picked = read("choose a number: ")?;
+            let index: usize = picked.trim().parse().unwrap_or(1);
+            let answer = options.get(index.saturating_sub(1)).cloned().unwrap_or_default();
+            Ok(json!({ "answer": answer }))
         }
-        "render_blocks" => {
-            eprintln!("\n{}", serde_json::to_string_pretty(&args["blocks"])?);
-            let form = args["blocks"].as_array().and_then(|blocks| blocks.iter().find(|block| block["type"] == "form"));
-            let Some(form) = form else {
+        Shown::Form { blocks, .. } => {
+            eprintln!("\n{}", serde_json::to_string_pretty(blocks)?);
+            let Some(form) = blocks.iter().find(|block| block["type"] == "form") else {
                 read("(press Enter to dismiss) ")?;
                 return Ok(json!({ "action": "dismissed" }));
             };
@@ -154,10 +156,32 @@ fn ask(tool: &str, args: &Value, lines: &mut impl Iterator<Item = std::io::Resul
             }
             Ok(json!({ "action": "submit", "data": data }))
         }
-        _ => {
-            eprintln!("\n{tool} wants an answer (shown in the canvas): {}", serde_json::to_string_pretty(args)?);
-            let raw = read("answer as JSON (empty to dismiss): ")?;
-            Ok(if raw.trim().is_empty() { json!({ "action": "dismissed" }) } else { serde_json::from_str(&raw)? })
+        Shown::Component { name, title, props, .. } => {
+            let what = title.as_deref().or(name.as_deref()).unwrap_or("A component");
+            eprintln!("\n{what} (shown in the canvas) with {}", serde_json::to_string_pretty(props)?);
+            answer_as_json(&mut read)
+        }
+        Shown::Approval { tool, arguments } => {
+            eprintln!("\n{tool} waits for approval with {}", serde_json::to_string_pretty(arguments)?);
+            answer_as_json(&mut read)
         }
     }
+}
+
+/// A waiting call of a tool that no longer pauses: shown as its arguments, answered as JSON.
+fn ask_any(
+    tool: &str,
+    args: &Value,
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+) -> anyhow::Result<Value> {
+    eprintln!("\n{tool} wants an answer (shown in the canvas): {}", serde_json::to_string_pretty(args)?);
+    answer_as_json(&mut |prompt: &str| -> anyhow::Result<String> {
+        eprint!("{prompt}");
+        Ok(lines.next().transpose()?.unwrap_or_default())
+    })
+}
+
+fn answer_as_json(read: &mut impl FnMut(&str) -> anyhow::Result<String>) -> anyhow::Result<Value> {
+    let raw = read("answer as JSON (empty to dismiss): ")?;
+    Ok(if raw.trim().is_empty() { json!({ "action": "dismissed" }) } else { serde_json::from_str(&raw)? })
 }

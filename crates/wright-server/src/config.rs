@@ -292,7 +292,7 @@ impl McpServeConfig {
                     closest.join(", ")
                 );
             };
-            if spec.pauses {
+            if spec.pauses.is_some() {
                 anyhow::bail!(
                     "[mcp_server] builtins names `{name}`, which waits for the person's answer in the canvas; an MCP \
                      client cannot give one"

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use wright_core::{ToolPolicy, ToolSpec, Toolset};
+use wright_core::{Presentation, ToolPolicy, ToolSpec, Toolset};
 
 use crate::{ToolContext, ToolError, schema::schema_for};
 
@@ -28,22 +28,34 @@ pub(crate) struct Builtin<A> {
 impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
     /// A tool that runs when called (its default policy is `allow`).
     pub(crate) fn boxed(name: &str, description: &str, handler: Handler<A>) -> Box<dyn Tool> {
-        Self::with(name, description, handler, false, ToolPolicy::Allow)
+        Self::with(name, description, handler, None, ToolPolicy::Allow)
     }
 
     /// A tool with effects outside the agent's own data (acting on a web page, publishing):
     /// by default its calls wait for the person's approval.
     pub(crate) fn asking(name: &str, description: &str, handler: Handler<A>) -> Box<dyn Tool> {
-        Self::with(name, description, handler, false, ToolPolicy::Ask)
+        Self::with(name, description, handler, None, ToolPolicy::Ask)
     }
 
-    /// A tool whose calls wait for the person: the loop validates and parks them instead of
-    /// running `handler` (which answers only callers outside a conversation).
-    pub(crate) fn pausing(name: &str, description: &str, handler: Handler<A>) -> Box<dyn Tool> {
-        Self::with(name, description, handler, true, ToolPolicy::Allow)
+    /// A tool whose calls wait for the person, shown as `presentation`: the loop validates and
+    /// parks them instead of running `handler` (which answers only callers outside a
+    /// conversation).
+    pub(crate) fn pausing(
+        name: &str,
+        description: &str,
+        presentation: Presentation,
+        handler: Handler<A>,
+    ) -> Box<dyn Tool> {
+        Self::with(name, description, handler, Some(presentation), ToolPolicy::Allow)
     }
 
-    fn with(name: &str, description: &str, handler: Handler<A>, pauses: bool, policy: ToolPolicy) -> Box<dyn Tool> {
+    fn with(
+        name: &str,
+        description: &str,
+        handler: Handler<A>,
+        pauses: Option<Presentation>,
+        policy: ToolPolicy,
+    ) -> Box<dyn Tool> {
         let parameters = schema_for::<A>();
         let spec = ToolSpec {
             name: name.to_owned(),

@@ -17,6 +17,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use wright_core::Presentation;
+
 use crate::ToolError;
 use crate::builtin::{Builtin, Tool};
 
@@ -182,6 +184,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
              with `props`, and wait for the person: the run pauses until the component calls \
              callTool(action, payload); that becomes this call's result, typically {action, ...payload}. \
              Components run without a DOM (no document, window, links, images or iframes).",
+            Presentation::Component,
             |_, _| Box::pin(async { outside_conversation("render_and_wait") }),
         ),
         Builtin::<RenderBlocksArgs>::pausing(
@@ -191,12 +194,14 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
              {variant: info|warning|danger|success}, json. Pauses until the person answers: a form returns \
              {action: \"submit\", data: {field: value}}; without a form the person dismisses: {action: \"dismissed\"}. A new message from the person while it waits \
              dismisses it too: {action: \"dismissed\"}.",
+            Presentation::Form,
             |_, _| Box::pin(async { outside_conversation("render_blocks") }),
         ),
         Builtin::<AskUserArgs>::pausing(
             "ask_user",
             "Ask the person a question in the chat and wait for the answer ({answer: string}). With `options` they pick \
              one from buttons. Use it when you cannot safely act without their decision.",
+            Presentation::Question,
             |_, _| Box::pin(async { outside_conversation("ask_user") }),
         ),
         Builtin::<SendMessageArgs>::boxed(

@@ -11,8 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wright_core::{
-    AgentId, BoxFuture, ErrorCategory, Invocation, ToolFailure, ToolKind, ToolPolicy, ToolPort, ToolSpec, Toolset,
-    closest_names,
+    AgentId, BoxFuture, ErrorCategory, Invocation, Presentation, ToolFailure, ToolKind, ToolPolicy, ToolPort, ToolSpec,
+    Toolset, closest_names,
 };
 use wright_store::{AgentTool, ExecutionRecord};
 
@@ -197,9 +197,10 @@ impl ToolRegistry {
         }
     }
 
-    /// Whether calls of `name` wait for the person (a property of the tool's spec).
-    pub fn pauses(&self, name: &str) -> bool {
-        self.builtins.get(name).is_some_and(|registered| registered.tool.spec().pauses)
+    /// How calls of `name` are shown while they wait for the person; `None` when they do not
+    /// wait (a property of the tool's spec).
+    pub fn presentation(&self, name: &str) -> Option<Presentation> {
+        self.builtins.get(name).and_then(|registered| registered.tool.spec().pauses)
     }
 
     pub fn services(&self) -> &Arc<Services> {
@@ -257,7 +258,7 @@ impl ToolRegistry {
                 name: tool.name,
                 description: tool.description,
                 parameters: tool.parameter_schema,
-                pauses: false,
+                pauses: None,
                 // An agent-made tool runs in the sandbox under the egress policy; its default is allow.
                 policy: ToolPolicy::Allow,
                 toolset: None,
@@ -266,7 +267,7 @@ impl ToolRegistry {
                 name: tool.name,
                 description: tool.description,
                 parameters: tool.input_schema,
-                pauses: false,
+                pauses: None,
                 // Another program's tool, with whatever effects it has: the person approves it.
                 policy: ToolPolicy::Ask,
                 toolset: None,

@@ -141,7 +141,7 @@ impl Run<'_> {
             }
             CallDecision::Run => {
                 ran.only_repeats = false;
-                let mut dispatched = dispatch(&self.site, call, spec.is_some_and(|spec| spec.pauses)).await;
+                let mut dispatched = dispatch(&self.site, call, spec.is_some_and(|spec| spec.pauses.is_some())).await;
                 if let Some(spec) = unloaded {
                     self.facts.loaded.insert(spec.name.clone());
                 }

@@ -57,7 +57,7 @@ impl CallRule for AnswerRepeats {
             return CallDecision::Run;
         }
         let request = view.run.last_request();
-        let pauses = view.spec.is_some_and(|spec| spec.pauses);
+        let pauses = view.spec.is_some_and(|spec| spec.pauses.is_some());
         let earlier = if pauses {
             earlier_answer(view.run.history, &call.id, &call.name, arguments).map(|output| (output, true))
         } else {
@@ -150,7 +150,7 @@ mod tests {
         let question = json!({"question": "Colour?"});
         scene.call_and_result("q1", "ask_user", question.clone(), json!({"answer": "green"}), true);
         let mut ask = spec("ask_user");
-        ask.pauses = true;
+        ask.pauses = Some(wright_core::Presentation::Question);
         let again = call("q2", "ask_user", question);
         let CallDecision::Repeat(outcome) = AnswerRepeats.decide(&scene.call_view(&again, Some(&ask))) else {
             panic!("asked twice")

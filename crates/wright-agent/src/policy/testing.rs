@@ -28,7 +28,7 @@ pub(crate) fn spec_with(name: &str, description: &str, parameters: Value) -> Too
         name: name.to_owned(),
         description: description.to_owned(),
         parameters,
-        pauses: false,
+        pauses: None,
         policy: ToolPolicy::Allow,
         toolset: None,
     }

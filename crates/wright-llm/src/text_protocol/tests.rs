@@ -86,7 +86,7 @@ fn the_rewrite_teaches_the_format_and_drops_native_tools() {
             name: "f".into(),
             description: "does f".into(),
             parameters: json!({"type": "object"}),
-            pauses: false,
+            pauses: None,
             policy: Default::default(),
             toolset: None,
         }]),
@@ -103,7 +103,7 @@ fn bash_spec() -> ToolSpec {
         name: "bash".into(),
         description: "runs bash".into(),
         parameters: json!({"type": "object"}),
-        pauses: false,
+        pauses: None,
         policy: Default::default(),
         toolset: None,
     }
@@ -134,7 +134,7 @@ fn shell_blocks_are_plain_text_without_a_bash_tool() {
         name: "f".into(),
         description: "does f".into(),
         parameters: json!({"type": "object"}),
-        pauses: false,
+        pauses: None,
         policy: Default::default(),
         toolset: None,
     };

@@ -17,7 +17,7 @@ fn request(history: Vec<Event>) -> Request {
             name: "get_time".to_owned(),
             description: "The time in a city".to_owned(),
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-            pauses: false,
+            pauses: None,
             policy: Default::default(),
             toolset: None,
         }]),

@@ -117,6 +117,9 @@ pub struct PendingView {
     pub args: Value,
     /// For render_and_wait: the component fixed when the call was made.
     pub component: Option<PendingComponent>,
+    /// How the call is shown while it waits (a question, a form, a component, an approval);
+    /// null only for a call whose tool no longer pauses.
+    pub shown: Option<wright_core::Shown>,
     pub created_at: String,
 }
 
@@ -226,6 +229,13 @@ pub async fn detail(
         pending: pending
             .into_iter()
             .map(|call| PendingView {
+                shown: wright_core::Shown::of(
+                    call.kind,
+                    state.tools.presentation(&call.tool_name),
+                    &call.tool_name,
+                    &call.args,
+                    &call.render,
+                ),
                 kind: call.kind,
                 tool_call_id: call.tool_call_id,
                 tool_name: call.tool_name,
