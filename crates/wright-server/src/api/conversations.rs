@@ -369,18 +369,36 @@ pub async fn stream(
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
+/// One live update as the event streams send it: the SSE event's name is `type`, its data is
+/// `data`. The canvas's types for the streams come from this (it is in the OpenAPI document).
+#[derive(Serialize, ToSchema)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum LiveUpdate {
+    /// A stored event of the conversation.
+    Event(EventView),
+    /// Assistant text as it streams; the stored assistant event replaces it.
+    Delta { text: String },
+    /// The conversation's status changed.
+    Status { status: ConversationStatus, error: Option<String> },
+    /// A notification for the person (on an agent's notification stream).
+    Notification(super::notifications::NotificationView),
+}
+
+impl From<&Update> for LiveUpdate {
+    fn from(update: &Update) -> Self {
+        match update {
+            Update::Event(stored) => LiveUpdate::Event(EventView::from(stored.clone())),
+            Update::Delta { text } => LiveUpdate::Delta { text: text.clone() },
+            Update::Status { status, error } => LiveUpdate::Status { status: *status, error: error.clone() },
+            Update::Notification(notification) => LiveUpdate::Notification(notification.clone().into()),
+        }
+    }
+}
+
 pub(super) fn to_sse(update: &Update) -> Result<SseEvent, Infallible> {
-    let (name, data) = match update {
-        Update::Event(stored) => ("event", serde_json::to_string(&EventView::from(stored.clone()))),
-        Update::Delta { text } => ("delta", serde_json::to_string(&serde_json::json!({ "text": text }))),
-        Update::Status { status, error } => {
-            ("status", serde_json::to_string(&serde_json::json!({ "status": status, "error": error })))
-        }
-        Update::Notification(notification) => {
-            ("notification", serde_json::to_string(&super::notifications::NotificationView::from(notification.clone())))
-        }
-    };
-    Ok(SseEvent::default().event(name).data(data.unwrap_or_else(|_| "{}".to_owned())))
+    let frame = serde_json::to_value(LiveUpdate::from(update)).unwrap_or_default();
+    let name = frame["type"].as_str().unwrap_or("update").to_owned();
+    Ok(SseEvent::default().event(name).data(frame["data"].to_string()))
 }
 
 /// A stream fed by a task through a small channel: the task ends when the page goes away

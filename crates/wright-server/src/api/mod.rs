@@ -47,7 +47,12 @@ use crate::AppState;
     modifiers(&SecurityAddon),
     security(("bearer" = []), ("session" = [])),
     // Contracts the canvas reads that no route names as a whole body.
-    components(schemas(wright_core::ApprovalAnswer, wright_core::ErrorCategory, wright_core::Caller)),
+    components(schemas(
+        wright_core::ApprovalAnswer,
+        wright_core::ErrorCategory,
+        wright_core::Caller,
+        conversations::LiveUpdate
+    )),
 )]
 struct ApiDoc;
 
