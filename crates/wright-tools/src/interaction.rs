@@ -48,7 +48,9 @@ pub(crate) enum Block {
     Chart {
         #[serde(rename = "chartType")]
         chart_type: ChartType,
-        data: Map<String, Value>,
+        data: ChartData,
+        /// Shown above the chart.
+        title: Option<String>,
     },
     Form {
         fields: Vec<FormField>,
@@ -76,6 +78,33 @@ pub(crate) enum Block {
 pub(crate) struct TableColumn {
     key: String,
     label: String,
+}
+
+/// A chart's data, one shape for every kind: a label per point (an x value; a slice of a pie)
+/// and one or more series of numbers, each with a value per label. A pie shows one series.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChartData {
+    labels: Vec<ChartLabel>,
+    #[schemars(length(min = 1))]
+    datasets: Vec<ChartSeries>,
+}
+
+/// A point's label: words, or a number (a year, a size).
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum ChartLabel {
+    Text(String),
+    Number(f64),
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChartSeries {
+    /// The series' name, shown in the legend.
+    label: String,
+    /// One number per label, in the labels' order.
+    data: Vec<f64>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -141,6 +170,25 @@ pub(crate) struct SendMessageArgs {
     text: String,
 }
 
+/// What a chart's schema cannot say: each series has a value per label, and a pie one series.
+fn check_chart(chart: &Value) -> Result<(), String> {
+    let labels = chart["data"]["labels"].as_array().map_or(0, Vec::len);
+    let series = chart["data"]["datasets"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if chart["chartType"] == "pie" && series.len() != 1 {
+        return Err(format!("a pie chart shows one series in `datasets`, not {}", series.len()));
+    }
+    for one in series {
+        let values = one["data"].as_array().map_or(0, Vec::len);
+        if values != labels {
+            return Err(format!(
+                "the chart series {:?} has {values} values for {labels} labels: give one value per label",
+                one["label"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a pausing call beyond its schema (what a schema cannot say). Used by the loop
 /// before it parks the call, so a malformed call comes back to the model at once.
 pub fn check_pausing_call(name: &str, args: &Value) -> Result<(), ToolError> {
@@ -163,6 +211,9 @@ pub fn check_pausing_call(name: &str, args: &Value) -> Result<(), ToolError> {
                 .map_or(0, |blocks| blocks.iter().filter(|block| block["type"] == "form").count());
             if forms > 1 {
                 return Err(invalid("at most one form block per render_blocks call: its submit is the answer"));
+            }
+            for chart in args["blocks"].as_array().into_iter().flatten().filter(|block| block["type"] == "chart") {
+                check_chart(chart).map_err(|problem| invalid(&problem))?;
             }
             Ok(())
         }

@@ -476,6 +476,35 @@ mod interaction {
         ]});
         assert!(check_pausing_call("render_blocks", &two_forms).is_err());
     }
+
+    /// Issue 29: a chart block has one data shape, said by the schema the model sees; what the
+    /// schema cannot say (a value per label, one series for a pie) is checked before parking.
+    #[tokio::test]
+    async fn a_chart_has_one_data_shape_checked_by_its_schema_and_beyond() {
+        use wright_tools::check_pausing_call;
+        let fixture = Fixture::new().await;
+        let chart = |chart_type: &str, data: Value| json!({"blocks": [{"type": "chart", "chartType": chart_type, "data": data}]});
+        let good = chart("bar", json!({"labels": ["Mon", 2025], "datasets": [{"label": "Steps", "data": [1.0, 2.5]}]}));
+        assert!(fixture.registry.validate("render_blocks", &good).is_ok());
+        assert!(check_pausing_call("render_blocks", &good).is_ok());
+        // Shapes the canvas used to guess among are refused with the schema's reason.
+        for open in [
+            json!({"x": [1, 2], "y": [3, 4]}),
+            json!([{"name": "a", "value": 1}]),
+            json!({"labels": ["a"], "datasets": [{"label": "s", "data": ["one"]}]}),
+            json!({"labels": ["a"], "datasets": []}),
+        ] {
+            let error = fixture.registry.validate("render_blocks", &chart("line", open.clone())).unwrap_err();
+            assert_eq!(error.category().as_str(), "invalid_arguments", "{open}: {error}");
+        }
+        let short = chart("line", json!({"labels": ["a", "b"], "datasets": [{"label": "s", "data": [1]}]}));
+        assert!(check_pausing_call("render_blocks", &short).unwrap_err().to_string().contains("one value per label"));
+        let two_pies = chart(
+            "pie",
+            json!({"labels": ["a"], "datasets": [{"label": "s", "data": [1]}, {"label": "t", "data": [2]}]}),
+        );
+        assert!(check_pausing_call("render_blocks", &two_pies).unwrap_err().to_string().contains("one series"));
+    }
 }
 
 mod components {
