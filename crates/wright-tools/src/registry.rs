@@ -296,7 +296,8 @@ impl ToolRegistry {
     pub async fn prepare_pause(&self, agent: &AgentId, name: &str, args: &Value) -> Result<Value, ToolError> {
         self.validate(name, args)?;
         crate::interaction::check_pausing_call(name, args)?;
-        if name != "render_and_wait" {
+        // Only a component is prepared: its code is fixed when the call is made.
+        if self.presentation(name) != Some(Presentation::Component) {
             return Ok(Value::Null);
         }
         if let Some(code) = args.get("code").and_then(Value::as_str) {

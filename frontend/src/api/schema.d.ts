@@ -1230,6 +1230,22 @@ export interface components {
             created_at: string;
         };
         /**
+         * @description The answer to a call that waits for approval: `{"decision", "arguments"?}`, the arguments
+         *     being the person's edit of the call's (an object), when they changed them.
+         */
+        ApprovalAnswer: {
+            decision: components["schemas"]["ApprovalDecision"];
+            arguments?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /**
+         * @description The person's decision on a call its policy asks about: run it once, refuse it, or run
+         *     it and allow the tool from now on.
+         * @enum {string}
+         */
+        ApprovalDecision: "approve" | "deny" | "always";
+        /**
          * @description Why a memory is archived.
          * @enum {string}
          */
@@ -1248,6 +1264,12 @@ export interface components {
              */
             content: unknown;
         };
+        /**
+         * @description Who made a tool call, as the execution log records it: the agent's model in a run,
+         *     the operator's command line, the HTTP API, or an MCP client of Wright's own server.
+         * @enum {string}
+         */
+        Caller: "agent" | "cli" | "api" | "mcp";
         CategoryCount: {
             category: string;
             /** Format: int64 */
@@ -1366,6 +1388,11 @@ export interface components {
         CreateConversation: {
             title?: string | null;
         };
+        /**
+         * @description Who let a call run or refused it, kept in the execution log.
+         * @enum {string}
+         */
+        DecidedBy: "policy" | "person";
         DeletedView: {
             deleted: boolean;
         };
@@ -1419,6 +1446,16 @@ export interface components {
         ErrorBody: {
             error: components["schemas"]["ErrorDetail"];
         };
+        /**
+         * @description Why a tool call failed, for every family of tools: the call itself (`unknown_tool`,
+         *     `invalid_arguments`), the host's policy (`denied`, `withheld`), what the tool found
+         *     (`not_found`, `rejected`, `limit`, `rate_limited`, `not_configured`), the sandbox's own
+         *     kinds (`syntax`, `runtime`, `timeout`, `memory`, `output_too_large`), the egress and MCP
+         *     servers (`network`), and a run that ended under a call (`cancelled`, `interrupted`,
+         *     `failed`, `dismissed`). Stored with every failed execution and shown in the admin.
+         * @enum {string}
+         */
+        ErrorCategory: "unknown_tool" | "invalid_arguments" | "denied" | "withheld" | "not_found" | "rejected" | "limit" | "rate_limited" | "not_configured" | "syntax" | "runtime" | "timeout" | "memory" | "output_too_large" | "network" | "cancelled" | "interrupted" | "failed" | "dismissed" | "internal";
         ErrorDetail: {
             /** @description A stable, machine-readable code such as `not_found` or `invalid_arguments`. */
             code: string;
@@ -1473,27 +1510,23 @@ export interface components {
             /** Format: int64 */
             id: number;
             tool_name: string;
-            tool_kind: string;
+            tool_kind: components["schemas"]["ToolKind"];
             /**
              * Format: int64
              * @description The version of an agent-made tool that ran; null for a built-in.
              */
             tool_version?: number | null;
-            caller: string;
+            caller: components["schemas"]["Caller"];
             conversation_id?: string | null;
             tool_call_id?: string | null;
             args: unknown;
             result?: unknown;
             error?: string | null;
-            error_category?: string | null;
+            error_category?: null | components["schemas"]["ErrorCategory"];
             success: boolean;
             /** Format: int64 */
             duration_us: number;
-            /**
-             * @description Who let the call run or refused it (`policy` or `person`); null for the operator's
-             *     own calls, to which no policy applies.
-             */
-            decided_by?: string | null;
+            decided_by?: null | components["schemas"]["DecidedBy"];
             created_at: string;
         };
         ExportedView: {
@@ -1580,6 +1613,36 @@ export interface components {
             created_at: string;
             /** @description `local` (published on this installation) or `import` (made from a bundle file). */
             origin: string;
+        };
+        /**
+         * @description One live update as the event streams send it: the SSE event's name is `type`, its data is
+         *     `data`. The canvas's types for the streams come from this (it is in the OpenAPI document).
+         */
+        LiveUpdate: {
+            /** @description A stored event of the conversation. */
+            data: components["schemas"]["EventView"];
+            /** @enum {string} */
+            type: "event";
+        } | {
+            /** @description Assistant text as it streams; the stored assistant event replaces it. */
+            data: {
+                text: string;
+            };
+            /** @enum {string} */
+            type: "delta";
+        } | {
+            /** @description The conversation's status changed. */
+            data: {
+                status: components["schemas"]["ConversationStatus"];
+                error?: string | null;
+            };
+            /** @enum {string} */
+            type: "status";
+        } | {
+            /** @description A notification for the person (on an agent's notification stream). */
+            data: components["schemas"]["NotificationView"];
+            /** @enum {string} */
+            type: "notification";
         };
         LoginRequest: {
             token: string;
@@ -1793,6 +1856,7 @@ export interface components {
             kind: components["schemas"]["PendingKind"];
             args: unknown;
             component?: null | components["schemas"]["PendingComponent"];
+            shown?: null | components["schemas"]["Shown"];
             created_at: string;
         };
         PolicyUpdate: {
@@ -1893,6 +1957,36 @@ export interface components {
         SetPaused: {
             paused: boolean;
         };
+        /**
+         * @description A waiting call as every channel shows it — the canvas, Telegram, the terminal — built in
+         *     one place ([`Shown::of`]) from the call and its tool's [`Presentation`], so no channel
+         *     decides by the tool's name.
+         */
+        Shown: {
+            question: string;
+            options: string[];
+            /** @enum {string} */
+            type: "question";
+        } | {
+            title?: string | null;
+            blocks: Record<string, never>[];
+            /** @enum {string} */
+            type: "form";
+        } | {
+            /** @description The stored component's name; null for inline code. */
+            name?: string | null;
+            /** Format: int64 */
+            version?: number | null;
+            title?: string | null;
+            props: Record<string, never>;
+            /** @enum {string} */
+            type: "component";
+        } | {
+            tool: string;
+            arguments: Record<string, never>;
+            /** @enum {string} */
+            type: "approval";
+        };
         StatsView: {
             /** Format: int64 */
             days: number;
@@ -1924,6 +2018,12 @@ export interface components {
          * @enum {string}
          */
         ToolCalls: "native" | "text";
+        /**
+         * @description Where a tool comes from: built into Wright, written by an agent, or offered by one of
+         *     the operator's MCP servers (`mcp__<server>__<tool>`).
+         * @enum {string}
+         */
+        ToolKind: "builtin" | "agent" | "mcp";
         /**
          * @description How the schemas of an agent's tools reach the model: `all` sends every enabled tool's
          *     full schema in every request; `on_demand` sends a one-line catalogue in the system
@@ -2710,7 +2810,7 @@ export interface operations {
             query?: {
                 tool?: string;
                 success?: boolean;
-                error_category?: string;
+                error_category?: components["schemas"]["ErrorCategory"];
                 /** @description At most this many, newest first (default 100, at most 1,000). */
                 limit?: number;
             };

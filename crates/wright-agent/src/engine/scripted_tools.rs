@@ -124,7 +124,7 @@ impl ToolPort for ScriptedTools {
     ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
         Box::pin(async move {
             self.validate(name, args)?;
-            if name != "render_and_wait" {
+            if Self::spec(name)?.pauses != Some(wright_core::Presentation::Component) {
                 return Ok(Value::Null);
             }
             match (args.get("code").and_then(Value::as_str), args.get("component").and_then(Value::as_str)) {
