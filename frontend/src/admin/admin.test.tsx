@@ -262,7 +262,7 @@ describe('executions', () => {
   });
 
   it('computes per-tool success rate, median duration and error categories', () => {
-    const base = { tool_kind: 'agent', caller: 'agent', args: {}, created_at: '' };
+    const base = { tool_kind: 'agent' as const, caller: 'agent' as const, args: {}, created_at: '' };
     const figures = toolFigures(
       { days: 7, total: 3, successful: 1, failed: 2, avg_duration_ms: 0, top_error_categories: [], by_tool: [{ tool: 't', calls: 3, failures: 2, avg_duration_ms: 0 }] },
       [
