@@ -136,3 +136,31 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each domain failure gets its status here and only here, with its meaning kept in the
+    /// code a client reads.
+    #[test]
+    fn every_domain_error_maps_to_its_status_and_code() {
+        let cases = [
+            (DomainError::NoModel("set a model".into()), StatusCode::SERVICE_UNAVAILABLE, "no_provider"),
+            (DomainError::RunInProgress, StatusCode::CONFLICT, "run_in_progress"),
+            (DomainError::RateLimited("slow down".into()), StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            (DomainError::Invalid("not an object".into()), StatusCode::BAD_REQUEST, "bad_request"),
+            (DomainError::Core(CoreError::InvalidAgentId("..".into())), StatusCode::BAD_REQUEST, "bad_request"),
+            (DomainError::Store(StoreError::ConversationNotFound("c".into())), StatusCode::NOT_FOUND, "not_found"),
+            (DomainError::Store(StoreError::AlreadyAnswered("t".into())), StatusCode::CONFLICT, "conflict"),
+            (DomainError::Internal("the keys file".into()), StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        ];
+        for (error, status, code) in cases {
+            let shown = error.to_string();
+            let api = ApiError::from(error);
+            assert_eq!((api.status, api.code), (status, code), "{shown}");
+        }
+        let internal = ApiError::from(DomainError::Internal("the keys file: permission denied".into()));
+        assert!(!internal.message.contains("keys file"), "a 5xx says nothing of internals");
+    }
+}
