@@ -146,6 +146,7 @@ pub fn agent_tool_test_schemas() -> Vec<ToolSpec> {
             description: "An agent-written tool from the tests.".to_owned(),
             parameters,
             pauses: None,
+            effects: wright_core::Effects::default(),
             policy: Default::default(),
             toolset: None,
         })

@@ -54,6 +54,24 @@ pub struct LoopConfig {
     /// tool. Off by default: a capable model decides well by itself, and a message that only
     /// mentions a tool's subject would get a call it did not need.
     pub require_first_call: bool,
+    /// What the host decides once a run's context holds content from outside (`[agent.untrusted]`).
+    pub untrusted: UntrustedConfig,
+}
+
+/// `[agent.untrusted]`: the rules about content from outside Wright (web pages, search results,
+/// browser pages, MCP results) in a run's context.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UntrustedConfig {
+    /// While outside content is in the context, a call that changes the agent, can send data out
+    /// or sets up later runs waits for the person's approval, with the reason on the card.
+    pub ask_after_outside_content: bool,
+}
+
+impl Default for UntrustedConfig {
+    fn default() -> Self {
+        Self { ask_after_outside_content: true }
+    }
 }
 
 impl Default for LoopConfig {
@@ -72,6 +90,7 @@ impl Default for LoopConfig {
             max_same_tool_turns: 4,
             resample_failed_repeats: 2,
             require_first_call: false,
+            untrusted: UntrustedConfig::default(),
         }
     }
 }

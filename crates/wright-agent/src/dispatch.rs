@@ -33,6 +33,17 @@ fn failure(failure: &ToolFailure) -> Dispatched {
 
 /// Runs, parks or refuses one call; `pauses` is the property of the tool's spec.
 pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall, pauses: bool) -> Dispatched {
+    dispatch_with(site, call, pauses, None).await
+}
+
+/// Like [`dispatch`], for a call the loop's policy says must wait for the person's approval
+/// whatever the tool's own policy (a deny still refuses it): it parks as an approval whose
+/// card says `reason`.
+pub(crate) async fn dispatch_asking(site: &CallSite<'_>, call: &ModelToolCall, reason: &str) -> Dispatched {
+    dispatch_with(site, call, false, Some(reason)).await
+}
+
+async fn dispatch_with(site: &CallSite<'_>, call: &ModelToolCall, pauses: bool, ask: Option<&str>) -> Dispatched {
     let arguments = match &call.arguments {
         Ok(Value::Null) => json!({}),
         Ok(arguments) => arguments.clone(),
@@ -54,8 +65,9 @@ pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall, pauses: 
         Ok(policy) => policy,
         Err(error) => return failure(&error),
     };
+    let render = ask.map_or(Value::Null, |reason| json!({ "reason": reason }));
     match policy {
-        ToolPolicy::Allow => run(site, &call.id, &call.name, arguments, DecidedBy::Policy).await,
+        ToolPolicy::Allow if ask.is_none() => run(site, &call.id, &call.name, arguments, DecidedBy::Policy).await,
         ToolPolicy::Deny => {
             let message = format!(
                 "the person's policy for `{}` is deny: it does not run in this agent; do without it or ask the person",
@@ -65,10 +77,10 @@ pub(crate) async fn dispatch(site: &CallSite<'_>, call: &ModelToolCall, pauses: 
             site.tools.record_refusal(invocation, message.clone()).await;
             failure(&ToolFailure::new(ErrorCategory::Denied, message))
         }
-        ToolPolicy::Ask => match site.tools.validate(&call.name, &arguments) {
+        ToolPolicy::Allow | ToolPolicy::Ask => match site.tools.validate(&call.name, &arguments) {
             // The person is asked only about a call that could run.
             Err(error) if error.category == ErrorCategory::InvalidArguments => failure(&error),
-            _ => Dispatched::Park { arguments, render: Value::Null, kind: PendingKind::Approval },
+            _ => Dispatched::Park { arguments, render, kind: PendingKind::Approval },
         },
     }
 }

@@ -78,6 +78,7 @@ fn load_tools_spec(names: &[&str]) -> ToolSpec {
             "required": ["names"],
         }),
         pauses: None,
+        effects: wright_core::Effects::default(),
         // Loading a schema reads Wright's own list: nothing to approve.
         policy: wright_core::ToolPolicy::Allow,
         toolset: None,
@@ -277,6 +278,7 @@ mod tests {
             description: format!("Does {name}. More detail here."),
             parameters: json!({"type": "object"}),
             pauses: None,
+            effects: wright_core::Effects::default(),
             policy: wright_core::ToolPolicy::Allow,
             toolset,
         }

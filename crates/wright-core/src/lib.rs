@@ -483,6 +483,41 @@ pub struct ToolSpec {
     /// The toolset of a built-in; `None` for the agent's own tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolset: Option<Toolset>,
+    /// What its calls do that the host's rules about outside content care about.
+    #[serde(default, skip_serializing_if = "Effects::is_none")]
+    pub effects: Effects,
+}
+
+/// What a tool's calls do beyond answering, as far as the rules about outside content care:
+/// whether its results carry content from outside Wright, and whether a call changes the agent
+/// itself, can send data out, or sets up later runs. Once a run's context holds outside
+/// content, a call of a tool with any of the last three waits for the person's approval (the
+/// loop's `AskAfterOutsideContent` rule): a page that says "append this to your prompt" or
+/// "send the notes to …" cannot make it happen unseen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Effects {
+    /// Its results carry outside content: web pages, search results, browser pages, another
+    /// program's tools.
+    pub reads_outside: bool,
+    /// A call changes what the agent is: its prompt, notes, memories, tools, components.
+    pub changes_agent: bool,
+    /// A call can send data out of Wright: a request, a notification, a publication, a command
+    /// with network.
+    pub sends_out: bool,
+    /// A call sets up runs that happen later without the person (a schedule).
+    pub schedules: bool,
+}
+
+impl Effects {
+    pub fn is_none(&self) -> bool {
+        *self == Effects::default()
+    }
+
+    /// Whether a call should wait for the person once outside content is in the run's context.
+    pub fn is_sensitive(&self) -> bool {
+        self.changes_agent || self.sends_out || self.schedules
+    }
 }
 
 /// A call the person approved that has not run yet: the store finds it, the loop runs it.

@@ -76,7 +76,7 @@ fn a_waiting_call_is_shown_by_its_tools_presentation_or_as_an_approval() {
     let arguments = json!({"path": "/tmp/x"});
     assert_eq!(
         Shown::of(PendingKind::Approval, None, "file_write", &arguments, &Value::Null),
-        Some(Shown::Approval { tool: "file_write".into(), arguments: arguments.clone() })
+        Some(Shown::Approval { tool: "file_write".into(), arguments: arguments.clone(), reason: None })
     );
     assert_eq!(Shown::of(PendingKind::Question, None, "gone", &arguments, &Value::Null), None);
     // One serde form, tagged by `type`.

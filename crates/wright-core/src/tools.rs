@@ -313,6 +313,9 @@ pub enum Shown {
         tool: String,
         #[schema(value_type = Object)]
         arguments: Value,
+        /// Why the host asks although the tool's policy would let it run (e.g. "this run read
+        /// content from example.com"); null when the tool's policy is to ask.
+        reason: Option<String>,
     },
 }
 
@@ -328,7 +331,8 @@ impl Shown {
         render: &Value,
     ) -> Option<Self> {
         if kind == crate::PendingKind::Approval {
-            return Some(Shown::Approval { tool: tool.to_owned(), arguments: args.clone() });
+            let reason = render["reason"].as_str().map(str::to_owned);
+            return Some(Shown::Approval { tool: tool.to_owned(), arguments: args.clone(), reason });
         }
         let text = |value: &Value| value.as_str().map(str::to_owned);
         Some(match presentation? {

@@ -556,6 +556,7 @@ mod tests {
             description: "Writes a value.".into(),
             parameters: serde_json::json!({"type": "object", "properties": {}}),
             pauses: None,
+            effects: wright_core::Effects::default(),
             policy: wright_core::ToolPolicy::Allow,
             toolset: None,
         };

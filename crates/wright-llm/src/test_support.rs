@@ -65,6 +65,7 @@ pub(crate) fn tool_turn(assistant_provider: Value, call_provider: Value) -> Requ
             description: "Weather in a city".to_owned(),
             parameters: json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}),
             pauses: None,
+            effects: wright_core::Effects::default(),
             policy: Default::default(),
             toolset: None,
         }]),

@@ -41,7 +41,12 @@ pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
                         let presentation = state.tools.presentation(&call.tool_name);
                         let shown = Shown::of(call.kind, presentation, &call.tool_name, &call.args, &call.render);
                         let answer = match shown {
-                            Some(Shown::Approval { tool, arguments }) => approve(&tool, &arguments, &mut lines)?,
+                            Some(Shown::Approval { tool, arguments, reason }) => {
+                                if let Some(reason) = reason {
+                                    eprintln!("\n  ({reason})");
+                                }
+                                approve(&tool, &arguments, &mut lines)?
+                            }
                             Some(shown) => ask(&shown, &mut lines)?,
                             None => ask_any(&call.tool_name, &call.args, &mut lines)?,
                         };
@@ -161,7 +166,7 @@ fn ask(shown: &Shown, lines: &mut impl Iterator<Item = std::io::Result<String>>)
             eprintln!("\n{what} (shown in the canvas) with {}", serde_json::to_string_pretty(props)?);
             answer_as_json(&mut read)
         }
-        Shown::Approval { tool, arguments } => {
+        Shown::Approval { tool, arguments, .. } => {
             eprintln!("\n{tool} waits for approval with {}", serde_json::to_string_pretty(arguments)?);
             answer_as_json(&mut read)
         }

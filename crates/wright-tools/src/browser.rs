@@ -10,7 +10,7 @@ use wright_browser::shapes::{
 use wright_browser::{BrowserError, PolicyProxy, RequestPolicy};
 use wright_egress::Egress;
 
-use crate::builtin::{Builtin, NoArgs, Tool};
+use crate::builtin::{Builtin, NoArgs, READS_OUTSIDE, Tool, with_effects};
 use crate::{ToolContext, ToolError};
 
 /// The egress policy as the browser's request policy: a page reaches only what `fetch_url`
@@ -55,91 +55,128 @@ fn session(context: &ToolContext) -> String {
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
-        Builtin::<NavigateArgs>::boxed(
-            "browser_navigate",
-            "Open a URL in your headless browser (one session per conversation, kept across calls). Returns \
+        with_effects(
+            Builtin::<NavigateArgs>::boxed(
+                "browser_navigate",
+                "Open a URL in your headless browser (one session per conversation, kept across calls). Returns \
              {url, title, status}; requests the egress policy refuses are listed in `blocked`.",
-            |context, args| {
-                Box::pin(async move {
-                    let reply =
-                        context.services.browsers.navigate(&session(&context), &args).await.map_err(browser_error)?;
-                    Ok(reply.to_json())
-                })
-            },
+                |context, args| {
+                    Box::pin(async move {
+                        let reply = context
+                            .services
+                            .browsers
+                            .navigate(&session(&context), &args)
+                            .await
+                            .map_err(browser_error)?;
+                        Ok(reply.to_json())
+                    })
+                },
+            ),
+            READS_OUTSIDE,
         ),
-        Builtin::<ScreenshotArgs>::boxed(
-            "browser_screenshot",
-            "Take a PNG screenshot of the page, an element (selector) or the full page; returns {image (base64), width, height}.",
-            |context, args| {
-                Box::pin(async move {
-                    let reply =
-                        context.services.browsers.screenshot(&session(&context), &args).await.map_err(browser_error)?;
-                    Ok(reply.to_json())
-                })
-            },
+        with_effects(
+            Builtin::<ScreenshotArgs>::boxed(
+                "browser_screenshot",
+                "Take a PNG screenshot of the page, an element (selector) or the full page; returns {image (base64), width, height}.",
+                |context, args| {
+                    Box::pin(async move {
+                        let reply = context
+                            .services
+                            .browsers
+                            .screenshot(&session(&context), &args)
+                            .await
+                            .map_err(browser_error)?;
+                        Ok(reply.to_json())
+                    })
+                },
+            ),
+            READS_OUTSIDE,
         ),
-        Builtin::<ClickArgs>::asking(
-            "browser_click",
-            "Click the element matching a CSS selector (waits briefly for it to appear). Returns {ok: true}.",
-            |context, args| {
-                Box::pin(async move {
-                    let reply =
-                        context.services.browsers.click(&session(&context), &args).await.map_err(browser_error)?;
-                    Ok(reply.to_json())
-                })
-            },
+        with_effects(
+            Builtin::<ClickArgs>::asking(
+                "browser_click",
+                "Click the element matching a CSS selector (waits briefly for it to appear). Returns {ok: true}.",
+                |context, args| {
+                    Box::pin(async move {
+                        let reply =
+                            context.services.browsers.click(&session(&context), &args).await.map_err(browser_error)?;
+                        Ok(reply.to_json())
+                    })
+                },
+            ),
+            READS_OUTSIDE,
         ),
-        Builtin::<TypeArgs>::asking(
-            "browser_type",
-            "Type text into the input matching a CSS selector, optionally clearing it first. Returns {ok: true}.",
-            |context, args| {
-                Box::pin(async move {
-                    let reply =
-                        context.services.browsers.type_text(&session(&context), &args).await.map_err(browser_error)?;
-                    Ok(reply.to_json())
-                })
-            },
+        with_effects(
+            Builtin::<TypeArgs>::asking(
+                "browser_type",
+                "Type text into the input matching a CSS selector, optionally clearing it first. Returns {ok: true}.",
+                |context, args| {
+                    Box::pin(async move {
+                        let reply = context
+                            .services
+                            .browsers
+                            .type_text(&session(&context), &args)
+                            .await
+                            .map_err(browser_error)?;
+                        Ok(reply.to_json())
+                    })
+                },
+            ),
+            READS_OUTSIDE,
         ),
-        Builtin::<ExtractTextArgs>::boxed(
-            "browser_extract_text",
-            "Get the visible text of the page or of the element matching a CSS selector: {text}.",
-            |context, args| {
-                Box::pin(async move {
-                    let reply = context
-                        .services
-                        .browsers
-                        .extract_text(&session(&context), &args)
-                        .await
-                        .map_err(browser_error)?;
-                    Ok(reply.to_json())
-                })
-            },
+        with_effects(
+            Builtin::<ExtractTextArgs>::boxed(
+                "browser_extract_text",
+                "Get the visible text of the page or of the element matching a CSS selector: {text}.",
+                |context, args| {
+                    Box::pin(async move {
+                        let reply = context
+                            .services
+                            .browsers
+                            .extract_text(&session(&context), &args)
+                            .await
+                            .map_err(browser_error)?;
+                        Ok(reply.to_json())
+                    })
+                },
+            ),
+            READS_OUTSIDE,
         ),
-        Builtin::<ExtractHtmlArgs>::boxed(
-            "browser_extract_html",
-            "Get the HTML of an element (default body), inner or outer: {html}.",
-            |context, args| {
-                Box::pin(async move {
-                    let reply = context
-                        .services
-                        .browsers
-                        .extract_html(&session(&context), &args)
-                        .await
-                        .map_err(browser_error)?;
-                    Ok(reply.to_json())
-                })
-            },
+        with_effects(
+            Builtin::<ExtractHtmlArgs>::boxed(
+                "browser_extract_html",
+                "Get the HTML of an element (default body), inner or outer: {html}.",
+                |context, args| {
+                    Box::pin(async move {
+                        let reply = context
+                            .services
+                            .browsers
+                            .extract_html(&session(&context), &args)
+                            .await
+                            .map_err(browser_error)?;
+                        Ok(reply.to_json())
+                    })
+                },
+            ),
+            READS_OUTSIDE,
         ),
-        Builtin::<EvaluateArgs>::asking(
-            "browser_evaluate",
-            "Run JavaScript in the page and get its JSON result: {result}.",
-            |context, args| {
-                Box::pin(async move {
-                    let reply =
-                        context.services.browsers.evaluate(&session(&context), &args).await.map_err(browser_error)?;
-                    Ok(reply.to_json())
-                })
-            },
+        with_effects(
+            Builtin::<EvaluateArgs>::asking(
+                "browser_evaluate",
+                "Run JavaScript in the page and get its JSON result: {result}.",
+                |context, args| {
+                    Box::pin(async move {
+                        let reply = context
+                            .services
+                            .browsers
+                            .evaluate(&session(&context), &args)
+                            .await
+                            .map_err(browser_error)?;
+                        Ok(reply.to_json())
+                    })
+                },
+            ),
+            READS_OUTSIDE,
         ),
         Builtin::<NoArgs>::boxed(
             "browser_close",

@@ -7,16 +7,37 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use wright_core::{Presentation, ToolPolicy, ToolSpec, Toolset};
+use wright_core::{Effects, Presentation, ToolPolicy, ToolSpec, Toolset};
 
 use crate::{ToolContext, ToolError, schema::schema_for};
 
 pub(crate) type Handler<A> = fn(ToolContext, A) -> BoxFuture<'static, Result<Value, ToolError>>;
 
+/// `tool`, declared with what its calls do beyond answering (see [`Effects`]).
+pub(crate) fn with_effects(mut tool: Box<dyn Tool>, effects: Effects) -> Box<dyn Tool> {
+    tool.set_effects(effects);
+    tool
+}
+
+/// The effects of a tool whose results carry outside content.
+pub(crate) const READS_OUTSIDE: Effects =
+    Effects { reads_outside: true, changes_agent: false, sends_out: false, schedules: false };
+/// The effects of a tool that changes the agent itself.
+pub(crate) const CHANGES_AGENT: Effects =
+    Effects { reads_outside: false, changes_agent: true, sends_out: false, schedules: false };
+/// The effects of a tool that can send data out of Wright.
+pub(crate) const SENDS_OUT: Effects =
+    Effects { reads_outside: false, changes_agent: false, sends_out: true, schedules: false };
+
+/// The effects of a tool that sets up later runs.
+pub(crate) const SCHEDULES: Effects =
+    Effects { reads_outside: false, changes_agent: false, sends_out: false, schedules: true };
+
 /// A tool the registry can run. Object-safe so built-in and (later) agent-made tools share it.
 pub(crate) trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     fn set_toolset(&mut self, toolset: Toolset);
+    fn set_effects(&mut self, effects: Effects);
     fn call(&self, context: ToolContext, args: Value) -> BoxFuture<'static, Result<Value, ToolError>>;
 }
 
@@ -64,6 +85,7 @@ impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
             pauses,
             policy,
             toolset: None,
+            effects: Effects::default(),
         };
         Box::new(Builtin { spec, handler })
     }
@@ -76,6 +98,10 @@ impl<A: DeserializeOwned + JsonSchema + Send + 'static> Tool for Builtin<A> {
 
     fn set_toolset(&mut self, toolset: Toolset) {
         self.spec.toolset = Some(toolset);
+    }
+
+    fn set_effects(&mut self, effects: Effects) {
+        self.spec.effects = effects;
     }
 
     fn call(&self, context: ToolContext, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {

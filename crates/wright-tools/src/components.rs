@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use wright_core::Author;
 use wright_store::{ComponentContent, ComponentPatch, VersionMeta};
 
-use crate::builtin::{Builtin, Tool};
+use crate::builtin::{Builtin, CHANGES_AGENT, Tool, with_effects};
 use crate::{ToolContext, ToolError};
 
 #[derive(Deserialize, JsonSchema)]
@@ -84,65 +84,81 @@ fn meta(context: &ToolContext, reason: Option<String>) -> VersionMeta {
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
-        Builtin::<CreateArgs>::boxed(
-            "create_ui_component",
-            "Create a reusable React component that render_and_wait can show in the canvas. The code is JSX or TSX \
+        with_effects(
+            Builtin::<CreateArgs>::boxed(
+                "create_ui_component",
+                "Create a reusable React component that render_and_wait can show in the canvas. The code is JSX or TSX \
              that `export default`s the component; it is compiled now and a syntax error comes back with its line \
              and column. It runs without a DOM: no document, window, links, images or iframes; refs are handles \
              (focus, blur, scrollIntoView, select). Returns {name, version: 1}.",
-            |context, args| {
-                Box::pin(async move {
-                    check_name(&args.name)?;
-                    crate::tool_management::check_description_size(&context.services, &args.description)?;
-                    let props_schema =
-                        args.props_schema.as_ref().map(check_props_schema).transpose()?.unwrap_or(Value::Null);
-                    let compiled_js = compile(&args.code)?;
-                    let content =
-                        ComponentContent { description: args.description, code: args.code, compiled_js, props_schema };
-                    let meta = meta(&context, args.reason);
-                    let component = context
-                        .services
-                        .store
-                        .create_ui_component(&context.agent, &args.name, &content, true, None, &meta)
-                        .await?;
-                    Ok(json!({ "name": component.name, "version": component.version }))
-                })
-            },
+                |context, args| {
+                    Box::pin(async move {
+                        check_name(&args.name)?;
+                        crate::tool_management::check_description_size(&context.services, &args.description)?;
+                        let props_schema =
+                            args.props_schema.as_ref().map(check_props_schema).transpose()?.unwrap_or(Value::Null);
+                        let compiled_js = compile(&args.code)?;
+                        let content = ComponentContent {
+                            description: args.description,
+                            code: args.code,
+                            compiled_js,
+                            props_schema,
+                        };
+                        let meta = meta(&context, args.reason);
+                        let component = context
+                            .services
+                            .store
+                            .create_ui_component(&context.agent, &args.name, &content, true, None, &meta)
+                            .await?;
+                        Ok(json!({ "name": component.name, "version": component.version }))
+                    })
+                },
+            ),
+            CHANGES_AGENT,
         ),
-        Builtin::<UpdateArgs>::boxed(
-            "update_ui_component",
-            "Update one of your UI components; only the fields you give change, and new code is compiled first. \
+        with_effects(
+            Builtin::<UpdateArgs>::boxed(
+                "update_ui_component",
+                "Update one of your UI components; only the fields you give change, and new code is compiled first. \
              Returns {name, version}.",
-            |context, args| {
-                Box::pin(async move {
-                    if let Some(description) = &args.description {
-                        crate::tool_management::check_description_size(&context.services, description)?;
-                    }
-                    let props_schema = args.props_schema.as_ref().map(check_props_schema).transpose()?;
-                    let code = match args.code {
-                        Some(code) => {
-                            let compiled = compile(&code)?;
-                            Some((code, compiled))
+                |context, args| {
+                    Box::pin(async move {
+                        if let Some(description) = &args.description {
+                            crate::tool_management::check_description_size(&context.services, description)?;
                         }
-                        None => None,
-                    };
-                    let patch = ComponentPatch { description: args.description, code, props_schema };
-                    let meta = meta(&context, args.reason);
-                    let component =
-                        context.services.store.update_ui_component(&context.agent, &args.name, &patch, &meta).await?;
-                    Ok(json!({ "name": component.name, "version": component.version }))
-                })
-            },
+                        let props_schema = args.props_schema.as_ref().map(check_props_schema).transpose()?;
+                        let code = match args.code {
+                            Some(code) => {
+                                let compiled = compile(&code)?;
+                                Some((code, compiled))
+                            }
+                            None => None,
+                        };
+                        let patch = ComponentPatch { description: args.description, code, props_schema };
+                        let meta = meta(&context, args.reason);
+                        let component = context
+                            .services
+                            .store
+                            .update_ui_component(&context.agent, &args.name, &patch, &meta)
+                            .await?;
+                        Ok(json!({ "name": component.name, "version": component.version }))
+                    })
+                },
+            ),
+            CHANGES_AGENT,
         ),
-        Builtin::<NameArgs>::boxed(
-            "delete_ui_component",
-            "Delete one of your UI components (its history is kept). Returns {deleted: false} if there was none.",
-            |context, args| {
-                Box::pin(async move {
-                    let deleted = context.services.store.delete_ui_component(&context.agent, &args.name).await?;
-                    Ok(json!({ "deleted": deleted }))
-                })
-            },
+        with_effects(
+            Builtin::<NameArgs>::boxed(
+                "delete_ui_component",
+                "Delete one of your UI components (its history is kept). Returns {deleted: false} if there was none.",
+                |context, args| {
+                    Box::pin(async move {
+                        let deleted = context.services.store.delete_ui_component(&context.agent, &args.name).await?;
+                        Ok(json!({ "deleted": deleted }))
+                    })
+                },
+            ),
+            CHANGES_AGENT,
         ),
         Builtin::<NoArgs>::boxed(
             "list_ui_components",

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use wright_core::{AgentId, Author};
 use wright_store::{ComponentContent, ListingVersion, PublishSource, ToolContent, ToolPatch, VersionMeta};
 
+use crate::builtin::{Builtin, SENDS_OUT, with_effects};
 use crate::{Services, ToolError};
 
 /// The bundle format this build writes and reads.
@@ -412,18 +413,21 @@ pub(crate) struct PublishArgs {
 }
 
 pub(crate) fn tools() -> Vec<Box<dyn crate::builtin::Tool>> {
-    vec![crate::builtin::Builtin::<PublishArgs>::asking(
-        "publish_tool",
-        "Publish one of your tools (or, with kind \"component\", a UI component) to this installation's marketplace \
+    vec![with_effects(
+        Builtin::<PublishArgs>::asking(
+            "publish_tool",
+            "Publish one of your tools (or, with kind \"component\", a UI component) to this installation's marketplace \
          so other agents can install it. Publishes its current version as the listing's next version, pinned by hash. \
          Returns {listing, kind, version, hash}.",
-        |context, args| {
-            Box::pin(async move {
-                let kind = args.kind.unwrap_or_else(|| "tool".to_owned());
-                let (listing, version, hash) =
-                    publish(&context.services, &context.agent, &kind, &args.name, Publisher::Agent).await?;
-                Ok(json!({ "listing": listing, "kind": kind, "version": version, "hash": hash }))
-            })
-        },
+            |context, args| {
+                Box::pin(async move {
+                    let kind = args.kind.unwrap_or_else(|| "tool".to_owned());
+                    let (listing, version, hash) =
+                        publish(&context.services, &context.agent, &kind, &args.name, Publisher::Agent).await?;
+                    Ok(json!({ "listing": listing, "kind": kind, "version": version, "hash": hash }))
+                })
+            },
+        ),
+        SENDS_OUT,
     )]
 }

@@ -13,7 +13,7 @@ use wright_core::{MemoryLayer, iso_from_ms};
 use wright_store::{Memory, MemoryActor, MemoryFilter, NewMemory, SessionStarter};
 
 use crate::ToolError;
-use crate::builtin::{Builtin, Tool};
+use crate::builtin::{Builtin, CHANGES_AGENT, Tool, with_effects};
 
 const TOOL: &str = "memory";
 const DEFAULT_LIMIT: usize = 10;
@@ -152,63 +152,69 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 })
             },
         ),
-        Builtin::<MemoryArgs>::boxed(
-            TOOL,
-            "Store and recall what you learn about the person at different time scales. Layers: long \
+        with_effects(
+            Builtin::<MemoryArgs>::boxed(
+                TOOL,
+                "Store and recall what you learn about the person at different time scales. Layers: long \
          (permanent facts, preferences, relationships), mid (goals, plans, projects; about 3 months), \
          short (recent context, summaries; about 2 weeks), session (until the current session ends). \
          action=store needs layer and content (one fact per memory); recall finds memories by words in \
          `query`, most relevant first; list shows the newest; forget archives the memory `memory_id`. \
          Your long and mid memories are already in your instructions; recall the rest when they may help.",
-            |context, args| {
-                Box::pin(async move {
-                    let store = &context.services.store;
-                    // Archive what has run out first, so a list never shows an expired memory as
-                    // kept and the history says when it expired.
-                    store.expire_memories().await?;
-                    let limit = args.limit.map_or(DEFAULT_LIMIT, |limit| limit as usize);
-                    // Session memories of other sessions are not this conversation's business.
-                    let session = store.current_session(&context.agent).await?.id;
-                    let filter = MemoryFilter {
-                        layer: args.layer.map(MemoryLayer::from),
-                        archived: false,
-                        session_id: Some(session),
-                    };
-                    let actor = MemoryActor::agent(context.conversation_id.clone());
-                    match args.action {
-                        Action::Store => {
-                            let layer = args.layer.ok_or_else(|| ToolError::missing_field(TOOL, "store", "layer"))?;
-                            let content =
-                                args.content.ok_or_else(|| ToolError::missing_field(TOOL, "store", "content"))?;
-                            let memory = NewMemory {
-                                layer: layer.into(),
-                                category: args.category.filter(|category| !category.trim().is_empty()),
-                                certainty: args.certainty,
-                                content,
-                            };
-                            let stored = store.store_memory(&context.agent, &memory, &actor).await?;
-                            result(vec![stored])
+                |context, args| {
+                    Box::pin(async move {
+                        let store = &context.services.store;
+                        // Archive what has run out first, so a list never shows an expired memory as
+                        // kept and the history says when it expired.
+                        store.expire_memories().await?;
+                        let limit = args.limit.map_or(DEFAULT_LIMIT, |limit| limit as usize);
+                        // Session memories of other sessions are not this conversation's business.
+                        let session = store.current_session(&context.agent).await?.id;
+                        let filter = MemoryFilter {
+                            layer: args.layer.map(MemoryLayer::from),
+                            archived: false,
+                            session_id: Some(session),
+                        };
+                        let actor = MemoryActor::agent(context.conversation_id.clone());
+                        match args.action {
+                            Action::Store => {
+                                let layer =
+                                    args.layer.ok_or_else(|| ToolError::missing_field(TOOL, "store", "layer"))?;
+                                let content =
+                                    args.content.ok_or_else(|| ToolError::missing_field(TOOL, "store", "content"))?;
+                                let memory = NewMemory {
+                                    layer: layer.into(),
+                                    category: args.category.filter(|category| !category.trim().is_empty()),
+                                    certainty: args.certainty,
+                                    content,
+                                };
+                                let stored = store.store_memory(&context.agent, &memory, &actor).await?;
+                                result(vec![stored])
+                            }
+                            Action::Recall => {
+                                let query =
+                                    args.query.ok_or_else(|| ToolError::missing_field(TOOL, "recall", "query"))?;
+                                result(store.recall_memories(&context.agent, &query, &filter, limit).await?)
+                            }
+                            Action::List => result(store.list_memories(&context.agent, &filter, limit).await?),
+                            Action::Forget => {
+                                let raw = args
+                                    .memory_id
+                                    .ok_or_else(|| ToolError::missing_field(TOOL, "forget", "memory_id"))?;
+                                let id: i64 = raw.trim().parse().map_err(|_| ToolError::InvalidArguments {
+                                    tool: TOOL.into(),
+                                    problems: vec![format!(
+                                        "memory_id {raw:?} is not an id that store, recall or list returned"
+                                    )],
+                                })?;
+                                let forgotten = store.forget_memory(&context.agent, id, &actor).await?;
+                                result(vec![forgotten])
+                            }
                         }
-                        Action::Recall => {
-                            let query = args.query.ok_or_else(|| ToolError::missing_field(TOOL, "recall", "query"))?;
-                            result(store.recall_memories(&context.agent, &query, &filter, limit).await?)
-                        }
-                        Action::List => result(store.list_memories(&context.agent, &filter, limit).await?),
-                        Action::Forget => {
-                            let raw =
-                                args.memory_id.ok_or_else(|| ToolError::missing_field(TOOL, "forget", "memory_id"))?;
-                            let id: i64 = raw.trim().parse().map_err(|_| ToolError::InvalidArguments {
-                                tool: TOOL.into(),
-                                problems: vec![format!(
-                                    "memory_id {raw:?} is not an id that store, recall or list returned"
-                                )],
-                            })?;
-                            let forgotten = store.forget_memory(&context.agent, id, &actor).await?;
-                            result(vec![forgotten])
-                        }
-                    }
-                })
-            },
+                    })
+                },
+            ),
+            CHANGES_AGENT,
         ),
     ]
 }

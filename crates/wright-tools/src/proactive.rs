@@ -15,7 +15,7 @@ use wright_core::iso_from_ms;
 use wright_store::{NewNotification, NewSchedule, NotificationSource, Schedule, ScheduleAuthor, Timing};
 
 use crate::ToolError;
-use crate::builtin::{Builtin, Tool};
+use crate::builtin::{Builtin, SCHEDULES, SENDS_OUT, Tool, with_effects};
 
 const SCHEDULE: &str = "schedule";
 
@@ -91,86 +91,96 @@ fn to_value(value: impl Serialize) -> Result<Value, ToolError> {
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
-        Builtin::<NotifyArgs>::boxed(
-            "notify",
-            "Send the person a notification: shown in the canvas and sent to their Telegram when it is \
+        with_effects(
+            Builtin::<NotifyArgs>::boxed(
+                "notify",
+                "Send the person a notification: shown in the canvas and sent to their Telegram when it is \
              set up, even when they are not looking at this conversation. Use it for what they asked to \
              be told about (a result of a scheduled task, something they wait for), not for replies \
              here. Rate-limited per hour. Returns {success, notification_id}.",
-            |context, args| {
-                Box::pin(async move {
-                    let store = &context.services.store;
-                    let title = args.title.filter(|title| !title.trim().is_empty()).unwrap_or_else(|| "Message".into());
-                    let notification = NewNotification {
-                        source: NotificationSource::Agent,
-                        title,
-                        text: args.text,
-                        conversation_id: context.conversation_id.clone(),
-                        schedule_id: None,
-                    };
-                    let stored = store.add_notification(&context.agent, &notification).await?;
-                    Ok(json!({ "success": true, "notification_id": stored.id }))
-                })
-            },
+                |context, args| {
+                    Box::pin(async move {
+                        let store = &context.services.store;
+                        let title =
+                            args.title.filter(|title| !title.trim().is_empty()).unwrap_or_else(|| "Message".into());
+                        let notification = NewNotification {
+                            source: NotificationSource::Agent,
+                            title,
+                            text: args.text,
+                            conversation_id: context.conversation_id.clone(),
+                            schedule_id: None,
+                        };
+                        let stored = store.add_notification(&context.agent, &notification).await?;
+                        Ok(json!({ "success": true, "notification_id": stored.id }))
+                    })
+                },
+            ),
+            SENDS_OUT,
         ),
-        Builtin::<ScheduleArgs>::boxed(
-            SCHEDULE,
-            "Run a prompt later, by yourself: repeating on a cron expression or once at a local time, \
+        with_effects(
+            Builtin::<ScheduleArgs>::boxed(
+                SCHEDULE,
+                "Run a prompt later, by yourself: repeating on a cron expression or once at a local time, \
              in a time zone. At the time you get the prompt as a message in a new conversation, and \
              your answer is sent to the person as a notification. action=create needs name, prompt and \
              cron or at; list shows the live schedules; cancel needs name (or the id). Schedules are \
              limited in number and in how often they run. Returns {success, schedule} or \
              {success, schedules}.",
-            |context, args| {
-                Box::pin(async move {
-                    let store = &context.services.store;
-                    let missing = |field| ToolError::missing_field(SCHEDULE, "create", field);
-                    match args.action {
-                        ScheduleAction::Create => {
-                            let name = args.name.ok_or_else(|| missing("name"))?;
-                            let prompt = args.prompt.ok_or_else(|| missing("prompt"))?;
-                            let time_zone = args.time_zone.unwrap_or_else(|| "UTC".into());
-                            let timing = match (args.cron, args.at) {
-                                (Some(cron), None) => Timing::Cron(cron),
-                                (None, Some(at)) => Timing::Once(wright_store::schedules::local_time(&at, &time_zone)?),
-                                _ => {
-                                    return Err(ToolError::InvalidArguments {
-                                        tool: SCHEDULE.into(),
-                                        problems: vec![
-                                            "create needs exactly one of `cron` (repeating) or `at` (once)".into(),
-                                        ],
-                                    });
-                                }
-                            };
-                            let new = NewSchedule {
-                                name,
-                                prompt,
-                                timing,
-                                time_zone,
-                                created_by: ScheduleAuthor::Agent,
-                                conversation_id: context.conversation_id.clone(),
-                            };
-                            let schedule = store.create_schedule(&context.agent, &new).await?;
-                            Ok(json!({ "success": true, "schedule": to_value(ScheduleView::from(schedule))? }))
+                |context, args| {
+                    Box::pin(async move {
+                        let store = &context.services.store;
+                        let missing = |field| ToolError::missing_field(SCHEDULE, "create", field);
+                        match args.action {
+                            ScheduleAction::Create => {
+                                let name = args.name.ok_or_else(|| missing("name"))?;
+                                let prompt = args.prompt.ok_or_else(|| missing("prompt"))?;
+                                let time_zone = args.time_zone.unwrap_or_else(|| "UTC".into());
+                                let timing = match (args.cron, args.at) {
+                                    (Some(cron), None) => Timing::Cron(cron),
+                                    (None, Some(at)) => {
+                                        Timing::Once(wright_store::schedules::local_time(&at, &time_zone)?)
+                                    }
+                                    _ => {
+                                        return Err(ToolError::InvalidArguments {
+                                            tool: SCHEDULE.into(),
+                                            problems: vec![
+                                                "create needs exactly one of `cron` (repeating) or `at` (once)".into(),
+                                            ],
+                                        });
+                                    }
+                                };
+                                let new = NewSchedule {
+                                    name,
+                                    prompt,
+                                    timing,
+                                    time_zone,
+                                    created_by: ScheduleAuthor::Agent,
+                                    conversation_id: context.conversation_id.clone(),
+                                };
+                                let schedule = store.create_schedule(&context.agent, &new).await?;
+                                Ok(json!({ "success": true, "schedule": to_value(ScheduleView::from(schedule))? }))
+                            }
+                            ScheduleAction::List => {
+                                let schedules: Vec<ScheduleView> = store
+                                    .list_schedules(&context.agent, false)
+                                    .await?
+                                    .into_iter()
+                                    .map(ScheduleView::from)
+                                    .collect();
+                                Ok(json!({ "success": true, "schedules": to_value(schedules)? }))
+                            }
+                            ScheduleAction::Cancel => {
+                                let name =
+                                    args.name.ok_or_else(|| ToolError::missing_field(SCHEDULE, "cancel", "name"))?;
+                                let found = store.find_live_schedule(&context.agent, &name).await?;
+                                let cancelled = store.cancel_schedule(&context.agent, found.id).await?;
+                                Ok(json!({ "success": true, "schedule": to_value(ScheduleView::from(cancelled))? }))
+                            }
                         }
-                        ScheduleAction::List => {
-                            let schedules: Vec<ScheduleView> = store
-                                .list_schedules(&context.agent, false)
-                                .await?
-                                .into_iter()
-                                .map(ScheduleView::from)
-                                .collect();
-                            Ok(json!({ "success": true, "schedules": to_value(schedules)? }))
-                        }
-                        ScheduleAction::Cancel => {
-                            let name = args.name.ok_or_else(|| ToolError::missing_field(SCHEDULE, "cancel", "name"))?;
-                            let found = store.find_live_schedule(&context.agent, &name).await?;
-                            let cancelled = store.cancel_schedule(&context.agent, found.id).await?;
-                            Ok(json!({ "success": true, "schedule": to_value(ScheduleView::from(cancelled))? }))
-                        }
-                    }
-                })
-            },
+                    })
+                },
+            ),
+            SCHEDULES,
         ),
     ]
 }

@@ -259,6 +259,7 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.parameter_schema,
                 pauses: None,
+                effects: wright_core::Effects::default(),
                 // An agent-made tool runs in the sandbox under the egress policy; its default is allow.
                 policy: ToolPolicy::Allow,
                 toolset: None,
@@ -268,6 +269,12 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.input_schema,
                 pauses: None,
+                // Its results are another program's words, and a call may send anything out.
+                effects: wright_core::Effects {
+                    reads_outside: true,
+                    sends_out: true,
+                    ..wright_core::Effects::default()
+                },
                 // Another program's tool, with whatever effects it has: the person approves it.
                 policy: ToolPolicy::Ask,
                 toolset: None,

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wright_core::{Author, DocumentKind};
 use wright_store::{DocumentEdit, VersionMeta};
 
-use crate::builtin::{Builtin, NoArgs, Tool};
+use crate::builtin::{Builtin, CHANGES_AGENT, NoArgs, Tool, with_effects};
 use crate::{ToolContext, ToolError};
 
 // One shape per operation: the schema is a `oneOf` tagged by `operation`, so each operation's
@@ -102,26 +102,32 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
              be older if you edited it during this conversation: read it before a surgical edit.",
             |context, _| Box::pin(read(context, DocumentKind::SystemPrompt, "prompt")),
         ),
-        Builtin::<EditArgs>::boxed(
-            "edit_system_prompt",
-            "Edit your own system prompt (your behavioural instructions). Operations: append and prepend \
+        with_effects(
+            Builtin::<EditArgs>::boxed(
+                "edit_system_prompt",
+                "Edit your own system prompt (your behavioural instructions). Operations: append and prepend \
              (content goes on a line of its own), find_replace (find, replace, optional replace_all), replace \
              (content = the whole new prompt), delete (content = exact text to remove). find_replace and \
              delete fail without changing anything when the text is not found. Every edit is a new version \
              an admin can review and roll back; give a short reason. Returns the new version.",
-            |context, args| Box::pin(edit(context, DocumentKind::SystemPrompt, args)),
+                |context, args| Box::pin(edit(context, DocumentKind::SystemPrompt, args)),
+            ),
+            CHANGES_AGENT,
         ),
         Builtin::<NoArgs>::boxed(
             "read_learned_notes",
             "Read your learned notes (what you know about the user and their world) and their version.",
             |context, _| Box::pin(read(context, DocumentKind::LearnedNotes, "notes")),
         ),
-        Builtin::<EditArgs>::boxed(
-            "edit_learned_notes",
-            "Edit your learned notes: durable facts and preferences about the user. Same operations as \
+        with_effects(
+            Builtin::<EditArgs>::boxed(
+                "edit_learned_notes",
+                "Edit your learned notes: durable facts and preferences about the user. Same operations as \
              edit_system_prompt: append, prepend, find_replace, replace, delete. Keep notes short and \
              current; never store secrets. Returns the new version.",
-            |context, args| Box::pin(edit(context, DocumentKind::LearnedNotes, args)),
+                |context, args| Box::pin(edit(context, DocumentKind::LearnedNotes, args)),
+            ),
+            CHANGES_AGENT,
         ),
     ]
 }

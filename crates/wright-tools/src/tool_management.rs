@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use wright_core::Author;
 use wright_store::{AgentTool, ToolContent, ToolPatch, VersionMeta};
 
-use crate::builtin::{Builtin, Tool};
+use crate::builtin::{Builtin, CHANGES_AGENT, Tool, with_effects};
 use crate::{Services, ToolContext, ToolError};
 
 /// Limits on what an agent may store as a tool; generous for real tools, small enough that a
@@ -178,87 +178,102 @@ fn not_found(name: &str) -> ToolError {
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
-        Builtin::<CreateArgs>::boxed(
-            "create_tool",
-            "Create a new tool of your own, in JavaScript, that you (and later conversations) can call like any \
+        with_effects(
+            Builtin::<CreateArgs>::boxed(
+                "create_tool",
+                "Create a new tool of your own, in JavaScript, that you (and later conversations) can call like any \
              other tool. The code is the body of an async function run in a sandbox: read `args`, use \
              `state.get/set/delete/list`, `fetch(url, {method, headers, body})` and `console.log`, then `return` a \
              JSON value. Test logic with run_sandbox_code first. Returns {name, version: 1}.",
-            |context, args| {
-                Box::pin(async move {
-                    check_name(&args.name)?;
-                    check_description(&context.services, &args.description)?;
-                    check_schema(&args.parameter_schema)?;
-                    check_code(&context.services, &args.code)?;
-                    let content = ToolContent {
-                        description: args.description,
-                        parameter_schema: args.parameter_schema,
-                        code: args.code,
-                        limits: limits(args.timeout_ms),
-                    };
-                    let meta = agent_meta(&context, args.reason);
-                    let tool = context
-                        .services
-                        .store
-                        .create_agent_tool(&context.agent, &args.name, &content, true, None, &meta)
-                        .await?;
-                    Ok(json!({ "name": tool.name, "version": tool.version }))
-                })
-            },
+                |context, args| {
+                    Box::pin(async move {
+                        check_name(&args.name)?;
+                        check_description(&context.services, &args.description)?;
+                        check_schema(&args.parameter_schema)?;
+                        check_code(&context.services, &args.code)?;
+                        let content = ToolContent {
+                            description: args.description,
+                            parameter_schema: args.parameter_schema,
+                            code: args.code,
+                            limits: limits(args.timeout_ms),
+                        };
+                        let meta = agent_meta(&context, args.reason);
+                        let tool = context
+                            .services
+                            .store
+                            .create_agent_tool(&context.agent, &args.name, &content, true, None, &meta)
+                            .await?;
+                        Ok(json!({ "name": tool.name, "version": tool.version }))
+                    })
+                },
+            ),
+            CHANGES_AGENT,
         ),
-        Builtin::<UpdateArgs>::boxed(
-            "update_tool",
-            "Update one of your tools: only the fields you give change. Every update is a new version an admin can \
+        with_effects(
+            Builtin::<UpdateArgs>::boxed(
+                "update_tool",
+                "Update one of your tools: only the fields you give change. Every update is a new version an admin can \
              roll back. Returns {name, version}.",
-            |context, args| {
-                Box::pin(async move {
-                    if let Some(description) = &args.description {
-                        check_description(&context.services, description)?;
-                    }
-                    if let Some(schema) = &args.parameter_schema {
-                        check_schema(schema)?;
-                    }
-                    if let Some(code) = &args.code {
-                        check_code(&context.services, code)?;
-                    }
-                    if context.services.store.agent_tool(&context.agent, &args.name).await?.is_none() {
-                        return Err(not_found(&args.name));
-                    }
-                    let patch = ToolPatch {
-                        description: args.description,
-                        parameter_schema: args.parameter_schema,
-                        code: args.code,
-                        limits: args.timeout_ms.map(|timeout| limits(Some(timeout))),
-                    };
-                    let meta = agent_meta(&context, args.reason);
-                    let tool = context
-                        .services
-                        .store
-                        .update_agent_tool(&context.agent, &args.name, &patch, None, &meta)
-                        .await?;
-                    Ok(json!({ "name": tool.name, "version": tool.version }))
-                })
-            },
+                |context, args| {
+                    Box::pin(async move {
+                        if let Some(description) = &args.description {
+                            check_description(&context.services, description)?;
+                        }
+                        if let Some(schema) = &args.parameter_schema {
+                            check_schema(schema)?;
+                        }
+                        if let Some(code) = &args.code {
+                            check_code(&context.services, code)?;
+                        }
+                        if context.services.store.agent_tool(&context.agent, &args.name).await?.is_none() {
+                            return Err(not_found(&args.name));
+                        }
+                        let patch = ToolPatch {
+                            description: args.description,
+                            parameter_schema: args.parameter_schema,
+                            code: args.code,
+                            limits: args.timeout_ms.map(|timeout| limits(Some(timeout))),
+                        };
+                        let meta = agent_meta(&context, args.reason);
+                        let tool = context
+                            .services
+                            .store
+                            .update_agent_tool(&context.agent, &args.name, &patch, None, &meta)
+                            .await?;
+                        Ok(json!({ "name": tool.name, "version": tool.version }))
+                    })
+                },
+            ),
+            CHANGES_AGENT,
         ),
-        Builtin::<NameArgs>::boxed(
-            "delete_tool",
-            "Delete one of your tools (its history is kept for the admin). Returns {deleted: false} if there was none.",
-            |context, args| {
-                Box::pin(async move {
-                    let deleted = context.services.store.delete_agent_tool(&context.agent, &args.name).await?;
-                    Ok(json!({ "deleted": deleted }))
-                })
-            },
+        with_effects(
+            Builtin::<NameArgs>::boxed(
+                "delete_tool",
+                "Delete one of your tools (its history is kept for the admin). Returns {deleted: false} if there was none.",
+                |context, args| {
+                    Box::pin(async move {
+                        let deleted = context.services.store.delete_agent_tool(&context.agent, &args.name).await?;
+                        Ok(json!({ "deleted": deleted }))
+                    })
+                },
+            ),
+            CHANGES_AGENT,
         ),
-        Builtin::<NameArgs>::boxed(
-            "enable_tool",
-            "Enable one of your tools so it is offered in your tool set. Returns {name, enabled: true}.",
-            |context, args| Box::pin(set_enabled(context, args.name, true)),
+        with_effects(
+            Builtin::<NameArgs>::boxed(
+                "enable_tool",
+                "Enable one of your tools so it is offered in your tool set. Returns {name, enabled: true}.",
+                |context, args| Box::pin(set_enabled(context, args.name, true)),
+            ),
+            CHANGES_AGENT,
         ),
-        Builtin::<NameArgs>::boxed(
-            "disable_tool",
-            "Disable one of your tools without deleting it; it is no longer offered until enabled again.",
-            |context, args| Box::pin(set_enabled(context, args.name, false)),
+        with_effects(
+            Builtin::<NameArgs>::boxed(
+                "disable_tool",
+                "Disable one of your tools without deleting it; it is no longer offered until enabled again.",
+                |context, args| Box::pin(set_enabled(context, args.name, false)),
+            ),
+            CHANGES_AGENT,
         ),
         Builtin::<ListArgs>::boxed(
             "list_tools",

@@ -10,7 +10,7 @@ use wright_core::{EventBody, NewEvent, Notice, ToolLoading, ToolOutcome, ToolSpe
 use super::view::ModelView;
 use super::{Run, stored};
 use crate::AgentError;
-use crate::dispatch::{Dispatched, dispatch};
+use crate::dispatch::{Dispatched, dispatch, dispatch_asking};
 use crate::policy::{CallDecision, CallView, Reply, ResultView, TurnView, name_note};
 use crate::ports::{Finish, ModelToolCall, ParkedCall, RunOutcome};
 use crate::surface::{LOAD_TOOLS, load};
@@ -138,6 +138,10 @@ impl Run<'_> {
                     ran.only_repeats = false;
                 }
                 Dispatched::Finished(outcome)
+            }
+            CallDecision::Ask { reason } => {
+                ran.only_repeats = false;
+                dispatch_asking(&self.site, call, &reason).await
             }
             CallDecision::Run => {
                 ran.only_repeats = false;

@@ -25,6 +25,7 @@ mod repeats;
 mod repetition;
 mod resample;
 mod text_calls;
+mod untrusted;
 mod withhold;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -194,6 +195,11 @@ pub(crate) enum CallDecision {
     Answered(ToolOutcome),
     /// Not run: answered from an earlier call of this run.
     Repeat(ToolOutcome),
+    /// Not run yet: it waits for the person's approval, whatever its policy says, for this
+    /// reason (shown on the approval card).
+    Ask {
+        reason: String,
+    },
 }
 
 pub(crate) trait CallRule: Send + Sync {
@@ -261,6 +267,7 @@ impl Policy {
                 Box::new(withhold::RefuseSwitchedOff),
                 Box::new(withhold::RefuseWithheld),
                 Box::new(repeats::AnswerRepeats),
+                Box::new(untrusted::AskAfterOutsideContent),
             ],
             result: vec![Box::new(names::SchemaOfUnloadedTool), Box::new(names::ToolsForUnknownName)],
             turn: vec![Box::new(withhold::WithholdRepeated), Box::new(withhold::WithholdStreak)],

@@ -29,6 +29,7 @@ pub(crate) fn spec_with(name: &str, description: &str, parameters: Value) -> Too
         description: description.to_owned(),
         parameters,
         pauses: None,
+        effects: wright_core::Effects::default(),
         policy: ToolPolicy::Allow,
         toolset: None,
     }

@@ -87,6 +87,7 @@ fn the_rewrite_teaches_the_format_and_drops_native_tools() {
             description: "does f".into(),
             parameters: json!({"type": "object"}),
             pauses: None,
+            effects: wright_core::Effects::default(),
             policy: Default::default(),
             toolset: None,
         }]),
@@ -104,6 +105,7 @@ fn bash_spec() -> ToolSpec {
         description: "runs bash".into(),
         parameters: json!({"type": "object"}),
         pauses: None,
+        effects: wright_core::Effects::default(),
         policy: Default::default(),
         toolset: None,
     }
@@ -135,6 +137,7 @@ fn shell_blocks_are_plain_text_without_a_bash_tool() {
         description: "does f".into(),
         parameters: json!({"type": "object"}),
         pauses: None,
+        effects: wright_core::Effects::default(),
         policy: Default::default(),
         toolset: None,
     };

@@ -34,6 +34,7 @@ fn request() -> Request {
             description: "The time in a city".to_owned(),
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
             pauses: None,
+            effects: wright_core::Effects::default(),
             policy: Default::default(),
             toolset: None,
         }]),

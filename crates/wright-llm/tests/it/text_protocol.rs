@@ -18,6 +18,7 @@ fn request(history: Vec<Event>) -> Request {
             description: "The time in a city".to_owned(),
             parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
             pauses: None,
+            effects: wright_core::Effects::default(),
             policy: Default::default(),
             toolset: None,
         }]),

@@ -1282,3 +1282,23 @@ async fn a_refused_call_is_recorded_with_its_tools_own_kind() {
         ]
     );
 }
+
+/// Issue 35: what a tool's calls do is a property of its spec, which the loop's rules read.
+#[test]
+fn tools_declare_whether_they_read_outside_and_what_their_calls_change() {
+    let specs = wright_tools::builtin_specs();
+    let effects = |name: &str| specs.iter().find(|spec| spec.name == name).unwrap().effects;
+    for reader in ["fetch_url", "web_search", "browser_navigate", "browser_extract_text"] {
+        assert!(effects(reader).reads_outside && !effects(reader).is_sensitive(), "{reader}");
+    }
+    for change in ["edit_system_prompt", "edit_learned_notes", "memory", "create_tool", "update_ui_component"] {
+        assert!(effects(change).changes_agent, "{change}");
+    }
+    for out in ["notify", "publish_tool", "bash"] {
+        assert!(effects(out).sends_out, "{out}");
+    }
+    assert!(effects("schedule").schedules);
+    for plain in ["get_state", "set_state", "db_sql", "ask_user", "read_system_prompt"] {
+        assert!(effects(plain).is_none(), "{plain}");
+    }
+}
