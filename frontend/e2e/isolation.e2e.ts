@@ -245,7 +245,10 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas isolation, second 
     const grabbed = page.frameLocator('iframe[title="Grabber"]').getByLabel('Grabbed');
     const captured = (await page.locator('iframe[title="Grabber"]').count()) ? await grabbed.inputValue() : '';
     expect({ chat: await chat.inputValue(), captured }).toEqual({ chat: text, captured: '' });
-    await page.getByText('This component kept taking the keyboard focus on its own and was stopped.').waitFor();
+    // The frame obeys a ref's focus() only right after the person's gesture in it (issue 33,
+    // item 8): the keyboard never left the chat box (a component that still got focus in by
+    // another way is stopped by the parent's guard, focusGuard.ts).
+    expect(await chat.evaluate((element) => document.activeElement === element)).toBe(true);
     await chat.fill('');
   });
 

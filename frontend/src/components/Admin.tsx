@@ -8,6 +8,7 @@ import { api, type AgentTool, type Schemas, type Tool, type ComponentDetail, typ
 import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { History, when, type HistorySource } from '../admin/History';
 import { ADMIN_SECTIONS } from './Sidebar';
+import { componentsChanged } from '../frame/componentsChannel';
 import { ConfirmButtons, ErrorAlert, Stat } from '../admin/parts';
 import { Memories } from '../admin/Memory';
 import { Settings } from '../admin/Settings';
@@ -261,6 +262,7 @@ function ComponentCard({ agent, component }: { agent: string; component: Compone
       else {
         setCurrent(result);
         setReview(null);
+        componentsChanged();
       }
     } catch (failure) {
       setError((failure as Error).message);
@@ -270,7 +272,10 @@ function ComponentCard({ agent, component }: { agent: string; component: Compone
     () => ({
       versions: () => api.componentVersions(agent, component.name),
       diff: async (from, to) => (await api.componentDiff(agent, component.name, from, to)).diff,
-      rollback: async (version, reason) => setCurrent(await api.rollbackComponent(agent, component.name, version, reason)),
+      rollback: async (version, reason) => {
+        setCurrent(await api.rollbackComponent(agent, component.name, version, reason));
+        componentsChanged();
+      },
     }),
     [agent, component.name],
   );

@@ -16,7 +16,12 @@ export const COMPONENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 export type FrameMessage =
   | { type: 'ready' }
   | { type: 'resize'; height: number }
-  | { type: 'error'; message: string }
+  /** The person pressed a pointer in the frame (a trusted event the runtime saw): focus that
+   * enters the frame now is theirs (focusGuard.ts). */
+  | { type: 'gesture' }
+  /** The frame stopped its worker: it flooded the frame, or drew past a limit. The frame shows
+   * why in its own area; the parent offers a restart. */
+  | { type: 'stopped'; reason: StopReason }
   | { type: 'callTool'; id: number; action: string; payload: Record<string, unknown> }
   | { type: 'sendMessage'; id: number; text: string }
   | { type: 'getState'; id: number; key: string }
@@ -25,7 +30,12 @@ export type FrameMessage =
 
 export type FrameMessageType = FrameMessage['type'];
 
-export const FRAME_MESSAGE_TYPES: readonly FrameMessageType[] = ['ready', 'resize', 'error', 'callTool', 'sendMessage', 'getState', 'setState', 'importModule'];
+export const FRAME_MESSAGE_TYPES: readonly FrameMessageType[] = ['ready', 'resize', 'gesture', 'stopped', 'callTool', 'sendMessage', 'getState', 'setState', 'importModule'];
+
+/** Why a frame stopped its own worker: a closed set, so nothing the component wrote is shown
+ * by the app. */
+export const STOP_REASONS = ['flood', 'limit'] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
 
 /** Parent → frame. */
 export type ParentMessage =

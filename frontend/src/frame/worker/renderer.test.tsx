@@ -5,7 +5,7 @@
 import { Component, createRef, Suspense, use, useState, type ReactNode } from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Surface } from '../runtime/surface';
-import type { WorkerMessage } from '../tree';
+import { DEFAULT_LIMITS, type WorkerMessage } from '../tree';
 import { primitives } from './primitives';
 import { createRenderer, type ElementHandle, type Renderer } from './renderer';
 
@@ -29,7 +29,8 @@ function mount(element: ReactNode) {
   const errors: string[] = [];
   const fromWorker: WorkerMessage[] = [];
   let renderer: Renderer | undefined;
-  const surface = new Surface(root, (message) => later(() => renderer!.dispatch(message)), isColor);
+  // as if the person had just acted in the frame: the focus gate has its own test (surface.test.ts)
+  const surface = new Surface(root, (message) => later(() => renderer!.dispatch(message)), isColor, DEFAULT_LIMITS, () => true);
   renderer = createRenderer(
     (message) => {
       fromWorker.push(message);
