@@ -241,9 +241,16 @@ describe.skipIf(!built || !hasChromium)('canvas attacks, issue 33 (Chromium, moc
       await chat.fill(`draft ${index} while a component floods`);
       fills.push(Math.round(performance.now() - started));
     }
-    console.log(`chat box fills under flood (ms): ${fills.join(' ')}`);
+    const sorted = [...fills].sort((a, b) => a - b);
+    const percentile = (share: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * share))];
+    console.log(`chat box fills under flood: ${fills.length} fills, median ${percentile(0.5)} ms, p90 ${percentile(0.9)} ms, max ${sorted.at(-1)} ms`);
     expect(fills.length).toBeGreaterThanOrEqual(5);
-    expect(Math.max(...fills)).toBeLessThan(100);
+    // Nine fills in ten under 100 ms, and none that stalls: on a shared two-core machine a fill
+    // with no component on the page at all has taken up to 83 ms now and then, so the slowest
+    // fill alone says more about the machine than about the flood (on main, one fill took over
+    // 30 s).
+    expect(percentile(0.9)).toBeLessThan(100);
+    expect(sorted.at(-1)!).toBeLessThan(1000);
     // The frame that kept flooding was stopped, visibly, and the person can start it again.
     await page.getByText(/was stopped: it sent more than the canvas accepts/).waitFor({ timeout: 10_000 });
     await page.getByRole('button', { name: 'Restart the component' }).click();
