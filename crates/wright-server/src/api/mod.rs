@@ -9,6 +9,7 @@
 mod admin;
 mod agents;
 mod auth;
+pub mod canvas;
 mod components;
 mod conversation_changes;
 mod conversations;
@@ -172,18 +173,26 @@ pub fn app(state: AppState) -> Router {
     let frontend_dir = state.config.server.frontend_dir.clone();
     let host_check = middleware::from_fn_with_state(state.clone(), auth::check_host);
     let router = api.with_state(state);
-    let router = if frontend_dir.is_dir() {
-        // A single-page app: unknown paths outside /api get index.html (with a 404, as
-        // ServeDir answers them) and the app routes them.
-        // This fallback replaces the API's, so it sends /api paths back to `unknown_route`.
-        let index = ServeFile::new(frontend_dir.join("index.html"));
-        let files = ServeDir::new(frontend_dir).not_found_service(index.clone());
-        router.fallback_service(tower::service_fn(move |request: axum::extract::Request| {
-            let (files, index) = (files.clone(), index.clone());
-            async move { Ok::<_, std::convert::Infallible>(frontend(files, index, request).await) }
-        }))
-    } else {
-        router
+    // Both fallbacks replace the API's, so they send /api paths back to `unknown_route`.
+    let router = match frontend_dir {
+        // `[server] frontend_dir`: the canvas from a folder on disk (checked at start-up).
+        Some(frontend_dir) => {
+            // A single-page app: unknown paths outside /api get index.html (with a 404, as
+            // ServeDir answers them) and the app routes them.
+            let index = ServeFile::new(frontend_dir.join("index.html"));
+            let files = ServeDir::new(frontend_dir).not_found_service(index.clone());
+            router.fallback_service(tower::service_fn(move |request: axum::extract::Request| {
+                let (files, index) = (files.clone(), index.clone());
+                async move { Ok::<_, std::convert::Infallible>(frontend(files, index, request).await) }
+            }))
+        }
+        // The canvas embedded in the binary.
+        None => router.fallback(|request: axum::extract::Request| async move {
+            if is_api_path(request.uri().path()) {
+                return unknown_route(request.uri().clone()).await.into_response();
+            }
+            canvas::serve(request.method(), request.uri().path(), request.headers())
+        }),
     };
     router.layer(host_check).layer(middleware::from_fn(security_headers))
 }
