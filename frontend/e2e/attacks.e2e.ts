@@ -224,6 +224,8 @@ describe.skipIf(!built || !hasChromium)('canvas attacks, issue 33 (Chromium, moc
   it('item 8: focus the person asks for inside the frame (a click on its button) still works', async () => {
     const frame = await open('focuser');
     await frame.getByRole('button', { name: 'Edit' }).click();
+    // the worker answers the click a moment later
+    await expect.poll(() => frame.getByLabel('Field').evaluate((element) => document.activeElement === element)).toBe(true);
     await page.keyboard.type('typed here', { delay: 20 });
     expect(await frame.getByLabel('Field').inputValue()).toBe('typed here');
     expect(await page.getByLabel('Message').inputValue()).toBe('');

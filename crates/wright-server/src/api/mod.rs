@@ -142,7 +142,47 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
 /// The OpenAPI document of every route, as served at `/api/openapi.json`.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let (public, protected) = routes();
-    OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(public).merge(protected).into_openapi()
+    let mut openapi = OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(public).merge(protected).into_openapi();
+    unique_operation_ids(&mut openapi);
+    openapi
+}
+
+/// An operation's id is its handler's function name, and several modules have a `list`, a
+/// `detail` or a `stream`. A generator that keys types by operation id (openapi-typescript, for
+/// the canvas) then gives one path another's parameters and answer, so every id used more than
+/// once becomes `<tag>_<id>` (`components_detail`, `conversations_detail`).
+fn unique_operation_ids(openapi: &mut utoipa::openapi::OpenApi) {
+    fn operations(item: &mut utoipa::openapi::PathItem) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+        [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.options,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.trace,
+        ]
+        .into_iter()
+        .filter_map(Option::as_mut)
+    }
+    let mut uses = std::collections::HashMap::<String, usize>::new();
+    for item in openapi.paths.paths.values_mut() {
+        for operation in operations(item) {
+            if let Some(id) = &operation.operation_id {
+                *uses.entry(id.clone()).or_default() += 1;
+            }
+        }
+    }
+    for item in openapi.paths.paths.values_mut() {
+        for operation in operations(item) {
+            let Some(id) = &operation.operation_id else { continue };
+            if uses.get(id).is_some_and(|count| *count > 1) {
+                let tag = operation.tags.as_ref().and_then(|tags| tags.first()).map_or("api", String::as_str);
+                operation.operation_id = Some(format!("{}_{id}", tag.replace(['-', ' '], "_")));
+            }
+        }
+    }
 }
 
 /// The document, served to the canvas app so it can check its generated types.
