@@ -28,10 +28,9 @@ function mount(element: ReactNode) {
   roots.push(root);
   const errors: string[] = [];
   const fromWorker: WorkerMessage[] = [];
-  let renderer: Renderer | undefined;
   // as if the person had just acted in the frame: the focus gate has its own test (surface.test.ts)
-  const surface = new Surface(root, (message) => later(() => renderer!.dispatch(message)), isColor, DEFAULT_LIMITS, () => true);
-  renderer = createRenderer(
+  const surface = new Surface(root, (message) => later(() => renderer.dispatch(message)), isColor, DEFAULT_LIMITS, () => true);
+  const renderer: Renderer = createRenderer(
     (message) => {
       fromWorker.push(message);
       later(() => {
