@@ -2,6 +2,7 @@
 // read-only), the models each lists, and the model of every agent and the default. Keys go to
 // the server and never come back: a connection shows only whether one is set and its last four
 // characters.
+import { modelsChanged } from '../api/queries';
 import { useCallback, useEffect, useState } from 'react';
 import { api, type Agent, type ConnectionKind, type ConnectionTest, type ListedModel, type ModelChoice, type ModelChoices, type ProviderConnection } from '../api/client';
 import { ConfirmButtons, ErrorAlert } from './parts';
@@ -314,6 +315,8 @@ export function Settings() {
   // Remounts the model cards after a change of connections, so their lists reload.
   const [generation, setGeneration] = useState(0);
   const refresh = useCallback(() => {
+    // the shell's "which model" notice reads from the cache
+    modelsChanged();
     Promise.all([api.connections(), api.modelChoices()]).then(
       ([listed, chosen]) => {
         setConnections(listed.connections);
