@@ -237,8 +237,12 @@ pub fn app(state: AppState) -> Router {
     router.layer(host_check).layer(middleware::from_fn(security_headers))
 }
 
+/// The server's own namespaces: the API and MCP. An unknown path there is a JSON 404 (also
+/// `/mcp` when the MCP server is off), never the canvas's page.
 fn is_api_path(path: &str) -> bool {
-    path == "/api" || path.starts_with("/api/")
+    ["/api", "/mcp"]
+        .iter()
+        .any(|prefix| path.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
 }
 
 /// The canvas app's files, or its index.html for any other path outside /api. A path the
