@@ -232,27 +232,36 @@ describe.skipIf(!built || !hasChromium)('canvas attacks, issue 33 (Chromium, moc
   });
 
   it('item 9: the app stays responsive while a component floods, and the flooding frame is stopped where the person can restart it', async () => {
+    /** Fills the chat box over and over for `ms`, timing each fill. */
+    const fillFor = async (ms: number) => {
+      const chat = page.getByLabel('Message');
+      const fills: number[] = [];
+      const until = Date.now() + ms;
+      for (let index = 0; Date.now() < until; index++) {
+        const started = performance.now();
+        await chat.fill(`draft ${index} while a component floods`);
+        fills.push(Math.round(performance.now() - started));
+      }
+      const sorted = [...fills].sort((a, b) => a - b);
+      const percentile = (share: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * share))];
+      return { count: fills.length, median: percentile(0.5), p90: percentile(0.9), max: sorted.at(-1)! };
+    };
+    // The same fills with a quiet component first: what this machine does now, without a flood.
+    await open('paint');
+    const quiet = await fillFor(1500);
+    await page.close();
     const frame = await open('flood');
     await frame.getByText('flooding').waitFor();
     const chat = page.getByLabel('Message');
-    // Fill the chat box over and over while the flood goes on; every fill is timed.
-    const fills: number[] = [];
-    const until = Date.now() + 4000;
-    for (let index = 0; Date.now() < until; index++) {
-      const started = performance.now();
-      await chat.fill(`draft ${index} while a component floods`);
-      fills.push(Math.round(performance.now() - started));
-    }
-    const sorted = [...fills].sort((a, b) => a - b);
-    const percentile = (share: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * share))];
-    console.log(`chat box fills under flood: ${fills.length} fills, median ${percentile(0.5)} ms, p90 ${percentile(0.9)} ms, max ${sorted.at(-1)} ms`);
-    expect(fills.length).toBeGreaterThanOrEqual(5);
-    // Nine fills in ten under 100 ms, and none that stalls: on a shared two-core machine a fill
-    // with no component on the page at all has taken up to 83 ms now and then, so the slowest
-    // fill alone says more about the machine than about the flood (on main, one fill took over
-    // 30 s).
-    expect(percentile(0.9)).toBeLessThan(100);
-    expect(sorted.at(-1)!).toBeLessThan(1000);
+    const flooded = await fillFor(4000);
+    console.log(`chat box fills, quiet: ${JSON.stringify(quiet)}; under flood: ${JSON.stringify(flooded)} (ms)`);
+    expect(flooded.count).toBeGreaterThanOrEqual(5);
+    // Nine fills in ten under 100 ms, and none that stalls (on main, one fill took over 30 s).
+    // On a machine so busy that quiet fills are slow too (a shared two-core machine under
+    // others' builds), under twice the quiet figure: the slowest fill alone says more about
+    // the machine than about the flood.
+    expect(flooded.p90).toBeLessThan(Math.max(100, 2 * quiet.p90));
+    expect(flooded.max).toBeLessThan(Math.max(1000, 4 * quiet.max));
     // The frame that kept flooding was stopped, visibly, and the person can start it again.
     await page.getByText(/was stopped: it sent more than the canvas accepts/).waitFor({ timeout: 10_000 });
     await page.getByRole('button', { name: 'Restart the component' }).click();

@@ -1,16 +1,20 @@
 import { QueryClientProvider } from '@tanstack/react-query';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
+import { RouterProvider } from 'react-router';
 import { App } from './App';
 import { queryClient } from './api/queries';
+import { createAppRouter } from './router';
 import { ThemeProvider } from './theme';
 import './styles.css';
+
+const router = createAppRouter(<App />);
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>
       <ThemeProvider>
-        <App />
+        <RouterProvider router={router} />
       </ThemeProvider>
     </QueryClientProvider>
   </StrictMode>,

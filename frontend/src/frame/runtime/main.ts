@@ -91,7 +91,9 @@ function stop(reason: StopReason, message: string) {
 // person's own pointer down or key in this frame (trusted events: the worker cannot make
 // them), and the parent hears of a pointer down so that focus entering the frame with it is
 // known to be the person's (focusGuard.ts).
-const GESTURE_MS = 1500;
+// As long as the browser's own user activation lasts: the worker answers a click a moment
+// later, longer on a busy machine, and focus is already in the frame (`hasFocus`) anyway.
+const GESTURE_MS = 5000;
 let gestureAt = -Infinity;
 document.addEventListener(
   'pointerdown',
