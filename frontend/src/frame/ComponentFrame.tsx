@@ -111,7 +111,9 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
     let done = false;
     const send = (message: ParentMessageBody) => {
       // The frame's origin is opaque, so it cannot be named as a target; the frame checks our nonce.
-      element.contentWindow?.postMessage({ protocol: PROTOCOL, nonce: nonces.bridge, ...message }, '*');
+      // To the window the frame's messages are checked against (its WindowProxy, the same for
+      // the frame's whole life).
+      source?.postMessage({ protocol: PROTOCOL, nonce: nonces.bridge, ...message }, '*');
     };
     // Every answer, a refusal of a malformed request too, leaves on the gate's clock, never in
     // the task its request arrived in (see limits.ts).
