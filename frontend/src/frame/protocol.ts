@@ -10,7 +10,9 @@ export const MAX_STATE_BYTES = 1024 * 1024;
 export const MAX_TEXT_CHARS = 20_000;
 export const MAX_ACTION_CHARS = 200;
 export const MAX_KEY_CHARS = 256;
-export const COMPONENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** The server's rule for a stored component's name (wright-tools `components.rs`): a letter,
+ * then letters, digits, `-` and `_`, at most 64 in all. */
+export const COMPONENT_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 
 /** Frame → parent. Requests carry an `id`; the parent answers each with a `response`. */
 export type FrameMessage =
