@@ -1,7 +1,8 @@
 // The tool execution log of an agent, with filters and the latest failures, and the last days'
 // statistics per tool.
-import { useEffect, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { api, type Execution, type ExecutionFilter, type Stats } from '../api/client';
+import { useTools } from '../api/queries';
 import { when } from './History';
 import { Stat, pretty } from './parts';
 
@@ -90,10 +91,10 @@ export function Executions({ agent }: { agent: string }) {
   const [filter, setFilter] = useState<ExecutionFilter>({});
   const [rows, setRows] = useState<Execution[] | null>(null);
   const [failures, setFailures] = useState<Execution[]>([]);
-  const [tools, setTools] = useState<string[]>([]);
+  const toolList = useTools(agent).data;
+  const tools = useMemo(() => (toolList ?? []).map((tool) => tool.name).sort(), [toolList]);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    api.tools(agent).then((list) => setTools(list.map((tool) => tool.name).sort()), () => setTools([]));
     api.executions(agent, { success: false, limit: 5 }).then(setFailures, (failure: Error) => setError(failure.message));
   }, [agent]);
   useEffect(() => {

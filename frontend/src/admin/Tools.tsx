@@ -1,7 +1,9 @@
 // An agent's tools: the ones it wrote or installed (versions, diffs, rollback, enable, update from
 // the marketplace) and, per tool, whether its calls run, wait for the person, or are refused.
 import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useQueryClient } from '@tanstack/react-query';
 import { api, type AgentTool, type Schemas, type Tool } from '../api/client';
+import { keys, useTools } from '../api/queries';
 import { UpdatePreview, type UpdatePreviewData } from './UpdatePreview';
 import { History, type HistorySource } from './History';
 import { ErrorAlert } from './parts';
@@ -112,19 +114,19 @@ const POLICY_LABELS: Record<Schemas['ToolPolicy'], string> = { allow: 'run', ask
 
 /** Per tool: whether the agent's calls run, wait for the person's approval, or are refused. */
 export function Policies({ agent }: { agent: string }) {
-  const [tools, setTools] = useState<Tool[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    api.tools(agent).then(setTools, (failure: Error) => setError(failure.message));
-  }, [agent]);
+  const toolsQuery = useTools(agent);
+  const queryClient = useQueryClient();
+  const tools = toolsQuery.data ?? null;
+  const [changeError, setChangeError] = useState<string | null>(null);
+  const error = changeError ?? toolsQuery.error?.message ?? null;
   const change = async (name: string, value: string) => {
-    setError(null);
+    setChangeError(null);
     try {
       const policy = value === 'default' ? null : (value as Schemas['ToolPolicy']);
       const updated = await api.setToolPolicy(agent, name, policy);
-      setTools((list) => list?.map((tool) => (tool.name === name ? updated : tool)) ?? list);
+      queryClient.setQueryData<Tool[]>(keys.tools(agent), (list) => list?.map((tool) => (tool.name === name ? updated : tool)));
     } catch (failure) {
-      setError((failure as Error).message);
+      setChangeError((failure as Error).message);
     }
   };
   if (error) return <ErrorAlert error={error} />;

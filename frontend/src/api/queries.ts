@@ -24,6 +24,8 @@ export const keys = {
   status: (agent: string | null) => ['status', agent] as const,
   conversations: (agent: string) => ['conversations', agent] as const,
   sessions: (agent: string) => ['sessions', agent] as const,
+  /** Every tool the agent has, with its toolset and approval policy. */
+  tools: (agent: string) => ['tools', agent] as const,
 };
 
 export function useAgents() {
@@ -36,6 +38,12 @@ export function useConversations(agent: string | null) {
 
 export function useSessions(agent: string | null) {
   return useQuery({ queryKey: keys.sessions(agent ?? ''), queryFn: () => api.sessions(agent!), enabled: agent !== null });
+}
+
+/** One list for the Tools, Approvals and Executions pages: a policy set or a toolset switched
+ * on one shows on the others. */
+export function useTools(agent: string) {
+  return useQuery({ queryKey: keys.tools(agent), queryFn: () => api.tools(agent) });
 }
 
 export function useAgentStatus(agent: string | null) {
@@ -52,6 +60,8 @@ export function useInvalidate() {
     conversations: (agent: string) => Promise.all([client.invalidateQueries({ queryKey: keys.conversations(agent) }), client.invalidateQueries({ queryKey: keys.sessions(agent) })]),
     /** Which model each agent would use: connections or model choices changed. */
     status: () => client.invalidateQueries({ queryKey: ['status'] }),
+      /** The agent's tools: a toolset switched, a tool installed or removed. */
+      tools: (agent: string) => client.invalidateQueries({ queryKey: keys.tools(agent) }),
     }),
     [client],
   );
