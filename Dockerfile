@@ -30,6 +30,8 @@ COPY crates crates
 # JavaScript prelude.
 COPY migrations migrations
 COPY sandbox-prelude sandbox-prelude
+# And the built canvas, gzip-compressed by crates/wright-server/build.rs: the binary serves it.
+COPY --from=frontend /src/frontend/dist frontend/dist
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked --bin wright \
@@ -47,9 +49,7 @@ RUN apt-get update \
 RUN useradd --system --uid 10001 --create-home --home-dir /home/wright wright \
  && mkdir /data && chown wright:wright /data
 COPY --from=build /usr/local/bin/wright /usr/local/bin/wright
-# `[server] frontend_dir` defaults to frontend/dist relative to the working directory.
 WORKDIR /app
-COPY --from=frontend /src/frontend/dist /app/frontend/dist
 USER wright
 ENV WRIGHT_DATA_DIR=/data \
     RUST_LOG=info,sqlx=warn

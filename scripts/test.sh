@@ -23,12 +23,14 @@ if ! command -v bwrap >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; else sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap >/dev/null; fi
 fi
 
-echo "== frontend: install, check generated API types, build, unit tests"
+# Before the Rust workspace: the `wright` binary embeds frontend/dist (crates/wright-server/build.rs).
+echo "== frontend: install, check generated API types, lint, build, unit tests"
 (
   cd frontend
   npm ci --no-audit --no-fund
   npm run gen:api
   git diff --exit-code -- src/api/schema.d.ts || { echo "src/api/schema.d.ts is stale: run npm run gen:api"; exit 1; }
+  npm run lint
   npm run build
   npm test
 )

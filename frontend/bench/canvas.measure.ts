@@ -5,7 +5,7 @@
 // the time a click in it takes to show — through a real `wright serve` (the binary cargo
 // built, debug unless WRIGHT_BIN says otherwise) and the scripted model of e2e/harness.ts.
 //
-//   cargo build --bin wright && cd frontend && npm run build && npm run measure
+//   (cd frontend && npm run build) && cargo build --bin wright && cd frontend && npm run measure
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';

@@ -7,7 +7,8 @@
 // show how far it got) and keeps working across a restart of `wright serve`.
 //
 // `startWright` spawns the binary built by cargo (WRIGHT_BIN, or target/debug/wright under
-// CARGO_TARGET_DIR or the repository) on a fresh data directory; `restart` stops it (SIGKILL:
+// CARGO_TARGET_DIR or the repository) on a fresh data directory; it serves the canvas built
+// into it when it was compiled, so build the binary again after `npm run build`; `restart` stops it (SIGKILL:
 // a crash, not a polite shutdown) and starts it again on the same port and data.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,8 @@
 // The app shell: session check, login, navigation, and the page for the current route.
 import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
-import { api, ApiError, setUnauthorizedHandler, type Agent, type Conversation, type Session as AgentSession, type Status } from './api/client';
+import { useQueryClient } from '@tanstack/react-query';
+import { api, ApiError, setUnauthorizedHandler, type Conversation, type Status } from './api/client';
+import { keys, useAgents, useAgentStatus, useConversations, useInvalidate, useSessions } from './api/queries';
 import { ConversationView } from './components/ConversationView';
 import { Login } from './components/Login';
 import { Notifications } from './components/Notifications';
@@ -56,16 +58,21 @@ export function App() {
 
 function Shell({ status, onLogout }: { status: Status | null; onLogout: () => void }) {
   const route = useRoute();
-  const [agents, setAgents] = useState<Agent[] | null>(null);
-  const [conversations, setConversations] = useState<Conversation[] | null>(null);
-  const [sessions, setSessions] = useState<AgentSession[] | null>(null);
+  const agentsQuery = useAgents();
+  const agents = agentsQuery.data ?? null;
   const [error, setError] = useState<string | null>(null);
   const [menuOpen, setMenuOpen] = useState(false);
   const agent = route.page === 'agent' ? route.agent : route.page === 'admin' ? (route.agent ?? agents?.[0]?.id ?? null) : (agents?.[0]?.id ?? null);
-
-  useEffect(() => {
-    api.agents().then(setAgents, (failure: Error) => setError(failure.message));
-  }, []);
+  const conversationsQuery = useConversations(agent);
+  const sessionsQuery = useSessions(agent);
+  const statusQuery = useAgentStatus(agent);
+  const conversations = conversationsQuery.data ?? null;
+  const sessions = sessionsQuery.data ?? null;
+  // The first answer came with the login check; the agent's own follows.
+  const agentStatus = statusQuery.data ?? status;
+  const invalidate = useInvalidate();
+  const queryClient = useQueryClient();
+  const loadError = [agentsQuery, conversationsQuery, sessionsQuery, statusQuery].find((query) => query.error)?.error?.message ?? null;
 
   // `/` goes to the first agent.
   useEffect(() => {
@@ -73,29 +80,22 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
   }, [route.page, agents]);
 
   const refreshConversations = useCallback(() => {
-    if (!agent) return;
-    api.conversations(agent).then(setConversations, (failure: Error) => setError(failure.message));
-    api.sessions(agent).then(setSessions, (failure: Error) => setError(failure.message));
-  }, [agent]);
-  useEffect(() => {
-    setConversations(null);
-    setSessions(null);
-    refreshConversations();
-  }, [refreshConversations]);
+    if (agent) void invalidate.conversations(agent);
+  }, [agent, invalidate]);
 
   const newConversation = useCallback(async () => {
     if (!agent) return;
     try {
       const conversation = await api.createConversation(agent, {});
-      setConversations((current) => [conversation, ...(current ?? [])]);
+      queryClient.setQueryData<Conversation[]>(keys.conversations(agent), (current) => [conversation, ...(current ?? [])]);
       // It joined the open session (or one the schedule just started).
-      api.sessions(agent).then(setSessions, () => {});
+      void invalidate.conversations(agent);
       navigate(routePath({ page: 'agent', agent, conversation: conversation.id }));
       setMenuOpen(false);
     } catch (failure) {
       setError((failure as Error).message);
     }
-  }, [agent]);
+  }, [agent, invalidate, queryClient]);
 
   // Alt+N: a new conversation, from anywhere.
   useEffect(() => {
@@ -110,14 +110,6 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
   }, [newConversation]);
 
   useEffect(() => setMenuOpen(false), [route]);
-
-  // The model is per agent and can change on the Settings page: ask again for the agent shown
-  // whenever the page changes.
-  const [agentStatus, setAgentStatus] = useState<Status | null>(status);
-  useEffect(() => {
-    if (!agent) return;
-    api.status(agent).then(setAgentStatus, (failure: Error) => setError(failure.message));
-  }, [agent, route]);
 
   let page;
   if (route.page === 'admin') {
@@ -153,10 +145,10 @@ function Shell({ status, onLogout }: { status: Status | null; onLogout: () => vo
       </button>
       <Sidebar route={route} agents={agents ?? []} agent={agent} conversations={conversations} sessions={sessions} onSessionsChanged={refreshConversations} onNewConversation={() => void newConversation()} onLogout={onLogout} open={menuOpen} />
       <main className="main">
-        {error && (
+        {(error ?? loadError) && (
           <div className="alert alert-danger banner" role="alert">
             <span className="alert-icon">⛔</span>
-            <div>{error}</div>
+            <div>{error ?? loadError}</div>
             <button className="button ghost small" onClick={() => setError(null)} aria-label="Close">
               ✕
             </button>

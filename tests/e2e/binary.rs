@@ -26,8 +26,14 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(data_dir: &Path, token: Option<&str>) -> Self {
+        Self::start_in(data_dir, token, Path::new("."))
+    }
+
+    /// Started with `working_dir` as its working directory, as an installed binary may be.
+    pub(crate) fn start_in(data_dir: &Path, token: Option<&str>, working_dir: &Path) -> Self {
         let mut command = Command::new(WRIGHT);
         command
+            .current_dir(working_dir)
             .arg("--data-dir")
             .arg(data_dir)
             .args(["serve", "--bind", "127.0.0.1:0"])
@@ -92,6 +98,65 @@ async fn serve_on_an_empty_data_directory_prints_the_token_and_guards_the_api() 
     assert!(!server.first_line.contains(&token), "{}", server.first_line);
     let agents = client.get(format!("{}/api/agents", server.address)).bearer_auth(&token).send().await.unwrap();
     assert_eq!(agents.status(), 200);
+}
+
+/// Issue 30, item 5: the canvas is in the binary, so `wright serve` started anywhere serves it
+/// (from the repository's root only, it used to answer `/` with a JSON 404). A binary built
+/// before the canvas was (a fresh clone) answers with a page that says how to build it.
+#[tokio::test]
+async fn serve_from_any_directory_serves_the_canvas_built_into_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), Some("t"), elsewhere.path());
+    let page = client().get(format!("{}/", server.address)).send().await.unwrap();
+    let status = page.status();
+    let cache_control = page.headers().get("cache-control").map(|value| value.to_str().unwrap().to_owned());
+    let body = page.text().await.unwrap();
+    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../frontend/dist");
+    match std::fs::read_to_string(dist.join("index.html")) {
+        Ok(index) => {
+            assert_eq!((status.as_u16(), cache_control.as_deref()), (200, Some("no-cache")), "{body}");
+            assert_eq!(body, index);
+            // and a route of the app gets the same page, for the app to route
+            let route = client().get(format!("{}/agents/default/c/1", server.address)).send().await.unwrap();
+            assert_eq!(route.text().await.unwrap(), index);
+        }
+        Err(_) => {
+            assert_eq!(status.as_u16(), 503, "{body}");
+            assert!(body.contains("npm run build"), "{body}");
+        }
+    }
+}
+
+/// `[server] frontend_dir` overrides the embedded canvas; one that names no built canvas stops
+/// the start with a message, rather than a server that answers `/` with a JSON 404.
+#[test]
+fn a_frontend_dir_without_a_canvas_is_a_start_up_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[server]\nfrontend_dir = \"no/such/dist\"\n").unwrap();
+    let mut child = Command::new(WRIGHT)
+        .current_dir(dir.path())
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("WRIGHT_TOKEN", "t")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A server that starts anyway runs until it is stopped: give it ten seconds to refuse.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let exited = child.try_wait().unwrap();
+    if exited.is_none() {
+        child.kill().ok();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(exited.is_some_and(|status| !status.success()), "wright serve started with a missing frontend_dir");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("frontend_dir") && stderr.contains("no/such/dist"), "{stderr}");
 }
 
 #[tokio::test]

@@ -386,6 +386,21 @@ async fn serve(mut config: Config, bind: Option<SocketAddr>) -> anyhow::Result<E
     if let Some(bind) = bind {
         config.server.bind = bind;
     }
+    // An override that names nothing would serve JSON 404s at `/`: better not to start.
+    if let Some(frontend_dir) = &config.server.frontend_dir
+        && !frontend_dir.join("index.html").is_file()
+    {
+        anyhow::bail!(
+            "[server] frontend_dir is {}, which holds no built canvas (no index.html); build it with `npm run build` \
+             in frontend/, or remove the setting to serve the canvas built into this binary",
+            frontend_dir.display()
+        );
+    }
+    if config.server.frontend_dir.is_none() && !crate::api::canvas::embedded() {
+        tracing::warn!(
+            "this binary was built before the canvas (frontend/dist): `/` answers with a page saying how to build it"
+        );
+    }
     let (auth, source) = Auth::load_or_create(&config.data_dir, std::env::var("WRIGHT_TOKEN").ok())?;
     let listener = tokio::net::TcpListener::bind(config.server.bind)
         .await

@@ -84,8 +84,10 @@ pub struct ServerConfig {
     pub bind: SocketAddr,
     /// Longest time one API request may take before it is answered with a timeout error.
     pub request_timeout_secs: u64,
-    /// Where the built canvas app is; served at `/` when the folder exists.
-    pub frontend_dir: PathBuf,
+    /// A folder with a built canvas app to serve at `/` instead of the one embedded in the
+    /// binary (for working on the canvas without rebuilding the binary). Relative to the working
+    /// directory; `wright serve` refuses to start when it is set and holds no `index.html`.
+    pub frontend_dir: Option<PathBuf>,
     /// Connections served at once. At the cap the server stops accepting (new clients wait
     /// in the kernel's backlog) rather than run out of file descriptors.
     pub max_connections: usize,
@@ -119,7 +121,7 @@ impl Default for ServerConfig {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             request_timeout_secs: 120,
-            frontend_dir: PathBuf::from("frontend/dist"),
+            frontend_dir: None,
             max_connections: 256,
             header_read_timeout_secs: 15,
             idle_timeout_secs: 300,

@@ -2,6 +2,7 @@
 // `GET/PUT /api/agents/{agent}/tool-settings`. Fewer tools mean a shorter request and better
 // tool choice, above all for small local models; the agent's own tools are always available.
 import { useEffect, useState } from 'react';
+import { useInvalidate, useTools } from '../api/queries';
 import { api, type Tool, type ToolSettings, type Toolset } from '../api/client';
 import { ErrorAlert } from './parts';
 
@@ -21,12 +22,13 @@ const TOOLSETS: { id: Toolset; label: string; hint: string }[] = [
 
 export function Toolsets({ agent }: { agent: string }) {
   const [settings, setSettings] = useState<ToolSettings | null>(null);
-  const [tools, setTools] = useState<Tool[]>([]);
+  const toolList = useTools(agent).data;
+  const tools: Tool[] = toolList ?? [];
+  const invalidate = useInvalidate();
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
   useEffect(() => {
     api.toolSettings(agent).then(setSettings, (failure: Error) => setError(failure.message));
-    api.tools(agent).then(setTools, () => setTools([]));
   }, [agent]);
   if (!settings) return error ? <ErrorAlert error={error} /> : <div className="loading-line">Loading…</div>;
 
@@ -36,6 +38,8 @@ export function Toolsets({ agent }: { agent: string }) {
     try {
       setSettings(await api.setToolSettings(agent, next));
       setSaved(true);
+      // what the Approvals and Executions pages list follows the toolsets
+      void invalidate.tools(agent);
     } catch (failure) {
       setError((failure as Error).message);
     }

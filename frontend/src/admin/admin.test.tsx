@@ -1,3 +1,4 @@
+import { renderPage } from '../test/render';
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Admin, toolFigures } from '../components/Admin';
@@ -82,7 +83,7 @@ describe('admin prompt history', () => {
       }
       throw [404, `unexpected ${method} ${path}`];
     });
-    render(<Admin section="prompt" agent="ada" />);
+    renderPage(<Admin section="prompt" agent="ada" />);
     const prompt = await screen.findByRole('region', { name: 'System prompt' });
     // The newest change first: v2 → v3.
     await waitFor(() => expect(prompt.querySelector('.diff-add')?.textContent).toContain('to3'));
@@ -124,7 +125,7 @@ describe('admin tools', () => {
       if (url.pathname.endsWith('/versions')) return [];
       throw [404, 'unexpected'];
     });
-    render(<Admin section="tools" agent="ada" />);
+    renderPage(<Admin section="tools" agent="ada" />);
     const card = await screen.findByRole('region', { name: 'Tool shout' });
     expect(within(card).getByText(/market: shout v2 · abcdef012345/)).toBeTruthy();
     expect(within(card).getByText('disabled')).toBeTruthy();
@@ -159,7 +160,7 @@ describe('admin components', () => {
       if (url.pathname.endsWith('/versions')) return [];
       throw [404, 'unexpected'];
     });
-    render(<Admin section="components" agent="ada" />);
+    renderPage(<Admin section="components" agent="ada" />);
     const card = await screen.findByRole('region', { name: 'Component chooser' });
     expect(within(card).getByText(/market: chooser v3 · fedcba987654/)).toBeTruthy();
     expect(within(card).getByText('disabled')).toBeTruthy();
@@ -184,7 +185,7 @@ describe('admin tool update', () => {
       if (url.pathname.endsWith('/versions')) return [];
       throw [404, 'unexpected'];
     });
-    render(<Admin section="tools" agent="ada" />);
+    renderPage(<Admin section="tools" agent="ada" />);
     const card = await screen.findByRole('region', { name: 'Tool shout' });
     fireEvent.click(within(card).getByRole('button', { name: 'Check for update' }));
     await waitFor(() => expect(card.querySelector('.diff-add')?.textContent).toContain('return 2'));
@@ -206,7 +207,7 @@ describe('admin prompt edit', () => {
       if (url.pathname.includes('/documents/')) return { content: url.pathname.endsWith('/system_prompt') ? content : '', version: 1, updated_at: '' };
       throw [404, 'unexpected'];
     });
-    render(<Admin section="prompt" agent="ada" />);
+    renderPage(<Admin section="prompt" agent="ada" />);
     const prompt = await screen.findByRole('region', { name: 'System prompt' });
     await waitFor(() => expect(within(prompt).getByTestId('system_prompt-content').textContent).toBe('old text'));
     fireEvent.click(within(prompt).getByRole('button', { name: 'Edit' }));
@@ -238,7 +239,7 @@ describe('executions', () => {
         ];
       throw [404, 'unexpected'];
     });
-    render(<Admin section="executions" agent="ada" />);
+    renderPage(<Admin section="executions" agent="ada" />);
     const failures = await screen.findByRole('region', { name: 'Latest failures' });
     await within(failures).findByText('TypeError: boom');
     // Opening a failure shows the code of the version that failed, not the newer fix.
@@ -290,7 +291,7 @@ describe('marketplace', () => {
       if (method === 'POST' && url.pathname === '/api/market/install') return { kind: 'tool', name: 'shout_loud', listing: 'shout', version: 2, hash: 'h', enabled: false };
       throw [404, 'unexpected'];
     });
-    render(<Market kind="tool" name="shout" agents={[{ id: 'ada', name: 'Ada' } as never]} agent="ada" />);
+    renderPage(<Market kind="tool" name="shout" agents={[{ id: 'ada', name: 'Ada' } as never]} agent="ada" />);
     await screen.findByText('return 2');
     expect(screen.getByText('75%')).toBeTruthy();
     expect(screen.getByText('1.5 ms')).toBeTruthy();
@@ -309,7 +310,7 @@ describe('marketplace', () => {
       if (method === 'POST' && url.pathname === '/api/market/import') throw [422, 'the bundle’s hash does not match: the file says bad, its content hashes to good'];
       throw [404, 'unexpected'];
     });
-    render(<Market kind={null} name={null} agents={[]} agent={null} />);
+    renderPage(<Market kind={null} name={null} agents={[]} agent={null} />);
     const file = new File([JSON.stringify({ bundle: { kind: 'tool', name: 'evil', description: 'x', code: 'return "pwned"' }, hash: 'bad' })], 'evil.json', { type: 'application/json' });
     fireEvent.change(screen.getByLabelText('Bundle file'), { target: { files: [file] } });
     await screen.findByText('return "pwned"');

@@ -34,3 +34,8 @@ export function ErrorAlert({ error }: { error: string | null }) {
     </div>
   );
 }
+
+/** A value as an admin reads it: text as it is, anything else as indented JSON. */
+export function pretty(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+}

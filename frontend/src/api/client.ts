@@ -1,6 +1,9 @@
-// The HTTP API, typed with the types generated from the server's OpenAPI document
-// (`npm run gen:api` → schema.d.ts). Never hand-write API shapes here.
-import type { components } from './schema';
+// The HTTP API through openapi-fetch, typed by the types generated from the server's OpenAPI
+// document (`npm run gen:api` → schema.d.ts): each call names a path of the document, and its
+// parameters, body and answer are that path's, so a wrong pairing does not compile. Never
+// hand-write API shapes here.
+import createClient from 'openapi-fetch';
+import type { components, paths } from './schema';
 
 export type Schemas = components['schemas'];
 export type Agent = Schemas['AgentView'];
@@ -61,9 +64,11 @@ export interface MemoryFilter {
 export interface ExecutionFilter {
   tool?: string;
   success?: boolean;
-  error_category?: string;
+  error_category?: ErrorCategory;
   limit?: number;
 }
+/** Why a tool call failed: the server's closed set (`wright_core::ErrorCategory`). */
+export type ErrorCategory = Schemas['ErrorCategory'];
 
 /** An error answered by the API (`{"error": {code, message}}`) or by the network. */
 export class ApiError extends Error {
@@ -83,162 +88,159 @@ export function setUnauthorizedHandler(handler: () => void): void {
   onUnauthorized = handler;
 }
 
-export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-  let response: Response;
+const client = createClient<paths>({
+  // Absolute, so that a Request can be made of it outside a page too (the unit tests' jsdom).
+  baseUrl: globalThis.location?.origin ?? '',
+  headers: { Accept: 'application/json' },
+  // The global fetch as it is at call time, with a URL and init (what a test's fake reads).
+  fetch: async (request: Request) => {
+    const body = request.method === 'GET' || request.method === 'HEAD' ? '' : await request.text();
+    return globalThis.fetch(request.url, { method: request.method, headers: request.headers, body: body || undefined, credentials: 'same-origin' });
+  },
+});
+
+/** What every openapi-fetch call resolves to. */
+interface Answer<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** The answer's data, or an ApiError: the API's `{error: {code, message}}`, or the network's. */
+async function call<T>(pending: Promise<Answer<T>>): Promise<T> {
+  let answer: Answer<T>;
   try {
-    response = await fetch(path, {
-      method,
-      credentials: 'same-origin',
-      headers: body === undefined ? { Accept: 'application/json' } : { 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    answer = await pending;
   } catch {
     throw new ApiError(0, 'network', 'Wright is not reachable. Is `wright serve` running?');
   }
-  const text = await response.text();
-  let parsed: unknown = undefined;
-  if (text) {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-  }
+  const { response } = answer;
   if (!response.ok) {
-    const error = (parsed as Partial<ErrorBody> | undefined)?.error;
-    if (response.status === 401 && !path.startsWith('/api/auth/login')) onUnauthorized();
-    throw new ApiError(response.status, error?.code ?? 'http_' + response.status, error?.message ?? response.statusText ?? 'request failed');
+    const error = (answer.error as Partial<ErrorBody> | undefined)?.error;
+    if (response.status === 401 && !new URL(response.url || 'http://x/').pathname.startsWith('/api/auth/login')) onUnauthorized();
+    throw new ApiError(response.status, error?.code ?? 'http_' + response.status, error?.message ?? (response.statusText || 'request failed'));
   }
-  return parsed as T;
+  return answer.data as T;
 }
 
-const enc = encodeURIComponent;
-
-function query(params: Record<string, string | number | boolean | undefined | null>): string {
-  const pairs = Object.entries(params).filter(([, value]) => value !== undefined && value !== null && value !== '');
-  return pairs.length ? '?' + new URLSearchParams(pairs.map(([key, value]) => [key, String(value)])).toString() : '';
+/** Agent, name and id as path parameters. */
+const at = (agent: string) => ({ params: { path: { agent } } });
+const named = (agent: string, name: string) => ({ params: { path: { agent, name } } });
+const numbered = (agent: string, id: number) => ({ params: { path: { agent, id } } });
+const conversationAt = (id: string) => ({ params: { path: { id } } });
+/** Only the filters that are set (an empty string is no filter). */
+function set<T extends Record<string, unknown>>(params: T): Partial<T> {
+  return Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined && value !== null && value !== '')) as Partial<T>;
 }
 
 export const api = {
-  health: () => request<Schemas['Health']>('GET', '/api/health'),
-  login: (token: string) => request<Schemas['Ok']>('POST', '/api/auth/login', { token } satisfies Schemas['LoginRequest']),
-  logout: () => request<Schemas['Ok']>('POST', '/api/auth/logout'),
+  health: () => call(client.GET('/api/health')),
+  login: (token: string) => call(client.POST('/api/auth/login', { body: { token } })),
+  logout: () => call(client.POST('/api/auth/logout')),
   /** Whether `agent` (the default agent when absent) has a model for its next run. */
-  status: (agent?: string) => request<Status>('GET', '/api/status' + query({ agent })),
-  connections: () => request<Schemas['ConnectionsView']>('GET', '/api/settings/connections'),
-  createConnection: (input: ConnectionInput) => request<ProviderConnection>('POST', '/api/settings/connections', input),
-  updateConnection: (id: string, input: ConnectionInput) => request<ProviderConnection>('PUT', `/api/settings/connections/${enc(id)}`, input),
-  deleteConnection: (id: string) => request<Schemas['OkView']>('DELETE', `/api/settings/connections/${enc(id)}`),
-  testConnection: (id: string) => request<ConnectionTest>('POST', `/api/settings/connections/${enc(id)}/test`),
-  connectionModels: (id: string) => request<Schemas['ModelsView']>('GET', `/api/settings/connections/${enc(id)}/models`),
+  status: (agent?: string) => call(client.GET('/api/status', { params: { query: set({ agent }) } })),
+  connections: () => call(client.GET('/api/settings/connections')),
+  createConnection: (input: ConnectionInput) => call(client.POST('/api/settings/connections', { body: input })),
+  updateConnection: (id: string, input: ConnectionInput) => call(client.PUT('/api/settings/connections/{id}', { params: { path: { id } }, body: input })),
+  deleteConnection: (id: string) => call(client.DELETE('/api/settings/connections/{id}', { params: { path: { id } } })),
+  testConnection: (id: string) => call(client.POST('/api/settings/connections/{id}/test', { params: { path: { id } } })),
+  connectionModels: (id: string) => call(client.GET('/api/settings/connections/{id}/models', { params: { path: { id } } })),
   /** The MCP servers of `[mcp.servers]` in config.toml and how each is doing. */
-  mcpServers: () => request<McpServer[]>('GET', '/api/mcp/servers'),
-  modelChoices: () => request<ModelChoices>('GET', '/api/settings/models'),
-  setDefaultModel: (input: ChoiceInput) => request<ModelChoice>('PUT', '/api/settings/models/default', input),
-  clearDefaultModel: () => request<Schemas['OkView']>('DELETE', '/api/settings/models/default'),
-  setAgentModel: (agent: string, input: ChoiceInput) => request<ModelChoice>('PUT', `/api/agents/${enc(agent)}/model`, input),
-  clearAgentModel: (agent: string) => request<Schemas['OkView']>('DELETE', `/api/agents/${enc(agent)}/model`),
+  mcpServers: () => call(client.GET('/api/mcp/servers')),
+  modelChoices: () => call(client.GET('/api/settings/models')),
+  setDefaultModel: (input: ChoiceInput) => call(client.PUT('/api/settings/models/default', { body: input })),
+  clearDefaultModel: () => call(client.DELETE('/api/settings/models/default')),
+  setAgentModel: (agent: string, input: ChoiceInput) => call(client.PUT('/api/agents/{agent}/model', { ...at(agent), body: input })),
+  clearAgentModel: (agent: string) => call(client.DELETE('/api/agents/{agent}/model', at(agent))),
 
-  agents: () => request<Agent[]>('GET', '/api/agents'),
-  createAgent: (body: Schemas['CreateAgent']) => request<Agent>('POST', '/api/agents', body),
+  agents: () => call(client.GET('/api/agents')),
+  createAgent: (body: Schemas['CreateAgent']) => call(client.POST('/api/agents', { body })),
 
-  conversations: (agent: string) => request<Conversation[]>('GET', `/api/agents/${enc(agent)}/conversations`),
-  createConversation: (agent: string, body: Schemas['CreateConversation'] = {}) =>
-    request<Conversation>('POST', `/api/agents/${enc(agent)}/conversations`, body),
-  conversation: (id: string) => request<ConversationDetail>('GET', `/api/conversations/${enc(id)}`),
-  archivedConversations: (agent: string) => request<Conversation[]>('GET', `/api/agents/${enc(agent)}/conversations/archived`),
-  updateConversation: (id: string, change: Schemas['ConversationChange']) => request<Conversation>('PATCH', `/api/conversations/${enc(id)}`, change),
-  deleteConversation: (id: string) => request<null>('DELETE', `/api/conversations/${enc(id)}`),
+  conversations: (agent: string) => call(client.GET('/api/agents/{agent}/conversations', at(agent))),
+  createConversation: (agent: string, body: Schemas['CreateConversation'] = {}) => call(client.POST('/api/agents/{agent}/conversations', { ...at(agent), body })),
+  conversation: (id: string) => call(client.GET('/api/conversations/{id}', conversationAt(id))),
+  archivedConversations: (agent: string) => call(client.GET('/api/agents/{agent}/conversations/archived', at(agent))),
+  updateConversation: (id: string, change: Schemas['ConversationChange']) => call(client.PATCH('/api/conversations/{id}', { ...conversationAt(id), body: change })),
+  deleteConversation: (id: string) => call(client.DELETE('/api/conversations/{id}', conversationAt(id))),
   /** `component` names the canvas component that sends the message for the person (its `sendMessage`). */
   /** A run starts (`Accepted`); for `/newsession [name]` typed by the person, a new session and a conversation in it;
    * for another command (`/cancel`, `/codestats`, `/codefailures [n]`, `/help`), its answer. */
   postMessage: (id: string, text: string, component?: string) =>
-    request<Schemas['Accepted'] | NewSession | CommandReply>('POST', `/api/conversations/${enc(id)}/messages`, (component ? { text, component } : { text }) satisfies Schemas['PostMessage']),
-  cancel: (id: string) => request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/cancel`),
+    call(client.POST('/api/conversations/{id}/messages', { ...conversationAt(id), body: component ? { text, component } : { text } })),
+  cancel: (id: string) => call(client.POST('/api/conversations/{id}/cancel', conversationAt(id))),
   answerPending: (id: string, toolCallId: string, answer: unknown) =>
-    request<Schemas['Accepted']>('POST', `/api/conversations/${enc(id)}/pending/${enc(toolCallId)}`, {
-      answer,
-    } satisfies Schemas['PendingAnswer']),
+    call(client.POST('/api/conversations/{id}/pending/{tool_call_id}', { params: { path: { id, tool_call_id: toolCallId } }, body: { answer } })),
   streamUrl: (id: string, after: number) => `/api/conversations/${enc(id)}/stream?after=${after}`,
 
-  stateKeys: (agent: string) => request<Schemas['KeysView']>('GET', `/api/agents/${enc(agent)}/state`),
-  getState: (agent: string, key: string) => request<Schemas['ValueView']>('GET', `/api/agents/${enc(agent)}/state/${enc(key)}`),
+  stateKeys: (agent: string) => call(client.GET('/api/agents/{agent}/state', at(agent))),
+  getState: (agent: string, key: string) => call(client.GET('/api/agents/{agent}/state/{key}', { params: { path: { agent, key } } })),
   /** The body is the JSON value itself. */
-  setState: (agent: string, key: string, value: unknown) =>
-    request<Schemas['OkView']>('PUT', `/api/agents/${enc(agent)}/state/${enc(key)}`, value),
+  setState: (agent: string, key: string, value: unknown) => call(client.PUT('/api/agents/{agent}/state/{key}', { params: { path: { agent, key } }, body: value as never })),
 
-  document: (agent: string, kind: DocumentKind) => request<DocumentView>('GET', `/api/agents/${enc(agent)}/documents/${kind}`),
-  versions: (agent: string, kind: DocumentKind) => request<VersionSummary[]>('GET', `/api/agents/${enc(agent)}/documents/${kind}/versions`),
+  document: (agent: string, kind: DocumentKind) => call(client.GET('/api/agents/{agent}/documents/{kind}', { params: { path: { agent, kind } } })),
+  versions: (agent: string, kind: DocumentKind) => call(client.GET('/api/agents/{agent}/documents/{kind}/versions', { params: { path: { agent, kind } } })),
   documentDiff: (agent: string, kind: DocumentKind, from: number, to: number) =>
-    request<Schemas['DiffView']>('GET', `/api/agents/${enc(agent)}/documents/${kind}/diff${query({ from, to })}`),
-  editDocument: (agent: string, kind: DocumentKind, body: Schemas['EditRequest']) =>
-    request<Schemas['NewVersion']>('POST', `/api/agents/${enc(agent)}/documents/${kind}`, body),
+    call(client.GET('/api/agents/{agent}/documents/{kind}/diff', { params: { path: { agent, kind }, query: { from, to } } })),
+  editDocument: (agent: string, kind: DocumentKind, body: Schemas['EditRequest']) => call(client.POST('/api/agents/{agent}/documents/{kind}', { params: { path: { agent, kind } }, body })),
   rollbackDocument: (agent: string, kind: DocumentKind, version: number, reason: string | null) =>
-    request<Schemas['NewVersion']>('POST', `/api/agents/${enc(agent)}/documents/${kind}/rollback`, { version, reason } satisfies Schemas['RollbackRequest']),
+    call(client.POST('/api/agents/{agent}/documents/{kind}/rollback', { params: { path: { agent, kind } }, body: { version, reason } })),
 
-  notifications: (agent: string) => request<Notification[]>('GET', `/api/agents/${enc(agent)}/notifications`),
-  markNotificationRead: (agent: string, id: number) => request<Notification>('POST', `/api/agents/${enc(agent)}/notifications/${id}/read`),
+  notifications: (agent: string) => call(client.GET('/api/agents/{agent}/notifications', at(agent))),
+  markNotificationRead: (agent: string, id: number) => call(client.POST('/api/agents/{agent}/notifications/{id}/read', numbered(agent, id))),
   notificationsStreamUrl: (agent: string, after: number) => `/api/agents/${enc(agent)}/notifications/stream?after=${after}`,
-  schedules: (agent: string, all = false) => request<Schedule[]>('GET', `/api/agents/${enc(agent)}/schedules${query({ all })}`),
-  setSchedulePaused: (agent: string, id: number, paused: boolean) =>
-    request<Schedule>('PUT', `/api/agents/${enc(agent)}/schedules/${id}/paused`, { paused } satisfies Schemas['SetPaused']),
-  deleteSchedule: (agent: string, id: number) => request<Schedule>('DELETE', `/api/agents/${enc(agent)}/schedules/${id}`),
-  scheduleRuns: (agent: string, id: number) => request<ScheduleRun[]>('GET', `/api/agents/${enc(agent)}/schedules/${id}/runs`),
+  schedules: (agent: string, all = false) => call(client.GET('/api/agents/{agent}/schedules', { params: { path: { agent }, query: set({ all: all || undefined }) } })),
+  setSchedulePaused: (agent: string, id: number, paused: boolean) => call(client.PUT('/api/agents/{agent}/schedules/{id}/paused', { ...numbered(agent, id), body: { paused } })),
+  deleteSchedule: (agent: string, id: number) => call(client.DELETE('/api/agents/{agent}/schedules/{id}', numbered(agent, id))),
+  scheduleRuns: (agent: string, id: number) => call(client.GET('/api/agents/{agent}/schedules/{id}/runs', numbered(agent, id))),
 
-  sessions: (agent: string) => request<Session[]>('GET', `/api/agents/${enc(agent)}/sessions`),
-  startSession: (agent: string, name: string | null) => request<NewSession>('POST', `/api/agents/${enc(agent)}/sessions`, { name } satisfies Schemas['NewSessionRequest']),
-  memories: (agent: string, filter: MemoryFilter = {}) => request<Memory[]>('GET', `/api/agents/${enc(agent)}/memories${query({ ...filter })}`),
-  createMemory: (agent: string, body: Schemas['NewMemoryRequest']) => request<Memory>('POST', `/api/agents/${enc(agent)}/memories`, body),
-  editMemory: (agent: string, id: number, body: Schemas['MemoryEditRequest']) => request<Memory>('PATCH', `/api/agents/${enc(agent)}/memories/${id}`, body),
-  forgetMemory: (agent: string, id: number) => request<Memory>('POST', `/api/agents/${enc(agent)}/memories/${id}/forget`),
-  restoreMemory: (agent: string, id: number) => request<Memory>('POST', `/api/agents/${enc(agent)}/memories/${id}/restore`),
-  memoryHistory: (agent: string, id: number) => request<MemoryChange[]>('GET', `/api/agents/${enc(agent)}/memories/${id}/history`),
+  sessions: (agent: string) => call(client.GET('/api/agents/{agent}/sessions', at(agent))),
+  startSession: (agent: string, name: string | null) => call(client.POST('/api/agents/{agent}/sessions', { ...at(agent), body: { name } })),
+  memories: (agent: string, filter: MemoryFilter = {}) => call(client.GET('/api/agents/{agent}/memories', { params: { path: { agent }, query: set({ ...filter }) } })),
+  createMemory: (agent: string, body: Schemas['NewMemoryRequest']) => call(client.POST('/api/agents/{agent}/memories', { ...at(agent), body })),
+  editMemory: (agent: string, id: number, body: Schemas['MemoryEditRequest']) => call(client.PATCH('/api/agents/{agent}/memories/{id}', { ...numbered(agent, id), body })),
+  forgetMemory: (agent: string, id: number) => call(client.POST('/api/agents/{agent}/memories/{id}/forget', numbered(agent, id))),
+  restoreMemory: (agent: string, id: number) => call(client.POST('/api/agents/{agent}/memories/{id}/restore', numbered(agent, id))),
+  memoryHistory: (agent: string, id: number) => call(client.GET('/api/agents/{agent}/memories/{id}/history', numbered(agent, id))),
 
-  components: (agent: string) => request<ComponentSummary[]>('GET', `/api/agents/${enc(agent)}/components`),
-  component: (agent: string, name: string) => request<ComponentDetail>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}`),
-  componentVersions: (agent: string, name: string) =>
-    request<ArtifactVersion[]>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}/versions`),
+  components: (agent: string) => call(client.GET('/api/agents/{agent}/components', at(agent))),
+  component: (agent: string, name: string) => call(client.GET('/api/agents/{agent}/components/{name}', named(agent, name))),
+  componentVersions: (agent: string, name: string) => call(client.GET('/api/agents/{agent}/components/{name}/versions', named(agent, name))),
   componentDiff: (agent: string, name: string, from: number, to: number) =>
-    request<Schemas['DiffText']>('GET', `/api/agents/${enc(agent)}/components/${enc(name)}/diff${query({ from, to })}`),
+    call(client.GET('/api/agents/{agent}/components/{name}/diff', { params: { path: { agent, name }, query: { from, to } } })),
   rollbackComponent: (agent: string, name: string, version: number, reason: string | null) =>
-    request<ComponentSummary>('POST', `/api/agents/${enc(agent)}/components/${enc(name)}/rollback`, { version, reason } satisfies Schemas['RollbackTo']),
-  setComponentEnabled: (agent: string, name: string, enabled: boolean) =>
-    request<ComponentSummary>('PUT', `/api/agents/${enc(agent)}/components/${enc(name)}/enabled`, { enabled } satisfies Schemas['SetEnabled']),
+    call(client.POST('/api/agents/{agent}/components/{name}/rollback', { ...named(agent, name), body: { version, reason } })),
+  setComponentEnabled: (agent: string, name: string, enabled: boolean) => call(client.PUT('/api/agents/{agent}/components/{name}/enabled', { ...named(agent, name), body: { enabled } })),
 
-  tools: (agent: string) => request<Tool[]>('GET', `/api/agents/${enc(agent)}/tools`),
+  tools: (agent: string) => call(client.GET('/api/agents/{agent}/tools', at(agent))),
   /** `null` removes the agent's own policy, so the tool's default applies. */
-  setToolPolicy: (agent: string, name: string, policy: Schemas['ToolPolicy'] | null) =>
-    request<Tool>('PUT', `/api/agents/${enc(agent)}/tools/${enc(name)}/policy`, { policy } satisfies Schemas['PolicyUpdate']),
-  toolSettings: (agent: string) => request<ToolSettings>('GET', `/api/agents/${enc(agent)}/tool-settings`),
-  setToolSettings: (agent: string, settings: ToolSettings) =>
-    request<ToolSettings>('PUT', `/api/agents/${enc(agent)}/tool-settings`, settings),
-  invokeTool: (agent: string, name: string, args: unknown) => request<unknown>('POST', `/api/agents/${enc(agent)}/tools/${enc(name)}/invoke`, args),
-  agentTools: (agent: string) => request<AgentTool[]>('GET', `/api/agents/${enc(agent)}/agent-tools`),
-  agentToolVersions: (agent: string, name: string) =>
-    request<ArtifactVersion[]>('GET', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/versions`),
+  setToolPolicy: (agent: string, name: string, policy: Schemas['ToolPolicy'] | null) => call(client.PUT('/api/agents/{agent}/tools/{name}/policy', { ...named(agent, name), body: { policy } })),
+  toolSettings: (agent: string) => call(client.GET('/api/agents/{agent}/tool-settings', at(agent))),
+  setToolSettings: (agent: string, settings: ToolSettings) => call(client.PUT('/api/agents/{agent}/tool-settings', { ...at(agent), body: settings })),
+  invokeTool: (agent: string, name: string, args: unknown) => call(client.POST('/api/agents/{agent}/tools/{name}/invoke', { ...named(agent, name), body: args as never })),
+  agentTools: (agent: string) => call(client.GET('/api/agents/{agent}/agent-tools', at(agent))),
+  agentToolVersions: (agent: string, name: string) => call(client.GET('/api/agents/{agent}/agent-tools/{name}/versions', named(agent, name))),
   agentToolDiff: (agent: string, name: string, from: number, to: number) =>
-    request<Schemas['DiffText']>('GET', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/diff${query({ from, to })}`),
+    call(client.GET('/api/agents/{agent}/agent-tools/{name}/diff', { params: { path: { agent, name }, query: { from, to } } })),
   rollbackAgentTool: (agent: string, name: string, version: number, reason: string | null) =>
-    request<AgentTool>('POST', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/rollback`, { version, reason } satisfies Schemas['RollbackTo']),
-  setAgentToolEnabled: (agent: string, name: string, enabled: boolean) =>
-    request<AgentTool>('PUT', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/enabled`, { enabled } satisfies Schemas['SetEnabled']),
-  uninstallAgentTool: (agent: string, name: string) =>
-    request<Schemas['Uninstalled']>('DELETE', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/installed`),
+    call(client.POST('/api/agents/{agent}/agent-tools/{name}/rollback', { ...named(agent, name), body: { version, reason } })),
+  setAgentToolEnabled: (agent: string, name: string, enabled: boolean) => call(client.PUT('/api/agents/{agent}/agent-tools/{name}/enabled', { ...named(agent, name), body: { enabled } })),
+  uninstallAgentTool: (agent: string, name: string) => call(client.DELETE('/api/agents/{agent}/agent-tools/{name}/installed', named(agent, name))),
   updatePreview: (agent: string, name: string, version?: number) =>
-    request<Schemas['UpdatePreviewView']>('GET', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/update-preview${query({ version })}`),
+    call(client.GET('/api/agents/{agent}/agent-tools/{name}/update-preview', { params: { path: { agent, name }, query: set({ version }) } })),
   updateAgentTool: (agent: string, name: string, version?: number) =>
-    request<Installed>('POST', `/api/agents/${enc(agent)}/agent-tools/${enc(name)}/update`, { version: version ?? null } satisfies Schemas['UpdateRequest']),
+    call(client.POST('/api/agents/{agent}/agent-tools/{name}/update', { ...named(agent, name), body: { version: version ?? null } })),
 
-  executions: (agent: string, filter: ExecutionFilter = {}) =>
-    request<Execution[]>('GET', `/api/agents/${enc(agent)}/executions${query({ ...filter })}`),
-  stats: (agent: string, days = 7) => request<Stats>('GET', `/api/agents/${enc(agent)}/stats${query({ days })}`),
+  executions: (agent: string, filter: ExecutionFilter = {}) => call(client.GET('/api/agents/{agent}/executions', { params: { path: { agent }, query: set({ ...filter }) } })),
+  stats: (agent: string, days = 7) => call(client.GET('/api/agents/{agent}/stats', { params: { path: { agent }, query: { days } } })),
 
-  listings: (q: string) => request<Listing[]>('GET', `/api/market/listings${query({ q })}`),
-  listing: (kind: string, name: string) => request<ListingDetail>('GET', `/api/market/listings/${enc(kind)}/${enc(name)}`),
+  listings: (q: string) => call(client.GET('/api/market/listings', { params: { query: set({ q }) } })),
+  listing: (kind: string, name: string) => call(client.GET('/api/market/listings/{kind}/{name}', { params: { path: { kind, name } } })),
   exportListing: (kind: string, name: string, version?: number) =>
-    request<Schemas['ExportedView']>('GET', `/api/market/listings/${enc(kind)}/${enc(name)}/export${query({ version })}`),
-  publish: (body: Schemas['PublishRequest']) => request<Schemas['Published']>('POST', '/api/market/publish', body),
-  install: (body: Schemas['InstallRequest']) => request<Installed>('POST', '/api/market/install', body),
+    call(client.GET('/api/market/listings/{kind}/{name}/export', { params: { path: { kind, name }, query: set({ version }) } })),
+  publish: (body: Schemas['PublishRequest']) => call(client.POST('/api/market/publish', { body })),
+  install: (body: Schemas['InstallRequest']) => call(client.POST('/api/market/install', { body })),
   /** The body is the exported file's JSON, as it is. */
-  importBundle: (file: unknown) => request<Schemas['Published']>('POST', '/api/market/import', file),
+  importBundle: (file: unknown) => call(client.POST('/api/market/import', { body: file as never })),
 };
+
+const enc = encodeURIComponent;

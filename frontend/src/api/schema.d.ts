@@ -117,7 +117,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Updates an installed tool to a listing version, as a new version of the tool. */
-        post: operations["update"];
+        post: operations["market_update"];
         delete?: never;
         options?: never;
         head?: never;
@@ -166,7 +166,7 @@ export interface paths {
             cookie?: never;
         };
         /** The agent's components. */
-        get: operations["list"];
+        get: operations["components_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -183,7 +183,7 @@ export interface paths {
             cookie?: never;
         };
         /** One component with its source and compiled code. */
-        get: operations["detail"];
+        get: operations["components_detail"];
         put?: never;
         post?: never;
         delete?: never;
@@ -268,10 +268,10 @@ export interface paths {
             cookie?: never;
         };
         /** The agent's conversations, most recently active first. */
-        get: operations["list"];
+        get: operations["conversations_list"];
         put?: never;
         /** Starts a new conversation with the agent. */
-        post: operations["create"];
+        post: operations["conversations_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -406,10 +406,10 @@ export interface paths {
             cookie?: never;
         };
         /** Memories of an agent: by layer, active or archived, or matching a search. */
-        get: operations["list"];
+        get: operations["memory_list"];
         put?: never;
         /** Stores a memory for the agent, authored by the person. */
-        post: operations["create"];
+        post: operations["memory_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -510,7 +510,7 @@ export interface paths {
             cookie?: never;
         };
         /** The agent's notifications, newest first. */
-        get: operations["list"];
+        get: operations["notifications_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -530,7 +530,7 @@ export interface paths {
          * Server-sent events: `notification` for each one stored after `after` (replayed first), then
          *     each new one as it is delivered.
          */
-        get: operations["stream"];
+        get: operations["notifications_stream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -564,7 +564,7 @@ export interface paths {
             cookie?: never;
         };
         /** The agent's schedules, newest first. */
-        get: operations["list"];
+        get: operations["schedules_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -584,7 +584,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Deletes a schedule: it never runs again; its history stays. */
-        delete: operations["delete"];
+        delete: operations["schedules_delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -632,10 +632,10 @@ export interface paths {
             cookie?: never;
         };
         /** The agent's sessions, newest first (the open one, divided first if its time is up). */
-        get: operations["list"];
+        get: operations["sessions_list"];
         put?: never;
         /** Starts a new session (the open one ends, with its session memories) and a conversation in it. */
-        post: operations["create"];
+        post: operations["sessions_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -818,15 +818,15 @@ export interface paths {
             cookie?: never;
         };
         /** The conversation with every stored event and the calls waiting for an answer. */
-        get: operations["detail"];
+        get: operations["conversations_detail"];
         put?: never;
         post?: never;
         /** Deletes a conversation and its events; refused (422) while its run is going. */
-        delete: operations["delete"];
+        delete: operations["conversations_delete"];
         options?: never;
         head?: never;
         /** Renames, archives or brings back a conversation. */
-        patch: operations["update"];
+        patch: operations["conversations_update"];
         trace?: never;
     };
     "/api/conversations/{id}/cancel": {
@@ -894,7 +894,7 @@ export interface paths {
          * Server-sent events: `event` (a stored event), `delta` (`{text}`), `status`
          *     (`{status, error}`). Stored events after `after` are replayed first.
          */
-        get: operations["stream"];
+        get: operations["conversations_stream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1984,6 +1984,11 @@ export interface components {
         } | {
             tool: string;
             arguments: Record<string, never>;
+            /**
+             * @description Why the host asks although the tool's policy would let it run (e.g. "this run read
+             *     content from example.com"); null when the tool's policy is to ask.
+             */
+            reason?: string | null;
             /** @enum {string} */
             type: "approval";
         };
@@ -2322,7 +2327,7 @@ export interface operations {
             };
         };
     };
-    update: {
+    market_update: {
         parameters: {
             query?: never;
             header?: never;
@@ -2395,7 +2400,7 @@ export interface operations {
             };
         };
     };
-    list: {
+    components_list: {
         parameters: {
             query?: never;
             header?: never;
@@ -2416,7 +2421,7 @@ export interface operations {
             };
         };
     };
-    detail: {
+    components_detail: {
         parameters: {
             query?: never;
             header?: never;
@@ -2545,7 +2550,7 @@ export interface operations {
             };
         };
     };
-    list: {
+    conversations_list: {
         parameters: {
             query?: never;
             header?: never;
@@ -2566,7 +2571,7 @@ export interface operations {
             };
         };
     };
-    create: {
+    conversations_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -2832,7 +2837,7 @@ export interface operations {
             };
         };
     };
-    list: {
+    memory_list: {
         parameters: {
             query?: {
                 /** @description Only this layer. */
@@ -2870,7 +2875,7 @@ export interface operations {
             };
         };
     };
-    create: {
+    memory_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -3113,7 +3118,7 @@ export interface operations {
             };
         };
     };
-    list: {
+    notifications_list: {
         parameters: {
             query?: {
                 /** @description Only notifications with a larger id. */
@@ -3147,7 +3152,7 @@ export interface operations {
             };
         };
     };
-    stream: {
+    notifications_stream: {
         parameters: {
             query?: {
                 /** @description Only notifications with a larger id. */
@@ -3202,7 +3207,7 @@ export interface operations {
             };
         };
     };
-    list: {
+    schedules_list: {
         parameters: {
             query?: {
                 /** @description Also the schedules that ended (done, missed, cancelled). */
@@ -3234,7 +3239,7 @@ export interface operations {
             };
         };
     };
-    delete: {
+    schedules_delete: {
         parameters: {
             query?: never;
             header?: never;
@@ -3344,7 +3349,7 @@ export interface operations {
             };
         };
     };
-    list: {
+    sessions_list: {
         parameters: {
             query?: never;
             header?: never;
@@ -3373,7 +3378,7 @@ export interface operations {
             };
         };
     };
-    create: {
+    sessions_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -3741,7 +3746,7 @@ export interface operations {
             };
         };
     };
-    detail: {
+    conversations_detail: {
         parameters: {
             query?: never;
             header?: never;
@@ -3770,7 +3775,7 @@ export interface operations {
             };
         };
     };
-    delete: {
+    conversations_delete: {
         parameters: {
             query?: never;
             header?: never;
@@ -3805,7 +3810,7 @@ export interface operations {
             };
         };
     };
-    update: {
+    conversations_update: {
         parameters: {
             query?: never;
             header?: never;
@@ -3968,7 +3973,7 @@ export interface operations {
             };
         };
     };
-    stream: {
+    conversations_stream: {
         parameters: {
             query?: {
                 /** @description Replay stored events with a larger seq before following live updates. */

@@ -1,10 +1,11 @@
 // The canvas: what the agent rendered (render_blocks, render_and_wait), newest first.
 // Calls that wait for the person are answerable; answered ones stay as a read-only record.
 import { useEffect, useState } from 'react';
-import type { Pending as PendingWithComponent } from '../api/client';
+import { ApiError, type Pending as PendingWithComponent } from '../api/client';
 import { Blocks } from '../blocks/Blocks';
 import type { Block } from '../blocks/types';
 import { ComponentFrame, runnableCode } from '../frame/ComponentFrame';
+import { COMPONENTS_CHANNEL } from '../frame/componentsChannel';
 import { transcript, type ConversationState } from '../state/conversation';
 import { resultInfo, type Unfinished } from './ToolCall';
 
@@ -37,7 +38,7 @@ export function canvasItems(state: ConversationState): CanvasItem[] {
   }
   // A pending call whose tool_call event we have not seen yet (it arrives on the stream).
   for (const call of state.pending) {
-    if ((call.tool_name === 'render_blocks' || call.tool_name === 'render_and_wait') && !items.some((item) => item.id === call.tool_call_id)) {
+    if ((call.shown?.type === 'form' || call.shown?.type === 'component') && !items.some((item) => item.id === call.tool_call_id)) {
       items.push({ id: call.tool_call_id, name: call.tool_name, args: (call.args ?? {}) as Record<string, unknown>, pending: call, answer: state.answered[call.tool_call_id], unfinished: null, createdAt: call.created_at });
     }
   }
@@ -57,11 +58,22 @@ function answerLabel(answer: unknown, unfinished: Unfinished | null): string {
  * component stays as it was (the server keeps inline code only while its call waits). */
 const seenInlineCode = new Map<string, string>();
 
+/** How often a shown stored component is looked up again: one deleted or disabled while its
+ * page is open stops within this long (at once when the change is made in this browser, or
+ * when the page comes back into view). */
+const RECHECK_MS = 5000;
+
+/** A failure that says what the server holds (gone, disabled, refused), not that it could not
+ * be asked: only these stop a running component. */
+const definitive = (failure: unknown) => !(failure instanceof ApiError) || (failure.status >= 400 && failure.status < 500);
+
 /**
  * The code a render_and_wait call runs. A stored component (`component: name`) runs only as the
  * server has it now — current version, enabled — fetched at render time (runnableCode), never
  * the copy in the pending row or the tool call in history: deleted, rolled back or unreviewed
- * code does not come back. Inline code has no other copy than the call's own.
+ * code does not come back. It is looked up again while it shows, so one deleted or disabled
+ * stops running in an open page, and a new version replaces the old. Inline code has no other
+ * copy than the call's own.
  */
 function useComponentCode(agent: string, item: CanvasItem): { code: string | null; error: string | null } {
   const name = typeof item.args.component === 'string' ? item.args.component : null;
@@ -72,12 +84,27 @@ function useComponentCode(agent: string, item: CanvasItem): { code: string | nul
   useEffect(() => {
     if (!name) return;
     let live = true;
-    runnableCode(agent, name).then(
-      (code) => live && setFetched({ code, error: null }),
-      (failure: Error) => live && setFetched({ code: null, error: `Component “${name}” is not shown: ${failure.message}` }),
-    );
+    const check = () => {
+      runnableCode(agent, name).then(
+        (code) => live && setFetched((current) => (current.code === code && !current.error ? current : { code, error: null })),
+        (failure: Error) => {
+          if (!live || !definitive(failure)) return;
+          const error = `Component “${name}” is not shown: ${failure.message}`;
+          setFetched((current) => (current.error === error ? current : { code: null, error }));
+        },
+      );
+    };
+    check();
+    const timer = setInterval(() => document.visibilityState === 'visible' && check(), RECHECK_MS);
+    const onVisible = () => document.visibilityState === 'visible' && check();
+    document.addEventListener('visibilitychange', onVisible);
+    const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(COMPONENTS_CHANNEL) : null;
+    channel?.addEventListener('message', check);
     return () => {
       live = false;
+      clearInterval(timer);
+      document.removeEventListener('visibilitychange', onVisible);
+      channel?.close();
     };
   }, [agent, name]);
   if (given) return { code: given, error: null };

@@ -136,7 +136,7 @@ export function Chat({
   const stick = useRef(true);
   const items = transcript(state.events);
   const pendingIds = new Set(state.pending.map((call) => call.tool_call_id));
-  const question = state.pending.find((call) => call.tool_name === 'ask_user');
+  const question = state.pending.find((call) => call.shown?.type === 'question');
   const approvals = state.pending.filter((call) => call.kind === 'approval');
   const running = state.status === 'running';
   const noProvider = status !== null && !status.provider;

@@ -12,7 +12,8 @@ export function ConversationView({ agent, id, status, onChanged }: { agent: stri
   const { state, send, cancel, answer, reload, loadError, connection } = useConversation(id);
   const [focus, setFocus] = useState<string | null>(null);
   const [tab, setTab] = useState<'chat' | 'canvas'>('chat');
-  const waitingInCanvas = state.pending.some((call) => call.tool_name !== 'ask_user' && call.kind !== 'approval');
+  // Forms and components wait in the canvas; questions and approvals in the chat.
+  const waitingInCanvas = state.pending.some((call) => call.shown?.type === 'form' || call.shown?.type === 'component');
   const canvasCount = canvasItems(state).length;
   // The answer of the last command typed here (`/codestats`, …), shown under the transcript.
   const [commandReply, setCommandReply] = useState<string | null>(null);

@@ -3,6 +3,7 @@
 // stream (reconnecting with `?after=<last id>`, so none is lost). Dismissing one marks it read.
 import { useEffect, useState } from 'react';
 import { api, type Notification } from '../api/client';
+import { useInvalidate } from '../api/queries';
 import { Markdown } from '../blocks/Markdown';
 import { navigate, routePath } from '../router';
 
@@ -11,6 +12,7 @@ const SHOWN = 5;
 
 export function Notifications({ agent }: { agent: string }) {
   const [items, setItems] = useState<Notification[]>([]);
+  const invalidate = useInvalidate();
 
   useEffect(() => {
     let closed = false;
@@ -24,7 +26,12 @@ export function Notifications({ agent }: { agent: string }) {
     const open = () => {
       if (closed) return;
       source = new EventSource(api.notificationsStreamUrl(agent, last));
-      source.addEventListener('notification', (message) => add(JSON.parse((message as MessageEvent<string>).data) as Notification));
+      source.addEventListener('notification', (message) => {
+        add(JSON.parse((message as MessageEvent<string>).data) as Notification);
+        // A scheduled run's answer or a missed schedule: its conversation (and maybe a new
+        // session) belongs in the sidebar now, not at the next reload.
+        void invalidate.conversations(agent);
+      });
       source.addEventListener('error', () => {
         source?.close();
         if (!closed) retry = setTimeout(open, 2000);
@@ -48,7 +55,7 @@ export function Notifications({ agent }: { agent: string }) {
       clearTimeout(retry);
       source?.close();
     };
-  }, [agent]);
+  }, [agent, invalidate]);
 
   const dismiss = (notification: Notification) => {
     setItems((current) => current.filter((item) => item.id !== notification.id));

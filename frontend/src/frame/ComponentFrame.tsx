@@ -6,7 +6,8 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { api } from '../api/client';
 import { useTheme } from '../theme';
 import { callToolAnswer, checkFrameMessage, newNonce, RateLimit, RequestQueue } from './bridge';
-import { guardFocus } from './focusGuard';
+import { guardFocus, type FocusGuard } from './focusGuard';
+import { AnswerGate, TokenBucket } from './limits';
 import { PROTOCOL, type FrameMessage, type ParentMessageBody } from './protocol';
 import { frameDocument } from './srcdoc';
 
@@ -51,21 +52,38 @@ const REQUESTS_IN_FLIGHT = 2;
 const REQUESTS_QUEUED = 32;
 const REQUESTS_PER_MINUTE = 240;
 
+/** What a frame may send the parent: 100 messages a second, 200 at once. Its runtime sends far
+ * less (it limits the component's requests itself); beyond this the parent drops messages unread. */
+const MESSAGES_PER_SECOND = 100;
+const MESSAGE_BURST = 200;
+/** Messages dropped within five seconds that stop the frame. */
+const DROPS_TO_STOP = 500;
+
+const STOPPED_FLOODING = 'This component was stopped: it sent more than the canvas accepts.';
+const STOPPED_LIMIT = 'This component was stopped: it drew more than the canvas allows.';
+
 export function ComponentFrame({ code, props, context, title }: { code: string; props: Record<string, unknown>; context: FrameContext; title?: string }) {
   const frame = useRef<HTMLIFrameElement>(null);
   const [runtime, setRuntime] = useState<string | null>(null);
   const [height, setHeight] = useState(80);
   const [error, setError] = useState<string | null>(null);
+  /** Stopped by the parent: the iframe is removed. */
   const [stopped, setStopped] = useState<string | null>(null);
+  /** Stopped by the frame itself: the iframe stays and shows why, in its own area. */
+  const [selfStopped, setSelfStopped] = useState<string | null>(null);
+  /** Each restart is a new frame: a new document, nonce and worker. */
+  const [generation, setGeneration] = useState(0);
   const { theme } = useTheme();
   const themeRef = useRef(theme);
   themeRef.current = theme;
-  // A fresh nonce (and document) per code version: a new frame, never a reused one.
-  const nonces = useMemo(() => ({ bridge: newNonce(), csp: newNonce() }), [code]);
+  // A fresh nonce (and document) per code version and restart: a new frame, never a reused one.
+  // eslint-disable-next-line react-hooks/exhaustive-deps -- code and generation name a new frame
+  const nonces = useMemo(() => ({ bridge: newNonce(), csp: newNonce() }), [code, generation]);
   const contextRef = useRef(context);
   contextRef.current = context;
   const propsRef = useRef(props);
   propsRef.current = props;
+  const guard = useRef<FocusGuard | null>(null);
 
   useEffect(() => {
     let live = true;
@@ -83,19 +101,33 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
   useEffect(() => {
     const element = frame.current;
     if (!element || !srcDoc) return;
+    const source = element.contentWindow;
     const sendMessages = new RateLimit(5, 60_000);
     const requests = new RequestQueue(REQUESTS_IN_FLIGHT, REQUESTS_QUEUED, REQUESTS_PER_MINUTE);
+    const budget = new TokenBucket(MESSAGES_PER_SECOND, MESSAGE_BURST);
+    const drops = new RateLimit(DROPS_TO_STOP, 5000);
     let answered = false;
     let loads = 0;
+    let done = false;
     const send = (message: ParentMessageBody) => {
       // The frame's origin is opaque, so it cannot be named as a target; the frame checks our nonce.
-      element.contentWindow?.postMessage({ protocol: PROTOCOL, nonce: nonces.bridge, ...message }, '*');
+      // To the window the frame's messages are checked against (its WindowProxy, the same for
+      // the frame's whole life).
+      source?.postMessage({ protocol: PROTOCOL, nonce: nonces.bridge, ...message }, '*');
     };
+    // Every answer, a refusal of a malformed request too, leaves on the gate's clock, never in
+    // the task its request arrived in (see limits.ts).
+    const answers = new AnswerGate<ParentMessageBody>((batch) => batch.forEach(send));
     const respond = (id: number, work: () => Promise<unknown>) => {
       work().then(
-        (value) => send({ type: 'response', id, ok: true, value }),
-        (failure: Error) => send({ type: 'response', id, ok: false, error: failure?.message ?? 'refused' }),
+        (value) => answers.push({ type: 'response', id, ok: true, value }),
+        (failure: Error) => answers.push({ type: 'response', id, ok: false, error: failure?.message ?? 'refused' }),
       );
+    };
+    const stopFrame = (message: string) => {
+      done = true;
+      answers.close();
+      setStopped(message);
     };
     const handle = (message: FrameMessage) => {
       const { agent, conversationId, component, onAnswer } = contextRef.current;
@@ -106,8 +138,12 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
         case 'resize':
           setHeight(Math.min(MAX_HEIGHT, Math.max(40, message.height)));
           return;
-        case 'error':
-          setError(message.message);
+        case 'gesture':
+          guard.current?.gesture();
+          return;
+        case 'stopped':
+          answers.close();
+          setSelfStopped(message.reason === 'flood' ? STOPPED_FLOODING : STOPPED_LIMIT);
           return;
         case 'callTool':
           return respond(message.id, async () => {
@@ -137,19 +173,30 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
       }
     };
     const onMessage = (event: MessageEvent) => {
-      const checked = checkFrameMessage(event, { window: element.contentWindow, nonce: nonces.bridge });
+      // Counted before anything of the message is read (reading `data` copies it in): a frame
+      // over its budget costs the app next to nothing, and one that keeps going is stopped.
+      if (done || event.source !== source) return;
+      if (!budget.take()) {
+        if (!drops.take()) stopFrame(STOPPED_FLOODING);
+        return;
+      }
+      const checked = checkFrameMessage(event, { window: source, nonce: nonces.bridge });
       if (checked.ok) handle(checked.message);
-      else if (checked.id !== undefined) send({ type: 'response', id: checked.id, ok: false, error: `refused: ${checked.reason}` });
-      else if (event.source === element.contentWindow) console.warn('component frame: message dropped:', checked.reason);
+      else if (checked.id !== undefined) {
+        const id = checked.id;
+        respond(id, () => Promise.reject(new Error(`refused: ${checked.reason}`)));
+      }
     };
     // The document loads once; a second load means the component navigated its frame away.
     const onLoad = () => {
       loads += 1;
-      if (loads > 1) setStopped('This component navigated away from the canvas and was stopped.');
+      if (loads > 1) stopFrame('This component navigated away from the canvas and was stopped.');
     };
     window.addEventListener('message', onMessage);
     element.addEventListener('load', onLoad);
     return () => {
+      done = true;
+      answers.close();
       window.removeEventListener('message', onMessage);
       element.removeEventListener('load', onLoad);
     };
@@ -157,18 +204,38 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
 
   useEffect(() => {
     if (!frame.current) return;
-    return guardFocus(frame.current, () => setStopped('This component kept taking the keyboard focus on its own and was stopped.'));
+    const focusGuard = guardFocus(frame.current, () => setStopped('This component kept taking the keyboard focus on its own and was stopped.'));
+    guard.current = focusGuard;
+    return () => {
+      guard.current = null;
+      focusGuard.dispose();
+    };
   }, [srcDoc]);
 
   useEffect(() => {
     frame.current?.contentWindow?.postMessage({ protocol: PROTOCOL, nonce: nonces.bridge, type: 'theme', theme }, '*');
   }, [theme, nonces]);
 
-  if (stopped) return <div className="alert alert-danger">{stopped}</div>;
+  const restart = () => {
+    setStopped(null);
+    setSelfStopped(null);
+    setGeneration((value) => value + 1);
+  };
+  const restartBar = (message: string) => (
+    <div className="alert alert-danger frame-stopped" role="status">
+      <span>{message}</span>
+      <button type="button" className="button" onClick={restart}>
+        Restart the component
+      </button>
+    </div>
+  );
+
+  if (stopped) return <div className="component-frame">{restartBar(stopped)}</div>;
   return (
     <div className="component-frame">
       {srcDoc ? (
         <iframe
+          key={generation}
           ref={frame}
           title={title ?? 'Agent component'}
           sandbox="allow-scripts"
@@ -179,15 +246,13 @@ export function ComponentFrame({ code, props, context, title }: { code: string; 
       ) : (
         !error && <div className="frame-loading">Loading component…</div>
       )}
+      {selfStopped && restartBar(selfStopped)}
       {error && (
         <div className="alert alert-danger" role="alert">
           <span className="alert-icon" aria-hidden="true">
             ⛔
           </span>
-          <div>
-            <strong>Component error</strong>
-            <pre className="frame-error">{error}</pre>
-          </div>
+          <div>{error}</div>
         </div>
       )}
     </div>

@@ -56,6 +56,11 @@ describe('frame message checks', () => {
     expect(checkFrameMessage(message({ type: 'sendMessage', id: 1, text: '   ' }), frame)).toEqual({ ok: false, reason: 'bad fields', id: 1 });
     expect(checkFrameMessage(message({ type: 'importModule', id: 1, name: '../admin' }), frame)).toEqual({ ok: false, reason: 'not a component name', id: 1 });
     expect(checkFrameMessage(message({ type: 'resize', height: 'tall' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
+    // a stop's reason is one of a closed set: the app never shows a component's words as its own
+    expect(checkFrameMessage(message({ type: 'stopped', reason: 'Session expired: type your token' }), frame)).toEqual({ ok: false, reason: 'bad fields' });
+    expect(checkFrameMessage(message({ type: 'stopped', reason: 'flood' }), frame)).toEqual({ ok: true, message: { type: 'stopped', reason: 'flood' } });
+    // errors are shown inside the frame, never by the app: the type is gone from the protocol
+    expect(checkFrameMessage(message({ type: 'error', message: 'x' }), frame)).toEqual({ ok: false, reason: 'unknown type' });
     // a request is answered with its refusal (the id above); without a usable id it is dropped
     expect(checkFrameMessage(message({ type: 'importModule', id: -1, name: '../admin' }), frame)).toEqual({ ok: false, reason: 'not a component name' });
   });

@@ -14,7 +14,9 @@ import {
   MAX_STATE_BYTES,
   MAX_TEXT_CHARS,
   PROTOCOL,
+  STOP_REASONS,
   type FrameMessage,
+  type StopReason,
 } from './protocol';
 
 export interface FrameIdentity {
@@ -60,8 +62,10 @@ export function checkFrameMessage(event: Pick<MessageEvent, 'origin' | 'source' 
       return typeof data.height === 'number' && Number.isFinite(data.height) && data.height >= 0
         ? { ok: true, message: { type, height: data.height } }
         : { ok: false, reason: 'bad fields' };
-    case 'error':
-      return typeof data.message === 'string' ? { ok: true, message: { type, message: data.message.slice(0, 4000) } } : { ok: false, reason: 'bad fields' };
+    case 'gesture':
+      return { ok: true, message: { type } };
+    case 'stopped':
+      return (STOP_REASONS as readonly unknown[]).includes(data.reason) ? { ok: true, message: { type, reason: data.reason as StopReason } } : { ok: false, reason: 'bad fields' };
     case 'callTool': {
       const payload = data.payload === undefined || data.payload === null ? {} : data.payload;
       if (!isId(data.id) || typeof data.action !== 'string' || !data.action || data.action.length > MAX_ACTION_CHARS || !isRecord(payload)) {

@@ -10,13 +10,20 @@ export const MAX_STATE_BYTES = 1024 * 1024;
 export const MAX_TEXT_CHARS = 20_000;
 export const MAX_ACTION_CHARS = 200;
 export const MAX_KEY_CHARS = 256;
-export const COMPONENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** The server's rule for a stored component's name (wright-tools `components.rs`): a letter,
+ * then letters, digits, `-` and `_`, at most 64 in all. */
+export const COMPONENT_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 
 /** Frame → parent. Requests carry an `id`; the parent answers each with a `response`. */
 export type FrameMessage =
   | { type: 'ready' }
   | { type: 'resize'; height: number }
-  | { type: 'error'; message: string }
+  /** The person pressed a pointer in the frame (a trusted event the runtime saw): focus that
+   * enters the frame now is theirs (focusGuard.ts). */
+  | { type: 'gesture' }
+  /** The frame stopped its worker: it flooded the frame, or drew past a limit. The frame shows
+   * why in its own area; the parent offers a restart. */
+  | { type: 'stopped'; reason: StopReason }
   | { type: 'callTool'; id: number; action: string; payload: Record<string, unknown> }
   | { type: 'sendMessage'; id: number; text: string }
   | { type: 'getState'; id: number; key: string }
@@ -25,7 +32,12 @@ export type FrameMessage =
 
 export type FrameMessageType = FrameMessage['type'];
 
-export const FRAME_MESSAGE_TYPES: readonly FrameMessageType[] = ['ready', 'resize', 'error', 'callTool', 'sendMessage', 'getState', 'setState', 'importModule'];
+export const FRAME_MESSAGE_TYPES: readonly FrameMessageType[] = ['ready', 'resize', 'gesture', 'stopped', 'callTool', 'sendMessage', 'getState', 'setState', 'importModule'];
+
+/** Why a frame stopped its own worker: a closed set, so nothing the component wrote is shown
+ * by the app. */
+export const STOP_REASONS = ['flood', 'limit'] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
 
 /** Parent → frame. */
 export type ParentMessage =

@@ -57,7 +57,9 @@ export interface WireTarget {
 export type FrameToWorker =
   | { t: 'init'; code: string; props: Record<string, unknown>; interactive: boolean }
   | { t: 'event'; seq: number; type: DomEvent; path: number[]; target: WireTarget; data: Record<string, unknown> }
-  | { t: 'response'; id: number; ok: boolean; value?: unknown; error?: string };
+  | { t: 'response'; id: number; ok: boolean; value?: unknown; error?: string }
+  /** Requests the frame refused itself (over its rate), answered together on its clock. */
+  | { t: 'responses'; responses: { id: number; ok: false; error: string }[] };
 
 // ---- limits the frame enforces -----------------------------------------------------------
 
@@ -261,6 +263,15 @@ const NUMBER_LIST = /^[\d\s,.eE+-]*$/;
 const PATH_DATA = /^[MmZzLlHhVvCcSsQqTtAa\d\s,.eE+-]*$/;
 const TRANSFORM = /^((matrix|translate|scale|rotate|skewX|skewY)\([\d\s,.eE+-]*\)[\s,]*)*$/;
 
+/**
+ * A CSS value whose text is substituted after the filter has looked at it: `var()` (whose
+ * fallback may hold `url()` and which `CSS.supports('color', …)` accepts whatever it holds),
+ * `env()` and `attr()`; and a backslash, since CSS escapes spell the same names in other
+ * letters (`v\61r(`). Refused in every style value and SVG paint or font attribute
+ * (issue 33, item 11): what is checked is what is drawn.
+ */
+export const SUBSTITUTED = /\\|(?:var|env|attr)\s*\(/i;
+
 /** The DOM name of an allowed attribute (`aria-*` and `data-*` as they are). */
 function attributeName(prop: string): string {
   if (ATTRIBUTE_NAMES[prop]) return ATTRIBUTE_NAMES[prop];
@@ -320,6 +331,8 @@ export function checkAttribute(
   }
   const text = String(value);
   if (text.length > maxChars) return null;
+  // presentation attributes are CSS values too
+  if (SVG_TAGS.has(tag) && prop in SVG_PRESENTATION && SUBSTITUTED.test(text)) return null;
   const fits =
     kind === 'text'
       ? true
@@ -409,7 +422,7 @@ export function checkStyle(style: unknown, maxChars: number, isColor?: (value: s
     } else if (typeof raw === 'string') {
       value = raw.trim();
     } else continue;
-    if (!value || value.length > maxChars) continue;
+    if (!value || value.length > maxChars || SUBSTITUTED.test(value)) continue;
     if (KEYWORD_PROPERTIES[name] && !KEYWORD_PROPERTIES[name].has(value)) continue;
     if (name === 'listStyleType' && !IDENT.test(value)) continue;
     if (COLOR_PROPERTIES.has(name) && isColor && !isColor(value)) continue;

@@ -9,6 +9,7 @@
 mod admin;
 mod agents;
 mod auth;
+pub mod canvas;
 mod components;
 mod conversation_changes;
 mod conversations;
@@ -148,7 +149,47 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
 /// The OpenAPI document of every route, as served at `/api/openapi.json`.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let (public, protected) = routes();
-    OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(public).merge(protected).into_openapi()
+    let mut openapi = OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(public).merge(protected).into_openapi();
+    unique_operation_ids(&mut openapi);
+    openapi
+}
+
+/// An operation's id is its handler's function name, and several modules have a `list`, a
+/// `detail` or a `stream`. A generator that keys types by operation id (openapi-typescript, for
+/// the canvas) then gives one path another's parameters and answer, so every id used more than
+/// once becomes `<tag>_<id>` (`components_detail`, `conversations_detail`).
+fn unique_operation_ids(openapi: &mut utoipa::openapi::OpenApi) {
+    fn operations(item: &mut utoipa::openapi::PathItem) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+        [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.options,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.trace,
+        ]
+        .into_iter()
+        .filter_map(Option::as_mut)
+    }
+    let mut uses = std::collections::HashMap::<String, usize>::new();
+    for item in openapi.paths.paths.values_mut() {
+        for operation in operations(item) {
+            if let Some(id) = &operation.operation_id {
+                *uses.entry(id.clone()).or_default() += 1;
+            }
+        }
+    }
+    for item in openapi.paths.paths.values_mut() {
+        for operation in operations(item) {
+            let Some(id) = &operation.operation_id else { continue };
+            if uses.get(id).is_some_and(|count| *count > 1) {
+                let tag = operation.tags.as_ref().and_then(|tags| tags.first()).map_or("api", String::as_str);
+                operation.operation_id = Some(format!("{}_{id}", tag.replace(['-', ' '], "_")));
+            }
+        }
+    }
 }
 
 /// The document, served to the canvas app so it can check its generated types.
@@ -179,24 +220,36 @@ pub fn app(state: AppState) -> Router {
     let frontend_dir = state.config.server.frontend_dir.clone();
     let host_check = middleware::from_fn_with_state(state.clone(), auth::check_host);
     let router = api.with_state(state);
-    let router = if frontend_dir.is_dir() {
-        // A single-page app: unknown paths outside /api get index.html (with a 404, as
-        // ServeDir answers them) and the app routes them.
-        // This fallback replaces the API's, so it sends /api paths back to `unknown_route`.
-        let index = ServeFile::new(frontend_dir.join("index.html"));
-        let files = ServeDir::new(frontend_dir).not_found_service(index.clone());
-        router.fallback_service(tower::service_fn(move |request: axum::extract::Request| {
-            let (files, index) = (files.clone(), index.clone());
-            async move { Ok::<_, std::convert::Infallible>(frontend(files, index, request).await) }
-        }))
-    } else {
-        router
+    // Both fallbacks replace the API's, so they send /api paths back to `unknown_route`.
+    let router = match frontend_dir {
+        // `[server] frontend_dir`: the canvas from a folder on disk (checked at start-up).
+        Some(frontend_dir) => {
+            // A single-page app: unknown paths outside /api get index.html (with a 404, as
+            // ServeDir answers them) and the app routes them.
+            let index = ServeFile::new(frontend_dir.join("index.html"));
+            let files = ServeDir::new(frontend_dir).not_found_service(index.clone());
+            router.fallback_service(tower::service_fn(move |request: axum::extract::Request| {
+                let (files, index) = (files.clone(), index.clone());
+                async move { Ok::<_, std::convert::Infallible>(frontend(files, index, request).await) }
+            }))
+        }
+        // The canvas embedded in the binary.
+        None => router.fallback(|request: axum::extract::Request| async move {
+            if is_api_path(request.uri().path()) {
+                return unknown_route(request.uri().clone()).await.into_response();
+            }
+            canvas::serve(request.method(), request.uri().path(), request.headers())
+        }),
     };
     router.layer(host_check).layer(middleware::from_fn(security_headers))
 }
 
+/// The server's own namespaces: the API and MCP. An unknown path there is a JSON 404 (also
+/// `/mcp` when the MCP server is off), never the canvas's page.
 fn is_api_path(path: &str) -> bool {
-    path == "/api" || path.starts_with("/api/")
+    ["/api", "/mcp"]
+        .iter()
+        .any(|prefix| path.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
 }
 
 /// The canvas app's files, or its index.html for any other path outside /api. A path the

@@ -409,6 +409,23 @@ fn the_frontend_openapi_snapshot_is_current() {
     );
 }
 
+/// Operation ids key the canvas's generated types: one used twice gave `/api/conversations/{id}`
+/// the parameters and answer of a component's detail (issue 30, item 1).
+#[test]
+fn every_operation_id_is_used_once() {
+    let document = serde_json::to_value(wright_server::api::openapi()).unwrap();
+    let mut seen = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if let Some(id) = operation.get("operationId").and_then(Value::as_str) {
+                seen.entry(id.to_owned()).or_default().push(format!("{method} {path}"));
+            }
+        }
+    }
+    let repeated: Vec<_> = seen.into_iter().filter(|(_, uses)| uses.len() > 1).collect();
+    assert!(repeated.is_empty(), "{repeated:#?}");
+}
+
 /// The configuration the README documents is a configuration this build accepts.
 #[test]
 fn the_readme_config_example_loads() {

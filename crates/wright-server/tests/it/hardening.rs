@@ -505,7 +505,7 @@ async fn every_api_error_is_json_and_html_only_outside_the_api() {
     let frontend = tempfile::tempdir().unwrap();
     std::fs::write(frontend.path().join("index.html"), "<!doctype html><title>Wright</title>").unwrap();
     let frontend_dir = frontend.path().to_owned();
-    let (_dir, state) = state_with(move |config| config.server.frontend_dir = frontend_dir).await;
+    let (_dir, state) = state_with(move |config| config.server.frontend_dir = Some(frontend_dir)).await;
     let cases = [
         (authed(Method::GET, "/api/no/such/route", None), StatusCode::NOT_FOUND, "not_found"),
         (authed(Method::GET, "/api", None), StatusCode::NOT_FOUND, "not_found"),

@@ -10,8 +10,9 @@
 // performs them, see ../bridge.ts) with this frame's nonce, which the worker never sees; the
 // answers go back to the worker.
 import workerSource from '../../../build/frame-worker/frame-worker.js?raw';
-import { PROTOCOL, type ParentMessage } from '../protocol';
-import { BRIDGE_REQUESTS, type FrameToWorker, type WorkerMessage } from '../tree';
+import { AnswerGate, FloodGuard, TokenBucket } from '../limits';
+import { PROTOCOL, type ParentMessage, type StopReason } from '../protocol';
+import { BRIDGE_REQUESTS, DEFAULT_LIMITS, type FrameToWorker, type WorkerMessage } from '../tree';
 import { frameStyles } from './styles';
 import { Surface } from './surface';
 
@@ -23,6 +24,11 @@ const trustedTypes = (window as unknown as { trustedTypes?: { createPolicy(name:
 const policy = trustedTypes?.createPolicy('wright-worker', { createScriptURL: (url: string) => url });
 const workerUrl = URL.createObjectURL(new Blob([workerSource], { type: 'text/javascript' }));
 const worker = new Worker((policy ? policy.createScriptURL(workerUrl) : workerUrl) as string, { name: 'component' });
+
+/** Bridge requests passed on to the parent: a component that saves its state on every change
+ * stays under this; beyond it they are refused here, with no round trip to the app. */
+const REQUESTS_PER_SECOND = 40;
+const REQUEST_BURST = 80;
 
 // The bridge nonce proves to the parent that a message comes from this frame's runtime.
 const bridgeMeta = document.querySelector('meta[name="wright-bridge"]');
@@ -49,28 +55,88 @@ document.head.appendChild(style);
 
 const toWorker = (message: FrameToWorker) => worker.postMessage(message);
 
+// The component's errors are shown here, as plain text in its own area, never by the app: text
+// the app drew outside the frame could pass for the app's own (a "session expired" notice). The
+// latest one only, drawn at most every 250 ms however many arrive.
+const MAX_ERROR_CHARS = 4000;
+const errorArea = document.createElement('pre');
+errorArea.className = 'w-frame-error';
+errorArea.setAttribute('role', 'alert');
+errorArea.hidden = true;
+document.body.appendChild(errorArea);
+let latestError: string | null = null;
+let errorTimer: ReturnType<typeof setTimeout> | null = null;
+function showError(message: unknown) {
+  latestError = String(message).slice(0, MAX_ERROR_CHARS);
+  errorTimer ??= setTimeout(() => {
+    errorTimer = null;
+    errorArea.textContent = latestError;
+    errorArea.hidden = false;
+  }, 250);
+}
+
 let stopped = false;
-function stop(message: string) {
+function stop(reason: StopReason, message: string) {
   if (stopped) return;
   stopped = true;
   worker.terminate();
-  post('error', { message });
+  refusals.close();
+  latestError = message;
+  errorArea.textContent = message;
+  errorArea.hidden = false;
+  post('stopped', { reason });
 }
 
-const isColor = (value: string) => CSS.supports('color', value);
-const surface = new Surface(document.getElementById('root')!, toWorker, isColor);
+// Focus goes where the keys go. A component's ref.focus() is obeyed only right after the
+// person's own pointer down or key in this frame (trusted events: the worker cannot make
+// them), and the parent hears of a pointer down so that focus entering the frame with it is
+// known to be the person's (focusGuard.ts).
+// As long as the browser's own user activation lasts: the worker answers a click a moment
+// later, longer on a busy machine, and focus is already in the frame (`hasFocus`) anyway.
+const GESTURE_MS = 5000;
+let gestureAt = -Infinity;
+document.addEventListener(
+  'pointerdown',
+  (event) => {
+    if (!event.isTrusted) return;
+    gestureAt = performance.now();
+    post('gesture');
+  },
+  true,
+);
+document.addEventListener('keydown', (event) => event.isTrusted && (gestureAt = performance.now()), true);
+const personActed = () => document.hasFocus() && performance.now() - gestureAt < GESTURE_MS;
 
-const MAX_ERROR_CHARS = 4000;
+const isColor = (value: string) => CSS.supports('color', value);
+const surface = new Surface(document.getElementById('root')!, toWorker, isColor, DEFAULT_LIMITS, personActed);
+
+// What the worker may send: a flood guard over all of it (counted before a message is read),
+// and the bridge's requests passed on at a bounded rate; over it, refused here, on the clock.
+const flood = new FloodGuard();
+const requests = new TokenBucket(REQUESTS_PER_SECOND, REQUEST_BURST);
+const refusals = new AnswerGate<{ id: number; ok: false; error: string }>((responses) => toWorker({ t: 'responses', responses }));
+
 worker.addEventListener('message', (event: MessageEvent) => {
   if (stopped) return;
-  const data = event.data as WorkerMessage | null;
+  if (!flood.begin()) {
+    stop('flood', 'The component was stopped: it sent more than the canvas accepts.');
+    return;
+  }
+  try {
+    handle(event.data as WorkerMessage | null);
+  } finally {
+    flood.end();
+  }
+});
+
+function handle(data: WorkerMessage | null) {
   if (!data || typeof data !== 'object') return;
   switch (data.t) {
     case 'ops':
       try {
         surface.apply(data.ops);
       } catch (error) {
-        stop(`The component was stopped: ${(error as Error).message}.`);
+        stop('limit', `The component was stopped: ${(error as Error).message}.`);
       }
       return;
     case 'ack':
@@ -80,18 +146,24 @@ worker.addEventListener('message', (event: MessageEvent) => {
       surface.call(data.id, data.method);
       return;
     case 'error':
-      post('error', { message: String(data.message).slice(0, MAX_ERROR_CHARS) });
+      showError(data.message);
       return;
     case 'request': {
       // Only the bridge's requests, with the worker's fields under the frame's own protocol,
       // nonce and type (spread first, so the worker cannot set those); the parent checks the rest.
       if (!(BRIDGE_REQUESTS as readonly unknown[]).includes(data.type) || typeof data.fields !== 'object' || data.fields === null) return;
+      if (!requests.take()) {
+        if (typeof data.id === 'number') refusals.push({ id: data.id, ok: false, error: 'too many requests from this component; slow down' });
+        return;
+      }
       post(data.type, { ...(data.fields as Record<string, unknown>), id: data.id });
       return;
     }
   }
+}
+worker.addEventListener('error', (event: ErrorEvent) => {
+  if (!stopped) showError(event.message);
 });
-worker.addEventListener('error', (event: ErrorEvent) => post('error', { message: String(event.message).slice(0, MAX_ERROR_CHARS) }));
 
 let started = false;
 window.addEventListener('message', (event: MessageEvent) => {
@@ -119,7 +191,7 @@ new ResizeObserver(() => {
   }
 }).observe(document.documentElement);
 
-window.addEventListener('error', (event) => post('error', { message: event.message }));
+window.addEventListener('error', (event) => showError(event.message));
 // Say we are ready until the parent answers with init (its listener may attach after our load).
 post('ready');
 let readyTries = 0;

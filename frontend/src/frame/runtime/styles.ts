@@ -30,5 +30,7 @@ body { padding: 2px; overflow-x: auto; }
 @keyframes w-spin { to { transform: rotate(360deg); } }
 .w-divider { border: 0; border-top: 1px solid var(--border); margin: 12px 0; }
 .w-progress { width: 100%; accent-color: var(--accent); }
-.w-error { color: var(--danger); white-space: pre-wrap; font: 12px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace; border: 1px solid var(--danger); border-radius: 8px; padding: 10px; }
+.w-error, .w-frame-error { color: var(--danger); white-space: pre-wrap; font: 12px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace; border: 1px solid var(--danger); border-radius: 8px; padding: 10px; }
+.w-frame-error { margin: 8px 0 0; }
+.w-frame-error[hidden] { display: none; }
 `;

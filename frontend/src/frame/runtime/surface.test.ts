@@ -120,6 +120,25 @@ describe('what the surface draws', () => {
     expect(stringStyled.getAttribute('style') ?? '').toBe('');
   });
 
+  it('draws no value that var(), env(), attr() or an escape could change after the check (issue 33, item 11)', () => {
+    // a parser that accepts var() as a colour, as Chromium's CSS.supports does
+    const lenient = (value: string) => isColor(value) || /^var\(/i.test(value);
+    surface = new Surface(root, (message) => sent.push(message), lenient);
+    surface.apply([
+      insert(
+        el('svg', {}, [
+          el('rect', { fill: 'var(--a, url(http://x.test/p.svg#a))', stroke: 'VAR(--b, red)', fontFamily: 'var(--c)', style: { fill: 'var(--d, red)', stroke: 'v\\61r(--e, red)' } }),
+          el('rect', { fill: 'red', stroke: 'blue', style: { fill: 'green' } }),
+        ]),
+      ),
+      insert(el('p', { style: { color: 'var(--f, red)', backgroundColor: 'env(safe-area-inset-top, red)', width: 'attr(data-w px)', padding: 'calc(var(--g) * 2)', margin: 4 } })),
+    ]);
+    const [substituted, plain] = root.querySelectorAll('rect');
+    expect([...substituted.attributes].filter((attribute) => attribute.value).map((attribute) => attribute.name)).toEqual([]);
+    expect([plain.getAttribute('fill'), plain.getAttribute('stroke'), plain.getAttribute('style')]).toEqual(['red', 'blue', 'fill: green;']);
+    expect(root.querySelector('p')!.getAttribute('style')).toBe('margin: 4px;');
+  });
+
   it('updates and removes props, and forgets removed subtrees', () => {
     const box = el('div', { className: 'a', style: { color: 'red', padding: 4 } }, [text('one')]);
     surface.apply([insert(box)]);
@@ -304,6 +323,7 @@ describe('events and controlled fields', () => {
   });
 
   it('does for a ref only what a handle may: focus, blur, scroll, select', () => {
+    surface = new Surface(root, (message) => sent.push(message), isColor, DEFAULT_LIMITS, () => true);
     const field = el('input', { defaultValue: 'hello' });
     surface.apply([insert(field)]);
     const input = root.querySelector('input')!;
@@ -314,5 +334,24 @@ describe('events and controlled fields', () => {
     for (const method of ['click', 'remove', 'submit', 'showPicker', 'requestFullscreen']) expect(() => surface.call(field.id, method)).not.toThrow();
     surface.call(0, 'focus');
     expect(root.isConnected && input.isConnected).toBe(true);
+  });
+
+  it("takes focus or selects only right after the person's gesture in the frame (issue 33, item 8)", () => {
+    let acted = false;
+    surface = new Surface(root, (message) => sent.push(message), isColor, DEFAULT_LIMITS, () => acted);
+    const outside = document.createElement('textarea');
+    document.body.append(outside);
+    outside.value = 'Hello, ';
+    outside.focus();
+    const field = el('input', { defaultValue: 'hello' });
+    surface.apply([insert(field)]);
+    const input = root.querySelector('input')!;
+    surface.call(field.id, 'focus');
+    surface.call(field.id, 'select');
+    expect(document.activeElement).toBe(outside);
+    acted = true;
+    surface.call(field.id, 'focus');
+    expect(document.activeElement).toBe(input);
+    outside.remove();
   });
 });

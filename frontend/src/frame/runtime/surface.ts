@@ -72,6 +72,9 @@ export class Surface {
     private readonly send: EventSink,
     private readonly isColor: (value: string) => boolean,
     private readonly limits: SurfaceLimits = DEFAULT_LIMITS,
+    /** Whether a ref's focus()/select() may take the keyboard now: only right after the
+     * person's own pointer down or key in this frame (runtime/main.ts tracks those). */
+    private readonly personActed: () => boolean = () => false,
   ) {
     this.dom = domOf(root.ownerDocument);
     this.info.set(root, { id: ROOT, tag: 'root', on: new Set(), controlled: new Map(), hidden: false });
@@ -118,6 +121,9 @@ export class Surface {
     if (typeof id !== 'number' || !(ELEMENT_METHODS as readonly unknown[]).includes(method)) return;
     const element = this.nodes.get(id);
     if (!(element instanceof Element) || element === this.root) return;
+    // Focus moves where the keys go: a component may move it only as the direct result of
+    // the person's gesture in its frame, never from a timer while they type in the app.
+    if ((method === 'focus' || method === 'select') && !this.personActed()) return;
     if (method === 'focus' && element instanceof HTMLElement) element.focus();
     else if (method === 'blur' && element instanceof HTMLElement) element.blur();
     else if (method === 'scrollIntoView') element.scrollIntoView({ block: 'nearest', inline: 'nearest' });

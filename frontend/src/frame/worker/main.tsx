@@ -77,6 +77,26 @@ async function sendMessage(text: string): Promise<void> {
   await ask('sendMessage', { text: String(text) });
 }
 
+/** Writes of one key go one at a time; while one is on its way, later values wait and only
+ * the last is written next. A component that sets its state on every keystroke, or 10,000
+ * times in a loop, makes a few requests instead of one per call (each would count against
+ * its frame's request rate), and what is stored is still its last value. */
+const stateWrites = new Map<string, { next: { value: unknown } | null; running: boolean }>();
+function writeState(key: string, value: unknown, onError: (error: Error) => void) {
+  let entry = stateWrites.get(key);
+  if (!entry) stateWrites.set(key, (entry = { next: null, running: false }));
+  const writes = entry;
+  writes.next = { value };
+  if (writes.running) return;
+  const run = () => {
+    const next = writes.next;
+    writes.next = null;
+    writes.running = next !== null;
+    if (next) void ask('setState', { key, value: next.value }).catch(onError).finally(run);
+  };
+  run();
+}
+
 /** [value, setValue, {loaded, error}] bound to one key of the agent's state. */
 function useAgentState<T>(key: string, initial: T): [T, (next: T | ((previous: T) => T)) => void, { loaded: boolean; error: string | null }] {
   const [value, setValue] = React.useState<T>(initial);
@@ -101,7 +121,7 @@ function useAgentState<T>(key: string, initial: T): [T, (next: T | ((previous: T
       const resolved = typeof next === 'function' ? (next as (previous: T) => T)(current.current) : next;
       current.current = resolved;
       setValue(resolved);
-      ask('setState', { key, value: resolved === undefined ? null : resolved }).catch((error: Error) => setMeta((m) => ({ ...m, error: error.message })));
+      writeState(key, resolved === undefined ? null : resolved, (error) => setMeta((m) => ({ ...m, error: error.message })));
     },
     [key],
   );
@@ -178,9 +198,6 @@ class Boundary extends React.Component<{ children: React.ReactNode }, { error: E
   static getDerivedStateFromError(error: Error) {
     return { error };
   }
-  componentDidCatch(error: Error) {
-    report(error);
-  }
   render() {
     return this.state.error ? <pre className="w-error">{errorText(this.state.error)}</pre> : this.props.children;
   }
@@ -190,9 +207,10 @@ class Boundary extends React.Component<{ children: React.ReactNode }, { error: E
 // largest part of the worker's start.
 let renderer: Renderer | null = null;
 const rendererNow = () => (renderer ??= createRenderer(send, report));
+// Errors are drawn in the component's own area, as text (the boundary does the same): the app
+// never draws a component's words outside its frame.
 function showError(message: string) {
   rendererNow().render(<pre className="w-error">{message}</pre>);
-  send({ t: 'error', message });
 }
 
 async function start(message: Extract<FrameToWorker, { t: 'init' }>) {
@@ -214,6 +232,14 @@ async function start(message: Extract<FrameToWorker, { t: 'init' }>) {
   rendererNow().render(<Boundary>{React.createElement(Component as React.ComponentType<Record<string, unknown>>, message.props ?? {})}</Boundary>);
 }
 
+function answer(response: { id: number; ok: boolean; value?: unknown; error?: string }) {
+  const request = waiting.get(response.id);
+  if (!request) return;
+  waiting.delete(response.id);
+  if (response.ok) request.resolve(response.value);
+  else request.reject(new Error(response.error ?? 'refused'));
+}
+
 let started = false;
 scope.addEventListener('message', (event: MessageEvent) => {
   const data = event.data as FrameToWorker | null;
@@ -224,11 +250,9 @@ scope.addEventListener('message', (event: MessageEvent) => {
   } else if (data.t === 'event') {
     rendererNow().dispatch(data);
   } else if (data.t === 'response') {
-    const request = waiting.get(data.id);
-    if (!request) return;
-    waiting.delete(data.id);
-    if (data.ok) request.resolve(data.value);
-    else request.reject(new Error(data.error ?? 'refused'));
+    answer(data);
+  } else if (data.t === 'responses' && Array.isArray(data.responses)) {
+    for (const response of data.responses) answer(response);
   }
 });
 scope.addEventListener('unhandledrejection', (event) => report(event.reason));

@@ -5,7 +5,7 @@
 import { Component, createRef, Suspense, use, useState, type ReactNode } from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Surface } from '../runtime/surface';
-import type { WorkerMessage } from '../tree';
+import { DEFAULT_LIMITS, type WorkerMessage } from '../tree';
 import { primitives } from './primitives';
 import { createRenderer, type ElementHandle, type Renderer } from './renderer';
 
@@ -28,9 +28,9 @@ function mount(element: ReactNode) {
   roots.push(root);
   const errors: string[] = [];
   const fromWorker: WorkerMessage[] = [];
-  let renderer: Renderer | undefined;
-  const surface = new Surface(root, (message) => later(() => renderer!.dispatch(message)), isColor);
-  renderer = createRenderer(
+  // as if the person had just acted in the frame: the focus gate has its own test (surface.test.ts)
+  const surface = new Surface(root, (message) => later(() => renderer.dispatch(message)), isColor, DEFAULT_LIMITS, () => true);
+  const renderer: Renderer = createRenderer(
     (message) => {
       fromWorker.push(message);
       later(() => {

@@ -1,0 +1,74 @@
+// Server state the pages share, in TanStack Query's cache: loading, errors, retries and refresh
+// in one place, keyed so that a change made anywhere refreshes everything that shows it — a new
+// conversation, a conversation's status arriving on its live stream, a session started with a
+// command, a model picked in Settings. Pages invalidate keys (`invalidate`); none keeps its own
+// copy of these lists.
+import { QueryClient, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMemo } from 'react';
+import { api, ApiError } from './client';
+
+export const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: {
+      // An answer the API gave (a 4xx) is the answer; the network gets three more tries.
+      retry: (failures, error) => !(error instanceof ApiError && error.status >= 400 && error.status < 500) && failures < 3,
+      refetchOnWindowFocus: true,
+      staleTime: 2_000,
+    },
+  },
+});
+
+export const keys = {
+  agents: ['agents'] as const,
+  /** The model an agent's next run would use (the default agent's without one). */
+  status: (agent: string | null) => ['status', agent] as const,
+  conversations: (agent: string) => ['conversations', agent] as const,
+  sessions: (agent: string) => ['sessions', agent] as const,
+  /** Every tool the agent has, with its toolset and approval policy. */
+  tools: (agent: string) => ['tools', agent] as const,
+};
+
+export function useAgents() {
+  return useQuery({ queryKey: keys.agents, queryFn: () => api.agents() });
+}
+
+export function useConversations(agent: string | null) {
+  return useQuery({ queryKey: keys.conversations(agent ?? ''), queryFn: () => api.conversations(agent!), enabled: agent !== null });
+}
+
+export function useSessions(agent: string | null) {
+  return useQuery({ queryKey: keys.sessions(agent ?? ''), queryFn: () => api.sessions(agent!), enabled: agent !== null });
+}
+
+/** One list for the Tools, Approvals and Executions pages: a policy set or a toolset switched
+ * on one shows on the others. */
+export function useTools(agent: string) {
+  return useQuery({ queryKey: keys.tools(agent), queryFn: () => api.tools(agent) });
+}
+
+export function useAgentStatus(agent: string | null) {
+  return useQuery({ queryKey: keys.status(agent), queryFn: () => api.status(agent ?? undefined), enabled: agent !== null });
+}
+
+/** Marks what a change may have altered as stale: shown queries fetch again at once. */
+export function useInvalidate() {
+  const client = useQueryClient();
+  // One object per client: callers list it in their hooks' dependencies.
+  return useMemo(
+    () => ({
+    /** The agent's conversation list and sessions: a conversation was made, renamed, archived, ran. */
+    conversations: (agent: string) => Promise.all([client.invalidateQueries({ queryKey: keys.conversations(agent) }), client.invalidateQueries({ queryKey: keys.sessions(agent) })]),
+    /** Which model each agent would use: connections or model choices changed. */
+    status: () => client.invalidateQueries({ queryKey: ['status'] }),
+      /** The agent's tools: a toolset switched, a tool installed or removed. */
+      tools: (agent: string) => client.invalidateQueries({ queryKey: keys.tools(agent) }),
+    }),
+    [client],
+  );
+}
+
+/** For pages outside the cache's reach (the Settings page, tested on its own): the model each
+ * agent would use may have changed. */
+export function modelsChanged(): void {
+  void queryClient.invalidateQueries({ queryKey: ['status'] });
+}
