@@ -9,7 +9,8 @@
 //! - [`Toolset`], [`ToolLoading`] and [`ToolSettings`]: which built-ins an agent has and how
 //!   their schemas reach the model.
 //! - [`MemoryLayer`], [`MemoryAction`], [`MemoryAuthor`], [`EmbedPurpose`]: the vocabulary of layered memory;
-//! - [`Clock`]: the time wherever time decides behaviour (expiry), injectable in tests.
+//! - [`Clock`]: the time wherever time decides behaviour (expiry), injectable in tests;
+//! - [`Redactor`]: the configured secrets, removed from foreign text (provider and MCP errors).
 //!
 //! Invariants: an [`AgentId`] can only be built through [`AgentId::parse`], so code that
 //! turns one into a file path (`data/agents/<agent>/…`) never sees `..`, `/` or an empty name.
@@ -19,6 +20,9 @@
 //! from the same definitions.
 
 use std::fmt;
+
+mod redact;
+pub use redact::{REDACTED, Redactor};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -550,9 +550,10 @@ async fn tool_surface(config: Config, agent: &str) -> anyhow::Result<ExitCode> {
 /// connection), so the CLI's recall ranks by meaning too and what it stores gets its vector.
 async fn with_embedder(store: Store, config: &Config) -> anyhow::Result<Store> {
     let Some(embeddings) = &config.memory.embeddings else { return Ok(store) };
-    let models = crate::models::Models::from_environment(&crate::models::provider_env_from_process(), &config.models)
-        .await
-        .with_settings(store.clone(), Arc::new(crate::secrets::Secrets::new(&config.data_dir)));
+    let models =
+        crate::models::Models::from_environment(&crate::models::provider_env_from_process(), &config.models).await;
+    let redactor = models.redactor().clone();
+    let models = models.with_settings(store.clone(), Arc::new(crate::secrets::Secrets::new(&config.data_dir, redactor)));
     let embedder = crate::embedder::ConnectionEmbedder::new(Arc::new(models), embeddings.clone());
     Ok(store.with_embedder(Arc::new(embedder)).await?)
 }

@@ -55,6 +55,9 @@ pub struct AppState {
     pub models: Arc<models::Models>,
     /// Keys of the connections added in the canvas.
     pub secrets: Arc<secrets::Secrets>,
+    /// Every configured secret (provider keys, the access token, the Telegram token), removed
+    /// from foreign text — provider and MCP errors — where that text is made into an error.
+    pub redactor: wright_core::Redactor,
     /// Cancelled when the server shuts down; long-lived responses (event streams) watch it so
     /// shutdown does not wait for the browser to go away.
     pub shutdown: CancellationToken,
@@ -65,7 +68,10 @@ impl AppState {
     /// Opens the data directory (creating it), the app database and the tool registry.
     pub async fn open(config: Config, auth: token::Auth, models: models::Models) -> anyhow::Result<Self> {
         let mut services = open_services(&config).await?;
-        let secrets = Arc::new(secrets::Secrets::new(&config.data_dir));
+        let redactor = models.redactor().clone();
+        redactor.add(auth.token());
+        redactor.add(&config.telegram.bot_token);
+        let secrets = Arc::new(secrets::Secrets::new(&config.data_dir, redactor.clone()));
         // The models read the canvas's choices through a store without the embedder: the
         // embedder reads its connection through the models.
         let models = Arc::new(models.with_settings(services.store.clone(), Arc::clone(&secrets)));
@@ -87,7 +93,7 @@ impl AppState {
         let mut registry = ToolRegistry::new(Arc::new(services));
         if !config.mcp.servers.is_empty() {
             // Servers connect in the background; their tools appear as each comes up.
-            registry = registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone(), mcp_gate)?);
+            registry = registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone(), mcp_gate, redactor.clone())?);
         }
         #[cfg(debug_assertions)]
         let registry = registry.panicking_in(config.fault_panic_tool.clone());
@@ -121,6 +127,7 @@ impl AppState {
             runs,
             models,
             secrets,
+            redactor,
             shutdown,
         })
     }

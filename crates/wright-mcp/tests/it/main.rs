@@ -138,7 +138,7 @@ impl HttpServer {
 #[tokio::test]
 async fn stdio_server_lists_calls_and_starts_with_an_empty_environment() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[("GREETING", "hello")]))]);
-    let clients = McpClients::start(config(servers), no_http()).unwrap();
+    let clients = McpClients::start(config(servers), no_http(), wright_core::Redactor::default()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
 
     let tools = clients.tools();
@@ -175,7 +175,7 @@ async fn stdio_server_lists_calls_and_starts_with_an_empty_environment() {
 #[tokio::test]
 async fn a_result_too_large_is_refused_and_a_slow_call_times_out() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients = McpClients::start(McpConfig { call_timeout_ms: 2_000, ..config(servers) }, no_http()).unwrap();
+    let clients = McpClients::start(McpConfig { call_timeout_ms: 2_000, ..config(servers) }, no_http(), wright_core::Redactor::default()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
 
     // The SDK sends a str result twice (a text block and structuredContent), so N bytes of
@@ -195,7 +195,7 @@ async fn a_result_too_large_is_refused_and_a_slow_call_times_out() {
 #[tokio::test]
 async fn a_server_that_dies_mid_call_is_reported_its_tools_disappear_and_it_comes_back() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients = McpClients::start(config(servers), no_http()).unwrap();
+    let clients = McpClients::start(config(servers), no_http(), wright_core::Redactor::default()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
     let mut changes = clients.changes();
     changes.borrow_and_update();
@@ -226,7 +226,7 @@ async fn a_server_that_cannot_start_is_retried_with_backoff() {
         env: BTreeMap::new(),
         cwd: None,
     };
-    let clients = McpClients::start(config(BTreeMap::from([("gone".to_owned(), missing)])), no_http()).unwrap();
+    let clients = McpClients::start(config(BTreeMap::from([("gone".to_owned(), missing)])), no_http(), wright_core::Redactor::default()).unwrap();
     until(
         &clients,
         "two failures",
@@ -242,7 +242,7 @@ async fn a_server_that_cannot_start_is_retried_with_backoff() {
 #[tokio::test]
 async fn tool_lists_refresh_on_list_changed_over_stdio() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients = McpClients::start(config(servers), no_http()).unwrap();
+    let clients = McpClients::start(config(servers), no_http(), wright_core::Redactor::default()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
     assert!(!names(&clients).contains(&"mcp__py__added_later".to_owned()));
 
@@ -302,7 +302,7 @@ async fn an_http_server_the_gate_refuses_is_never_reached_and_reported_with_the_
     let port = free_port();
     let _server = HttpServer::start(port);
     let http = McpServerConfig::Http { url: format!("http://127.0.0.1:{port}/mcp"), headers: BTreeMap::new() };
-    let clients = McpClients::start(config(BTreeMap::from([("web".to_owned(), http)])), no_http()).unwrap();
+    let clients = McpClients::start(config(BTreeMap::from([("web".to_owned(), http)])), no_http(), wright_core::Redactor::default()).unwrap();
     until(&clients, "the refusal", |clients| matches!(clients.status()[0].state, ServerState::Down { .. })).await;
     let ServerState::Down { error, .. } = clients.status()[0].state.clone() else { unreachable!() };
     assert!(error.contains("is not in the test's table"), "{error}");
