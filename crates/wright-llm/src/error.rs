@@ -159,9 +159,15 @@ impl LlmError {
             LlmError::QuotaExceeded(found) => LlmError::QuotaExceeded(info(found)),
             LlmError::ContextLengthExceeded(found) => LlmError::ContextLengthExceeded(info(found)),
             LlmError::Provider(found) => LlmError::Provider(info(found)),
-            LlmError::RateLimited { info: found, retry_after } => LlmError::RateLimited { info: info(found), retry_after },
-            LlmError::Overloaded { info: found, retry_after } => LlmError::Overloaded { info: info(found), retry_after },
-            LlmError::ServerError { info: found, retry_after } => LlmError::ServerError { info: info(found), retry_after },
+            LlmError::RateLimited { info: found, retry_after } => {
+                LlmError::RateLimited { info: info(found), retry_after }
+            }
+            LlmError::Overloaded { info: found, retry_after } => {
+                LlmError::Overloaded { info: info(found), retry_after }
+            }
+            LlmError::ServerError { info: found, retry_after } => {
+                LlmError::ServerError { info: info(found), retry_after }
+            }
             LlmError::Incomplete(text) => LlmError::Incomplete(redactor.redact(&text)),
             LlmError::Transport(text) => LlmError::Transport(redactor.redact(&text)),
             LlmError::InvalidResponse(text) => LlmError::InvalidResponse(redactor.redact(&text)),

@@ -95,7 +95,9 @@ impl FakeCall {
 /// An HTTP error, rendered with each vendor's status, body and retry hint.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FakeError {
-    RateLimit { retry_after: Duration },
+    RateLimit {
+        retry_after: Duration,
+    },
     ContextLength,
     Overloaded,
     ServerError,

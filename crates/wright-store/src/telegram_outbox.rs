@@ -28,7 +28,8 @@ pub struct OutboxItem {
     pub attempts: i64,
 }
 
-const COLUMNS: &str = "id, chat_id, slot, text, keyboard, fallback_text, message_id, sent_text, sent_keyboard, attempts";
+const COLUMNS: &str =
+    "id, chat_id, slot, text, keyboard, fallback_text, message_id, sent_text, sent_keyboard, attempts";
 
 fn item(row: &sqlx::sqlite::SqliteRow) -> Result<OutboxItem, StoreError> {
     Ok(OutboxItem {
@@ -78,7 +79,12 @@ impl Store {
 
     /// The message `slot` keeps its text and shows `keyboard` (None: its buttons go). Nothing
     /// when the chat has no such message.
-    pub async fn outbox_set_keyboard(&self, chat_id: i64, slot: &str, keyboard: Option<&str>) -> Result<(), StoreError> {
+    pub async fn outbox_set_keyboard(
+        &self,
+        chat_id: i64,
+        slot: &str,
+        keyboard: Option<&str>,
+    ) -> Result<(), StoreError> {
         let now = self.clock.now_ms();
         sqlx::query(
             "UPDATE telegram_outbox SET keyboard = ?3, updated_at = ?4, \

@@ -175,7 +175,12 @@ async fn stdio_server_lists_calls_and_starts_with_an_empty_environment() {
 #[tokio::test]
 async fn a_result_too_large_is_refused_and_a_slow_call_times_out() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients = McpClients::start(McpConfig { call_timeout_ms: 2_000, ..config(servers) }, no_http(), wright_core::Redactor::default()).unwrap();
+    let clients = McpClients::start(
+        McpConfig { call_timeout_ms: 2_000, ..config(servers) },
+        no_http(),
+        wright_core::Redactor::default(),
+    )
+    .unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
 
     // The SDK sends a str result twice (a text block and structuredContent), so N bytes of
@@ -226,7 +231,12 @@ async fn a_server_that_cannot_start_is_retried_with_backoff() {
         env: BTreeMap::new(),
         cwd: None,
     };
-    let clients = McpClients::start(config(BTreeMap::from([("gone".to_owned(), missing)])), no_http(), wright_core::Redactor::default()).unwrap();
+    let clients = McpClients::start(
+        config(BTreeMap::from([("gone".to_owned(), missing)])),
+        no_http(),
+        wright_core::Redactor::default(),
+    )
+    .unwrap();
     until(
         &clients,
         "two failures",
@@ -302,7 +312,12 @@ async fn an_http_server_the_gate_refuses_is_never_reached_and_reported_with_the_
     let port = free_port();
     let _server = HttpServer::start(port);
     let http = McpServerConfig::Http { url: format!("http://127.0.0.1:{port}/mcp"), headers: BTreeMap::new() };
-    let clients = McpClients::start(config(BTreeMap::from([("web".to_owned(), http)])), no_http(), wright_core::Redactor::default()).unwrap();
+    let clients = McpClients::start(
+        config(BTreeMap::from([("web".to_owned(), http)])),
+        no_http(),
+        wright_core::Redactor::default(),
+    )
+    .unwrap();
     until(&clients, "the refusal", |clients| matches!(clients.status()[0].state, ServerState::Down { .. })).await;
     let ServerState::Down { error, .. } = clients.status()[0].state.clone() else { unreachable!() };
     assert!(error.contains("is not in the test's table"), "{error}");
