@@ -282,10 +282,7 @@ async fn a_key_the_provider_quotes_in_its_error_is_redacted_everywhere_on_every_
         drop(server);
         for file in ["wright.db", "wright.db-wal"] {
             let bytes = std::fs::read(dir.path().join(file)).unwrap_or_default();
-            assert!(
-                !bytes.windows(KEY.len()).any(|window| window == KEY.as_bytes()),
-                "{wire:?}: {file} holds the key"
-            );
+            assert!(!bytes.windows(KEY.len()).any(|window| window == KEY.as_bytes()), "{wire:?}: {file} holds the key");
         }
         let log = std::fs::read_to_string(&log_path).unwrap();
         assert!(!log.contains(KEY), "{wire:?}: the log holds the key: {log}");

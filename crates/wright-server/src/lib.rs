@@ -93,7 +93,8 @@ impl AppState {
         let mut registry = ToolRegistry::new(Arc::new(services));
         if !config.mcp.servers.is_empty() {
             // Servers connect in the background; their tools appear as each comes up.
-            registry = registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone(), mcp_gate, redactor.clone())?);
+            registry =
+                registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone(), mcp_gate, redactor.clone())?);
         }
         #[cfg(debug_assertions)]
         let registry = registry.panicking_in(config.fault_panic_tool.clone());

@@ -361,9 +361,10 @@ pub async fn test_connection(
 )]
 pub async fn list_models(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<ModelsView>, ApiError> {
     let connection = found(&state, &id).await?;
-    let models = connection.list_models(PROVIDER_TIMEOUT).await.map_err(|error| {
-        ApiError::new(StatusCode::BAD_GATEWAY, "provider_error", provider_message(&error, &state))
-    })?;
+    let models = connection
+        .list_models(PROVIDER_TIMEOUT)
+        .await
+        .map_err(|error| ApiError::new(StatusCode::BAD_GATEWAY, "provider_error", provider_message(&error, &state)))?;
     let models =
         models.into_iter().map(|model| ModelView { id: model.id, context_window: model.context_window }).collect();
     Ok(Json(ModelsView { models }))
