@@ -697,6 +697,17 @@ impl TelegramChannel {
             return;
         }
         let data = query.data.as_deref().unwrap_or_default();
+        // The buttons of a pressed question go, whoever answered it — written before the answer
+        // resumes the run, so the outbox (oldest first) removes them before the run's reply.
+        // The follower asks the same when the result arrives; the outbox sends one edit.
+        let pressed = query
+            .message
+            .as_ref()
+            .map(|message| message.chat.id)
+            .zip(data.split(':').nth(1).and_then(|id| id.parse::<i64>().ok()));
+        if let Some((chat, pending_id)) = pressed {
+            self.remove_buttons(state, chat, pending_id).await;
+        }
         let outcome = self.press(state, data).await;
         let text = match &outcome {
             Ok(label) => format!("✓ {label}"),
@@ -706,21 +717,13 @@ impl TelegramChannel {
         if let Err(error) = self.api.answer_callback_query(&reply(&text)).await {
             tracing::warn!(%error, "Telegram: answerCallbackQuery failed");
         }
-        // The buttons of an answered question go, whoever answered it; the follower asks the
-        // same when the result arrives, and the outbox sends one edit for both.
-        if let Some(message) = &query.message
-            && let Some(pending_id) = data.split(':').nth(1).and_then(|id| id.parse::<i64>().ok())
-        {
-            let chat = message.chat.id;
-            self.remove_buttons(state, chat, pending_id).await;
-            if let Ok(label) = outcome {
-                let slot = format!("answered:{pending_id}");
-                let html = format::plain(&format!("→ {label}"), MESSAGE_LIMIT).into_iter().next().unwrap_or_default();
-                if let Err(error) = state.store.outbox_put(chat, &slot, &html, None, None).await {
-                    tracing::warn!(%error, chat, "Telegram: cannot write to the outbox");
-                }
-                self.wake(state, chat);
+        if let (Some((chat, pending_id)), Ok(label)) = (pressed, outcome) {
+            let slot = format!("answered:{pending_id}");
+            let html = format::plain(&format!("→ {label}"), MESSAGE_LIMIT).into_iter().next().unwrap_or_default();
+            if let Err(error) = state.store.outbox_put(chat, &slot, &html, None, None).await {
+                tracing::warn!(%error, chat, "Telegram: cannot write to the outbox");
             }
+            self.wake(state, chat);
         }
     }
 
