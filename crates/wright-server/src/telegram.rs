@@ -480,6 +480,9 @@ impl TelegramChannel {
         let mut questions: HashMap<String, i64> = HashMap::new();
         let interval = Duration::from_millis(self.config.edit_interval_ms);
         let mut flush_at: Option<Instant> = None;
+        // Questions open from before (a restart): shown again — the outbox sends nothing for
+        // one the chat already shows as it is.
+        self.present_pending(&state, chat, &conversation_id, &mut questions).await;
         loop {
             let update = tokio::select! {
                 update = updates.recv() => update,

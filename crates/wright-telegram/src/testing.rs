@@ -157,6 +157,14 @@ struct FakeState {
     outage: Outage,
     /// An outage that begins once this many more messages and edits were accepted.
     outage_after: Option<(usize, Outage)>,
+    /// The outage that begins with the next request (after the last accepted one's answer
+    /// has gone out: a refused connection must not swallow it).
+    outage_next: Option<Outage>,
+    /// A 429 with this `retry_after` (seconds) once this many more were accepted.
+    rate_limit_after: Option<(usize, u64)>,
+    /// Every keyboard refused with this description (a test of what Wright does when
+    /// Telegram refuses one, for whatever reason).
+    refuse_keyboards: Option<String>,
 }
 
 struct Shared {
@@ -317,12 +325,25 @@ impl FakeBotApi {
         let mut state = self.shared.state();
         state.outage = outage;
         state.outage_after = None;
+        state.outage_next = None;
     }
 
     /// An outage begins once `messages` more messages and edits have been accepted: a test
     /// places it mid-answer without racing the bot.
     pub fn outage_after(&self, messages: usize, outage: Outage) {
         self.shared.state().outage_after = Some((messages, outage));
+    }
+
+    /// The chat is told to wait `seconds` (429) once `messages` more messages and edits to it
+    /// have been accepted: a long flood wait placed mid-answer.
+    pub fn rate_limit_after(&self, messages: usize, seconds: u64) {
+        self.shared.state().rate_limit_after = Some((messages, seconds));
+    }
+
+    /// From now on every message or edit with a keyboard is refused with `description`
+    /// (None: keyboards are checked as usual again).
+    pub fn refuse_keyboards(&self, description: Option<&str>) {
+        self.shared.state().refuse_keyboards = description.map(str::to_owned);
     }
 
     /// Queues an update given as JSON (built from its update id), as Telegram would send it —
@@ -419,7 +440,20 @@ async fn handle(
     Path((bot, method)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    if shared.state().outage == Outage::BadGateway {
+    let outage = {
+        let mut state = shared.state();
+        if let Some(outage) = state.outage_next.take() {
+            state.outage = outage;
+        }
+        state.outage
+    };
+    if outage == Outage::Refused {
+        // Read before the outage began; its answer cannot go out (the stream is reset).
+        shared.state().snapshot.refusals.push("connection reset".to_owned());
+        shared.changed.notify_waiters();
+        return StatusCode::BAD_GATEWAY.into_response();
+    }
+    if outage == Outage::BadGateway {
         shared.state().snapshot.refusals.push(format!("{method}: 502 Bad Gateway"));
         shared.changed.notify_waiters();
         let page = "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>";
@@ -540,10 +574,17 @@ fn admit(shared: &Shared, state: &mut FakeState, chat: i64) -> Result<(), Refusa
         return Err((429, format!("Too Many Requests: retry after {seconds}"), Some(seconds)));
     }
     rate.recent.push_back(now);
-    if let Some((left, outage)) = state.outage_after.take() {
-        // This request is accepted; the outage begins after the last one counted.
+    if let Some((left, seconds)) = state.rate_limit_after.take() {
         if left <= 1 {
-            state.outage = outage;
+            state.forced_waits.insert(chat, seconds);
+        } else {
+            state.rate_limit_after = Some((left - 1, seconds));
+        }
+    }
+    if let Some((left, outage)) = state.outage_after.take() {
+        // This request is accepted and answered; the outage begins with the next one.
+        if left <= 1 {
+            state.outage_next = Some(outage);
         } else {
             state.outage_after = Some((left - 1, outage));
         }
@@ -594,6 +635,14 @@ fn check_text(
     Ok(visible)
 }
 
+/// The refusal a test asked for, when the request carries a keyboard.
+fn refuse_keyboard(state: &FakeState, markup: Option<&InlineKeyboardMarkup>) -> Result<(), Refusal> {
+    match (&state.refuse_keyboards, markup) {
+        (Some(description), Some(markup)) if !markup.inline_keyboard.is_empty() => Err(bad(description)),
+        _ => Ok(()),
+    }
+}
+
 fn send_message(shared: &Shared, body: Value) -> Result<Response, Refusal> {
     let request: SendMessage = parse(body)?;
     let mut state = shared.state();
@@ -605,6 +654,7 @@ fn send_message(shared: &Shared, body: Value) -> Result<Response, Refusal> {
         return Err((403, "Forbidden: bot can't initiate conversation with a user".to_owned(), None));
     }
     let visible = check_text(&request.text, request.parse_mode, request.reply_markup.as_ref())?;
+    refuse_keyboard(&state, request.reply_markup.as_ref())?;
     admit(shared, &mut state, request.chat_id)?;
     let message_id = next_message_id(&mut state, request.chat_id);
     state.snapshot.chats.entry(request.chat_id).or_default().push(ChatMessage {
@@ -639,6 +689,7 @@ fn edit_message_text(shared: &Shared, body: Value) -> Result<Response, Refusal> 
         return Err(bad("chat not found"));
     };
     let visible = check_text(&request.text, request.parse_mode, request.reply_markup.as_ref())?;
+    refuse_keyboard(&state, request.reply_markup.as_ref())?;
     let existing = state
         .snapshot
         .messages(request.chat_id)
