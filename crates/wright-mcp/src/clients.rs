@@ -494,3 +494,23 @@ fn redact_strings(value: &mut Value, redactor: &wright_core::Redactor) {
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::*;
+
+    /// Issue 33 item 7: a secret an MCP server quotes back — in a result or an error — is gone
+    /// before the text leaves this crate.
+    #[test]
+    fn what_a_server_says_loses_every_configured_secret() {
+        let redactor = wright_core::Redactor::new(["sk-proj-FROM-THE-ENV-1234"]);
+        let mut result = serde_json::json!({"content": [{"type": "text", "text": "token sk-proj-FROM-THE-ENV-1234 used"}],
+            "structuredContent": {"nested": ["sk-proj-FROM-THE-ENV-1234"]}});
+        redact_strings(&mut result, &redactor);
+        assert!(!result.to_string().contains("sk-proj-FROM-THE-ENV-1234"), "{result}");
+        assert_eq!(result["content"][0]["text"], "token [redacted] used");
+        let error =
+            McpError::ToolFailed { tool: "mcp__py__fails".into(), message: "bad sk-proj-FROM-THE-ENV-1234".into() };
+        assert_eq!(error.redacted(&redactor).to_string(), "MCP tool `mcp__py__fails` failed: bad [redacted]");
+    }
+}

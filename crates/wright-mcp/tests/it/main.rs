@@ -274,7 +274,12 @@ async fn streamable_http_server_lists_calls_changes_and_dies() {
         headers: BTreeMap::from([("x-wright-test".to_owned(), "1".to_owned())]),
     };
     let gate = TableGate::admitting(&server.url, None, LOOPBACK);
-    let clients = McpClients::start(config(BTreeMap::from([("web".to_owned(), http)])), gate.clone()).unwrap();
+    let clients = McpClients::start(
+        config(BTreeMap::from([("web".to_owned(), http)])),
+        gate.clone(),
+        wright_core::Redactor::default(),
+    )
+    .unwrap();
     until(&clients, "the HTTP server", |clients| !clients.tools().is_empty()).await;
     assert_eq!(clients.status()[0].transport, "http");
     // Judged before each connection attempt (the first ones may have found no server yet),
@@ -332,7 +337,9 @@ async fn a_named_http_server_is_reached_only_at_the_addresses_the_gate_admitted(
     let url = format!("http://mcp-server.wright-test:{port}/mcp");
     let http = McpServerConfig::Http { url: url.clone(), headers: BTreeMap::new() };
     let gate = TableGate::admitting(&url, Some("mcp-server.wright-test"), LOOPBACK);
-    let clients = McpClients::start(config(BTreeMap::from([("named".to_owned(), http)])), gate).unwrap();
+    let clients =
+        McpClients::start(config(BTreeMap::from([("named".to_owned(), http)])), gate, wright_core::Redactor::default())
+            .unwrap();
     until(&clients, "the named server", |clients| !clients.tools().is_empty()).await;
     let result = clients.call("mcp__named__echo", json!({"text": "pinned"})).await.unwrap();
     assert_eq!(text(&result), "pinned");
@@ -342,7 +349,9 @@ async fn a_named_http_server_is_reached_only_at_the_addresses_the_gate_admitted(
     let url = format!("http://localhost:{port}/mcp");
     let http = McpServerConfig::Http { url: url.clone(), headers: BTreeMap::new() };
     let gate = TableGate::admitting(&url, Some("elsewhere.wright-test"), LOOPBACK);
-    let clients = McpClients::start(config(BTreeMap::from([("other".to_owned(), http)])), gate).unwrap();
+    let clients =
+        McpClients::start(config(BTreeMap::from([("other".to_owned(), http)])), gate, wright_core::Redactor::default())
+            .unwrap();
     // (rmcp's error says only "error sending request"; that the server answering at
     // localhost is never reached is what shows the system's resolution was not asked.)
     until(
