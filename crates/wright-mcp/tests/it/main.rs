@@ -400,3 +400,17 @@ fn stdio_server_named(command: &str) -> McpServerConfig {
 fn toml_like(text: &str) -> McpConfig {
     serde_json::from_str(text).unwrap()
 }
+
+/// Issue 33 item 7: a server that quotes a configured secret back — in a result or in an
+/// error — hands Wright the text with the secret redacted.
+#[tokio::test]
+async fn a_secret_a_server_quotes_back_is_redacted() {
+    const SECRET: &str = "sk-proj-QUOTED-BACK-5678";
+    let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
+    let redactor = wright_core::Redactor::new([SECRET]);
+    let clients = McpClients::start(config(servers), no_http(), redactor).unwrap();
+    until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
+    let result = clients.call("mcp__py__echo", json!({"text": format!("the key is {SECRET}")})).await.unwrap();
+    assert_eq!(text(&result), "the key is [redacted]", "{result}");
+    assert!(!result.to_string().contains(SECRET), "{result}");
+}
