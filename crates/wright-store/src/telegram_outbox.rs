@@ -108,7 +108,7 @@ impl Store {
             "SELECT {COLUMNS} FROM telegram_outbox WHERE chat_id = ? AND state = 'pending' ORDER BY id"
         )))
         .bind(chat_id)
-        .fetch_all(&self.writer)
+        .fetch_all(&self.reader)
         .await?;
         rows.iter().map(item).collect()
     }
