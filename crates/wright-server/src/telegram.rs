@@ -67,6 +67,17 @@ const RETRY_MAX: Duration = Duration::from_secs(15);
 /// How long the outbox keeps settled rows: Telegram lets a bot edit its messages for 48 hours.
 const OUTBOX_KEEP: Duration = Duration::from_secs(48 * 60 * 60);
 
+/// How often settled outbox rows older than [`OUTBOX_KEEP`] are removed.
+const PRUNE_EVERY: Duration = Duration::from_secs(60 * 60);
+
+/// Removes settled outbox rows too old for Telegram to edit.
+async fn prune_outbox(state: &AppState) {
+    let keep_from = state.config.clock.now_ms() - OUTBOX_KEEP.as_millis() as i64;
+    if let Err(error) = state.store.outbox_prune(keep_from).await {
+        tracing::warn!(%error, "Telegram: cannot prune the outbox");
+    }
+}
+
 /// A chat's follower task and the conversation it follows.
 struct Follower {
     conversation_id: String,
@@ -175,11 +186,10 @@ impl TelegramChannel {
                 }
             }
         }
-        // What the outbox still owes goes out again; what is settled and too old to edit goes.
-        let keep_from = state.config.clock.now_ms() - OUTBOX_KEEP.as_millis() as i64;
-        if let Err(error) = state.store.outbox_prune(keep_from).await {
-            tracing::warn!(%error, "Telegram: cannot prune the outbox");
-        }
+        // What the outbox still owes goes out again; what is settled and too old to edit goes
+        // (now, and every PRUNE_EVERY while the poller runs).
+        prune_outbox(state).await;
+        let mut pruned_at = Instant::now();
         match state.store.outbox_chats().await {
             Ok(chats) => chats.into_iter().for_each(|chat| self.wake(state, chat)),
             Err(error) => tracing::warn!(%error, "Telegram: cannot read the outbox"),
@@ -198,6 +208,10 @@ impl TelegramChannel {
         let mut offset = state.store.channel_cursor(ChannelKind::Telegram).await.unwrap_or(0);
         let mut backoff = Duration::from_secs(1);
         loop {
+            if pruned_at.elapsed() >= PRUNE_EVERY {
+                prune_outbox(state).await;
+                pruned_at = Instant::now();
+            }
             let request = GetUpdates {
                 offset: (offset > 0).then_some(offset),
                 limit: Some(50),
