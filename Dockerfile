@@ -32,18 +32,31 @@ COPY migrations migrations
 COPY sandbox-prelude sandbox-prelude
 # And the built canvas, gzip-compressed by crates/wright-server/build.rs: the binary serves it.
 COPY --from=frontend /src/frontend/dist frontend/dist
+# The release profile keeps line tables (for profiling); they go to wright.debug beside the
+# binary, which ships stripped and names that file (`.gnu_debuglink`) for perf and gdb. Get it
+# with `docker build --target debug-info --output type=local,dest=. .`
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked --bin wright \
- && cp target/release/wright /usr/local/bin/wright
+ && cp target/release/wright /usr/local/bin/wright \
+ && cd /usr/local/bin \
+ && objcopy --only-keep-debug wright wright.debug \
+ && objcopy --strip-debug --add-gnu-debuglink=wright.debug wright
+
+# --- the debug info, for profiling a shipped binary (not part of the runtime image) --------
+FROM scratch AS debug-info
+COPY --from=build /usr/local/bin/wright.debug /wright.debug
 
 # --- the runtime ---------------------------------------------------------------------------
 FROM debian:bookworm-slim AS runtime
 # Debian's chromium for the browser tools (Wright launches it with --no-sandbox and sends all
-# its traffic through the egress proxy); CA certificates for HTTPS; tini reaps Chromium's and
-# the sandbox workers' children and forwards SIGTERM so shutdown is graceful.
+# its traffic through the egress proxy); bubblewrap, which confines the `bash` tool (without it
+# bash is off — `wright serve` says so at start; it needs unprivileged user namespaces, which
+# Docker's default seccomp profile may refuse: then run with a profile that allows them);
+# CA certificates for HTTPS; tini reaps Chromium's, bubblewrap's and the sandbox workers'
+# children and forwards SIGTERM so shutdown is graceful.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends chromium ca-certificates fonts-liberation tini \
+ && apt-get install -y --no-install-recommends chromium bubblewrap ca-certificates fonts-liberation tini \
  && rm -rf /var/lib/apt/lists/*
 # An unprivileged user owns the data; nothing in the image runs as root.
 RUN useradd --system --uid 10001 --create-home --home-dir /home/wright wright \

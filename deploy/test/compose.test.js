@@ -115,7 +115,8 @@ test("the token is required from the environment, data is on a named volume, Sea
 test("every path the Dockerfile copies from the repository exists", () => {
   const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
   const stages = [...dockerfile.matchAll(/^FROM \S+ AS (\S+)$/gm)].map((match) => match[1]);
-  assert.deepEqual(stages, ["frontend", "build", "runtime"]);
+  // The runtime stage is last: what `docker build` makes without --target.
+  assert.deepEqual(stages, ["frontend", "build", "debug-info", "runtime"]);
   const copies = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((match) => match[1].split(/\s+/));
   assert.ok(copies.length >= 5, copies.join(" "));
   for (const source of copies) assert.ok(existsSync(join(root, source)), `COPY ${source}: not in the repository`);
@@ -123,4 +124,9 @@ test("every path the Dockerfile copies from the repository exists", () => {
   assert.match(dockerfile, /^USER wright$/m);
   assert.match(dockerfile, /WRIGHT_DATA_DIR=\/data/);
   assert.match(dockerfile, /--bind", "0\.0\.0\.0:8080"/);
+  // bash is confined by bubblewrap, or off (issue 33).
+  assert.match(dockerfile, /apt-get install [^\n]*\bbubblewrap\b/);
+  // The shipped binary is stripped; its debug info goes to wright.debug, which it names.
+  assert.match(dockerfile, /objcopy --only-keep-debug wright wright\.debug/);
+  assert.match(dockerfile, /objcopy --strip-debug --add-gnu-debuglink=wright\.debug wright/);
 });

@@ -452,3 +452,40 @@ fn bash_reaches_the_network_only_through_the_egress_proxy_when_the_operator_allo
     let stdout = result["stdout"].as_str().unwrap();
     assert!(stdout.contains("URLError") && !stdout.contains("local-site") && !stdout.contains("REACHED"), "{result}");
 }
+
+/// Issue 33 item 12: `wright serve` says at start which capabilities are off and why — here a
+/// host without bubblewrap and without the configured Chromium.
+#[test]
+fn serve_says_at_start_which_capabilities_are_off_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[workspace.shell]\nbwrap_path = \"/nonexistent/bwrap\"\n\n[browser]\nchromium_path = \"/nonexistent/chromium\"\n",
+    )
+    .unwrap();
+    let log_path = dir.path().join("serve.log");
+    let mut child = Command::new(WRIGHT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("WRIGHT_TOKEN", "capabilities-token")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(std::fs::File::create(&log_path).unwrap()))
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    lines.next();
+    let listening = lines.next().unwrap().unwrap();
+    child.kill().ok();
+    child.wait().ok();
+    assert!(listening.contains("listening"), "{listening}");
+    // Said before the server listens.
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("bash is OFF: confinement is unavailable") && log.contains("/nonexistent/bwrap"), "{log}");
+    assert!(log.contains("network for bash is OFF: bash is off"), "{log}");
+    assert!(
+        log.contains("browser is OFF: [browser] chromium_path /nonexistent/chromium is not an executable"),
+        "{log}"
+    );
+}

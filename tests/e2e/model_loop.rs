@@ -244,6 +244,51 @@ async fn the_turn_limit_a_429_and_a_context_length_error_on_every_wire() {
     }
 }
 
+/// Issue 33 item 7: a provider (or a gateway before it) that quotes the key it was sent in its
+/// 401 — `Incorrect API key provided: Bearer sk-…` — must not put the key into the stored error
+/// notice, the conversation's API answer, or the server's log.
+#[tokio::test]
+async fn a_key_the_provider_quotes_in_its_error_is_redacted_everywhere_on_every_wire() {
+    const KEY: &str = "sk-proj-EchoedBack-7f3a9c1d2e4b";
+    for wire in [Wire::Openai, Wire::Responses, Wire::Compatible, Wire::Anthropic, Wire::Gemini] {
+        let fake = FakeProvider::start(vec![Turn::Error(FakeError::EchoingKey)]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let log_path = dir.path().join("serve.log");
+        let variable = match wire {
+            Wire::Anthropic => "ANTHROPIC_API_KEY",
+            Wire::Gemini => "GEMINI_API_KEY",
+            _ => "OPENAI_API_KEY",
+        };
+        let mut command = model_command(dir.path(), &fake, wire);
+        command
+            .env(variable, KEY)
+            .env("RUST_LOG", "debug,sqlx=warn,hyper=warn,reqwest=warn,h2=warn")
+            .stderr(Stdio::from(std::fs::File::create(&log_path).unwrap()))
+            .args(["serve", "--bind", "127.0.0.1:0"]);
+        let mut child = command.spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        lines.next();
+        let url = lines.next().unwrap().unwrap().rsplit(' ').next().unwrap().to_owned();
+        rustls::crypto::ring::default_provider().install_default().ok();
+        let server = Server { child, url, client: reqwest::Client::new() };
+        let id = server.conversation().await;
+        let detail = server.say(&id, "hello").await;
+        let sent = fake.requests()[0].headers.clone();
+        assert!(format!("{sent:?}").contains(KEY), "{wire:?}: the fake was sent the key");
+        let shown = detail.to_string();
+        assert_eq!(detail["conversation"]["status"], "error", "{wire:?}: {shown}");
+        assert!(shown.contains("[redacted]"), "{wire:?}: the provider's quote is there, redacted: {shown}");
+        assert!(!shown.contains(KEY), "{wire:?}: the API answer holds the key: {shown}");
+        drop(server);
+        for file in ["wright.db", "wright.db-wal"] {
+            let bytes = std::fs::read(dir.path().join(file)).unwrap_or_default();
+            assert!(!bytes.windows(KEY.len()).any(|window| window == KEY.as_bytes()), "{wire:?}: {file} holds the key");
+        }
+        let log = std::fs::read_to_string(&log_path).unwrap();
+        assert!(!log.contains(KEY), "{wire:?}: the log holds the key: {log}");
+    }
+}
+
 #[tokio::test]
 async fn cancel_mid_stream_closes_the_connection_and_says_so_on_every_wire() {
     for wire in WIRES {

@@ -11,7 +11,8 @@
 //! - [`MemoryLayer`], [`MemoryAction`], [`MemoryAuthor`], [`EmbedPurpose`]: the vocabulary of layered memory;
 //! - [`ToolPort`], [`Invocation`], [`ToolFailure`], [`ErrorCategory`], [`ToolOutcome`]: the
 //!   contract between the loop and the tools (see `tools`);
-//! - [`Clock`]: the time wherever time decides behaviour (expiry), injectable in tests.
+//! - [`Clock`]: the time wherever time decides behaviour (expiry), injectable in tests;
+//! - [`Redactor`]: the configured secrets, removed from foreign text (provider and MCP errors).
 //!
 //! Invariants: an [`AgentId`] can only be built through [`AgentId::parse`], so code that
 //! turns one into a file path (`data/agents/<agent>/…`) never sees `..`, `/` or an empty name.
@@ -21,6 +22,9 @@
 //! from the same definitions.
 
 use std::fmt;
+
+mod redact;
+pub use redact::{REDACTED, Redactor};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

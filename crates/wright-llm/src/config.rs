@@ -112,6 +112,10 @@ pub struct ProviderConfig {
     /// Settings of the text protocol, used when `tool_calls = "text"`.
     #[serde(default)]
     pub text_protocol: TextProtocol,
+    /// The secrets removed from every error this provider makes (the binary's whole set; the
+    /// provider's own key is added when it is built). Never read from a file.
+    #[serde(skip)]
+    pub redactor: wright_core::Redactor,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -161,6 +165,7 @@ impl ProviderConfig {
             connect_timeout_secs: default_connect_timeout(),
             idle_timeout_secs: default_idle_timeout(),
             text_protocol: TextProtocol::default(),
+            redactor: wright_core::Redactor::default(),
         }
     }
 
@@ -206,7 +211,11 @@ impl ProviderConfig {
         let client =
             http_client(Duration::from_secs(self.connect_timeout_secs), Duration::from_secs(self.idle_timeout_secs))?;
         let label = format!("{}/{}", self.kind.as_str(), self.model);
-        let provider = HttpProvider::new(label, client, wire, self.retry.clone());
+        // The key this provider sends is the secret it is most likely to see quoted back.
+        if let Some(key) = &self.api_key {
+            self.redactor.add(key);
+        }
+        let provider = HttpProvider::new(label, client, wire, self.retry.clone(), self.redactor.clone());
         Ok(match self.kind {
             ProviderKind::OpenaiCompatible => provider.probing_context_window(base, self.model.clone()),
             _ => provider,

@@ -115,10 +115,20 @@ impl Connection {
         config
     }
 
+    /// The secrets removed from this connection's errors: its own key, the one it sends.
+    pub(crate) fn redactor(&self) -> wright_core::Redactor {
+        wright_core::Redactor::new(self.key())
+    }
+
     /// The models the provider lists, sorted by id. An error is the provider's own, classified
     /// as a model request's would be (a bad key is [`LlmError::Authentication`], a wrong path
-    /// [`LlmError::NotFound`], no answer [`LlmError::Transport`]).
+    /// [`LlmError::NotFound`], no answer [`LlmError::Transport`]), with the key it was sent
+    /// redacted.
     pub async fn list_models(&self, timeout: Duration) -> Result<Vec<ListedModel>, LlmError> {
+        self.list_models_as_sent(timeout).await.map_err(|error| error.redacted(&self.redactor()))
+    }
+
+    async fn list_models_as_sent(&self, timeout: Duration) -> Result<Vec<ListedModel>, LlmError> {
         if self.kind.needs_key() && self.key().is_none() {
             return Err(LlmError::Config(format!("the {} provider needs an API key", self.kind.as_str())));
         }

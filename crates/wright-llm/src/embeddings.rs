@@ -96,8 +96,12 @@ impl Embedder {
         }
     }
 
-    /// One vector per text, in the order given.
+    /// One vector per text, in the order given. An error has the key it was sent redacted.
     pub async fn embed(&self, texts: &[&str], purpose: EmbedPurpose) -> Result<Vec<Vec<f32>>, LlmError> {
+        self.embed_as_sent(texts, purpose).await.map_err(|error| error.redacted(&self.connection.redactor()))
+    }
+
+    async fn embed_as_sent(&self, texts: &[&str], purpose: EmbedPurpose) -> Result<Vec<Vec<f32>>, LlmError> {
         let mut vectors = Vec::with_capacity(texts.len());
         for batch in texts.chunks(self.batch_size()) {
             vectors.extend(self.embed_batch(batch, purpose).await?);

@@ -141,6 +141,43 @@ impl LlmError {
         }
     }
 
+    /// The same error with every secret `redactor` holds removed from its text: a provider (or
+    /// a gateway before it) may quote the key it was sent. Called once, where the transport
+    /// makes an error, so nothing downstream — logs, the stored notice, the canvas, Telegram —
+    /// ever sees the key.
+    pub fn redacted(self, redactor: &wright_core::Redactor) -> LlmError {
+        let info = |mut info: Box<ErrorInfo>| {
+            info.message = redactor.redact(&info.message);
+            for field in [&mut info.error_type, &mut info.code, &mut info.status, &mut info.param].into_iter().flatten()
+            {
+                *field = redactor.redact(field);
+            }
+            info
+        };
+        match self {
+            LlmError::Authentication(found) => LlmError::Authentication(info(found)),
+            LlmError::NotFound(found) => LlmError::NotFound(info(found)),
+            LlmError::InvalidRequest(found) => LlmError::InvalidRequest(info(found)),
+            LlmError::QuotaExceeded(found) => LlmError::QuotaExceeded(info(found)),
+            LlmError::ContextLengthExceeded(found) => LlmError::ContextLengthExceeded(info(found)),
+            LlmError::Provider(found) => LlmError::Provider(info(found)),
+            LlmError::RateLimited { info: found, retry_after } => {
+                LlmError::RateLimited { info: info(found), retry_after }
+            }
+            LlmError::Overloaded { info: found, retry_after } => {
+                LlmError::Overloaded { info: info(found), retry_after }
+            }
+            LlmError::ServerError { info: found, retry_after } => {
+                LlmError::ServerError { info: info(found), retry_after }
+            }
+            LlmError::Incomplete(text) => LlmError::Incomplete(redactor.redact(&text)),
+            LlmError::Transport(text) => LlmError::Transport(redactor.redact(&text)),
+            LlmError::InvalidResponse(text) => LlmError::InvalidResponse(redactor.redact(&text)),
+            LlmError::Config(text) => LlmError::Config(redactor.redact(&text)),
+            LlmError::Cancelled => LlmError::Cancelled,
+        }
+    }
+
     /// The provider's description, when the error came from the provider.
     pub fn info(&self) -> Option<&ErrorInfo> {
         match self {
@@ -285,5 +322,20 @@ mod hint_tests {
         assert_eq!(parse_duration_text("1e300s"), Some(LONGEST_HINT));
         assert_eq!(parse_duration_text("NaNs"), None);
         assert_eq!(parse_duration_text("20ms"), Some(Duration::from_millis(20)));
+    }
+
+    #[test]
+    fn a_key_the_provider_echoes_in_its_error_is_redacted_in_every_field() {
+        let redactor = wright_core::Redactor::new(["sk-proj-SECRET-abcd"]);
+        let error = LlmError::Authentication(Box::new(ErrorInfo {
+            code: Some("bad key sk-proj-SECRET-abcd".to_owned()),
+            ..ErrorInfo::new("Incorrect API key provided: Bearer sk-proj-SECRET-abcd.")
+        }));
+        assert_eq!(
+            error.redacted(&redactor).to_string(),
+            "authentication failed: Incorrect API key provided: Bearer [redacted]. (bad key [redacted])"
+        );
+        let transport = LlmError::Transport("proxy said sk-proj-SECRET-abcd".to_owned()).redacted(&redactor);
+        assert_eq!(transport.to_string(), "transport error: proxy said [redacted]");
     }
 }

@@ -49,6 +49,8 @@ pub struct HttpProvider {
     client: reqwest::Client,
     wire: Arc<dyn Wire>,
     retry: RetryPolicy,
+    /// Applied to every error before it leaves the transport.
+    redactor: wright_core::Redactor,
     /// Where to ask for the context window: `(base URL, model)` of an OpenAI-compatible
     /// server; `None` for the hosted APIs, which do not say.
     window_probe: Option<(String, String)>,
@@ -57,8 +59,14 @@ pub struct HttpProvider {
 }
 
 impl HttpProvider {
-    pub(crate) fn new(label: String, client: reqwest::Client, wire: Arc<dyn Wire>, retry: RetryPolicy) -> Self {
-        Self { label, client, wire, retry, window_probe: None, context_window: tokio::sync::OnceCell::new() }
+    pub(crate) fn new(
+        label: String,
+        client: reqwest::Client,
+        wire: Arc<dyn Wire>,
+        retry: RetryPolicy,
+        redactor: wright_core::Redactor,
+    ) -> Self {
+        Self { label, client, wire, retry, redactor, window_probe: None, context_window: tokio::sync::OnceCell::new() }
     }
 
     /// Asks `base_url`'s server for the context window (llama.cpp, Ollama).
@@ -76,7 +84,14 @@ impl HttpProvider {
 
 impl Provider for HttpProvider {
     fn stream(&self, request: Request, cancel: CancellationToken) -> EventStream {
-        transport::run(self.client.clone(), Arc::clone(&self.wire), self.retry.clone(), request, cancel)
+        transport::run(
+            self.client.clone(),
+            Arc::clone(&self.wire),
+            self.retry.clone(),
+            self.redactor.clone(),
+            request,
+            cancel,
+        )
     }
 
     fn label(&self) -> String {

@@ -95,11 +95,16 @@ impl FakeCall {
 /// An HTTP error, rendered with each vendor's status, body and retry hint.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FakeError {
-    RateLimit { retry_after: Duration },
+    RateLimit {
+        retry_after: Duration,
+    },
     ContextLength,
     Overloaded,
     ServerError,
     Authentication,
+    /// A 401 whose message quotes the credential the request carried, as some gateways and
+    /// OpenAI-compatible servers do (`Incorrect API key provided: Bearer sk-…`).
+    EchoingKey,
 }
 
 /// A request the fake received.
@@ -325,6 +330,7 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
     let include_usage = request["stream_options"]["include_usage"].as_bool().unwrap_or(false);
     let turn = shared.script.lock().expect("script lock").pop_front().unwrap_or_else(|| Turn::text(SCRIPT_EXHAUSTED));
     let (text, calls, ending) = match turn {
+        Turn::Error(FakeError::EchoingKey) => return echoing_key(format, &recorded_headers),
         Turn::Error(error) => return error_response(format, &error),
         Turn::Text(text) => (text, Vec::new(), Ending::Finish),
         Turn::ToolCalls { text, calls } => (text, calls, Ending::Finish),
@@ -909,7 +915,7 @@ fn error_response(format: Format, error: &FakeError) -> Response {
             json!({"error": {"message": "The server had an error while processing your request.", "type": "server_error", "code": null}}),
             Vec::new(),
         ),
-        (Format::OpenAi | Format::Responses, FakeError::Authentication) => (
+        (Format::OpenAi | Format::Responses, FakeError::Authentication | FakeError::EchoingKey) => (
             401,
             json!({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}}),
             Vec::new(),
@@ -922,7 +928,7 @@ fn error_response(format: Format, error: &FakeError) -> Response {
                 }
                 FakeError::Overloaded => (529, "overloaded_error", "Overloaded"),
                 FakeError::ServerError => (500, "api_error", "Internal server error"),
-                FakeError::Authentication => (401, "authentication_error", "invalid x-api-key"),
+                FakeError::Authentication | FakeError::EchoingKey => (401, "authentication_error", "invalid x-api-key"),
             };
             let headers = match error {
                 FakeError::RateLimit { retry_after } => vec![("retry-after", format!("{}", retry_after.as_secs_f64()))],
@@ -953,7 +959,7 @@ fn error_response(format: Format, error: &FakeError) -> Response {
                     (503, "UNAVAILABLE", "The model is overloaded. Please try again later.", json!([]))
                 }
                 FakeError::ServerError => (500, "INTERNAL", "An internal error has occurred.", json!([])),
-                FakeError::Authentication => (
+                FakeError::Authentication | FakeError::EchoingKey => (
                     400,
                     "INVALID_ARGUMENT",
                     "API key not valid. Please pass a valid API key.",
@@ -974,6 +980,29 @@ fn error_response(format: Format, error: &FakeError) -> Response {
         builder = builder.header(name, value);
     }
     builder.body(Body::from(body.to_string())).expect("valid response")
+}
+
+/// A 401 in `format`'s error shape whose message quotes the credential header the request
+/// carried (see [`FakeError::EchoingKey`]).
+fn echoing_key(format: Format, headers: &HeaderMap) -> Response {
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).unwrap_or("").to_owned();
+    let body = match format {
+        Format::OpenAi | Format::Responses => {
+            let sent = header("authorization");
+            json!({"error": {"message": format!("Incorrect API key provided: {sent}. You can find your API key at https://platform.openai.com/account/api-keys."),
+                "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})
+        }
+        Format::Anthropic => {
+            let sent = header("x-api-key");
+            json!({"type": "error", "error": {"type": "authentication_error", "message": format!("invalid x-api-key: {sent}")},
+                "request_id": "req_fake"})
+        }
+        Format::Gemini => {
+            let sent = header("x-goog-api-key");
+            json!({"error": {"code": 401, "message": format!("API key not valid: {sent}"), "status": "UNAUTHENTICATED"}})
+        }
+    };
+    plain(StatusCode::UNAUTHORIZED, "application/json", body.to_string())
 }
 
 /// The embedding model the fake serves at start.
@@ -1156,7 +1185,9 @@ fn embeddings(shared: &Shared, path: &str, headers: &HeaderMap, request: &Value)
                 FakeError::RateLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
                 FakeError::ContextLength => StatusCode::BAD_REQUEST,
                 FakeError::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
-                FakeError::ServerError | FakeError::Authentication => StatusCode::INTERNAL_SERVER_ERROR,
+                FakeError::ServerError | FakeError::Authentication | FakeError::EchoingKey => {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                }
             };
             return ollama_error(
                 status,

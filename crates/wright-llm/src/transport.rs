@@ -126,7 +126,8 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// Runs one model turn over HTTP and streams its events.
+/// Runs one model turn over HTTP and streams its events. Every error is redacted
+/// (`redactor`) before it is logged or sent: this is where provider errors are made.
 ///
 /// The work happens in a spawned task that owns the connection and sends events through a
 /// bounded channel; it stops when the body ends, when the cancellation token fires, or when
@@ -135,6 +136,7 @@ pub(crate) fn run(
     client: reqwest::Client,
     wire: Arc<dyn Wire>,
     retry: RetryPolicy,
+    redactor: wright_core::Redactor,
     request: Request,
     cancel: CancellationToken,
 ) -> EventStream {
@@ -143,9 +145,9 @@ pub(crate) fn run(
         let outcome = match wire.build(&request) {
             Ok(call) => {
                 let whole = if call.streaming { wire.build_whole(&request).and_then(Result::ok) } else { None };
-                attempts(&client, wire.as_ref(), &retry, call, whole, &sender, &cancel).await
+                attempts(&client, wire.as_ref(), &retry, &redactor, call, whole, &sender, &cancel).await
             }
-            Err(error) => Err(error),
+            Err(error) => Err(error.redacted(&redactor)),
         };
         if let Err(error) = outcome
             && sender.send(Err(error)).await.is_err()
@@ -158,10 +160,12 @@ pub(crate) fn run(
 
 type Sender = mpsc::Sender<Result<StreamEvent, LlmError>>;
 
+#[allow(clippy::too_many_arguments, reason = "one attempt loop; bundling these would only hide them")]
 async fn attempts(
     client: &reqwest::Client,
     wire: &dyn Wire,
     retry: &RetryPolicy,
+    redactor: &wright_core::Redactor,
     mut call: HttpCall,
     mut whole: Option<HttpCall>,
     sender: &Sender,
@@ -172,7 +176,8 @@ async fn attempts(
         let mut delivered = false;
         let error = match once(client, wire, &call, sender, cancel, &mut delivered).await {
             Ok(()) => return Ok(()),
-            Err(error) => error,
+            // Before anything logs it.
+            Err(error) => error.redacted(redactor),
         };
         if delivered || !error.is_retryable() || attempt >= retry.max_retries {
             return Err(error);

@@ -91,6 +91,9 @@ struct Shared {
     /// Bumped whenever any server's tool list changes (up, down, list_changed), so a
     /// registry can rebuild the specs it caches.
     generation: watch::Sender<u64>,
+    /// Every configured secret: removed from whatever a server says (its errors, its results,
+    /// why it went down) before that text is logged, stored or shown.
+    redactor: wright_core::Redactor,
 }
 
 impl Shared {
@@ -137,7 +140,12 @@ impl McpClients {
     /// Checks the configuration and starts one supervisor per server (on the current tokio
     /// runtime). Returns at once: servers connect in the background. Every connection to an
     /// HTTP server is first admitted by `gate`, and goes only to the addresses it admitted.
-    pub fn start(config: McpConfig, gate: Arc<dyn HttpGate>) -> Result<McpClients, McpError> {
+    /// Every secret `redactor` holds is removed from what the servers say.
+    pub fn start(
+        config: McpConfig,
+        gate: Arc<dyn HttpGate>,
+        redactor: wright_core::Redactor,
+    ) -> Result<McpClients, McpError> {
         config.check()?;
         install_crypto_provider();
         let servers = config
@@ -156,7 +164,7 @@ impl McpClients {
             })
             .collect();
         let (generation, _) = watch::channel(0);
-        let shared = Arc::new(Shared { config, gate, servers: Mutex::new(servers), generation });
+        let shared = Arc::new(Shared { config, gate, servers: Mutex::new(servers), generation, redactor });
         let stop = CancellationToken::new();
         for (name, server) in &shared.config.servers {
             tokio::spawn(supervise(Arc::clone(&shared), name.clone(), server.clone(), stop.clone()));
@@ -206,6 +214,17 @@ impl McpClients {
     /// the server's `CallToolResult` as JSON (`content`, and `structuredContent` when given).
     /// Dropping the future abandons the call.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<Value, McpError> {
+        let redactor = &self.shared.redactor;
+        match self.call_as_answered(name, arguments).await {
+            Ok(mut value) => {
+                redact_strings(&mut value, redactor);
+                Ok(value)
+            }
+            Err(error) => Err(error.redacted(redactor)),
+        }
+    }
+
+    async fn call_as_answered(&self, name: &str, arguments: Value) -> Result<Value, McpError> {
         let unknown = || McpError::UnknownTool { name: name.to_owned() };
         let server = server_of(name).ok_or_else(unknown)?.to_owned();
         let (peer, tool, broken) = {
@@ -292,6 +311,7 @@ async fn supervise(shared: Arc<Shared>, name: String, server: McpServerConfig, s
         if stop.is_cancelled() {
             return;
         }
+        let error = shared.redactor.redact(&error);
         failures = failures.saturating_add(1);
         let delay = shared.config.retry_delay(failures);
         tracing::warn!(server = %name, %error, failures, retry_in = ?delay, "MCP server is down");
@@ -459,4 +479,38 @@ pub(crate) fn install_crypto_provider() {
             tracing::debug!("a rustls crypto provider was already installed");
         }
     });
+}
+
+/// Every string in `value` (keys stay: they are the protocol's) with the secrets redacted.
+fn redact_strings(value: &mut Value, redactor: &wright_core::Redactor) {
+    match value {
+        Value::String(text) => {
+            if redactor.finds_secret_in(text) {
+                *text = redactor.redact(text);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| redact_strings(item, redactor)),
+        Value::Object(object) => object.values_mut().for_each(|item| redact_strings(item, redactor)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::*;
+
+    /// Issue 33 item 7: a secret an MCP server quotes back — in a result or an error — is gone
+    /// before the text leaves this crate.
+    #[test]
+    fn what_a_server_says_loses_every_configured_secret() {
+        let redactor = wright_core::Redactor::new(["sk-proj-FROM-THE-ENV-1234"]);
+        let mut result = serde_json::json!({"content": [{"type": "text", "text": "token sk-proj-FROM-THE-ENV-1234 used"}],
+            "structuredContent": {"nested": ["sk-proj-FROM-THE-ENV-1234"]}});
+        redact_strings(&mut result, &redactor);
+        assert!(!result.to_string().contains("sk-proj-FROM-THE-ENV-1234"), "{result}");
+        assert_eq!(result["content"][0]["text"], "token [redacted] used");
+        let error =
+            McpError::ToolFailed { tool: "mcp__py__fails".into(), message: "bad sk-proj-FROM-THE-ENV-1234".into() };
+        assert_eq!(error.redacted(&redactor).to_string(), "MCP tool `mcp__py__fails` failed: bad [redacted]");
+    }
 }

@@ -37,6 +37,21 @@ pub enum McpError {
 }
 
 impl McpError {
+    /// The same error with every secret `redactor` holds removed from the server's text.
+    pub fn redacted(self, redactor: &wright_core::Redactor) -> McpError {
+        let clean = |text: String| redactor.redact(&text);
+        match self {
+            McpError::Config { reason } => McpError::Config { reason: clean(reason) },
+            McpError::UnknownTool { name } => McpError::UnknownTool { name },
+            McpError::Unavailable { server, reason } => McpError::Unavailable { server, reason: clean(reason) },
+            McpError::ServerDied { server, reason } => McpError::ServerDied { server, reason: clean(reason) },
+            McpError::Timeout { tool, after } => McpError::Timeout { tool, after },
+            McpError::ToolFailed { tool, message } => McpError::ToolFailed { tool, message: clean(message) },
+            McpError::TooLarge { tool, bytes, limit } => McpError::TooLarge { tool, bytes, limit },
+            McpError::Protocol { server, reason } => McpError::Protocol { server, reason: clean(reason) },
+        }
+    }
+
     /// A short stable name, stored with the execution.
     pub fn category(&self) -> &'static str {
         match self {

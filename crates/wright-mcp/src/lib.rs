@@ -3,7 +3,7 @@
 //! offered as `mcp__<server>__<tool>` and called through [`McpClients::call`].
 //!
 //! ```text
-//! McpClients::start(McpConfig, gate) -> McpClients   supervisors start in the background
+//! McpClients::start(McpConfig, gate, redactor) -> McpClients   supervisors start in the background
 //! clients.tools()                -> Vec<McpTool>  tools of the servers that are up, now
 //! clients.call(name, args)       -> Result<Value, McpError>
 //! clients.status()               -> Vec<ServerStatus>  up / down (why, retry in) / starting

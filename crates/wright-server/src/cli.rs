@@ -568,8 +568,10 @@ async fn with_embedder(store: Store, config: &Config) -> anyhow::Result<Store> {
         &crate::domain::models::provider_env_from_process(),
         &config.models,
     )
-    .await
-    .with_settings(store.clone(), Arc::new(crate::secrets::Secrets::new(&config.data_dir)));
+    .await;
+    let redactor = models.redactor().clone();
+    let models =
+        models.with_settings(store.clone(), Arc::new(crate::secrets::Secrets::new(&config.data_dir, redactor)));
     let embedder = crate::embedder::ConnectionEmbedder::new(Arc::new(models), embeddings.clone());
     Ok(store.with_embedder(Arc::new(embedder)).await?)
 }

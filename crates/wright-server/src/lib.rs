@@ -51,6 +51,9 @@ pub struct AppState {
     pub models: Arc<domain::models::Models>,
     /// Keys of the connections added in the canvas.
     pub secrets: Arc<secrets::Secrets>,
+    /// Every configured secret (provider keys, the access token, the Telegram token), removed
+    /// from foreign text — provider and MCP errors — where that text is made into an error.
+    pub redactor: wright_core::Redactor,
     /// Cancelled when the server shuts down; long-lived responses (event streams) watch it so
     /// shutdown does not wait for the browser to go away.
     pub shutdown: CancellationToken,
@@ -61,7 +64,11 @@ impl AppState {
     /// Opens the data directory (creating it), the app database and the tool registry.
     pub async fn open(config: Config, auth: token::Auth, models: domain::models::Models) -> anyhow::Result<Self> {
         let mut services = open_services(&config).await?;
-        let secrets = Arc::new(secrets::Secrets::new(&config.data_dir));
+        report_capabilities(&config, &services.workspaces);
+        let redactor = models.redactor().clone();
+        redactor.add(auth.token());
+        redactor.add(&config.telegram.bot_token);
+        let secrets = Arc::new(secrets::Secrets::new(&config.data_dir, redactor.clone()));
         // The models read the canvas's choices through a store without the embedder: the
         // embedder reads its connection through the models.
         let models = Arc::new(models.with_settings(services.store.clone(), Arc::clone(&secrets)));
@@ -83,7 +90,8 @@ impl AppState {
         let mut registry = ToolRegistry::new(Arc::new(services));
         if !config.mcp.servers.is_empty() {
             // Servers connect in the background; their tools appear as each comes up.
-            registry = registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone(), mcp_gate)?);
+            registry =
+                registry.with_mcp(wright_mcp::McpClients::start(config.mcp.clone(), mcp_gate, redactor.clone())?);
         }
         #[cfg(debug_assertions)]
         let registry = registry.panicking_in(config.fault_panic_tool.clone());
@@ -117,6 +125,7 @@ impl AppState {
             runs,
             models,
             secrets,
+            redactor,
             shutdown,
         })
     }
@@ -158,19 +167,71 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     };
     let workspaces =
         wright_workspace::Workspaces::new(&config.data_dir, config.workspace.clone())?.with_network(shell_network)?;
-    match workspaces.shell_status() {
-        wright_workspace::ShellStatus::Available if workspaces.shell_network() => {
-            tracing::info!("bash: confined by bubblewrap, network only through the egress proxy")
+    Ok(Services { store, sandbox, egress, databases, browsers, workspaces })
+}
+
+/// One capability that depends on the host, and whether it is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capability {
+    pub name: &'static str,
+    /// `Ok(how)` when on, `Err(why)` when off.
+    pub state: Result<String, String>,
+}
+
+/// What the agent can and cannot do on this host, and why: the confined shell, its network, the
+/// browser. `wright serve` logs it at start, so an operator (`docker logs`) sees a capability
+/// that is off and what turns it on.
+pub fn capabilities(config: &Config, workspaces: &wright_workspace::Workspaces) -> Vec<Capability> {
+    let shell = match workspaces.shell_status() {
+        wright_workspace::ShellStatus::Available => Ok("confined by bubblewrap".to_owned()),
+        wright_workspace::ShellStatus::Disabled => Err("[workspace.shell] enabled = false".to_owned()),
+        wright_workspace::ShellStatus::Unavailable { reason } => Err(format!(
+            "confinement is unavailable on this host, and bash never runs unconfined: {reason} \
+             (install bubblewrap, or set [workspace.shell] bwrap_path)"
+        )),
+    };
+    let network = match (&shell, workspaces.shell_network()) {
+        (Err(_), _) => Err("bash is off".to_owned()),
+        (Ok(_), true) => Ok("only through the egress proxy".to_owned()),
+        (Ok(_), false) => Err(
+            "[workspace.shell] network = false (commands reach no network; true lets them through the egress proxy)"
+                .to_owned(),
+        ),
+    };
+    let browser = if let Some(url) = &config.browser.cdp_url {
+        Ok(format!("the running browser at {url}"))
+    } else {
+        match &config.browser.chromium_path {
+            Some(path) if is_executable(path) => Ok(format!("Chromium at {}", path.display())),
+            Some(path) => Err(format!("[browser] chromium_path {} is not an executable", path.display())),
+            None => match wright_browser::find_chromium() {
+                Some(path) => Ok(format!("Chromium at {}", path.display())),
+                None => Err("no Chromium found (chromium, chromium-browser, google-chrome on PATH, or \
+                     /usr/bin/chromium); install it or set [browser] chromium_path or cdp_url"
+                    .to_owned()),
+            },
         }
-        wright_workspace::ShellStatus::Available => tracing::info!("bash: confined by bubblewrap, no network"),
-        wright_workspace::ShellStatus::Disabled => tracing::info!("bash: off ([workspace.shell] enabled = false)"),
-        wright_workspace::ShellStatus::Unavailable { reason } => {
-            tracing::warn!(
-                "bash is OFF: confinement is unavailable on this host, and bash never runs unconfined: {reason}"
-            );
+    };
+    vec![
+        Capability { name: "bash", state: shell },
+        Capability { name: "network for bash", state: network },
+        Capability { name: "browser", state: browser },
+    ]
+}
+
+fn is_executable(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// Logs [`capabilities`]: each that is on as information, each that is off as a warning with why.
+pub fn report_capabilities(config: &Config, workspaces: &wright_workspace::Workspaces) {
+    for capability in capabilities(config, workspaces) {
+        match capability.state {
+            Ok(how) => tracing::info!("{}: on, {how}", capability.name),
+            Err(why) => tracing::warn!("{} is OFF: {why}", capability.name),
         }
     }
-    Ok(Services { store, sandbox, egress, databases, browsers, workspaces })
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then ends event streams, lets

@@ -3,6 +3,8 @@
 //! database nor an export carries a key.
 //!
 //! Invariants:
+//! - Every key read from or written to the file joins the process's [`Redactor`], so a
+//!   provider that quotes it back in an error has it redacted.
 //! - A key leaves this module only to build a provider ([`Secrets::key`]) and as a hint of
 //!   its last four characters ([`key_hint`]); nothing here logs or formats a key.
 //! - Every write replaces the file whole: the new content goes to a temporary file (0600)
@@ -14,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
+use wright_core::Redactor;
 
 /// The file's content: connection id → key.
 #[derive(Default, Serialize, Deserialize)]
@@ -27,6 +30,7 @@ pub struct Secrets {
     /// Serializes read-modify-write of the file within this process; held only around the
     /// synchronous file work, never across an await.
     write_lock: Mutex<()>,
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for Secrets {
@@ -43,8 +47,16 @@ pub fn key_hint(key: &str) -> Option<String> {
 }
 
 impl Secrets {
-    pub fn new(data_dir: &std::path::Path) -> Self {
-        Self { path: data_dir.join("secrets.json"), write_lock: Mutex::new(()) }
+    /// The keys file of `data_dir`; the keys already in it join `redactor` now, those set
+    /// later when they are set.
+    pub fn new(data_dir: &std::path::Path, redactor: Redactor) -> Self {
+        let secrets = Self { path: data_dir.join("secrets.json"), write_lock: Mutex::new(()), redactor };
+        match secrets.read() {
+            Ok(file) => file.connections.values().for_each(|key| secrets.redactor.add(key)),
+            // Reported when a key is read for a request; nothing to redact from an unreadable file.
+            Err(error) => tracing::warn!(%error, "the keys file cannot be read"),
+        }
+        secrets
     }
 
     pub fn path(&self) -> &std::path::Path {
@@ -69,6 +81,9 @@ impl Secrets {
     pub fn set_key(&self, connection_id: &str, key: Option<&str>) -> std::io::Result<()> {
         let _guard = self.write_lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut file = self.read()?;
+        if let Some(key) = key {
+            self.redactor.add(key);
+        }
         match key {
             Some(key) => file.connections.insert(connection_id.to_owned(), key.to_owned()),
             None => file.connections.remove(connection_id),

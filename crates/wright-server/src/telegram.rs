@@ -1,25 +1,37 @@
 //! The Telegram channel: the owner talks to an agent from a phone, through the same path as
 //! the canvas ([`crate::domain::channel`]).
 //!
-//! - **In:** long polling of `getUpdates` (the Bot API's base URL is configurable). Only
-//!   private chats of the users in `[telegram] allowed_user_ids` are served; anyone else is
-//!   told the bot is private and logged. A message is a command (`/newsession [name]`,
-//!   `/cancel`, `/codestats`, `/codefailures [n]`, `/help`), an answer to a waiting `ask_user`
-//!   without options, or a message to the agent. A button press answers the pending call it
-//!   names (`callback_query` → the store's answer-once → `answerCallbackQuery`).
+//! - **In:** long polling of `getUpdates` (the Bot API's base URL is configurable). The poller
+//!   only dispatches: each update goes to its chat's own queue and task, so one chat (a stranger
+//!   flooding the bot) never holds up another; an update Wright cannot decode is logged and
+//!   skipped. Only private chats of the users in `[telegram] allowed_user_ids` are served;
+//!   anyone else is told the bot is private — once per [`STRANGER_REFUSAL_PERIOD`], not per
+//!   message — and logged. A message is a command (`/newsession [name]`, `/cancel`,
+//!   `/codestats`, `/codefailures [n]`, `/help`), an answer to a waiting `ask_user`, or a
+//!   message to the agent; after the session division (daily, weekly) the next one starts a
+//!   new conversation in the new session, as in the canvas. A button press answers the pending
+//!   call it names (`callback_query` → the store's answer-once → `answerCallbackQuery`, at
+//!   once: Telegram drops an answer after about 15 s).
 //! - **Out:** one follower task per chat subscribes to the hub of the conversation the chat is
 //!   bound to, like the canvas's event stream: text streams into a message edited as it grows,
 //!   re-rendered as Telegram HTML and split at 4096 characters (`wright_telegram::format`);
 //!   `ask_user` options become an inline keyboard, approvals Approve / Deny / Always buttons,
 //!   forms and components a short text with the canvas link. Notifications go to every chat of
 //!   the agent (the notifier calls [`TelegramChannel::deliver_notifications`]).
-//! - **Rate limits:** every message and edit to a chat waits for that chat's pacer: at least
-//!   `edit_interval_ms` after the previous one, and after a 429 the `retry_after` Telegram
-//!   asked for, then the request is repeated.
+//! - **The outbox:** nothing above talks to Telegram itself (except the answer to a button
+//!   press, which is only worth sending at once). Every message, edit and keyboard is written
+//!   to the store's outbox (`telegram_outbox`: what each message should show); one sender task
+//!   per chat brings the chat up to date, oldest message first — it sends only what differs from
+//!   what Telegram accepted (no "message is not modified"), edits a message already sent rather
+//!   than sending a copy, and retries with backoff through outages (502, refused connections)
+//!   until Telegram accepts; a newer text of the same message supersedes one never sent. A
+//!   keyboard Telegram refuses is replaced by a plain-text question. A restart resumes it.
+//! - **Rate limits:** a chat's sender waits at least `edit_interval_ms` between requests, and
+//!   after a 429 the `retry_after` Telegram asked for.
 //!
-//! Durable state is in the store: the poller's cursor (the next update id, written after each
-//! update is handled) and each chat's bound conversation; a button carries the pending call's
-//! row id, so a press after a restart still answers it.
+//! Durable state is in the store: the poller's cursor (the next update id, written once the
+//! updates of a batch are handled), each chat's bound conversation and the outbox; a button
+//! carries the pending call's row id, so a press after a restart still answers it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,11 +39,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 use wright_core::{AgentId, ConversationStatus, EventBody, Notice, PendingKind};
-use wright_store::{ChannelChat, ChannelKind, PendingCall, StoreError, TelegramDelivery};
+use wright_store::{ChannelChat, ChannelKind, OutboxItem, PendingCall, StoreError, TelegramDelivery};
 use wright_telegram::wire::{
-    AnswerCallbackQuery, CallbackQuery, ChatType, EditMessageReplyMarkup, EditMessageText, GetUpdates,
+    AnswerCallbackQuery, CallbackQuery, ChatType, EditMessageReplyMarkup, EditMessageText, GetUpdates, Incoming,
     InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, Message, ParseMode, SendMessage, Update,
 };
 use wright_telegram::{BotApi, MESSAGE_LIMIT, TelegramError, format};
@@ -43,12 +56,27 @@ use crate::domain::channel::{self, Command, Reply};
 use crate::domain::hub::{Subscription, Update as HubUpdate};
 use crate::domain::runs::Sender;
 
-/// How many times a request refused with 429 is repeated (each after the wait Telegram asked).
-const MAX_RETRIES: usize = 5;
+/// A stranger is told the bot is private at most once in this period, however many messages
+/// they send: each refusal is a message in their chat, paced like any other.
+pub const STRANGER_REFUSAL_PERIOD: Duration = Duration::from_secs(10 * 60);
 
-/// What a chat's pacer knows: when the next request may go.
-struct Pace {
-    next: Instant,
+/// The first wait after a failed send (an outage, a network error); each next one doubles.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+/// The longest wait between two tries of the outbox while Telegram is unreachable.
+const RETRY_MAX: Duration = Duration::from_secs(15);
+
+/// How long the outbox keeps settled rows: Telegram lets a bot edit its messages for 48 hours.
+const OUTBOX_KEEP: Duration = Duration::from_secs(48 * 60 * 60);
+
+/// How often settled outbox rows older than [`OUTBOX_KEEP`] are removed.
+const PRUNE_EVERY: Duration = Duration::from_secs(60 * 60);
+
+/// Removes settled outbox rows too old for Telegram to edit.
+async fn prune_outbox(state: &AppState) {
+    let keep_from = state.config.clock.now_ms() - OUTBOX_KEEP.as_millis() as i64;
+    if let Err(error) = state.store.outbox_prune(keep_from).await {
+        tracing::warn!(%error, "Telegram: cannot prune the outbox");
+    }
 }
 
 /// A chat's follower task and the conversation it follows.
@@ -56,6 +84,10 @@ struct Follower {
     conversation_id: String,
     task: tokio::task::JoinHandle<()>,
 }
+
+/// An update for a chat's handler, and where to say it was handled (the poller moves its
+/// cursor past a batch only once every update of it was).
+type Job = (Update, oneshot::Sender<()>);
 
 pub struct TelegramChannel {
     api: BotApi,
@@ -68,9 +100,18 @@ pub struct TelegramChannel {
     /// Followers by chat. Held only to look up, insert or replace, never across an await; a
     /// replaced follower is aborted.
     followers: Mutex<HashMap<i64, Follower>>,
-    /// Each chat's pacer. The inner mutex is a tokio one, held across the request it paces, so
-    /// requests to one chat go one at a time and in order; the outer one only to find it.
-    pacers: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<Pace>>>>,
+    /// Each chat's queue of updates, read by that chat's handler task in order. The task ends
+    /// when its sender is dropped (the channel stops); held only to look up or insert.
+    handlers: Mutex<HashMap<i64, mpsc::UnboundedSender<Job>>>,
+    /// Each chat's outbox sender, woken by every write to the chat's outbox (a `Notify` keeps
+    /// one wake-up for a sender that is busy, so none is lost). The tasks run until shutdown.
+    senders: Mutex<HashMap<i64, Arc<Notify>>>,
+    /// When each stranger was last told the bot is private.
+    refused: Mutex<HashMap<i64, Instant>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl TelegramChannel {
@@ -94,7 +135,9 @@ impl TelegramChannel {
             canvas_url,
             bot_username: Mutex::new(None),
             followers: Mutex::new(HashMap::new()),
-            pacers: Mutex::new(HashMap::new()),
+            handlers: Mutex::new(HashMap::new()),
+            senders: Mutex::new(HashMap::new()),
+            refused: Mutex::new(HashMap::new()),
         })))
     }
 
@@ -106,16 +149,12 @@ impl TelegramChannel {
                 () = channel.poll(&state) => {}
                 () = state.shutdown.cancelled() => {}
             }
-            let followers: Vec<Follower> = channel
-                .followers
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .drain()
-                .map(|(_, follower)| follower)
-                .collect();
+            let followers: Vec<Follower> = lock(&channel.followers).drain().map(|(_, follower)| follower).collect();
             for follower in followers {
                 follower.task.abort();
             }
+            // Dropping the queues ends the handler tasks.
+            lock(&channel.handlers).clear();
         });
     }
 
@@ -134,7 +173,7 @@ impl TelegramChannel {
             match self.api.get_me().await {
                 Ok(me) => {
                     tracing::info!(bot = me.username.as_deref().unwrap_or(""), "Telegram: connected");
-                    *self.bot_username.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = me.username;
+                    *lock(&self.bot_username) = me.username;
                     break;
                 }
                 Err(TelegramError::Unauthorized) => {
@@ -147,6 +186,14 @@ impl TelegramChannel {
                     backoff = (backoff * 2).min(Duration::from_secs(60));
                 }
             }
+        }
+        // What the outbox still owes goes out again; what is settled and too old to edit goes
+        // (now, and every PRUNE_EVERY while the poller runs).
+        prune_outbox(state).await;
+        let mut pruned_at = Instant::now();
+        match state.store.outbox_chats().await {
+            Ok(chats) => chats.into_iter().for_each(|chat| self.wake(state, chat)),
+            Err(error) => tracing::warn!(%error, "Telegram: cannot read the outbox"),
         }
         // Chats known from before follow their conversations again.
         match state.store.channel_chats(ChannelKind::Telegram, &self.agent).await {
@@ -162,6 +209,10 @@ impl TelegramChannel {
         let mut offset = state.store.channel_cursor(ChannelKind::Telegram).await.unwrap_or(0);
         let mut backoff = Duration::from_secs(1);
         loop {
+            if pruned_at.elapsed() >= PRUNE_EVERY {
+                prune_outbox(state).await;
+                pruned_at = Instant::now();
+            }
             let request = GetUpdates {
                 offset: (offset > 0).then_some(offset),
                 limit: Some(50),
@@ -169,13 +220,32 @@ impl TelegramChannel {
                 allowed_updates: Some(vec!["message".into(), "callback_query".into()]),
             };
             match self.api.get_updates(&request).await {
-                Ok(updates) => {
+                Ok(batch) => {
                     backoff = Duration::from_secs(1);
-                    for update in updates {
-                        let next = update.update_id + 1;
-                        self.handle(state, update).await;
-                        offset = next;
-                        if let Err(error) = state.store.set_channel_cursor(ChannelKind::Telegram, next).await {
+                    let mut handled = Vec::new();
+                    let mut last = None;
+                    for incoming in batch {
+                        let Some(update_id) = incoming.update_id() else {
+                            tracing::warn!(?incoming, "Telegram: skipped an update without an id");
+                            continue;
+                        };
+                        last = Some(last.map_or(update_id, |last: i64| last.max(update_id)));
+                        match incoming {
+                            Incoming::Update(update) => handled.push(self.dispatch(state, *update)),
+                            // Fetched again it would block every later update: skipped, and said.
+                            Incoming::Undecodable { error, .. } => {
+                                tracing::warn!(update_id, %error, "Telegram: skipped an update Wright cannot read");
+                            }
+                        }
+                    }
+                    // Chats are handled concurrently; the cursor moves once all of the batch
+                    // is (a crash repeats at most this batch, and loses none of it).
+                    for done in handled {
+                        done.await.ok();
+                    }
+                    if let Some(last) = last {
+                        offset = last + 1;
+                        if let Err(error) = state.store.set_channel_cursor(ChannelKind::Telegram, offset).await {
                             tracing::warn!(%error, "Telegram: cannot store the poller's position");
                         }
                     }
@@ -193,6 +263,44 @@ impl TelegramChannel {
                 }
             }
         }
+    }
+
+    /// Hands `update` to its chat's handler (started on first use); resolves once handled.
+    fn dispatch(self: &Arc<Self>, state: &AppState, update: Update) -> oneshot::Receiver<()> {
+        let (done, handled) = oneshot::channel();
+        let chat = update
+            .message
+            .as_ref()
+            .map(|message| message.chat.id)
+            .or_else(|| update.callback_query.as_ref().map(|query| query.from.id));
+        let Some(chat) = chat else {
+            // Nothing Wright handles (an edited message): handled by doing nothing.
+            done.send(()).ok();
+            return handled;
+        };
+        let mut handlers = lock(&self.handlers);
+        let queue = handlers.entry(chat).or_insert_with(|| self.start_handler(state));
+        if let Err(mpsc::error::SendError(job)) = queue.send((update, done)) {
+            // Its task is gone (it panicked): a new one takes the update.
+            let queue = self.start_handler(state);
+            queue.send(job).ok();
+            handlers.insert(chat, queue);
+        }
+        handled
+    }
+
+    /// A chat's handler: its updates one at a time, in order.
+    fn start_handler(self: &Arc<Self>, state: &AppState) -> mpsc::UnboundedSender<Job> {
+        let (queue, mut jobs) = mpsc::unbounded_channel::<Job>();
+        let channel = Arc::clone(self);
+        let state = state.clone();
+        tokio::spawn(async move {
+            while let Some((update, done)) = jobs.recv().await {
+                channel.handle(&state, update).await;
+                done.send(()).ok();
+            }
+        });
+        queue
     }
 
     async fn handle(self: &Arc<Self>, state: &AppState, update: Update) {
@@ -214,46 +322,43 @@ impl TelegramChannel {
             return;
         }
         if !self.allowed(from.id) {
-            tracing::warn!(
-                user_id = from.id,
-                username = from.username.as_deref().unwrap_or(""),
-                "Telegram: refused a user who is not in [telegram] allowed_user_ids"
-            );
-            let refusal = format!(
-                "This bot is private. (Your Telegram user id is {}; the owner can allow it in [telegram] allowed_user_ids.)",
-                from.id
-            );
-            self.send_text(chat, &refusal, None).await;
+            self.refuse_stranger(state, chat, from.id, from.username.as_deref());
             return;
         }
         let Some(text) = message.text.filter(|text| !text.trim().is_empty()) else {
-            self.send_text(chat, "I can read text messages only.", None).await;
+            self.send_text(state, chat, "I can read text messages only.").await;
             return;
         };
         let conversation_id = match self.conversation_for(state, chat, from.id).await {
             Ok(id) => id,
             Err(error) => {
                 tracing::warn!(%error, "Telegram: cannot open a conversation for a chat");
-                self.send_text(chat, "Something went wrong on the server; see its log.", None).await;
+                self.send_text(state, chat, "Something went wrong on the server; see its log.").await;
                 return;
             }
         };
-        let bot = self.bot_username.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+        let bot = lock(&self.bot_username).clone();
         if let Some(command) = channel::parse_command(&text, bot.as_deref()) {
             self.command(state, chat, from.id, &conversation_id, command).await;
             return;
         }
         if text.trim_start().starts_with('/') {
-            self.send_text(chat, channel::HELP, None).await;
+            self.send_text(state, chat, channel::HELP).await;
             return;
         }
-        // A question without options waits for words: this message is its answer.
+        // A question waits for words: this message is its answer (a number or the text of an
+        // option picks it — the way to answer when a keyboard could not be shown).
         let waiting = state.store.pending_calls(&conversation_id).await.unwrap_or_default();
-        if let Some(call) = waiting.iter().rev().find(|call| is_open_question(call)) {
-            if let Err(error) =
-                channel::answer(state, &conversation_id, &call.tool_call_id, json!({ "answer": text })).await
+        if let Some(call) = waiting.iter().rev().find(|call| is_question(call)) {
+            if let Err(error) = channel::answer(
+                state,
+                &conversation_id,
+                &call.tool_call_id,
+                json!({ "answer": typed_answer(call, &text) }),
+            )
+            .await
             {
-                self.send_text(chat, &error.to_string(), None).await;
+                self.send_text(state, chat, &error.to_string()).await;
             }
             return;
         }
@@ -264,8 +369,34 @@ impl TelegramChannel {
                 }
                 other => other.to_string(),
             };
-            self.send_text(chat, &message, None).await;
+            self.send_text(state, chat, &message).await;
         }
+    }
+
+    /// Tells a stranger the bot is private, once per [`STRANGER_REFUSAL_PERIOD`]; logged as often.
+    fn refuse_stranger(self: &Arc<Self>, state: &AppState, chat: i64, user_id: i64, username: Option<&str>) {
+        let now = Instant::now();
+        {
+            let mut refused = lock(&self.refused);
+            if refused.get(&chat).is_some_and(|at| now.duration_since(*at) < STRANGER_REFUSAL_PERIOD) {
+                tracing::debug!(user_id, "Telegram: a stranger's message ignored (already told)");
+                return;
+            }
+            refused.retain(|_, at| now.duration_since(*at) < STRANGER_REFUSAL_PERIOD);
+            refused.insert(chat, now);
+        }
+        tracing::warn!(
+            user_id,
+            username = username.unwrap_or(""),
+            "Telegram: refused a user who is not in [telegram] allowed_user_ids"
+        );
+        let refusal = format!(
+            "This bot is private. (Your Telegram user id is {user_id}; the owner can allow it in [telegram] allowed_user_ids.)"
+        );
+        let channel = Arc::clone(self);
+        let state = state.clone();
+        // Written off the handler: the stranger's queue holds nobody up either way.
+        tokio::spawn(async move { channel.send_text(&state, chat, &refusal).await });
     }
 
     async fn command(
@@ -289,27 +420,33 @@ impl TelegramChannel {
                 }
                 self.follow(state, chat, &started.conversation_id);
                 // Seed 001's reply.
-                self.send_text(chat, &format!("Started new session: {}", started.session.name), None).await;
+                self.send_text(state, chat, &format!("Started new session: {}", started.session.name)).await;
             }
             Ok(Reply::Text(texts)) => {
                 for text in texts {
-                    self.send_markdown(chat, &text).await;
+                    self.send_markdown(state, chat, &text).await;
                 }
             }
             Ok(Reply::RunStarted) => {}
-            Err(error) => self.send_text(chat, &error.to_string(), None).await,
+            Err(error) => self.send_text(state, chat, &error.to_string()).await,
         }
     }
 
-    /// The conversation the chat talks to: its bound one, or a new one (bound, and followed).
+    /// The conversation the chat talks to: its bound one while it is in the agent's current
+    /// session, else a new one in the current session (bound, and followed) — after the daily
+    /// or weekly division the chat starts afresh, as the canvas does.
     async fn conversation_for(self: &Arc<Self>, state: &AppState, chat: i64, user: i64) -> anyhow::Result<String> {
         if let Some(bound) = state.store.channel_chat(ChannelKind::Telegram, &chat.to_string()).await?
             && let Some(conversation_id) = bound.conversation_id
             && bound.agent_id == self.agent.as_str()
             && state.store.conversation(&conversation_id).await.is_ok()
         {
-            self.follow(state, chat, &conversation_id);
-            return Ok(conversation_id);
+            // Dividing first when the schedule says a new session has begun.
+            let current = state.store.current_session(&self.agent).await?;
+            if state.store.conversation_session_id(&conversation_id).await? == Some(current.id) {
+                self.follow(state, chat, &conversation_id);
+                return Ok(conversation_id);
+            }
         }
         let conversation_id = uuid::Uuid::now_v7().to_string();
         state.store.create_conversation(&self.agent, &conversation_id, "Telegram").await?;
@@ -328,7 +465,7 @@ impl TelegramChannel {
     /// another conversation). Subscribes here, before returning, so nothing the next run says
     /// is missed.
     fn follow(self: &Arc<Self>, state: &AppState, chat: i64, conversation_id: &str) {
-        let mut followers = self.followers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut followers = lock(&self.followers);
         if let Some(existing) = followers.get(&chat)
             && existing.conversation_id == conversation_id
             && !existing.task.is_finished()
@@ -354,17 +491,20 @@ impl TelegramChannel {
         conversation_id: String,
         mut updates: Subscription,
     ) {
-        let mut answer = Streamed::default();
-        // Questions shown in this chat: tool call id → message id.
+        let mut answer = Streamed::new();
+        // Questions shown in this chat: tool call id → the pending call's row id.
         let mut questions: HashMap<String, i64> = HashMap::new();
         let interval = Duration::from_millis(self.config.edit_interval_ms);
         let mut flush_at: Option<Instant> = None;
+        // Questions open from before (a restart): shown again — the outbox sends nothing for
+        // one the chat already shows as it is.
+        self.present_pending(&state, chat, &conversation_id, &mut questions).await;
         loop {
             let update = tokio::select! {
                 update = updates.recv() => update,
                 () = sleep_until(flush_at) => {
                     flush_at = None;
-                    self.flush(chat, &mut answer).await;
+                    self.flush(&state, chat, &mut answer).await;
                     continue;
                 }
             };
@@ -381,62 +521,64 @@ impl TelegramChannel {
                 match update {
                     Ok(HubUpdate::Delta { text }) => {
                         answer.text.push_str(&text);
+                        // The outbox paces what reaches Telegram; this only spares the store
+                        // a write per delta.
                         flush_at.get_or_insert_with(|| {
-                            Instant::now() + if answer.sent.is_empty() { Duration::ZERO } else { interval }
+                            Instant::now() + if answer.flushed { interval } else { Duration::ZERO }
                         });
                     }
                     Ok(HubUpdate::Event(stored)) => match stored.event.body {
                         EventBody::Assistant { .. } => {
                             answer.text = stored.event.content.clone();
-                            self.flush(chat, &mut answer).await;
-                            answer = Streamed::default();
+                            self.flush(&state, chat, &mut answer).await;
+                            answer = Streamed::new();
                             flush_at = None;
                         }
                         EventBody::ToolResult { tool_call_id, .. } => {
-                            if let Some(message_id) = questions.remove(&tool_call_id) {
+                            if let Some(pending_id) = questions.remove(&tool_call_id) {
                                 // Answered (here or in the canvas): the buttons go.
-                                let request = EditMessageReplyMarkup { chat_id: chat, message_id, reply_markup: None };
-                                self.paced(chat, || self.api.edit_message_reply_markup(&request)).await.ok();
+                                self.remove_buttons(&state, chat, pending_id).await;
                             }
                         }
                         EventBody::Notice(Notice::Compaction { .. }) => {}
                         EventBody::Notice(_) => {
-                            self.flush(chat, &mut answer).await;
-                            self.send_text(chat, &format!("ℹ {}", stored.event.content), None).await;
+                            self.flush(&state, chat, &mut answer).await;
+                            self.send_text(&state, chat, &format!("ℹ {}", stored.event.content)).await;
                         }
                         EventBody::User { .. } | EventBody::ToolCall { .. } => {}
                     },
                     Ok(HubUpdate::Status { status, error }) => match status {
                         ConversationStatus::Waiting => {
-                            self.flush(chat, &mut answer).await;
-                            answer = Streamed::default();
+                            self.flush(&state, chat, &mut answer).await;
+                            answer = Streamed::new();
+                            flush_at = None;
                             self.present_pending(&state, chat, &conversation_id, &mut questions).await;
                         }
                         ConversationStatus::Error | ConversationStatus::Idle => {
                             // A run that ended without a stored answer (cancelled, failed) leaves
                             // its streamed text as it is; the next run starts a new message.
-                            self.flush(chat, &mut answer).await;
-                            answer = Streamed::default();
+                            self.flush(&state, chat, &mut answer).await;
+                            answer = Streamed::new();
                             flush_at = None;
                             if let Some(error) = error.filter(|error| !error.trim().is_empty()) {
-                                self.send_markdown(chat, &format!("⚠ {error}")).await;
+                                self.send_markdown(&state, chat, &format!("⚠ {error}")).await;
                             }
                         }
                         ConversationStatus::Running => {
                             // A new run: what it says starts a new message.
-                            self.flush(chat, &mut answer).await;
-                            answer = Streamed::default();
+                            self.flush(&state, chat, &mut answer).await;
+                            answer = Streamed::new();
                             flush_at = None;
                         }
                     },
                     Ok(HubUpdate::Notification(_)) => {}
-                    // Fell behind (a long wait Telegram asked for while the stream went on): what
-                    // was dropped may include the end of a run, so the messages shown so far stay as
-                    // they are and what follows goes to new ones; the stored answer at the end has
-                    // it all. Never an edit of an older answer's message with a newer text.
+                    // Fell behind: what was dropped may include the end of a run, so the messages
+                    // shown so far stay as they are and what follows goes to new ones; the stored
+                    // answer at the end has it all. Never an edit of an older answer's message
+                    // with a newer text.
                     Err(RecvError::Lagged(skipped)) => {
                         tracing::info!(chat, skipped, "Telegram: the chat fell behind its conversation's updates");
-                        answer = Streamed::default();
+                        answer = Streamed::new();
                         flush_at = None;
                     }
                     Err(RecvError::Closed) => return,
@@ -445,39 +587,26 @@ impl TelegramChannel {
         }
     }
 
-    /// Brings the chat's messages up to date with the answer so far: edits the ones whose text
-    /// changed, sends the rest.
-    async fn flush(&self, chat: i64, answer: &mut Streamed) {
-        let rendered = format::render(&answer.text, MESSAGE_LIMIT);
-        for (index, html) in rendered.into_iter().enumerate() {
-            match answer.sent.get(index) {
-                Some((_, sent)) if *sent == html => {}
-                Some((message_id, _)) => {
-                    let request = EditMessageText {
-                        chat_id: chat,
-                        message_id: *message_id,
-                        text: html.clone(),
-                        parse_mode: Some(ParseMode::Html),
-                        reply_markup: None,
-                        link_preview_options: Some(LinkPreviewOptions { is_disabled: true }),
-                    };
-                    match self.paced(chat, || self.api.edit_message_text(&request)).await {
-                        Ok(_) => answer.sent[index].1 = html,
-                        Err(error) if error.is_not_modified() => answer.sent[index].1 = html,
-                        Err(error) => tracing::warn!(%error, chat, "Telegram: an edit failed"),
-                    }
-                }
-                None => match self.send_html(chat, html.clone(), None).await {
-                    Some(message_id) => answer.sent.push((message_id, html)),
-                    None => return,
-                },
+    /// Writes the answer so far to the outbox, one message per 4096 characters; the sender
+    /// edits what changed and sends the rest.
+    async fn flush(self: &Arc<Self>, state: &AppState, chat: i64, answer: &mut Streamed) {
+        if answer.text.trim().is_empty() {
+            return;
+        }
+        answer.flushed = true;
+        for (index, html) in format::render(&answer.text, MESSAGE_LIMIT).into_iter().enumerate() {
+            let slot = format!("answer:{}:{index}", answer.key);
+            if let Err(error) = state.store.outbox_put(chat, &slot, &html, None, None).await {
+                tracing::warn!(%error, chat, "Telegram: cannot write to the outbox");
             }
         }
+        self.wake(state, chat);
     }
 
-    /// Shows the calls waiting in the conversation that this chat has not seen yet.
+    /// Shows the calls waiting in the conversation (a question already shown is written again
+    /// unchanged, which the outbox sends nothing for).
     async fn present_pending(
-        &self,
+        self: &Arc<Self>,
         state: &AppState,
         chat: i64,
         conversation_id: &str,
@@ -488,15 +617,26 @@ impl TelegramChannel {
             if questions.contains_key(&call.tool_call_id) {
                 continue;
             }
-            let (text, keyboard) = self.question(&call, conversation_id);
-            if let Some(message_id) = self.send_html(chat, text, keyboard).await {
-                questions.insert(call.tool_call_id.clone(), message_id);
+            let question = self.question(&call, conversation_id);
+            let keyboard = question.keyboard.as_ref().and_then(|keyboard| serde_json::to_string(keyboard).ok());
+            let slot = question_slot(call.id);
+            match state
+                .store
+                .outbox_put(chat, &slot, &question.text, keyboard.as_deref(), Some(&question.fallback))
+                .await
+            {
+                Ok(()) => {
+                    questions.insert(call.tool_call_id.clone(), call.id);
+                }
+                Err(error) => tracing::warn!(%error, chat, "Telegram: cannot write a question to the outbox"),
             }
         }
+        self.wake(state, chat);
     }
 
-    /// A waiting call as a message: its HTML and buttons.
-    fn question(&self, call: &PendingCall, conversation_id: &str) -> (String, Option<InlineKeyboardMarkup>) {
+    /// A waiting call as a message: its HTML and buttons, and the plain-text question shown
+    /// instead when Telegram refuses the buttons.
+    fn question(&self, call: &PendingCall, conversation_id: &str) -> Question {
         let link = format::escape(&self.conversation_link(conversation_id));
         if call.kind == PendingKind::Approval {
             let arguments = serde_json::to_string_pretty(&call.args).unwrap_or_default();
@@ -517,24 +657,28 @@ impl TelegramChannel {
                     vec![button("Always allow", "always")],
                 ],
             };
-            return (text, Some(keyboard));
+            let fallback = format!("{text}\n\nDecide in the canvas:\n{link}");
+            return Question { text, keyboard: Some(keyboard), fallback };
         }
         if call.tool_name == "ask_user" {
             let question = call.args.get("question").and_then(Value::as_str).unwrap_or("A question");
-            let options: Vec<&str> = call
-                .args
-                .get("options")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let options = options_of(call);
             let mut text =
-                format!("❓ {}", format::render(question, MESSAGE_LIMIT - 200).into_iter().next().unwrap_or_default());
+                format!("❓ {}", format::render(question, MESSAGE_LIMIT - 1500).into_iter().next().unwrap_or_default());
             if options.is_empty() {
                 text.push_str("\n\n<i>Reply with your answer.</i>");
-                return (text, None);
+                return Question { fallback: text.clone(), text, keyboard: None };
             }
+            // Typed, the question still works: a number or the option's text answers it.
+            let listed: String = options
+                .iter()
+                .enumerate()
+                .take(20)
+                .map(|(index, option)| {
+                    format!("\n{}. {}", index + 1, format::escape(&option.chars().take(60).collect::<String>()))
+                })
+                .collect();
+            let fallback = format!("{text}\n{listed}\n\n<i>Reply with the number or the text of your choice.</i>");
             let rows = options
                 .iter()
                 .enumerate()
@@ -547,7 +691,7 @@ impl TelegramChannel {
                     }]
                 })
                 .collect();
-            return (text, Some(InlineKeyboardMarkup { inline_keyboard: rows }));
+            return Question { text, keyboard: Some(InlineKeyboardMarkup { inline_keyboard: rows }), fallback };
         }
         let what = if call.tool_name == "render_and_wait" { "A component" } else { "A form" };
         let title = call
@@ -556,7 +700,8 @@ impl TelegramChannel {
             .and_then(Value::as_str)
             .map(|title| format!(" “{}”", format::escape(title)))
             .unwrap_or_default();
-        (format!("📝 {what}{title} waits for you in the canvas:\n{link}"), None)
+        let text = format!("📝 {what}{title} waits for you in the canvas:\n{link}");
+        Question { fallback: text.clone(), text, keyboard: None }
     }
 
     async fn handle_press(self: &Arc<Self>, state: &AppState, query: CallbackQuery) {
@@ -570,30 +715,42 @@ impl TelegramChannel {
             self.api.answer_callback_query(&reply("This bot is private.")).await.ok();
             return;
         }
-        let outcome = self.press(state, query.data.as_deref().unwrap_or_default()).await;
+        let data = query.data.as_deref().unwrap_or_default();
+        // The buttons of a pressed question go, whoever answered it — written before the answer
+        // resumes the run, so the outbox (oldest first) removes them before the run's reply.
+        // The follower asks the same when the result arrives; the outbox sends one edit.
+        let pressed = query
+            .message
+            .as_ref()
+            .map(|message| message.chat.id)
+            .zip(data.split(':').nth(1).and_then(|id| id.parse::<i64>().ok()));
+        if let Some((chat, pending_id)) = pressed {
+            self.remove_buttons(state, chat, pending_id).await;
+        }
+        let outcome = self.press(state, data).await;
         let text = match &outcome {
             Ok(label) => format!("✓ {label}"),
             Err(problem) => problem.clone(),
         };
+        // At once and not through the outbox: Telegram drops an answer after about 15 s.
         if let Err(error) = self.api.answer_callback_query(&reply(&text)).await {
             tracing::warn!(%error, "Telegram: answerCallbackQuery failed");
         }
-        // The buttons of an answered question go, whoever answered it.
-        if let Some(message) = &query.message
-            && message.date != 0
-        {
-            let chat = message.chat.id;
-            let request = EditMessageReplyMarkup { chat_id: chat, message_id: message.message_id, reply_markup: None };
-            match self.paced(chat, || self.api.edit_message_reply_markup(&request)).await {
-                Ok(_) => {
-                    if let Ok(label) = outcome {
-                        self.send_text(chat, &format!("→ {label}"), None).await;
-                    }
-                }
-                Err(error) if error.is_not_modified() => {}
-                Err(error) => tracing::warn!(%error, "Telegram: cannot remove answered buttons"),
+        if let (Some((chat, pending_id)), Ok(label)) = (pressed, outcome) {
+            let slot = format!("answered:{pending_id}");
+            let html = format::plain(&format!("→ {label}"), MESSAGE_LIMIT).into_iter().next().unwrap_or_default();
+            if let Err(error) = state.store.outbox_put(chat, &slot, &html, None, None).await {
+                tracing::warn!(%error, chat, "Telegram: cannot write to the outbox");
             }
+            self.wake(state, chat);
         }
+    }
+
+    async fn remove_buttons(self: &Arc<Self>, state: &AppState, chat: i64, pending_id: i64) {
+        if let Err(error) = state.store.outbox_set_keyboard(chat, &question_slot(pending_id), None).await {
+            tracing::warn!(%error, chat, "Telegram: cannot write to the outbox");
+        }
+        self.wake(state, chat);
     }
 
     /// Answers the pending call a button names; the label of the choice, or why not.
@@ -639,144 +796,263 @@ impl TelegramChannel {
         }
     }
 
-    /// Sends every notification not yet sent to Telegram to the chats of its agent.
-    pub async fn deliver_notifications(&self, state: &AppState) {
+    /// Hands every notification not yet given to Telegram to the outbox of each chat of its
+    /// agent (the outbox delivers it through outages).
+    pub async fn deliver_notifications(self: &Arc<Self>, state: &AppState) {
         let Ok(pending) = state.store.notifications_for_telegram(50).await else { return };
         for notification in pending {
-            let delivery = if notification.agent_id != self.agent.as_str() {
-                TelegramDelivery::Skipped
+            let chats: Vec<i64> = if notification.agent_id != self.agent.as_str() {
+                Vec::new()
             } else {
                 let chats = state.store.channel_chats(ChannelKind::Telegram, &self.agent).await.unwrap_or_default();
-                let chats: Vec<i64> = chats
+                chats
                     .iter()
                     .filter(|chat| chat.user_id.parse::<i64>().is_ok_and(|user| self.allowed(user)))
                     .filter_map(|chat| chat.chat_id.parse().ok())
-                    .collect();
-                if chats.is_empty() {
-                    TelegramDelivery::Skipped
-                } else {
-                    let mut text = format!("🔔 **{}**\n\n{}", notification.title, notification.text);
-                    if let Some(conversation_id) = &notification.conversation_id {
-                        text.push_str(&format!("\n\n{}", self.conversation_link(conversation_id)));
-                    }
-                    let mut delivered = TelegramDelivery::Failed;
-                    for chat in chats {
-                        match self.try_send_markdown(chat, &text).await {
-                            Ok(()) => delivered = TelegramDelivery::Sent,
-                            // Refused for good (blocked, a chat that is gone): not again.
-                            Err(TelegramError::Forbidden { .. } | TelegramError::BadRequest { .. }) => {}
-                            // Telegram unreachable or busy: it stays in the outbox for the next look.
-                            Err(error) => {
-                                tracing::warn!(%error, "Telegram: a notification waits for Telegram to be reachable");
-                                return;
-                            }
-                        }
-                    }
-                    delivered
-                }
+                    .collect()
             };
+            let mut delivery = if chats.is_empty() { TelegramDelivery::Skipped } else { TelegramDelivery::Sent };
+            let mut text = format!("🔔 **{}**\n\n{}", notification.title, notification.text);
+            if let Some(conversation_id) = &notification.conversation_id {
+                text.push_str(&format!("\n\n{}", self.conversation_link(conversation_id)));
+            }
+            for chat in chats {
+                let slot = format!("notification:{}", notification.id);
+                if let Err(error) = self.put_markdown(state, chat, &slot, &text).await {
+                    tracing::warn!(%error, "Telegram: cannot write a notification to the outbox");
+                    delivery = TelegramDelivery::Failed;
+                }
+            }
             if let Err(error) = state.store.set_notification_telegram(notification.id, delivery).await {
                 tracing::warn!(%error, "Telegram: cannot record a notification's delivery");
             }
         }
     }
 
-    /// Sends Markdown as one or more messages (failures are logged).
-    async fn send_markdown(&self, chat: i64, markdown: &str) {
-        if let Err(error) = self.try_send_markdown(chat, markdown).await {
-            tracing::warn!(%error, chat, "Telegram: sendMessage failed");
+    /// Writes Markdown to the outbox as one or more new messages.
+    async fn send_markdown(self: &Arc<Self>, state: &AppState, chat: i64, markdown: &str) {
+        let slot = format!("reply:{}", uuid::Uuid::now_v7());
+        if let Err(error) = self.put_markdown(state, chat, &slot, markdown).await {
+            tracing::warn!(%error, chat, "Telegram: cannot write to the outbox");
         }
     }
 
-    /// Sends Markdown as one or more messages; the first failure stops it.
-    async fn try_send_markdown(&self, chat: i64, markdown: &str) -> Result<(), TelegramError> {
-        for html in format::render(markdown, MESSAGE_LIMIT) {
-            self.try_send_html(chat, html, None).await?;
+    async fn put_markdown(
+        self: &Arc<Self>,
+        state: &AppState,
+        chat: i64,
+        slot: &str,
+        markdown: &str,
+    ) -> Result<(), wright_store::StoreError> {
+        for (index, html) in format::render(markdown, MESSAGE_LIMIT).into_iter().enumerate() {
+            state.store.outbox_put(chat, &format!("{slot}:{index}"), &html, None, None).await?;
         }
+        self.wake(state, chat);
         Ok(())
     }
 
-    /// Sends plain text (escaped), with optional buttons.
-    async fn send_text(&self, chat: i64, text: &str, keyboard: Option<InlineKeyboardMarkup>) {
-        for (index, piece) in format::plain(text, MESSAGE_LIMIT).into_iter().enumerate() {
-            // Buttons go on the first piece.
-            let buttons = if index == 0 { keyboard.clone() } else { None };
-            self.send_html(chat, piece, buttons).await;
+    /// Writes plain text (escaped) to the outbox as one or more new messages.
+    async fn send_text(self: &Arc<Self>, state: &AppState, chat: i64, text: &str) {
+        let slot = uuid::Uuid::now_v7();
+        for (index, html) in format::plain(text, MESSAGE_LIMIT).into_iter().enumerate() {
+            if let Err(error) = state.store.outbox_put(chat, &format!("reply:{slot}:{index}"), &html, None, None).await
+            {
+                tracing::warn!(%error, chat, "Telegram: cannot write to the outbox");
+            }
+        }
+        self.wake(state, chat);
+    }
+
+    /// Wakes the chat's outbox sender, starting it on first use.
+    fn wake(self: &Arc<Self>, state: &AppState, chat: i64) {
+        let mut senders = lock(&self.senders);
+        if let Some(wake) = senders.get(&chat) {
+            wake.notify_one();
+            return;
+        }
+        let wake = Arc::new(Notify::new());
+        senders.insert(chat, Arc::clone(&wake));
+        let channel = Arc::clone(self);
+        let state = state.clone();
+        // One per chat, until shutdown.
+        tokio::spawn(async move {
+            tokio::select! {
+                () = channel.run_sender(&state, chat, &wake) => {}
+                () = state.shutdown.cancelled() => {}
+            }
+        });
+    }
+
+    /// The chat's outbox sender: sends the oldest message that differs from what Telegram
+    /// shows, reads the outbox again (a newer text supersedes), and so on; waits when there is
+    /// nothing, when Telegram asks (429), and with backoff while Telegram cannot be reached.
+    async fn run_sender(&self, state: &AppState, chat: i64, wake: &Notify) {
+        let interval = Duration::from_millis(self.config.edit_interval_ms);
+        let mut next = Instant::now();
+        let mut backoff = RETRY_FIRST;
+        loop {
+            let item = match state.store.outbox_pending(chat).await {
+                Ok(items) => items.into_iter().next(),
+                Err(error) => {
+                    tracing::warn!(%error, chat, "Telegram: cannot read the outbox");
+                    tokio::time::sleep(RETRY_MAX).await;
+                    continue;
+                }
+            };
+            let Some(item) = item else {
+                wake.notified().await;
+                continue;
+            };
+            tokio::time::sleep_until(next).await;
+            let outcome = self.deliver(&item).await;
+            next = Instant::now() + interval;
+            let recorded = match outcome {
+                Ok(sent) => {
+                    backoff = RETRY_FIRST;
+                    state.store.outbox_sent(item.id, sent.message_id, &sent.text, sent.keyboard.as_deref()).await
+                }
+                Err(TelegramError::RateLimited { retry_after }) => {
+                    tracing::info!(chat, ?retry_after, "Telegram: flood control; waiting as asked");
+                    next = Instant::now() + retry_after;
+                    state.store.outbox_attempt_failed(item.id, "rate limited").await
+                }
+                Err(TelegramError::BadRequest { description })
+                    if item.message_id.is_some() && cannot_edit(&description) =>
+                {
+                    tracing::info!(chat, %description, "Telegram: a message cannot be edited; sending it anew");
+                    state.store.outbox_forget_message(item.id).await
+                }
+                Err(TelegramError::BadRequest { description }) if item.keyboard.is_some() => {
+                    tracing::warn!(chat, %description, "Telegram refused a keyboard; asking in plain text");
+                    state.store.outbox_without_keyboard(item.id).await
+                }
+                Err(error @ (TelegramError::BadRequest { .. } | TelegramError::Forbidden { .. })) => {
+                    tracing::warn!(%error, chat, "Telegram refused a message for good");
+                    state.store.outbox_failed(item.id, &error.to_string()).await
+                }
+                Err(error) => {
+                    // Unreachable, 5xx, a page instead of JSON, a token refused for now: later.
+                    tracing::warn!(%error, chat, retry_in = ?backoff, "Telegram: a message waits in the outbox");
+                    next = Instant::now() + backoff;
+                    backoff = (backoff * 2).min(RETRY_MAX);
+                    state.store.outbox_attempt_failed(item.id, &error.to_string()).await
+                }
+            };
+            if let Err(error) = recorded {
+                tracing::warn!(%error, chat, "Telegram: cannot record a delivery in the outbox");
+                tokio::time::sleep(RETRY_MAX).await;
+            }
         }
     }
 
-    async fn send_html(&self, chat: i64, html: String, keyboard: Option<InlineKeyboardMarkup>) -> Option<i64> {
-        match self.try_send_html(chat, html, keyboard).await {
-            Ok(message_id) => Some(message_id),
-            Err(error) => {
-                tracing::warn!(%error, chat, "Telegram: sendMessage failed");
+    /// One request that brings `item`'s message closer to what it should show: a send when it
+    /// has no message yet, else an edit of its text (with its keyboard) or of its keyboard alone.
+    async fn deliver(&self, item: &OutboxItem) -> Result<Sent, TelegramError> {
+        let keyboard: Option<InlineKeyboardMarkup> = match item.keyboard.as_deref().map(serde_json::from_str) {
+            Some(Ok(keyboard)) => Some(keyboard),
+            Some(Err(error)) => {
+                tracing::warn!(%error, "Telegram: a keyboard in the outbox does not parse; sent without it");
                 None
             }
-        }
-    }
-
-    async fn try_send_html(
-        &self,
-        chat: i64,
-        html: String,
-        keyboard: Option<InlineKeyboardMarkup>,
-    ) -> Result<i64, TelegramError> {
-        let request = SendMessage {
-            chat_id: chat,
-            text: html,
-            parse_mode: Some(ParseMode::Html),
-            reply_markup: keyboard,
-            link_preview_options: Some(LinkPreviewOptions { is_disabled: true }),
+            None => None,
         };
-        self.paced(chat, || self.api.send_message(&request)).await.map(|message| message.message_id)
-    }
-
-    /// Runs a request to `chat` when its pacer allows, repeating it after a 429's `retry_after`.
-    async fn paced<T, F, Fut>(&self, chat: i64, request: F) -> Result<T, TelegramError>
-    where
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<T, TelegramError>>,
-    {
-        let pacer = Arc::clone(
-            self.pacers
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .entry(chat)
-                .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(Pace { next: Instant::now() }))),
-        );
-        let mut pace = pacer.lock().await;
-        let interval = Duration::from_millis(self.config.edit_interval_ms);
-        let mut attempts = 0;
-        loop {
-            tokio::time::sleep_until(pace.next).await;
-            match request().await {
-                Err(TelegramError::RateLimited { retry_after }) if attempts < MAX_RETRIES => {
-                    attempts += 1;
-                    tracing::info!(chat, ?retry_after, "Telegram: flood control; waiting as asked");
-                    pace.next = Instant::now() + retry_after;
-                }
-                outcome => {
-                    pace.next = Instant::now() + interval;
-                    return outcome;
-                }
-            }
+        let sent = |message_id: i64| Sent { message_id, text: item.text.clone(), keyboard: item.keyboard.clone() };
+        let Some(message_id) = item.message_id else {
+            let request = SendMessage {
+                chat_id: item.chat_id,
+                text: item.text.clone(),
+                parse_mode: Some(ParseMode::Html),
+                reply_markup: keyboard,
+                link_preview_options: Some(LinkPreviewOptions { is_disabled: true }),
+            };
+            return self.api.send_message(&request).await.map(|message| sent(message.message_id));
+        };
+        let outcome = if item.sent_text.as_deref() != Some(item.text.as_str()) {
+            let request = EditMessageText {
+                chat_id: item.chat_id,
+                message_id,
+                text: item.text.clone(),
+                parse_mode: Some(ParseMode::Html),
+                reply_markup: keyboard,
+                link_preview_options: Some(LinkPreviewOptions { is_disabled: true }),
+            };
+            self.api.edit_message_text(&request).await.map(|_| ())
+        } else {
+            let request = EditMessageReplyMarkup { chat_id: item.chat_id, message_id, reply_markup: keyboard };
+            self.api.edit_message_reply_markup(&request).await.map(|_| ())
+        };
+        match outcome {
+            Ok(()) => Ok(sent(message_id)),
+            // It shows this already (an edit that went through before its answer was lost).
+            Err(error) if error.is_not_modified() => Ok(sent(message_id)),
+            Err(error) => Err(error),
         }
     }
 }
 
-/// An answer as it streams into a chat: its text so far and the messages showing it.
-#[derive(Default)]
+/// What Telegram accepted for an outbox row.
+struct Sent {
+    message_id: i64,
+    text: String,
+    keyboard: Option<String>,
+}
+
+/// A waiting call as a message (see [`TelegramChannel::question`]).
+struct Question {
+    text: String,
+    keyboard: Option<InlineKeyboardMarkup>,
+    fallback: String,
+}
+
+/// An answer as it streams into a chat: its text so far, under an outbox slot of its own.
 struct Streamed {
     text: String,
-    /// (message id, the HTML it shows), in order.
-    sent: Vec<(i64, String)>,
+    /// Its messages are `answer:<key>:<piece>` in the outbox; new for every answer, so a later
+    /// answer never edits an earlier one's messages.
+    key: uuid::Uuid,
+    /// Whether it was written to the outbox yet (the first piece goes at once, later ones at
+    /// the chat's pace).
+    flushed: bool,
 }
 
-/// A waiting `ask_user` without options: a plain message answers it.
-fn is_open_question(call: &PendingCall) -> bool {
-    call.kind == PendingKind::Question
-        && call.tool_name == "ask_user"
-        && call.args.get("options").and_then(Value::as_array).is_none_or(|options| options.is_empty())
+impl Streamed {
+    fn new() -> Self {
+        Self { text: String::new(), key: uuid::Uuid::now_v7(), flushed: false }
+    }
+}
+
+fn question_slot(pending_id: i64) -> String {
+    format!("question:{pending_id}")
+}
+
+/// Telegram's words for an edit that can never succeed: the message is gone or too old.
+fn cannot_edit(description: &str) -> bool {
+    description.contains("message to edit not found") || description.contains("message can't be edited")
+}
+
+fn options_of(call: &PendingCall) -> Vec<&str> {
+    call.args.get("options").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
+}
+
+/// A waiting `ask_user`: a typed message answers it.
+fn is_question(call: &PendingCall) -> bool {
+    call.kind == PendingKind::Question && call.tool_name == "ask_user"
+}
+
+/// What a typed reply to `call` answers: the option it names by number or by text, else the
+/// words themselves.
+fn typed_answer(call: &PendingCall, text: &str) -> String {
+    let options = options_of(call);
+    let typed = text.trim();
+    if let Ok(number) = typed.trim_end_matches('.').parse::<usize>()
+        && let Some(option) = number.checked_sub(1).and_then(|index| options.get(index))
+    {
+        return (*option).to_owned();
+    }
+    options
+        .iter()
+        .find(|option| option.trim().eq_ignore_ascii_case(typed))
+        .map_or_else(|| text.to_owned(), |option| (*option).to_owned())
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

@@ -396,6 +396,15 @@ impl Store {
         self.conversation(id).await
     }
 
+    /// The session a conversation belongs to (None for one older than sessions).
+    pub async fn conversation_session_id(&self, id: &str) -> Result<Option<i64>, StoreError> {
+        let session: Option<Option<i64>> = sqlx::query_scalar("SELECT session_id FROM conversations WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await?;
+        session.ok_or_else(|| StoreError::ConversationNotFound(id.to_owned()))
+    }
+
     pub async fn conversation(&self, id: &str) -> Result<Conversation, StoreError> {
         conversation_in(&self.reader, id).await
     }

@@ -41,6 +41,7 @@ mod providers;
 pub mod schedules;
 mod sessions;
 pub mod state;
+pub mod telegram_outbox;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -72,6 +73,7 @@ pub use schedules::{
     Firing, NewSchedule, RunOutcome, Schedule, ScheduleAuthor, ScheduleConfig, ScheduleRun, ScheduleStatus, Timing,
 };
 pub use state::StateLimits;
+pub use telegram_outbox::OutboxItem;
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the
 /// rest (a bug, a full disk, a corrupt file) and is never shown in detail to an HTTP client.

@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 
 use crate::TelegramError;
 use crate::wire::{
-    AnswerCallbackQuery, ApiResponse, EditMessageReplyMarkup, EditMessageText, GetUpdates, Message, MessageOrTrue,
-    SendMessage, Update, User,
+    AnswerCallbackQuery, ApiResponse, EditMessageReplyMarkup, EditMessageText, GetUpdates, Incoming, Message,
+    MessageOrTrue, SendMessage, User,
 };
 
 /// Where and as whom to call the Bot API.
@@ -94,9 +94,14 @@ impl BotApi {
 
     /// Long polling: waits up to `request.timeout` seconds for updates after `offset - 1`, and
     /// confirms (Telegram forgets) every update before `offset`.
-    pub async fn get_updates(&self, request: &GetUpdates) -> Result<Vec<Update>, TelegramError> {
+    ///
+    /// Each update is decoded on its own: one Wright cannot read (a chat type a newer Bot API
+    /// added) is returned as [`Incoming::Undecodable`] with its id, so the caller can log it and
+    /// move past it instead of fetching the whole batch again forever.
+    pub async fn get_updates(&self, request: &GetUpdates) -> Result<Vec<Incoming>, TelegramError> {
         let timeout = self.request_timeout + Duration::from_secs(request.timeout);
-        self.call("getUpdates", request, timeout).await
+        let raw: Vec<serde_json::Value> = self.call("getUpdates", request, timeout).await?;
+        Ok(raw.into_iter().map(Incoming::decode).collect())
     }
 
     pub async fn send_message(&self, request: &SendMessage) -> Result<Message, TelegramError> {

@@ -6,8 +6,9 @@
 //!
 //! With the `testing` feature, [`testing::FakeBotApi`] is a Bot API server on 127.0.0.1 that
 //! answers as strictly as Telegram does: unknown tokens, chats and messages, entities that do
-//! not parse, messages too long, edits that change nothing, and flood control with
-//! `retry_after`.
+//! not parse, messages too long, edits that change nothing, flood control with `retry_after`,
+//! callback queries answered too late ("query is too old"), and outages (502s, refused
+//! connections).
 //!
 //! Invariants: this crate knows nothing of runs, stores or HTTP serving (a leaf, like the LLM
 //! adapters); the bot token never appears in an error or a log line; every message text this

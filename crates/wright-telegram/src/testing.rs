@@ -9,14 +9,18 @@
 //! - an empty text, or one over 4096 characters once parsed: `Bad Request: message is too long`;
 //! - `callback_data` over 64 bytes: `Bad Request: BUTTON_DATA_INVALID`;
 //! - an edit of a message that does not exist, is not the bot's, or would not change;
-//! - a callback query answered twice or unknown;
+//! - a callback query answered twice or unknown, or later than Telegram's deadline (~15 s after
+//!   the press: "query is too old");
+//! - a keyboard button without text (`BUTTON_TEXT_EMPTY`);
 //! - flood control: more than `per_chat_per_second` messages and edits in one chat within a
 //!   second answer 429 with `retry_after`, and every request to that chat before the wait is
 //!   over is refused again and counted as a violation (a client that respects `retry_after` has
 //!   none);
 //! - two getUpdates at once: the earlier ends with 409 `Conflict: terminated by other getUpdates
 //!   request`;
-//! - an outage ([`FakeBotApi::set_down`]): 502 with an HTML page, as Telegram's front end answers.
+//! - outages ([`FakeBotApi::set_outage`], also after a number of accepted messages with
+//!   [`FakeBotApi::outage_after`]): 502 with an HTML page, as Telegram's front end answers, or
+//!   connections refused — new ones closed at once, open keep-alive ones reset on their next use.
 //!
 //! A test plays the person: [`FakeBotApi::send_text`] queues a message update,
 //! [`FakeBotApi::press`] a button press on a message the bot sent; it reads what the bot did
@@ -51,12 +55,26 @@ pub struct FakeLimits {
     pub per_chat_per_second: usize,
     /// What a 429 tells the client to wait, seconds.
     pub retry_after_secs: u64,
+    /// How long after a press its callback query may still be answered; later answers are
+    /// refused "query is too old" (Telegram's deadline is about 15 s; never set it longer).
+    pub callback_answer_deadline: Duration,
 }
 
 impl Default for FakeLimits {
     fn default() -> Self {
-        Self { per_chat_per_second: 20, retry_after_secs: 1 }
+        Self { per_chat_per_second: 20, retry_after_secs: 1, callback_answer_deadline: Duration::from_secs(15) }
     }
+}
+
+/// How the fake is unreachable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Outage {
+    #[default]
+    None,
+    /// Every request answered 502 with an HTML page (Telegram's front end, API down).
+    BadGateway,
+    /// No connection: new ones are closed at once, open ones reset on their next use.
+    Refused,
 }
 
 /// A message in a chat, as the fake keeps it.
@@ -123,20 +141,30 @@ struct ChatRate {
 struct FakeState {
     snapshot: Snapshot,
     users: HashMap<i64, User>,
-    updates: VecDeque<Update>,
+    /// As sent: JSON, so a test can queue an update Wright's types do not know.
+    updates: VecDeque<Value>,
     next_update_id: i64,
     next_message_id: HashMap<i64, i64>,
-    /// Callback query ids not answered yet.
-    open_queries: HashMap<String, i64>,
+    /// Callback query ids not answered yet, with when the press happened.
+    open_queries: HashMap<String, Instant>,
     next_query: u64,
     rates: HashMap<i64, ChatRate>,
     /// Chats whose next request gets a 429 (set by a test).
     forced_waits: HashMap<i64, u64>,
     /// Bumped by every getUpdates, so an earlier one waiting learns it was superseded.
     poll_generation: u64,
-    /// An outage: every request is answered as Telegram's front end does when the API is down
-    /// (502 with an HTML page, not the Bot API's JSON).
-    down: bool,
+    /// An outage now (see [`Outage`]).
+    outage: Outage,
+    /// An outage that begins once this many more messages and edits were accepted.
+    outage_after: Option<(usize, Outage)>,
+    /// The outage that begins with the next request (after the last accepted one's answer
+    /// has gone out: a refused connection must not swallow it).
+    outage_next: Option<Outage>,
+    /// A 429 with this `retry_after` (seconds) once this many more were accepted.
+    rate_limit_after: Option<(usize, u64)>,
+    /// Every keyboard refused with this description (a test of what Wright does when
+    /// Telegram refuses one, for whatever reason).
+    refuse_keyboards: Option<String>,
 }
 
 struct Shared {
@@ -177,6 +205,7 @@ impl FakeBotApi {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let url = format!("http://{}", listener.local_addr().expect("local address"));
         let app = Router::new().route("/{bot}/{method}", axum::routing::post(handle)).with_state(Arc::clone(&shared));
+        let listener = GatedListener { inner: listener, shared: Arc::clone(&shared) };
         let server = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {
                 tracing::warn!(%error, "fake Bot API stopped");
@@ -266,7 +295,7 @@ impl FakeBotApi {
             );
             state.next_query += 1;
             let query_id = format!("{}{:08}", from.id, state.next_query);
-            state.open_queries.insert(query_id.clone(), from.id);
+            state.open_queries.insert(query_id.clone(), Instant::now());
             let query = CallbackQuery {
                 id: query_id.clone(),
                 from: from.clone(),
@@ -286,9 +315,50 @@ impl FakeBotApi {
         query_id
     }
 
-    /// Starts or ends an outage (see [`FakeBotApi`]'s module notes).
+    /// Starts or ends a 502 outage (see [`Outage::BadGateway`]).
     pub fn set_down(&self, down: bool) {
-        self.shared.state().down = down;
+        self.set_outage(if down { Outage::BadGateway } else { Outage::None });
+    }
+
+    /// Starts (or, with [`Outage::None`], ends) an outage.
+    pub fn set_outage(&self, outage: Outage) {
+        let mut state = self.shared.state();
+        state.outage = outage;
+        state.outage_after = None;
+        state.outage_next = None;
+    }
+
+    /// An outage begins once `messages` more messages and edits have been accepted: a test
+    /// places it mid-answer without racing the bot.
+    pub fn outage_after(&self, messages: usize, outage: Outage) {
+        self.shared.state().outage_after = Some((messages, outage));
+    }
+
+    /// The chat is told to wait `seconds` (429) once `messages` more messages and edits to it
+    /// have been accepted: a long flood wait placed mid-answer.
+    pub fn rate_limit_after(&self, messages: usize, seconds: u64) {
+        self.shared.state().rate_limit_after = Some((messages, seconds));
+    }
+
+    /// From now on every message or edit with a keyboard is refused with `description`
+    /// (None: keyboards are checked as usual again).
+    pub fn refuse_keyboards(&self, description: Option<&str>) {
+        self.shared.state().refuse_keyboards = description.map(str::to_owned);
+    }
+
+    /// Queues an update given as JSON (built from its update id), as Telegram would send it —
+    /// also one Wright's types do not know. Returns the update's id.
+    pub fn push_raw_update(&self, build: impl FnOnce(i64) -> Value) -> i64 {
+        let update_id = {
+            let mut state = self.shared.state();
+            state.next_update_id += 1;
+            let update_id = state.next_update_id;
+            state.updates.push_back(build(update_id));
+            state.snapshot.pending_updates = state.updates.len();
+            update_id
+        };
+        self.shared.changed.notify_waiters();
+        update_id
     }
 
     /// The next request to `chat` is answered 429 with `retry_after = seconds`.
@@ -346,7 +416,7 @@ fn next_message_id(state: &mut FakeState, chat: i64) -> i64 {
 fn push_update(state: &mut FakeState, build: impl FnOnce(i64) -> Update) -> i64 {
     state.next_update_id += 1;
     let update_id = state.next_update_id;
-    state.updates.push_back(build(update_id));
+    state.updates.push_back(serde_json::to_value(build(update_id)).unwrap_or(Value::Null));
     state.snapshot.pending_updates = state.updates.len();
     update_id
 }
@@ -370,7 +440,20 @@ async fn handle(
     Path((bot, method)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    if shared.state().down {
+    let outage = {
+        let mut state = shared.state();
+        if let Some(outage) = state.outage_next.take() {
+            state.outage = outage;
+        }
+        state.outage
+    };
+    if outage == Outage::Refused {
+        // Read before the outage began; its answer cannot go out (the stream is reset).
+        shared.state().snapshot.refusals.push("connection reset".to_owned());
+        shared.changed.notify_waiters();
+        return StatusCode::BAD_GATEWAY.into_response();
+    }
+    if outage == Outage::BadGateway {
         shared.state().snapshot.refusals.push(format!("{method}: 502 Bad Gateway"));
         shared.changed.notify_waiters();
         let page = "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>";
@@ -426,7 +509,7 @@ async fn get_updates(shared: &Arc<Shared>, body: Value) -> Response {
         state.poll_generation += 1;
         state.snapshot.polls += 1;
         if let Some(offset) = request.offset {
-            state.updates.retain(|update| update.update_id >= offset);
+            state.updates.retain(|update| update["update_id"].as_i64().is_none_or(|id| id >= offset));
             state.snapshot.pending_updates = state.updates.len();
         }
         state.poll_generation
@@ -452,9 +535,9 @@ async fn get_updates(shared: &Arc<Shared>, body: Value) -> Response {
                 );
             }
             let limit = request.limit.unwrap_or(100).clamp(1, 100) as usize;
-            let ready: Vec<Update> = state.updates.iter().take(limit).cloned().collect();
+            let ready: Vec<Value> = state.updates.iter().take(limit).cloned().collect();
             if !ready.is_empty() {
-                return ok(serde_json::to_value(ready).unwrap_or(Value::Null));
+                return ok(Value::Array(ready));
             }
         }
         if tokio::time::timeout_at(deadline, changed).await.is_err() {
@@ -491,6 +574,21 @@ fn admit(shared: &Shared, state: &mut FakeState, chat: i64) -> Result<(), Refusa
         return Err((429, format!("Too Many Requests: retry after {seconds}"), Some(seconds)));
     }
     rate.recent.push_back(now);
+    if let Some((left, seconds)) = state.rate_limit_after.take() {
+        if left <= 1 {
+            state.forced_waits.insert(chat, seconds);
+        } else {
+            state.rate_limit_after = Some((left - 1, seconds));
+        }
+    }
+    if let Some((left, outage)) = state.outage_after.take() {
+        // This request is accepted and answered; the outage begins with the next one.
+        if left <= 1 {
+            state.outage_next = Some(outage);
+        } else {
+            state.outage_after = Some((left - 1, outage));
+        }
+    }
     Ok(())
 }
 
@@ -537,6 +635,14 @@ fn check_text(
     Ok(visible)
 }
 
+/// The refusal a test asked for, when the request carries a keyboard.
+fn refuse_keyboard(state: &FakeState, markup: Option<&InlineKeyboardMarkup>) -> Result<(), Refusal> {
+    match (&state.refuse_keyboards, markup) {
+        (Some(description), Some(markup)) if !markup.inline_keyboard.is_empty() => Err(bad(description)),
+        _ => Ok(()),
+    }
+}
+
 fn send_message(shared: &Shared, body: Value) -> Result<Response, Refusal> {
     let request: SendMessage = parse(body)?;
     let mut state = shared.state();
@@ -548,6 +654,7 @@ fn send_message(shared: &Shared, body: Value) -> Result<Response, Refusal> {
         return Err((403, "Forbidden: bot can't initiate conversation with a user".to_owned(), None));
     }
     let visible = check_text(&request.text, request.parse_mode, request.reply_markup.as_ref())?;
+    refuse_keyboard(&state, request.reply_markup.as_ref())?;
     admit(shared, &mut state, request.chat_id)?;
     let message_id = next_message_id(&mut state, request.chat_id);
     state.snapshot.chats.entry(request.chat_id).or_default().push(ChatMessage {
@@ -582,6 +689,7 @@ fn edit_message_text(shared: &Shared, body: Value) -> Result<Response, Refusal> 
         return Err(bad("chat not found"));
     };
     let visible = check_text(&request.text, request.parse_mode, request.reply_markup.as_ref())?;
+    refuse_keyboard(&state, request.reply_markup.as_ref())?;
     let existing = state
         .snapshot
         .messages(request.chat_id)
@@ -652,9 +760,105 @@ fn answer_callback_query(shared: &Shared, body: Value) -> Result<Response, Refus
     if request.text.as_ref().is_some_and(|text| text.chars().count() > 200) {
         return Err(bad("MESSAGE_TOO_LONG"));
     }
-    if state.open_queries.remove(&request.callback_query_id).is_none() {
-        return Err(bad("query is too old and response timeout expired or query ID is invalid"));
+    let too_old = || bad("query is too old and response timeout expired or query ID is invalid");
+    let pressed = state.open_queries.remove(&request.callback_query_id).ok_or_else(too_old)?;
+    if pressed.elapsed() > shared.limits.callback_answer_deadline {
+        return Err(too_old());
     }
     state.snapshot.callback_answers.push(request);
     Ok(ok(Value::Bool(true)))
+}
+
+/// The fake's listener: while [`Outage::Refused`], a new connection is closed at once and an
+/// open one fails on its next read or write, as when nothing listens at Telegram's address.
+struct GatedListener {
+    inner: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl GatedListener {
+    fn refused(shared: &Shared) -> bool {
+        shared.state().outage == Outage::Refused
+    }
+}
+
+impl axum::serve::Listener for GatedListener {
+    type Io = GatedStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let (stream, address) = axum::serve::Listener::accept(&mut self.inner).await;
+            if Self::refused(&self.shared) {
+                self.shared.state().snapshot.refusals.push("connection refused".to_owned());
+                self.shared.changed.notify_waiters();
+                drop(stream);
+                continue;
+            }
+            return (GatedStream { inner: stream, shared: Arc::clone(&self.shared) }, address);
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A connection that breaks while the fake refuses connections.
+struct GatedStream {
+    inner: tokio::net::TcpStream,
+    shared: Arc<Shared>,
+}
+
+impl GatedStream {
+    fn check(&self) -> std::io::Result<()> {
+        if GatedListener::refused(&self.shared) {
+            self.shared.state().snapshot.refusals.push("connection reset".to_owned());
+            self.shared.changed.notify_waiters();
+            return Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the fake refuses connections"));
+        }
+        Ok(())
+    }
+}
+
+impl tokio::io::AsyncRead for GatedStream {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+        buffer: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if let Err(error) = this.check() {
+            return std::task::Poll::Ready(Err(error));
+        }
+        std::pin::Pin::new(&mut this.inner).poll_read(context, buffer)
+    }
+}
+
+impl tokio::io::AsyncWrite for GatedStream {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+        bytes: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if let Err(error) = this.check() {
+            return std::task::Poll::Ready(Err(error));
+        }
+        std::pin::Pin::new(&mut this.inner).poll_write(context, bytes)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_flush(context)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_shutdown(context)
+    }
 }

@@ -45,6 +45,36 @@ pub struct Update {
     pub callback_query: Option<CallbackQuery>,
 }
 
+/// One element of getUpdates' answer, decoded on its own.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    Update(Box<Update>),
+    /// An update that does not fit Wright's types (a kind of chat or field a newer Bot API
+    /// sends). `update_id` when the element has one, so the poller can move past it.
+    Undecodable {
+        update_id: Option<i64>,
+        error: String,
+    },
+}
+
+impl Incoming {
+    pub fn decode(value: serde_json::Value) -> Incoming {
+        let update_id = value.get("update_id").and_then(serde_json::Value::as_i64);
+        match serde_json::from_value::<Update>(value) {
+            Ok(update) => Incoming::Update(Box::new(update)),
+            Err(error) => Incoming::Undecodable { update_id, error: error.to_string() },
+        }
+    }
+
+    /// The update's id, when it has one.
+    pub fn update_id(&self) -> Option<i64> {
+        match self {
+            Incoming::Update(update) => Some(update.update_id),
+            Incoming::Undecodable { update_id, .. } => *update_id,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct User {
     pub id: i64,

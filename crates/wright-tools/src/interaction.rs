@@ -160,7 +160,9 @@ pub(crate) struct RenderBlocksArgs {
 pub(crate) struct AskUserArgs {
     /// The question to ask.
     question: String,
-    /// Optional list of choices; shown as buttons instead of a free-text input.
+    /// Optional list of choices; shown as buttons instead of a free-text input. Each choice
+    /// needs visible text: a blank one would be a button with no label, which Telegram refuses.
+    #[schemars(inner(length(min = 1), regex(pattern = r"\S")))]
     options: Option<Vec<String>>,
 }
 

@@ -138,7 +138,7 @@ impl HttpServer {
 #[tokio::test]
 async fn stdio_server_lists_calls_and_starts_with_an_empty_environment() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[("GREETING", "hello")]))]);
-    let clients = McpClients::start(config(servers), no_http()).unwrap();
+    let clients = McpClients::start(config(servers), no_http(), wright_core::Redactor::default()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
 
     let tools = clients.tools();
@@ -175,7 +175,12 @@ async fn stdio_server_lists_calls_and_starts_with_an_empty_environment() {
 #[tokio::test]
 async fn a_result_too_large_is_refused_and_a_slow_call_times_out() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients = McpClients::start(McpConfig { call_timeout_ms: 2_000, ..config(servers) }, no_http()).unwrap();
+    let clients = McpClients::start(
+        McpConfig { call_timeout_ms: 2_000, ..config(servers) },
+        no_http(),
+        wright_core::Redactor::default(),
+    )
+    .unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
 
     // The SDK sends a str result twice (a text block and structuredContent), so N bytes of
@@ -195,7 +200,7 @@ async fn a_result_too_large_is_refused_and_a_slow_call_times_out() {
 #[tokio::test]
 async fn a_server_that_dies_mid_call_is_reported_its_tools_disappear_and_it_comes_back() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients = McpClients::start(config(servers), no_http()).unwrap();
+    let clients = McpClients::start(config(servers), no_http(), wright_core::Redactor::default()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
     let mut changes = clients.changes();
     changes.borrow_and_update();
@@ -226,7 +231,12 @@ async fn a_server_that_cannot_start_is_retried_with_backoff() {
         env: BTreeMap::new(),
         cwd: None,
     };
-    let clients = McpClients::start(config(BTreeMap::from([("gone".to_owned(), missing)])), no_http()).unwrap();
+    let clients = McpClients::start(
+        config(BTreeMap::from([("gone".to_owned(), missing)])),
+        no_http(),
+        wright_core::Redactor::default(),
+    )
+    .unwrap();
     until(
         &clients,
         "two failures",
@@ -242,7 +252,7 @@ async fn a_server_that_cannot_start_is_retried_with_backoff() {
 #[tokio::test]
 async fn tool_lists_refresh_on_list_changed_over_stdio() {
     let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
-    let clients = McpClients::start(config(servers), no_http()).unwrap();
+    let clients = McpClients::start(config(servers), no_http(), wright_core::Redactor::default()).unwrap();
     until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
     assert!(!names(&clients).contains(&"mcp__py__added_later".to_owned()));
 
@@ -264,7 +274,12 @@ async fn streamable_http_server_lists_calls_changes_and_dies() {
         headers: BTreeMap::from([("x-wright-test".to_owned(), "1".to_owned())]),
     };
     let gate = TableGate::admitting(&server.url, None, LOOPBACK);
-    let clients = McpClients::start(config(BTreeMap::from([("web".to_owned(), http)])), gate.clone()).unwrap();
+    let clients = McpClients::start(
+        config(BTreeMap::from([("web".to_owned(), http)])),
+        gate.clone(),
+        wright_core::Redactor::default(),
+    )
+    .unwrap();
     until(&clients, "the HTTP server", |clients| !clients.tools().is_empty()).await;
     assert_eq!(clients.status()[0].transport, "http");
     // Judged before each connection attempt (the first ones may have found no server yet),
@@ -302,7 +317,12 @@ async fn an_http_server_the_gate_refuses_is_never_reached_and_reported_with_the_
     let port = free_port();
     let _server = HttpServer::start(port);
     let http = McpServerConfig::Http { url: format!("http://127.0.0.1:{port}/mcp"), headers: BTreeMap::new() };
-    let clients = McpClients::start(config(BTreeMap::from([("web".to_owned(), http)])), no_http()).unwrap();
+    let clients = McpClients::start(
+        config(BTreeMap::from([("web".to_owned(), http)])),
+        no_http(),
+        wright_core::Redactor::default(),
+    )
+    .unwrap();
     until(&clients, "the refusal", |clients| matches!(clients.status()[0].state, ServerState::Down { .. })).await;
     let ServerState::Down { error, .. } = clients.status()[0].state.clone() else { unreachable!() };
     assert!(error.contains("is not in the test's table"), "{error}");
@@ -317,7 +337,9 @@ async fn a_named_http_server_is_reached_only_at_the_addresses_the_gate_admitted(
     let url = format!("http://mcp-server.wright-test:{port}/mcp");
     let http = McpServerConfig::Http { url: url.clone(), headers: BTreeMap::new() };
     let gate = TableGate::admitting(&url, Some("mcp-server.wright-test"), LOOPBACK);
-    let clients = McpClients::start(config(BTreeMap::from([("named".to_owned(), http)])), gate).unwrap();
+    let clients =
+        McpClients::start(config(BTreeMap::from([("named".to_owned(), http)])), gate, wright_core::Redactor::default())
+            .unwrap();
     until(&clients, "the named server", |clients| !clients.tools().is_empty()).await;
     let result = clients.call("mcp__named__echo", json!({"text": "pinned"})).await.unwrap();
     assert_eq!(text(&result), "pinned");
@@ -327,7 +349,9 @@ async fn a_named_http_server_is_reached_only_at_the_addresses_the_gate_admitted(
     let url = format!("http://localhost:{port}/mcp");
     let http = McpServerConfig::Http { url: url.clone(), headers: BTreeMap::new() };
     let gate = TableGate::admitting(&url, Some("elsewhere.wright-test"), LOOPBACK);
-    let clients = McpClients::start(config(BTreeMap::from([("other".to_owned(), http)])), gate).unwrap();
+    let clients =
+        McpClients::start(config(BTreeMap::from([("other".to_owned(), http)])), gate, wright_core::Redactor::default())
+            .unwrap();
     // (rmcp's error says only "error sending request"; that the server answering at
     // localhost is never reached is what shows the system's resolution was not asked.)
     until(
@@ -375,4 +399,18 @@ fn stdio_server_named(command: &str) -> McpServerConfig {
 /// The config as the server's TOML would give it (same serde model; JSON is what's at hand).
 fn toml_like(text: &str) -> McpConfig {
     serde_json::from_str(text).unwrap()
+}
+
+/// Issue 33 item 7: a server that quotes a configured secret back — in a result or in an
+/// error — hands Wright the text with the secret redacted.
+#[tokio::test]
+async fn a_secret_a_server_quotes_back_is_redacted() {
+    const SECRET: &str = "sk-proj-QUOTED-BACK-5678";
+    let servers = BTreeMap::from([("py".to_owned(), stdio_server(&[]))]);
+    let redactor = wright_core::Redactor::new([SECRET]);
+    let clients = McpClients::start(config(servers), no_http(), redactor).unwrap();
+    until(&clients, "the stdio server", |clients| !clients.tools().is_empty()).await;
+    let result = clients.call("mcp__py__echo", json!({"text": format!("the key is {SECRET}")})).await.unwrap();
+    assert_eq!(text(&result), "the key is [redacted]", "{result}");
+    assert!(!result.to_string().contains(SECRET), "{result}");
 }

@@ -331,14 +331,10 @@ async fn found(state: &AppState, id: &str) -> Result<Connection, ApiError> {
     }
 }
 
-/// The provider's error as a person reads it, with the key blanked out wherever the
-/// provider echoed it.
-fn provider_message(error: &LlmError, connection: &Connection) -> String {
-    let message = error.to_string();
-    match connection.api_key.as_deref().filter(|key| key.len() >= 4) {
-        Some(key) => message.replace(key, "[key]"),
-        None => message,
-    }
+/// The provider's error as a person reads it. The connection already redacted the key it sent
+/// (`Connection::list_models`); every other configured secret goes too.
+fn provider_message(error: &LlmError, state: &AppState) -> String {
+    state.redactor.redact(&error.to_string())
 }
 
 /// Makes a real, small request (the provider's model list) and says what the provider said.
@@ -353,7 +349,7 @@ pub async fn test_connection(
     let connection = found(&state, &id).await?;
     Ok(Json(match connection.list_models(PROVIDER_TIMEOUT).await {
         Ok(models) => TestView { ok: true, model_count: Some(models.len()), error: None },
-        Err(error) => TestView { ok: false, model_count: None, error: Some(provider_message(&error, &connection)) },
+        Err(error) => TestView { ok: false, model_count: None, error: Some(provider_message(&error, &state)) },
     }))
 }
 
@@ -365,9 +361,10 @@ pub async fn test_connection(
 )]
 pub async fn list_models(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<ModelsView>, ApiError> {
     let connection = found(&state, &id).await?;
-    let models = connection.list_models(PROVIDER_TIMEOUT).await.map_err(|error| {
-        ApiError::new(StatusCode::BAD_GATEWAY, "provider_error", provider_message(&error, &connection))
-    })?;
+    let models = connection
+        .list_models(PROVIDER_TIMEOUT)
+        .await
+        .map_err(|error| ApiError::new(StatusCode::BAD_GATEWAY, "provider_error", provider_message(&error, &state)))?;
     let models =
         models.into_iter().map(|model| ModelView { id: model.id, context_window: model.context_window }).collect();
     Ok(Json(ModelsView { models }))
@@ -465,23 +462,4 @@ pub async fn clear_agent_model(
 ) -> Result<Json<OkView>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
     Ok(Json(OkView { ok: state.store.clear_model_choice(&ChoiceTarget::Agent(agent.as_str().to_owned())).await? }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_key_the_provider_echoes_in_its_error_is_blanked_out() {
-        let connection = Connection {
-            kind: ConnectionKind::Openai,
-            base_url: None,
-            api_key: Some("sk-proj-SECRET-abcd".to_owned()),
-        };
-        let error = LlmError::Authentication(Box::new(wright_llm::ErrorInfo::new(
-            "Incorrect API key provided: sk-proj-SECRET-abcd.",
-        )));
-        let message = provider_message(&error, &connection);
-        assert_eq!(message, "authentication failed: Incorrect API key provided: [key].");
-    }
 }

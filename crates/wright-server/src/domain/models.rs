@@ -52,6 +52,10 @@ pub struct Models {
     problem: Option<String>,
     env: ProviderEnv,
     settings: Option<Settings>,
+    /// Every configured secret, shared with each provider built here so its errors are
+    /// redacted where they are made (the environment's keys from the start; the access token,
+    /// the Telegram token and `secrets.json` join when the app opens).
+    redactor: wright_core::Redactor,
 }
 
 /// A provider of the environment, shown as a read-only connection.
@@ -64,7 +68,13 @@ pub struct EnvConnection {
     pub connection: Connection,
 }
 
-fn configured(config: &ProviderConfig, context_window: Option<u32>) -> Result<ConfiguredModel, LlmError> {
+fn configured(
+    config: &ProviderConfig,
+    context_window: Option<u32>,
+    redactor: &wright_core::Redactor,
+) -> Result<ConfiguredModel, LlmError> {
+    let mut config = config.clone();
+    config.redactor = redactor.clone();
     let provider = config.build()?;
     Ok(ConfiguredModel {
         model: Arc::new(ProviderModel(provider)),
@@ -90,21 +100,25 @@ impl Models {
 
     /// One model for every agent (tests against a fake provider).
     pub fn single(config: &ProviderConfig) -> Result<Self, LlmError> {
-        Ok(Self { default: Some(configured(config, None)?), ..Self::default() })
+        let redactor = wright_core::Redactor::default();
+        Ok(Self { default: Some(configured(config, None, &redactor)?), redactor, ..Self::default() })
     }
 
     /// From the environment and `[models]`; a local Ollama is probed only when nothing else
     /// is configured.
     pub async fn from_environment(env: &ProviderEnv, per_agent: &BTreeMap<String, String>) -> Self {
-        let mut models = Self { env: env.clone(), ..Self::default() };
+        let redactor = wright_core::Redactor::new(
+            [&env.openai_api_key, &env.anthropic_api_key, &env.gemini_api_key].into_iter().flatten(),
+        );
+        let mut models = Self { env: env.clone(), redactor: redactor.clone(), ..Self::default() };
         match config_from_env(env) {
-            Ok(config) => match configured(&config, None) {
+            Ok(config) => match configured(&config, None, &redactor) {
                 Ok(model) => models.default = Some(model),
                 Err(error) => models.problem = Some(error.to_string()),
             },
             Err(error) => {
                 let nothing_set = env.wright_model.is_none() && env.ollama_host.is_none();
-                match local_ollama(nothing_set).await {
+                match local_ollama(nothing_set, &redactor).await {
                     Some(model) => models.default = Some(model),
                     // Nothing configured is not a problem to report, only a hint to give.
                     None if is_nothing_configured(&error) => {}
@@ -115,7 +129,7 @@ impl Models {
         for (agent, choice) in per_agent {
             let mut agent_env = env.clone();
             agent_env.wright_model = Some(choice.clone());
-            match config_from_env(&agent_env).and_then(|config| configured(&config, None)) {
+            match config_from_env(&agent_env).and_then(|config| configured(&config, None, &redactor)) {
                 Ok(model) => {
                     models.per_agent.insert(agent.clone(), model);
                 }
@@ -167,7 +181,13 @@ impl Models {
         let mut config = found.provider_config(&choice.model, tool_calls);
         // `WRIGHT_TEMPERATURE` is the machine's choice for every model, chosen here or not.
         config.temperature = self.env.temperature().map_err(|error| cannot(error.to_string()))?;
-        configured(&config, choice.context_window).map_err(|error| cannot(error.to_string()))
+        configured(&config, choice.context_window, &self.redactor).map_err(|error| cannot(error.to_string()))
+    }
+
+    /// The secrets every provider of these models redacts from its errors (shared: a secret
+    /// added later is redacted by providers built before).
+    pub fn redactor(&self) -> &wright_core::Redactor {
+        &self.redactor
     }
 
     /// The hint shown when no model is configured, with the environment's problem first when
@@ -264,14 +284,14 @@ fn env_connections(env: &ProviderEnv) -> Vec<EnvConnection> {
 }
 
 /// The first model of an Ollama on its default address, if one answers quickly.
-async fn local_ollama(probe: bool) -> Option<ConfiguredModel> {
+async fn local_ollama(probe: bool, redactor: &wright_core::Redactor) -> Option<ConfiguredModel> {
     if !probe {
         return None;
     }
     let host = wright_llm::DEFAULT_OLLAMA_HOST;
     let names = wright_llm::ollama_models(host, Duration::from_millis(300)).await.ok()?;
     let first = names.first()?;
-    configured(&wright_llm::ollama_config(host, first), None).ok()
+    configured(&wright_llm::ollama_config(host, first), None, redactor).ok()
 }
 
 /// The provider variables of the environment, read here, in the binary, once.

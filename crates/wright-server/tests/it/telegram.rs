@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wright_llm::ProviderKind;
-use wright_llm::testing::{FakeProvider, Turn};
-use wright_telegram::testing::{ChatMessage, FakeBotApi, FakeLimits, Snapshot};
+use wright_llm::testing::{FakeCall, FakeProvider, Turn};
+use wright_telegram::testing::{ChatMessage, FakeBotApi, FakeLimits, Outage, Snapshot};
 use wright_telegram::wire::User;
 
 const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
@@ -29,13 +29,18 @@ struct Installation {
 
 impl Installation {
     fn new(bot: &FakeBotApi, extra_config: &str) -> Self {
+        Self::paced(bot, 150, extra_config)
+    }
+
+    /// With `edit_interval_ms` (150 in most tests; Telegram's own pace is about a second).
+    fn paced(bot: &FakeBotApi, edit_interval_ms: u64, extra_config: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let clock = dir.path().join("clock");
         std::fs::write(
             dir.path().join("config.toml"),
             format!(
                 "[telegram]\napi_base_url = \"{}\"\nallowed_user_ids = [{OWNER}]\npoll_timeout_secs = 1\n\
-                 edit_interval_ms = 150\ncanvas_url = \"http://wright.example\"\n\n\
+                 edit_interval_ms = {edit_interval_ms}\ncanvas_url = \"http://wright.example\"\n\n\
                  [schedules]\ntick_ms = 50\n{extra_config}",
                 bot.url()
             ),
@@ -307,6 +312,11 @@ async fn a_button_press_resumes_a_paused_run_once_and_a_restart_in_between_loses
     let buttons = question.buttons();
     assert_eq!(buttons.iter().map(|(label, _)| label.as_str()).collect::<Vec<_>>(), ["Oslo", "Rome"]);
 
+    // The outbox is at least once: a kill between Telegram's answer and its record would send
+    // the question again. A reply that follows it shows it was recorded.
+    let before = bot_count(&bot);
+    bot.send_text(&ada, "/help");
+    bot_says(&bot, before, "/newsession").await;
     // The server dies with the question open; a message sent meanwhile waits in Telegram.
     drop(server);
     let server = installation.serve(&fake);
@@ -341,15 +351,15 @@ async fn a_button_press_resumes_a_paused_run_once_and_a_restart_in_between_loses
         .await;
     assert_eq!(status, 409);
     // The buttons went when the answer came; a client that still shows them gets "already".
-    assert!(
-        bot.snapshot()
+    bot.wait_for("the answered question's buttons to go", WAIT, |snapshot| {
+        snapshot
             .bot_messages(OWNER)
             .iter()
             .find(|message| message.message_id == question.message_id)
-            .unwrap()
-            .buttons()
-            .is_empty()
-    );
+            .is_some_and(|message| message.buttons().is_empty())
+            .then_some(())
+    })
+    .await;
 
     // Killed again; a message sent while it is down is read when it is back.
     drop(server);
@@ -541,4 +551,239 @@ async fn a_question_without_options_takes_the_next_message_and_an_approval_is_a_
     let detail = server.get(&format!("/api/conversations/{conversation}")).await;
     let users = detail["events"].as_array().unwrap().iter().filter(|event| event["kind"] == "user").count();
     assert_eq!(users, 1, "the answer was not a new message: {detail}");
+}
+
+/// The whole text the bot shows in the owner's chat, message after message.
+fn shown(snapshot: &Snapshot) -> String {
+    from_bot(snapshot).iter().map(|message| message.text.as_str()).collect::<Vec<_>>().join("\n")
+}
+
+/// A long answer, then a question with buttons, in one model turn.
+fn answer_then_question(lines: usize) -> (String, Turn) {
+    // Words that do not repeat: the loop stops a reply that loops on itself.
+    let answer: String = (0..lines)
+        .map(|line| {
+            let words: Vec<String> = (0..16).map(|word| format!("w{line}x{word}")).collect();
+            format!("Line {line}: {}\n", words.join(" "))
+        })
+        .collect();
+    let turn = Turn::ToolCalls {
+        text: answer.clone(),
+        calls: vec![FakeCall::new("ask_user", json!({"question": "Which city?", "options": ["Oslo", "Rome"]}))],
+    };
+    (answer, turn)
+}
+
+fn assert_every_line_once(snapshot: &Snapshot, lines: usize) {
+    let shown = shown(snapshot);
+    for line in 0..lines {
+        let found = shown.matches(&format!("Line {line}: ")).count();
+        assert_eq!(found, 1, "line {line} shown {found} times in {shown}");
+    }
+}
+
+/// Issue 33 item 1: Telegram answers 502 from just after the first piece of an answer until
+/// the bot has tried several times; afterwards the chat has the whole answer and the question.
+#[tokio::test]
+async fn an_outage_mid_answer_loses_nothing_and_the_question_arrives() {
+    let bot = bot().await;
+    let (_, turn) = answer_then_question(24);
+    let fake = FakeProvider::start(vec![turn, Turn::text("Rome it is.")]).await;
+    let installation = Installation::new(&bot, "");
+    let server = installation.serve(&fake);
+    let ada = owner(&bot);
+    bot.outage_after(1, Outage::BadGateway);
+    bot.send_text(&ada, "tell me everything");
+    // The outage outlasts the answer: the run has streamed it all and asked its question.
+    server
+        .until("the run to wait for the answer", async |server| {
+            let conversations = server.conversations().await;
+            (conversations.first()?["status"] == "waiting").then_some(())
+        })
+        .await;
+    let tries = |snapshot: &Snapshot| {
+        snapshot
+            .refusals
+            .iter()
+            .filter(|refusal| !refusal.starts_with("getUpdates") && refusal.ends_with("502 Bad Gateway"))
+            .count()
+    };
+    let before = tries(&bot.snapshot());
+    bot.wait_for("the bot to try again during the outage", WAIT, |snapshot| {
+        (tries(snapshot) >= before + 2).then_some(())
+    })
+    .await;
+    bot.set_outage(Outage::None);
+    let question = bot_says(&bot, 0, "Which city?").await;
+    bot_says(&bot, 0, "Line 23: ").await;
+    assert_every_line_once(&bot.snapshot(), 24);
+    let rome = question.buttons()[1].1.clone();
+    bot.press(&ada, question.message_id, &rome);
+    bot_says(&bot, 0, "Rome it is.").await;
+}
+
+/// Issue 33 item 1: connections refused mid-answer, and the server killed during the outage;
+/// the next process sends what the outbox still owes and shows the open question again.
+#[tokio::test]
+async fn a_restart_during_an_outage_resumes_the_outbox() {
+    let bot = bot().await;
+    let (_, turn) = answer_then_question(24);
+    let fake = FakeProvider::start(vec![turn]).await;
+    let installation = Installation::new(&bot, "");
+    let server = installation.serve(&fake);
+    let ada = owner(&bot);
+    bot.outage_after(1, Outage::Refused);
+    bot.send_text(&ada, "tell me everything");
+    server
+        .until("the run to wait for the answer", async |server| {
+            let conversations = server.conversations().await;
+            (conversations.first()?["status"] == "waiting").then_some(())
+        })
+        .await;
+    // Tries that fail against refused connections (the follower wrote the outbox long before).
+    bot.wait_for("the bot to try again during the outage", WAIT, |snapshot| {
+        (snapshot.refusals.iter().filter(|refusal| refusal.starts_with("connection")).count() >= 3).then_some(())
+    })
+    .await;
+    drop(server);
+    bot.set_outage(Outage::None);
+    let _server = installation.serve(&fake);
+    bot_says(&bot, 0, "Which city?").await;
+    bot_says(&bot, 0, "Line 23: ").await;
+    assert_every_line_once(&bot.snapshot(), 24);
+}
+
+/// Issue 33 item 2: a stranger sends twenty messages, then the owner asks for help and presses a
+/// button, at Telegram's own pace (about a message a second per chat). The stranger is told
+/// once; the owner's press is answered within Telegram's deadline (the fake refuses a later
+/// answer, "query is too old"); a press removes the buttons with one edit, none "not modified".
+#[tokio::test]
+async fn a_stranger_flood_holds_up_neither_the_owners_press_nor_help() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![
+        Turn::tool_call("ask_user", json!({"question": "Which city?", "options": ["Oslo", "Rome"]})),
+        Turn::text("Rome it is."),
+    ])
+    .await;
+    let installation = Installation::paced(&bot, 1100, "");
+    let _server = installation.serve(&fake);
+    let ada = owner(&bot);
+    bot.send_text(&ada, "plan a trip");
+    let question = bot_says(&bot, 0, "Which city?").await;
+    let stranger = bot.user(99, "Mallory");
+    for index in 0..20 {
+        bot.send_text(&stranger, &format!("let me in {index}"));
+    }
+    bot.send_text(&ada, "/help");
+    let rome = question.buttons()[1].1.clone();
+    bot.press(&ada, question.message_id, &rome);
+    bot_says(&bot, 0, "/codefailures").await;
+    bot_says(&bot, 0, "Rome it is.").await;
+    let snapshot = bot.snapshot();
+    assert!(
+        snapshot.callback_answers.iter().any(|answer| answer.text.as_deref() == Some("✓ Rome")),
+        "the press was answered in time: {:?}",
+        snapshot.refusals
+    );
+    assert!(!snapshot.refusals.iter().any(|refusal| refusal.contains("query is too old")), "{:?}", snapshot.refusals);
+    assert!(!snapshot.refusals.iter().any(|refusal| refusal.contains("not modified")), "{:?}", snapshot.refusals);
+    assert_eq!(snapshot.bot_messages(99).len(), 1, "the stranger is told once: {:?}", snapshot.bot_messages(99));
+    assert!(installation.log().contains("refused a user who is not in [telegram] allowed_user_ids"));
+}
+
+/// Issue 33 item 3: when Telegram refuses a question's keyboard (for whatever reason), the
+/// question is asked in plain text, and a typed number answers it.
+#[tokio::test]
+async fn a_refused_keyboard_becomes_a_plain_text_question_that_a_reply_answers() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![
+        Turn::tool_call("ask_user", json!({"question": "Which city?", "options": ["Oslo", "Rome"]})),
+        Turn::text("Rome it is."),
+    ])
+    .await;
+    let installation = Installation::new(&bot, "");
+    let _server = installation.serve(&fake);
+    let ada = owner(&bot);
+    bot.refuse_keyboards(Some("BUTTON_DATA_INVALID"));
+    bot.send_text(&ada, "plan a trip");
+    let question = bot_says(&bot, 0, "Which city?").await;
+    assert!(question.buttons().is_empty(), "{question:?}");
+    assert!(question.text.contains("1. Oslo") && question.text.contains("2. Rome"), "{}", question.text);
+    bot.send_text(&ada, "2");
+    bot_says(&bot, 0, "Rome it is.").await;
+    let result = fake.requests()[1].body["messages"].to_string();
+    assert!(result.contains("Rome"), "{result}");
+}
+
+/// Issue 33 item 4: an update with a chat type Wright does not know is skipped and logged;
+/// the owner's message after it is answered.
+#[tokio::test]
+async fn an_update_wright_cannot_read_is_skipped_and_the_next_is_answered() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![]).await;
+    let installation = Installation::new(&bot, "");
+    let _server = installation.serve(&fake);
+    let ada = owner(&bot);
+    bot.push_raw_update(|update_id| {
+        json!({"update_id": update_id, "message": {"message_id": 1, "date": 1,
+            "chat": {"id": -1001, "type": "business_lounge"}, "text": "hello"}})
+    });
+    bot.send_text(&ada, "/help");
+    bot_says(&bot, 0, "/newsession").await;
+    assert!(installation.log().contains("skipped an update Wright cannot read"), "{}", installation.log());
+    // Its next poll confirms both (Telegram forgets what is before the offset).
+    bot.wait_for("the poller to move past both updates", WAIT, |snapshot| {
+        (snapshot.pending_updates == 0).then_some(())
+    })
+    .await;
+}
+
+/// Issue 33 item 5: a long flood wait (429) right after the first piece of a long answer. The
+/// first message is edited to its full text afterwards — no stale copy beside a second one.
+#[tokio::test]
+async fn after_a_long_flood_wait_the_first_message_is_edited_not_sent_again() {
+    let bot = bot().await;
+    let lines = 200;
+    let answer: String = (0..lines).map(|line| format!("Line {line}: about item {line}, and why.\n")).collect();
+    let fake = FakeProvider::start(vec![Turn::text(answer)]).await;
+    let installation = Installation::new(&bot, "");
+    let _server = installation.serve(&fake);
+    let ada = owner(&bot);
+    bot.rate_limit_after(1, 4);
+    bot.send_text(&ada, "the long one please");
+    bot_says(&bot, 0, &format!("Line {}: ", lines - 1)).await;
+    let snapshot = bot.snapshot();
+    assert_every_line_once(&snapshot, lines);
+    assert!(from_bot(&snapshot)[0].edits >= 1, "the first message was edited: {:?}", from_bot(&snapshot)[0]);
+    assert_eq!(snapshot.violations, 0, "{:?}", snapshot.refusals);
+}
+
+/// Issue 33 item 6: after the daily division the next Telegram message starts a new
+/// conversation in the new session, as the canvas does.
+#[tokio::test]
+async fn after_the_daily_division_the_next_message_starts_a_new_conversation() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![Turn::text("Good morning."), Turn::text("A new day.")]).await;
+    let installation = Installation::new(&bot, "");
+    let server = installation.serve(&fake);
+    let ada = owner(&bot);
+    bot.send_text(&ada, "hello");
+    bot_says(&bot, 0, "Good morning.").await;
+    installation.set_time("2026-11-25T06:00:00Z");
+    bot.send_text(&ada, "hello again");
+    bot_says(&bot, 0, "A new day.").await;
+    let conversations = server.conversations().await;
+    assert_eq!(conversations.len(), 2, "{conversations:?}");
+    let sessions = server.get("/api/agents/default/sessions").await;
+    assert_eq!(sessions.as_array().unwrap().len(), 2, "{sessions}");
+    let newest = conversations.iter().find(|conversation| conversation["id"] != conversations[1]["id"]).unwrap();
+    let detail = server.get(&format!("/api/conversations/{}", newest["id"].as_str().unwrap())).await;
+    let texts: Vec<&str> = detail["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["kind"] == "user")
+        .filter_map(|event| event["text"].as_str())
+        .collect();
+    assert!(texts == ["hello again"] || texts == ["hello"], "{texts:?}");
 }

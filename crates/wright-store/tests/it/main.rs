@@ -578,3 +578,49 @@ async fn tool_settings_are_unset_until_written_then_replaced() {
     let missing = AgentId::parse("nobody").unwrap();
     assert!(matches!(store.set_tool_settings(&missing, &settings).await, Err(StoreError::AgentNotFound(_))));
 }
+
+mod telegram_outbox {
+    use super::*;
+
+    /// A row is pending exactly while Telegram does not show what it says; a later write of the
+    /// same slot supersedes one never sent; an answer for an older text leaves the row pending.
+    #[tokio::test]
+    async fn a_later_write_supersedes_and_only_differences_are_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir).await;
+        store.outbox_put(7, "answer:a:0", "Hel", None, None).await.unwrap();
+        store.outbox_put(7, "answer:a:0", "Hello", None, None).await.unwrap();
+        store.outbox_put(7, "question:1", "Which?", Some("[[1]]"), Some("Which? (reply)")).await.unwrap();
+        let pending = store.outbox_pending(7).await.unwrap();
+        assert_eq!(pending.iter().map(|item| item.text.as_str()).collect::<Vec<_>>(), ["Hello", "Which?"]);
+        assert!(store.outbox_pending(8).await.unwrap().is_empty());
+        assert_eq!(store.outbox_chats().await.unwrap(), [7]);
+
+        // Sent, then changed before the answer was recorded: still pending, with the new text.
+        let answer = &pending[0];
+        store.outbox_put(7, "answer:a:0", "Hello world", None, None).await.unwrap();
+        store.outbox_sent(answer.id, 41, "Hello", None).await.unwrap();
+        let again = store.outbox_pending(7).await.unwrap();
+        assert_eq!((again[0].text.as_str(), again[0].message_id), ("Hello world", Some(41)));
+        store.outbox_sent(answer.id, 41, "Hello world", None).await.unwrap();
+        // The same text again changes nothing: no edit Telegram would call "not modified".
+        store.outbox_put(7, "answer:a:0", "Hello world", None, None).await.unwrap();
+        assert_eq!(store.outbox_pending(7).await.unwrap().len(), 1, "only the question is left");
+
+        // The keyboard refused: the fallback shows without buttons; removing buttons later is nothing.
+        let question = store.outbox_pending(7).await.unwrap().remove(0);
+        store.outbox_without_keyboard(question.id).await.unwrap();
+        let fallback = store.outbox_pending(7).await.unwrap().remove(0);
+        assert_eq!((fallback.text.as_str(), fallback.keyboard.as_deref()), ("Which? (reply)", None));
+        store.outbox_sent(fallback.id, 42, "Which? (reply)", None).await.unwrap();
+        store.outbox_set_keyboard(7, "question:1", None).await.unwrap();
+        assert!(store.outbox_pending(7).await.unwrap().is_empty());
+
+        // A message that can no longer be edited is sent anew; settled rows are pruned.
+        store.outbox_forget_message(fallback.id).await.unwrap();
+        assert_eq!(store.outbox_pending(7).await.unwrap()[0].message_id, None);
+        store.outbox_failed(fallback.id, "Forbidden: bot was blocked by the user").await.unwrap();
+        assert!(store.outbox_chats().await.unwrap().is_empty());
+        assert_eq!(store.outbox_prune(i64::MAX).await.unwrap(), 2);
+    }
+}

@@ -5,8 +5,8 @@ use std::time::Duration;
 use serde_json::Value;
 use wright_telegram::testing::{FakeBotApi, FakeLimits};
 use wright_telegram::wire::{
-    AnswerCallbackQuery, ApiResponse, EditMessageText, GetUpdates, InlineKeyboardButton, InlineKeyboardMarkup, Message,
-    ParseMode, SendMessage, Update,
+    AnswerCallbackQuery, ApiResponse, EditMessageText, GetUpdates, Incoming, InlineKeyboardButton,
+    InlineKeyboardMarkup, Message, ParseMode, SendMessage, Update,
 };
 use wright_telegram::{BotApi, MESSAGE_LIMIT, TelegramError, format};
 
@@ -66,15 +66,11 @@ async fn the_fake_answers_in_the_recorded_shapes_and_refuses_what_telegram_refus
     let updates =
         api.get_updates(&GetUpdates { offset: None, limit: None, timeout: 0, allowed_updates: None }).await.unwrap();
     assert_eq!(updates.len(), 1);
-    assert_eq!(updates[0].message.as_ref().unwrap().entities.as_ref().unwrap()[0].kind, "bot_command");
+    let Incoming::Update(update) = &updates[0] else { panic!("{updates:?}") };
+    assert_eq!(update.message.as_ref().unwrap().entities.as_ref().unwrap()[0].kind, "bot_command");
     // Confirming with a higher offset forgets them.
     let next = api
-        .get_updates(&GetUpdates {
-            offset: Some(updates[0].update_id + 1),
-            limit: None,
-            timeout: 0,
-            allowed_updates: None,
-        })
+        .get_updates(&GetUpdates { offset: Some(update.update_id + 1), limit: None, timeout: 0, allowed_updates: None })
         .await
         .unwrap();
     assert!(next.is_empty());
@@ -153,4 +149,30 @@ fn every_rendered_message_fits_the_fakes_checks() {
         let parsed = wright_telegram::entities::parse_html(&message).unwrap();
         assert!(parsed.utf16_len() <= MESSAGE_LIMIT);
     }
+}
+
+/// Issue 33 item 4: an update Wright's types do not know (a chat type a newer Bot API sends)
+/// is returned on its own as undecodable, with its id; the updates around it still decode.
+#[tokio::test]
+async fn an_update_that_does_not_decode_is_returned_alone_with_its_id() {
+    let (fake, api) = fake().await;
+    let person = fake.user(42, "Ada");
+    fake.send_text(&person, "before");
+    let odd = fake.push_raw_update(|update_id| {
+        serde_json::json!({"update_id": update_id, "message": {"message_id": 9, "date": 1,
+            "chat": {"id": -100, "type": "business_lounge"}, "text": "hi"}})
+    });
+    fake.send_text(&person, "after");
+    let updates =
+        api.get_updates(&GetUpdates { offset: None, limit: None, timeout: 0, allowed_updates: None }).await.unwrap();
+    assert_eq!(updates.len(), 3, "{updates:?}");
+    assert!(matches!(&updates[1], Incoming::Undecodable { update_id: Some(id), .. } if *id == odd), "{updates:?}");
+    let texts: Vec<&str> = updates
+        .iter()
+        .filter_map(|incoming| match incoming {
+            Incoming::Update(update) => update.message.as_ref()?.text.as_deref(),
+            Incoming::Undecodable { .. } => None,
+        })
+        .collect();
+    assert_eq!(texts, ["before", "after"]);
 }

@@ -463,6 +463,23 @@ mod interaction {
         assert_eq!(error.category().as_str(), "invalid_arguments");
     }
 
+    /// Issue 33 item 3: a blank option is refused by the schema, before the call pauses — a
+    /// keyboard with a label-less button is refused by Telegram, and the question never shows.
+    #[tokio::test]
+    async fn ask_user_refuses_a_blank_option_in_its_schema() {
+        let fixture = Fixture::new().await;
+        for blank in ["", "   "] {
+            let error =
+                fixture.call("ask_user", json!({"question": "Which?", "options": ["Oslo", blank]})).await.unwrap_err();
+            assert_eq!(error.category().as_str(), "invalid_arguments", "{blank:?}: {error}");
+        }
+        let error = fixture.call("ask_user", json!({"question": "Which?", "options": ["Oslo", "Rome"]})).await;
+        assert!(
+            error.unwrap_err().to_string().contains("only be called by the agent during a conversation"),
+            "real options pass the schema"
+        );
+    }
+
     #[test]
     fn pausing_calls_are_checked_beyond_their_schema() {
         use wright_tools::check_pausing_call;
@@ -1056,6 +1073,7 @@ mod mcp {
         McpClients::start(
             McpConfig { servers: BTreeMap::from([("py".to_owned(), server)]), ..McpConfig::default() },
             wright_tools::egress_gate(&egress),
+            wright_core::Redactor::default(),
         )
         .unwrap()
     }
@@ -1087,7 +1105,7 @@ mod mcp {
             retry_max_ms: 1_000,
             ..McpConfig::default()
         };
-        McpClients::start(config, wright_tools::egress_gate(egress)).unwrap()
+        McpClients::start(config, wright_tools::egress_gate(egress), wright_core::Redactor::default()).unwrap()
     }
 
     async fn until(clients: &McpClients, what: &str, check: impl Fn(&McpClients) -> bool) {
