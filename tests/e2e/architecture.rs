@@ -36,9 +36,7 @@ fn manifests() -> BTreeMap<String, BTreeSet<String>> {
 /// The code map's rows: crate → the crates in its "depends on" column.
 fn code_map() -> BTreeMap<String, BTreeSet<String>> {
     let architecture = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
-    let ticked = |cell: &str| -> BTreeSet<String> {
-        cell.split('`').skip(1).step_by(2).map(str::to_owned).collect()
-    };
+    let ticked = |cell: &str| -> BTreeSet<String> { cell.split('`').skip(1).step_by(2).map(str::to_owned).collect() };
     architecture
         .lines()
         .filter(|line| line.starts_with("| `wright-"))

@@ -68,6 +68,11 @@ pub trait Model: Send + Sync {
     fn context_window(&self) -> BoxFuture<'_, Option<usize>> {
         Box::pin(async { None })
     }
+
+    /// What the model's server says of itself (for choosing the model's profile).
+    fn server_facts(&self) -> BoxFuture<'_, wright_llm::ServerFacts> {
+        Box::pin(async { wright_llm::ServerFacts::default() })
+    }
 }
 
 /// The conversation, as the loop sees it; the server implements it over the store and the

@@ -63,4 +63,8 @@ impl Model for ProviderModel {
     fn context_window(&self) -> BoxFuture<'_, Option<usize>> {
         Box::pin(async move { self.0.context_window().await.and_then(|tokens| usize::try_from(tokens).ok()) })
     }
+
+    fn server_facts(&self) -> BoxFuture<'_, wright_llm::ServerFacts> {
+        self.0.server_facts()
+    }
 }

@@ -208,7 +208,7 @@ impl ProviderConfig {
         let label = format!("{}/{}", self.kind.as_str(), self.model);
         let provider = HttpProvider::new(label, client, wire, self.retry.clone());
         Ok(match self.kind {
-            ProviderKind::OpenaiCompatible => provider.probing_context_window(base, self.model.clone()),
+            ProviderKind::OpenaiCompatible => provider.probing_server(base, self.model.clone()),
             _ => provider,
         })
     }

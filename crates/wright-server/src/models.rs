@@ -61,6 +61,8 @@ fn configured(config: &ProviderConfig, context_window: Option<u32>) -> Result<Co
         kind: config.kind.as_str().to_owned(),
         name: config.model.clone(),
         context_window,
+        base_url: config.base_url.clone(),
+        temperature: config.temperature,
     })
 }
 

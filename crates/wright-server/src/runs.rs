@@ -23,6 +23,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use wright_agent::profile::{ModelFacts, ProfileOverride};
 use wright_agent::{
     ContextMemory, Finish, LoopConfig, Model, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
 };
@@ -49,6 +50,40 @@ pub struct ConfiguredModel {
     /// Tokens the model takes, where the person said (the provider's list, or by hand); the
     /// run compacts history to fit it.
     pub context_window: Option<u32>,
+    /// Where its requests go, when configured (a local server's address).
+    pub base_url: Option<String>,
+    /// The temperature the machine set for every model (`WRIGHT_TEMPERATURE`).
+    pub temperature: Option<f32>,
+}
+
+impl ConfiguredModel {
+    /// The profile this model gets (see wright-agent's `profile`): chosen from what its server
+    /// says, with `[model_profiles]` (by model name, or `provider/model`) and
+    /// `WRIGHT_TEMPERATURE` on top.
+    pub async fn profile(
+        &self,
+        overrides: &BTreeMap<String, ProfileOverride>,
+        base: &LoopConfig,
+    ) -> wright_agent::profile::ChosenProfile {
+        let facts = ModelFacts {
+            provider: self.kind.clone(),
+            model: self.name.clone(),
+            base_url: self.base_url.clone(),
+            server: self.model.server_facts().await,
+        };
+        let over = overrides
+            .get(&format!("{}/{}", self.kind, self.name))
+            .or_else(|| overrides.get(&self.name))
+            .cloned()
+            .unwrap_or_default();
+        let set_in_file = over.temperature.is_some();
+        let mut chosen = wright_agent::profile::choose(&facts, &over, base);
+        if let Some(temperature) = self.temperature.filter(|_| !set_in_file) {
+            chosen.settings.temperature = Some(temperature);
+            chosen.reasons.push(format!("WRIGHT_TEMPERATURE sets temperature {temperature}"));
+        }
+        chosen
+    }
 }
 
 /// The loop's settings for a model: compaction starts before the history outgrows the model's
@@ -89,6 +124,8 @@ pub struct Runs {
     runs_config: RunsConfig,
     /// `[agents.<id>.tools]` from config.toml: an agent's tool settings until the API sets them.
     configured_tools: BTreeMap<String, ToolSettings>,
+    /// `[model_profiles]` from config.toml.
+    profiles: BTreeMap<String, ProfileOverride>,
     owner: RunOwner,
     /// Runs this process is running, by conversation. Held only to insert, remove or look up,
     /// never across an await.
@@ -118,6 +155,7 @@ impl Runs {
             config,
             runs_config,
             configured_tools: BTreeMap::new(),
+            profiles: BTreeMap::new(),
             owner,
             active: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
@@ -126,6 +164,17 @@ impl Runs {
     }
 
     /// The agents' tool settings from config.toml (`[agents.<id>.tools]`).
+    /// Uses `[model_profiles]` from config.toml.
+    pub fn with_profiles(mut self, profiles: BTreeMap<String, ProfileOverride>) -> Self {
+        self.profiles = profiles;
+        self
+    }
+
+    /// The profile `model` gets, with the loop settings of this installation.
+    pub async fn profile_of(&self, model: &ConfiguredModel) -> wright_agent::profile::ChosenProfile {
+        model.profile(&self.profiles, &self.config).await
+    }
+
     pub fn with_configured_tools(mut self, configured_tools: BTreeMap<String, ToolSettings>) -> Self {
         self.configured_tools = configured_tools;
         self
@@ -417,7 +466,8 @@ impl Runs {
                 owner: runs.owner.id().to_owned(),
                 toolsets: tool_settings.toolsets.clone(),
             };
-            let loop_config = fitted_to(&runs.config, model.context_window);
+            let profile = runs.profile_of(&model).await;
+            let loop_config = fitted_to(&profile.apply(&runs.config), model.context_window);
             let context = RunContext {
                 agent: &agent,
                 conversation_id: &conversation_id,

@@ -96,6 +96,11 @@ impl<'a> Run<'a> {
     ) -> Result<Self, AgentError> {
         let config = context.config;
         let window = model.context_window().await.or(config.context_window);
+        // The profile's budget may only narrow the window, never widen it.
+        let window = match (window, config.context_budget) {
+            (Some(window), Some(budget)) => Some(window.min(budget)),
+            (window, budget) => window.or(budget),
+        };
         let view = ModelView::of(transcript.events().await.map_err(stored)?);
         let system = system_for(transcript, &view).await?;
         let mut run = Self {

@@ -98,7 +98,7 @@ impl Run<'_> {
             system,
             tools,
             offered,
-            temperature: next.temperature,
+            temperature: next.temperature.or(self.config.temperature),
             max_output_tokens: self.max_output_tokens,
             require_tool_call,
             withheld: next.withhold,
