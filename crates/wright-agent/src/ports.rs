@@ -24,6 +24,12 @@ pub struct ModelRequest<'a> {
     pub max_output_tokens: Option<u32>,
     /// The reply must call one of `tools` (see [`LoopConfig::require_first_call`]).
     pub require_tool_call: bool,
+    /// Said after the history and never stored: the current time and what the policy adds
+    /// for this turn. Everything before it (system, tools, history) only grows from one turn
+    /// to the next, so a server's prompt cache holds; this changes and comes last. Empty:
+    /// nothing to add. Sent with the person's last message when the history ends with it,
+    /// else as a message of its own (see [`ProviderModel`](crate::ProviderModel)).
+    pub tail: String,
 }
 
 /// A tool call as the model made it. Arguments that were not valid JSON keep their raw text,

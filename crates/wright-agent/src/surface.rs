@@ -9,8 +9,9 @@
 //!
 //! Invariants: a tool of a toolset that is off is never offered nor run; a tool of an enabled
 //! toolset that was not loaded still runs when called (loading only decides what the model
-//! is told); the surface changes only when a tool is loaded, so a server's prompt cache holds
-//! between the other turns of a run.
+//! is told); the catalogue and `load_tools` are the same in every request of an agent (a
+//! loaded tool keeps its line), and the tools sent change only when one is loaded, so a
+//! server's prompt cache holds across the turns of a run and the conversations of an agent.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -39,19 +40,24 @@ pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &BTreeS
     if settings.loading == ToolLoading::All {
         return Surface { offered: enabled.cloned().collect(), catalogue: String::new() };
     }
-    let (sent, rest): (Vec<&ToolSpec>, Vec<&ToolSpec>) =
-        enabled.partition(|spec| loaded.contains(&spec.name) || settings.always_loaded.contains(&spec.name));
-    let mut offered: Vec<ToolSpec> = sent.into_iter().cloned().collect();
-    if rest.is_empty() {
+    let enabled: Vec<&ToolSpec> = enabled.collect();
+    let always = |spec: &ToolSpec| settings.always_loaded.contains(&spec.name);
+    let mut offered: Vec<ToolSpec> =
+        enabled.iter().filter(|spec| loaded.contains(&spec.name) || always(spec)).map(|spec| (*spec).clone()).collect();
+    // The catalogue lists every tool that is not always sent, loaded in this run or not: it
+    // is then the same in every request of an agent (a loaded tool's line stays), so the
+    // system message is a prefix the server caches across turns and conversations.
+    let catalogued: Vec<&ToolSpec> = enabled.iter().copied().filter(|spec| !always(spec)).collect();
+    if catalogued.is_empty() {
         return Surface { offered: offered.into(), catalogue: String::new() };
     }
-    let names: Vec<&str> = rest.iter().map(|spec| spec.name.as_str()).collect();
+    let names: Vec<&str> = catalogued.iter().map(|spec| spec.name.as_str()).collect();
     offered.push(load_tools_spec(&names));
     let mut catalogue = format!(
-        "## More tools\nThese tools are available but not loaded. To use one, call {LOAD_TOOLS} with its name \
-         (several at once if you need them), then call it.\n"
+        "## More tools\nThese tools are available; those not among your functions yet must be loaded first: call \
+         {LOAD_TOOLS} with the name (several at once if you need them), then call it.\n"
     );
-    for spec in rest {
+    for spec in catalogued {
         catalogue.push_str(&format!("- {}: {}\n", spec.name, first_sentence(&spec.description)));
     }
     Surface { offered: offered.into(), catalogue: catalogue.trim_end().to_owned() }
@@ -329,11 +335,14 @@ mod tests {
         );
         let second = surface(&all(), &settings, &loaded);
         assert_eq!(names(&second), ["get_state", "set_state", LOAD_TOOLS]);
+        // The catalogue and the meta-tool do not change as tools load: they stay cached.
+        assert_eq!(second.catalogue, first.catalogue);
+        assert_eq!(second.offered[2], first.offered[1]);
 
         load(&json!({"names": ["my_tool"]}), &all(), &settings, &mut loaded);
         let third = surface(&all(), &settings, &loaded);
-        assert_eq!(names(&third), ["get_state", "set_state", "my_tool"], "nothing left to load: no meta-tool");
-        assert!(third.catalogue.is_empty());
+        assert_eq!(names(&third), ["get_state", "set_state", "my_tool", LOAD_TOOLS]);
+        assert_eq!(third.catalogue, first.catalogue);
     }
 
     #[test]

@@ -475,6 +475,7 @@ impl Runs {
                 config: &loop_config,
                 tool_settings: &tool_settings,
                 cancel: &cancel,
+                local_time: Some(runs.store.local_time_line()),
             };
             let outcome =
                 AssertUnwindSafe(wright_agent::run(model.model.as_ref(), &transcript, context)).catch_unwind().await;

@@ -22,7 +22,7 @@ use self::request::Prepared;
 use self::view::ModelView;
 use crate::AgentError;
 use crate::config::{CHARS_PER_TOKEN, LoopConfig};
-use crate::context::system_message;
+use crate::context::{SystemText, system_text};
 use crate::dispatch::{CallSite, run_approved};
 use crate::policy::{
     NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail, without_repeats,
@@ -38,6 +38,10 @@ pub struct RunContext<'a> {
     /// The agent's toolsets and how their schemas are sent (read when the run starts).
     pub tool_settings: &'a ToolSettings,
     pub cancel: &'a CancellationToken,
+    /// Now, as the person reads it (`Friday 2026-11-27 16:04, time zone Europe/Berlin
+    /// (UTC+01:00)`): said at the end of every request, where it does not break the cached
+    /// prefix. The loop has no clock of its own.
+    pub local_time: Option<String>,
 }
 
 /// Runs the loop until the model is done, a call parks, the turn limit is reached, the model
@@ -70,7 +74,9 @@ struct Run<'a> {
     view: ModelView,
     /// The system message, read at the start of a run and again when the conversation is
     /// compacted (seed 002: a mid-conversation edit of the prompt reaches the context then).
-    system: String,
+    system: SystemText,
+    /// The current time as the person reads it, said after the history of every request.
+    local_time: Option<String>,
     /// The settings this run uses: switched to on-demand loading when every schema would not fit.
     settings: ToolSettings,
     /// The request's room in the model's window, in characters, with room for the answer;
@@ -118,6 +124,7 @@ impl<'a> Run<'a> {
             policy: Policy::standard(),
             view,
             system,
+            local_time: context.local_time.clone(),
             settings: context.tool_settings.clone(),
             budget_chars: window
                 .map(|tokens| tokens.saturating_sub(config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN)),
@@ -300,10 +307,10 @@ fn stored(error: String) -> AgentError {
 }
 
 /// The system message, read fresh from the store, with the view's compaction summary.
-async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<String, AgentError> {
+async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<SystemText, AgentError> {
     let mut parts = transcript.system_parts().await.map_err(stored)?;
     parts.earlier_summary = view.summary.clone();
-    Ok(system_message(&parts))
+    Ok(system_text(&parts))
 }
 
 #[cfg(test)]

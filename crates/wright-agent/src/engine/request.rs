@@ -1,5 +1,6 @@
 //! Preparing one request: the tool surface fitted into the window (fewer schemas first, then
-//! compaction), the system message with what the policy added, and the sampling settings.
+//! compaction), the system message, what is said after the history (the time, what the policy
+//! added for this turn), and the sampling settings.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -17,6 +18,8 @@ use crate::surface::{best_first, surface};
 /// One request, ready to send.
 pub(super) struct Prepared {
     system: String,
+    /// Said after the history (the time, the policy's notes for this turn).
+    tail: String,
     /// The specs sent, in the order sent.
     tools: Arc<[ToolSpec]>,
     /// The specs offered (what text-call recovery and loading go by).
@@ -40,15 +43,17 @@ impl Prepared {
             temperature: self.temperature,
             max_output_tokens: self.max_output_tokens,
             require_tool_call: self.require_tool_call,
+            tail: self.tail.clone(),
         }
     }
 }
 
-/// The tool part of one request: the specs, what the system message says besides (the
-/// catalogue, or `limit_reached`), and their size in characters.
+/// The tool part of one request: the specs, the catalogue for the system message, what the
+/// end of the request says (`limit_reached`), and their size in characters.
 struct Fitted {
     offered: Arc<[ToolSpec]>,
-    system_addition: String,
+    catalogue: String,
+    tail: String,
     chars: usize,
 }
 
@@ -78,24 +83,34 @@ impl Run<'_> {
         }
         let withholding = tools_enabled && !next.withhold.is_empty();
         let withheld_note = if withholding { withheld_note(&next.withhold) } else { String::new() };
-        let mut sections = vec![self.system.as_str(), fitted.system_addition.as_str()];
-        sections.extend(next.note.as_deref());
+        // What changes from one turn to the next goes after the history, so the system
+        // message and the tools stay a prefix the server has cached.
+        let time = self.local_time.as_ref().map(|now| format!("[Now: {now}]")).unwrap_or_default();
+        let mut tail = vec![time.as_str(), fitted.tail.as_str()];
+        tail.extend(next.note.as_deref());
         if turns_left && next.answer_now {
-            sections.push(ANSWER_NOTE);
+            tail.push(ANSWER_NOTE);
         }
-        sections.push(&withheld_note);
+        tail.push(&withheld_note);
+        let tail = tail.into_iter().filter(|section| !section.is_empty()).collect::<Vec<_>>().join("\n\n");
         let mut offered = fitted.offered;
         if withholding {
             offered = offered.iter().filter(|spec| !next.withhold.contains(&spec.name)).cloned().collect();
         }
-        let system = sections.into_iter().filter(|section| !section.is_empty()).collect::<Vec<_>>().join("\n\n");
+        let system = self.system.with(&fitted.catalogue);
         let require_tool_call = next.require_call && tools_enabled;
+        // Best-fitting tools first on every turn of a run that may be held to a call (the
+        // request, and so the order, is the same all run long): a weak model held to the
+        // grammar takes the first alternative, and a stable order keeps the cached prefix.
         let tools = match last_request(&self.view.history) {
-            Some(request) if require_tool_call => best_first(&offered, &self.settings, request),
+            Some(request) if self.config.require_first_call && tools_enabled => {
+                best_first(&offered, &self.settings, request)
+            }
             _ => Arc::clone(&offered),
         };
         Ok(Prepared {
             system,
+            tail,
             tools,
             offered,
             temperature: next.temperature.or(self.config.temperature),
@@ -109,7 +124,8 @@ impl Run<'_> {
 
     /// Whether a request with `fitted` would not fit the window.
     fn over(&self, fitted: &Fitted) -> bool {
-        self.budget_chars.is_some_and(|budget| self.system.len() + fitted.chars + self.view.chars > budget)
+        let system = self.system.fixed.len() + self.system.changing.len();
+        self.budget_chars.is_some_and(|budget| system + fitted.chars + self.view.chars > budget)
     }
 }
 
@@ -123,8 +139,8 @@ fn fit(
     if !tools_enabled {
         // Without tools because the turns are used up, or for an answer asked for (said
         // by the loop).
-        let system_addition = if turns_left { String::new() } else { limit_reached(config.max_tool_turns) };
-        return Fitted { offered: Arc::default(), chars: system_addition.len(), system_addition };
+        let tail = if turns_left { String::new() } else { limit_reached(config.max_tool_turns) };
+        return Fitted { offered: Arc::default(), catalogue: String::new(), chars: tail.len(), tail };
     }
     let surface = surface(all_tools, settings, loaded);
     let chars = surface.catalogue.len()
@@ -133,7 +149,7 @@ fn fit(
             .iter()
             .map(|spec| spec.name.len() + spec.description.len() + spec.parameters.to_string().len())
             .sum::<usize>();
-    Fitted { offered: surface.offered, system_addition: surface.catalogue, chars }
+    Fitted { offered: surface.offered, catalogue: surface.catalogue, tail: String::new(), chars }
 }
 
 /// What a request that withholds the tools of repeated calls adds to the system message.

@@ -105,7 +105,7 @@ pub(crate) fn last_request(history: &[Event]) -> Option<&str> {
 /// What the next request adds to what it would carry anyway.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct NextRequest {
-    /// A section for the system message, after the tool catalogue.
+    /// A note said after the history (never in the system message: that stays cached).
     pub(crate) note: Option<String>,
     /// Sampling temperature instead of the configured one.
     pub(crate) temperature: Option<f32>,
