@@ -230,7 +230,6 @@ async fn main() {
             config: &config,
             tool_settings: &tool_settings,
             cancel: &cancel,
-            local_time: None,
         };
         let started = Instant::now();
         run(&model, &transcript, context).await.unwrap();

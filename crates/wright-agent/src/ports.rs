@@ -88,6 +88,13 @@ pub trait Transcript: Send + Sync {
     fn system_parts(&self) -> BoxFuture<'_, Result<SystemParts, String>>;
     /// Every stored event, in order.
     fn events(&self) -> BoxFuture<'_, Result<Vec<Event>, String>>;
+    /// When each of the person's messages was sent, as they read it, by the event's `seq`
+    /// (`Friday 2026-11-27 16:04, time zone Europe/Berlin (UTC+01:00)`). Each message is sent
+    /// to the model with its own time: the model knows the date and time, and a message's text
+    /// as sent never changes, so a server's prompt cache holds across runs. None by default.
+    fn sent_at(&self) -> BoxFuture<'_, Result<std::collections::BTreeMap<i64, String>, String>> {
+        Box::pin(async { Ok(std::collections::BTreeMap::new()) })
+    }
     /// Stores events in order and returns them numbered.
     fn append(&self, events: Vec<NewEvent>) -> BoxFuture<'_, Result<Vec<Event>, String>>;
     /// Records a call that waits for the person, with what the canvas will render for it.

@@ -475,7 +475,6 @@ impl Runs {
                 config: &loop_config,
                 tool_settings: &tool_settings,
                 cancel: &cancel,
-                local_time: Some(runs.store.local_time_line()),
             };
             let outcome =
                 AssertUnwindSafe(wright_agent::run(model.model.as_ref(), &transcript, context)).catch_unwind().await;
@@ -614,6 +613,17 @@ impl Transcript for StoreTranscript {
         Box::pin(async move {
             let stored = self.store.events_after(&self.conversation_id, 0).await.map_err(message)?;
             Ok(stored.into_iter().map(|stored| stored.event).collect())
+        })
+    }
+
+    fn sent_at(&self) -> BoxFuture<'_, Result<BTreeMap<i64, String>, String>> {
+        Box::pin(async move {
+            let stored = self.store.events_after(&self.conversation_id, 0).await.map_err(message)?;
+            Ok(stored
+                .iter()
+                .filter(|stored| stored.event.kind() == wright_core::EventKind::User)
+                .filter_map(|stored| Some((stored.event.seq, self.store.local_time_of(&stored.created_at)?)))
+                .collect())
         })
     }
 

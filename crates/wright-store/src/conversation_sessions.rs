@@ -204,10 +204,11 @@ impl Store {
         self.session_schedule.time_zone_name()
     }
 
-    /// Now, by the store's clock, as a person reads it in the `[sessions]` zone
-    /// ([`SessionSchedule::local_time_line`]).
-    pub fn local_time_line(&self) -> String {
-        self.session_schedule.local_time_line(self.clock.now_ms())
+    /// A stored time (`created_at`, UTC ISO 8601) as a person reads it in the `[sessions]`
+    /// zone; `None` when it does not parse.
+    pub fn local_time_of(&self, stored: &str) -> Option<String> {
+        let at = stored.parse::<Timestamp>().ok()?;
+        Some(self.session_schedule.local_time_line(at.as_millisecond()))
     }
 
     /// The agent's open session, after dividing if the schedule says a new one has begun

@@ -38,10 +38,6 @@ pub struct RunContext<'a> {
     /// The agent's toolsets and how their schemas are sent (read when the run starts).
     pub tool_settings: &'a ToolSettings,
     pub cancel: &'a CancellationToken,
-    /// Now, as the person reads it (`Friday 2026-11-27 16:04, time zone Europe/Berlin
-    /// (UTC+01:00)`): said at the end of every request, where it does not break the cached
-    /// prefix. The loop has no clock of its own.
-    pub local_time: Option<String>,
 }
 
 /// Runs the loop until the model is done, a call parks, the turn limit is reached, the model
@@ -75,8 +71,6 @@ struct Run<'a> {
     /// The system message, read at the start of a run and again when the conversation is
     /// compacted (seed 002: a mid-conversation edit of the prompt reaches the context then).
     system: SystemText,
-    /// The current time as the person reads it, said after the history of every request.
-    local_time: Option<String>,
     /// The settings this run uses: switched to on-demand loading when every schema would not fit.
     settings: ToolSettings,
     /// The request's room in the model's window, in characters, with room for the answer;
@@ -107,7 +101,7 @@ impl<'a> Run<'a> {
             (Some(window), Some(budget)) => Some(window.min(budget)),
             (window, budget) => window.or(budget),
         };
-        let view = ModelView::of(transcript.events().await.map_err(stored)?);
+        let view = ModelView::load(transcript).await.map_err(stored)?;
         let system = system_for(transcript, &view).await?;
         let mut run = Self {
             model,
@@ -124,7 +118,6 @@ impl<'a> Run<'a> {
             policy: Policy::standard(),
             view,
             system,
-            local_time: context.local_time.clone(),
             settings: context.tool_settings.clone(),
             budget_chars: window
                 .map(|tokens| tokens.saturating_sub(config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN)),
@@ -214,7 +207,8 @@ impl<'a> Run<'a> {
                 request_cancel.cancel();
             }
         };
-        let outcome = self.model.reply(prepared.request(&self.view.history), &watch, &request_cancel).await;
+        let history = self.view.as_sent();
+        let outcome = self.model.reply(prepared.request(&history), &watch, &request_cancel).await;
         let so_far = std::mem::take(&mut *streamed.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         let stopped_repeating = request_cancel.is_cancelled() && !self.cancel.is_cancelled();
         Ok(match outcome {

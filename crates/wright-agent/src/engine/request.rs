@@ -78,15 +78,14 @@ impl Run<'_> {
         if (self.view.chars > self.config.compact_above_chars || self.over(&fitted))
             && compact(self.model, self.transcript, &self.view, keep_recent, self.cancel).await?
         {
-            self.view = ModelView::of(self.transcript.events().await.map_err(stored)?);
+            self.view = ModelView::load(self.transcript).await.map_err(stored)?;
             self.system = system_for(self.transcript, &self.view).await?;
         }
         let withholding = tools_enabled && !next.withhold.is_empty();
         let withheld_note = if withholding { withheld_note(&next.withhold) } else { String::new() };
         // What changes from one turn to the next goes after the history, so the system
         // message and the tools stay a prefix the server has cached.
-        let time = self.local_time.as_ref().map(|now| format!("[Now: {now}]")).unwrap_or_default();
-        let mut tail = vec![time.as_str(), fitted.tail.as_str()];
+        let mut tail = vec![fitted.tail.as_str()];
         tail.extend(next.note.as_deref());
         if turns_left && next.answer_now {
             tail.push(ANSWER_NOTE);

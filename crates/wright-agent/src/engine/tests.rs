@@ -133,6 +133,8 @@ struct StoreTranscript {
     /// When set, a parked call is answered at once with this, as if the person answered while
     /// the turn's other calls still ran.
     answer_when_parked: Mutex<Option<Value>>,
+    /// When set, every message of the person was sent at this time.
+    sent_at: Mutex<Option<String>>,
 }
 
 fn message(error: impl std::fmt::Display) -> String {
@@ -154,6 +156,17 @@ impl Transcript for StoreTranscript {
         Box::pin(async move {
             let stored = self.store.events_after(&self.conversation, 0).await.map_err(message)?;
             Ok(stored.into_iter().map(|stored| stored.event).collect())
+        })
+    }
+    fn sent_at(&self) -> BoxFuture<'_, Result<std::collections::BTreeMap<i64, String>, String>> {
+        Box::pin(async move {
+            let Some(at) = self.sent_at.lock().unwrap().clone() else { return Ok(Default::default()) };
+            let events = self.events().await?;
+            Ok(events
+                .iter()
+                .filter(|event| event.kind() == EventKind::User)
+                .map(|event| (event.seq, at.clone()))
+                .collect())
         })
     }
     fn append(&self, events: Vec<NewEvent>) -> BoxFuture<'_, Result<Vec<Event>, String>> {
@@ -241,7 +254,6 @@ struct Fixture {
     tool_settings: ToolSettings,
     tools: ScriptedTools,
     transcript: StoreTranscript,
-    local_time: Option<String>,
 }
 
 impl Fixture {
@@ -257,10 +269,11 @@ impl Fixture {
             deltas: Mutex::new(String::new()),
             parked: Mutex::new(Vec::new()),
             answer_when_parked: Mutex::new(None),
+            sent_at: Mutex::new(None),
         };
         // Every schema in every request, as before toolsets: most tests script calls directly.
         let tool_settings = ToolSettings { loading: ToolLoading::All, ..ToolSettings::default() };
-        Self { _dir: dir, tool_settings, tools, transcript, local_time: None }
+        Self { _dir: dir, tool_settings, tools, transcript }
     }
 
     async fn run(&self, model: &dyn Model, config: &LoopConfig, cancel: &CancellationToken) -> RunOutcome {
@@ -273,7 +286,6 @@ impl Fixture {
             config,
             tool_settings: &self.tool_settings,
             cancel,
-            local_time: self.local_time.clone(),
         };
         let claim = self.transcript.store.claim_run(conversation, lease()).await.unwrap();
         assert!(matches!(claim, wright_store::Claim::Claimed(_)), "{claim:?}");
@@ -1028,7 +1040,8 @@ async fn a_reply_that_only_repeats_the_result_is_asked_again_and_not_stored() {
 async fn the_prompt_before_its_tail_only_grows_within_a_run_and_is_shared_across_conversations() {
     let mut fixture = Fixture::new().await;
     fixture.tool_settings = ToolSettings::default();
-    fixture.local_time = Some("Friday 2026-11-27 16:04, time zone Europe/Berlin (UTC+01:00)".into());
+    *fixture.transcript.sent_at.lock().unwrap() =
+        Some("Friday 2026-11-27 16:04, time zone Europe/Berlin (UTC+01:00)".into());
     let store = fixture.transcript.store.clone();
     store
         .append_events("c1", &[user("Save 391 in your state under the key product, then read it back")])
@@ -1058,9 +1071,9 @@ async fn the_prompt_before_its_tail_only_grows_within_a_run_and_is_shared_across
             pair[1]
         );
     }
-    let seen = model.seen();
-    assert!(seen.iter().all(|(told, ..)| told.contains("[Now: Friday 2026-11-27 16:04")), "the time in every request");
-    assert!(!prefixes[0].contains("2026-11-27"), "the time is not in the cached prefix");
+    // The person's message carries when it was sent, in every request; the system message never.
+    assert!(prefixes.iter().all(|prefix| prefix.contains("[Friday 2026-11-27 16:04, time zone Europe/Berlin")));
+    assert!(!prefixes[0].split("\n<tools>\n").next().unwrap().contains("2026-11-27"));
 
     // A second conversation of the agent, about other tools: the same system message.
     store.create_conversation(&AgentId::default_agent(), "c2", "test").await.unwrap();
@@ -1071,6 +1084,7 @@ async fn the_prompt_before_its_tail_only_grows_within_a_run_and_is_shared_across
         deltas: Mutex::new(String::new()),
         parked: Mutex::new(Vec::new()),
         answer_when_parked: Mutex::new(None),
+        sent_at: Mutex::new(Some("Friday 2026-11-27 16:09, time zone Europe/Berlin (UTC+01:00)".into())),
     };
     let model_two = ScriptedModel::new(vec![text("Done.")]);
     assert_eq!(fixture.run(&model_two, &config, &CancellationToken::new()).await, RunOutcome::Completed);
