@@ -69,6 +69,10 @@ pub struct LoopConfig {
     /// calls did, the next request says which of its steps are still undone: a small model
     /// repeats the first step of "compute, then save" instead of doing the second.
     pub name_undone_steps: bool,
+    /// With on-demand loading, each catalogue line says what its tool does (about 25 tokens
+    /// a tool); off, the catalogue only names them. The small-model profile turns it off: a
+    /// small local server reads the first message's prompt at tens of tokens a second.
+    pub catalogue_descriptions: bool,
 }
 
 impl Default for LoopConfig {
@@ -91,6 +95,7 @@ impl Default for LoopConfig {
             context_budget: None,
             guard_document_replace: false,
             name_undone_steps: false,
+            catalogue_descriptions: true,
         }
     }
 }

@@ -73,6 +73,8 @@ pub struct ProfileSettings {
     pub guard_document_replace: bool,
     /// After a step of a request succeeds, the next request names what is still undone.
     pub name_undone_steps: bool,
+    /// The tool catalogue says what each tool does (else it only names them).
+    pub catalogue_descriptions: bool,
 }
 
 /// The profile a model got, its settings, and why.
@@ -106,6 +108,7 @@ pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> 
             context_tokens: Some(window.map_or(SMALL_CONTEXT_TOKENS, |window| window.min(SMALL_CONTEXT_TOKENS))),
             guard_document_replace: true,
             name_undone_steps: true,
+            catalogue_descriptions: false,
         },
         ModelProfileKind::Standard => ProfileSettings {
             temperature: base.temperature,
@@ -115,6 +118,7 @@ pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> 
             context_tokens: base.context_budget,
             guard_document_replace: base.guard_document_replace,
             name_undone_steps: base.name_undone_steps,
+            catalogue_descriptions: base.catalogue_descriptions,
         },
     };
     let mut overridden = Vec::new();
@@ -246,6 +250,7 @@ impl ChosenProfile {
         applied.context_budget = settings.context_tokens;
         applied.guard_document_replace = settings.guard_document_replace;
         applied.name_undone_steps = settings.name_undone_steps;
+        applied.catalogue_descriptions = settings.catalogue_descriptions;
         applied
     }
 }

@@ -25,6 +25,42 @@ pub const LOAD_TOOLS: &str = "load_tools";
 /// Longest catalogue line description, in characters.
 const CATALOGUE_LINE_CHARS: usize = 90;
 
+/// The tools loaded in a run, in the order they were loaded: they are sent in that order, so
+/// a tool loaded later is added at the end of the list and what was sent before stays a prefix.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Loaded(Vec<String>);
+
+impl Loaded {
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.0.iter().any(|loaded| loaded == name)
+    }
+
+    /// Adds `name` at the end unless it is loaded already.
+    pub(crate) fn insert(&mut self, name: String) {
+        if !self.contains(&name) {
+            self.0.push(name);
+        }
+    }
+
+    pub(crate) fn extend(&mut self, names: impl IntoIterator<Item = String>) {
+        for name in names {
+            self.insert(name);
+        }
+    }
+
+    pub(crate) fn names(&self) -> &[String] {
+        &self.0
+    }
+}
+
+impl<const N: usize> From<[&str; N]> for Loaded {
+    fn from(names: [&str; N]) -> Self {
+        let mut loaded = Self::default();
+        loaded.extend(names.map(str::to_owned));
+        loaded
+    }
+}
+
 /// What one request offers.
 pub(crate) struct Surface {
     /// The specs sent (with `load_tools` when anything is left to load).
@@ -35,15 +71,21 @@ pub(crate) struct Surface {
 
 /// The surface for `all` (every tool of the agent), given the settings and the tools loaded in
 /// this run.
-pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &BTreeSet<String>) -> Surface {
+/// `described`: each catalogue line says what the tool does; else the catalogue only names
+/// them (a small model's profile: the lines cost about 25 tokens a tool, read on every first
+/// message, and a small model picks by the preselected schemas anyway).
+pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &Loaded, described: bool) -> Surface {
     let enabled = all.iter().filter(|spec| settings.enables(spec.toolset));
     if settings.loading == ToolLoading::All {
         return Surface { offered: enabled.cloned().collect(), catalogue: String::new() };
     }
     let enabled: Vec<&ToolSpec> = enabled.collect();
     let always = |spec: &ToolSpec| settings.always_loaded.contains(&spec.name);
-    let mut offered: Vec<ToolSpec> =
-        enabled.iter().filter(|spec| loaded.contains(&spec.name) || always(spec)).map(|spec| (*spec).clone()).collect();
+    // Always-loaded tools first (fixed by the settings), then the loaded ones in load order.
+    let mut offered: Vec<ToolSpec> = enabled.iter().filter(|spec| always(spec)).map(|spec| (*spec).clone()).collect();
+    offered.extend(loaded.names().iter().filter_map(|name| {
+        enabled.iter().find(|spec| spec.name == *name && !always(spec)).map(|spec| (*spec).clone())
+    }));
     // The catalogue lists every tool that is not always sent, loaded in this run or not: it
     // is then the same in every request of an agent (a loaded tool's line stays), so the
     // system message is a prefix the server caches across turns and conversations.
@@ -57,8 +99,12 @@ pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &BTreeS
         "## More tools\nThese tools are available; those not among your functions yet must be loaded first: call \
          {LOAD_TOOLS} with the name (several at once if you need them), then call it.\n"
     );
-    for spec in catalogued {
-        catalogue.push_str(&format!("- {}: {}\n", spec.name, first_sentence(&spec.description)));
+    if described {
+        for spec in catalogued {
+            catalogue.push_str(&format!("- {}: {}\n", spec.name, first_sentence(&spec.description)));
+        }
+    } else {
+        catalogue.push_str(&names.join(", "));
     }
     Surface { offered: offered.into(), catalogue: catalogue.trim_end().to_owned() }
 }
@@ -67,7 +113,7 @@ pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &BTreeS
 /// system message's catalogue section (empty when every tool is sent whole). For measuring
 /// request sizes (`wright tool surface`).
 pub fn first_request_tools(all: &[ToolSpec], settings: &ToolSettings) -> (Arc<[ToolSpec]>, String) {
-    let surface = surface(all, settings, &BTreeSet::new());
+    let surface = surface(all, settings, &Loaded::default(), true);
     (surface.offered, surface.catalogue)
 }
 
@@ -93,12 +139,7 @@ fn load_tools_spec(names: &[&str]) -> ToolSpec {
 /// A `load_tools` call: adds the enabled tools it names to `loaded` and says what happened.
 /// The result is the tools' full descriptions too, so a model that cannot see the next
 /// request's tool list (the text protocol repeats it; native servers do) still learns them.
-pub(crate) fn load(
-    arguments: &Value,
-    all: &[ToolSpec],
-    settings: &ToolSettings,
-    loaded: &mut BTreeSet<String>,
-) -> (Value, bool) {
+pub(crate) fn load(arguments: &Value, all: &[ToolSpec], settings: &ToolSettings, loaded: &mut Loaded) -> (Value, bool) {
     let names: Vec<&str> = arguments
         .get("names")
         .and_then(Value::as_array)
@@ -209,17 +250,6 @@ pub(crate) fn fitting_tools(all: &[ToolSpec], settings: &ToolSettings, message: 
     )
 }
 
-/// `offered` with the tools that fit `message` first, best first (the rest after, in their
-/// order): for a request that must call a tool, where a weak model held to the grammar tends to
-/// take the first alternative.
-pub(crate) fn best_first(offered: &[ToolSpec], settings: &ToolSettings, message: &str) -> Arc<[ToolSpec]> {
-    let ranked: Vec<&str> =
-        fitting(offered, settings, message, usize::MAX, |_| true).into_iter().map(|spec| spec.name.as_str()).collect();
-    let mut sorted = offered.to_vec();
-    sorted.sort_by_key(|spec| ranked.iter().position(|name| *name == spec.name).unwrap_or(ranked.len()));
-    sorted.into()
-}
-
 /// The scoring of [`preselect`] over the enabled tools that `include` admits, best first.
 pub(crate) fn fitting<'a>(
     all: &'a [ToolSpec],
@@ -304,7 +334,7 @@ mod tests {
     #[test]
     fn all_sends_every_enabled_tool_and_no_catalogue() {
         let settings = ToolSettings { loading: ToolLoading::All, ..ToolSettings::default() };
-        let surface = surface(&all(), &settings, &BTreeSet::new());
+        let surface = surface(&all(), &settings, &Loaded::default(), true);
         assert_eq!(names(&surface), ["get_state", "set_state", "my_tool"], "browser is off by default");
         assert!(surface.catalogue.is_empty());
     }
@@ -312,8 +342,8 @@ mod tests {
     #[test]
     fn on_demand_sends_a_catalogue_and_the_loaded_tools() {
         let settings = ToolSettings { always_loaded: vec!["get_state".into()], ..ToolSettings::default() };
-        let mut loaded = BTreeSet::new();
-        let first = surface(&all(), &settings, &loaded);
+        let mut loaded = Loaded::default();
+        let first = surface(&all(), &settings, &loaded, true);
         assert_eq!(names(&first), ["get_state", LOAD_TOOLS]);
         assert_eq!(
             first.catalogue.lines().skip(2).collect::<Vec<_>>(),
@@ -333,21 +363,24 @@ mod tests {
             json!(["browser_click", "nope"]),
             "a tool of a toolset that is off is not loaded"
         );
-        let second = surface(&all(), &settings, &loaded);
+        // A small model's profile: the catalogue only names the tools.
+        let named = surface(&all(), &settings, &Loaded::default(), false);
+        assert!(named.catalogue.ends_with("then call it.\nset_state, my_tool"), "{}", named.catalogue);
+        let second = surface(&all(), &settings, &loaded, true);
         assert_eq!(names(&second), ["get_state", "set_state", LOAD_TOOLS]);
         // The catalogue and the meta-tool do not change as tools load: they stay cached.
         assert_eq!(second.catalogue, first.catalogue);
         assert_eq!(second.offered[2], first.offered[1]);
 
         load(&json!({"names": ["my_tool"]}), &all(), &settings, &mut loaded);
-        let third = surface(&all(), &settings, &loaded);
+        let third = surface(&all(), &settings, &loaded, true);
         assert_eq!(names(&third), ["get_state", "set_state", "my_tool", LOAD_TOOLS]);
         assert_eq!(third.catalogue, first.catalogue);
     }
 
     #[test]
     fn a_load_without_names_says_how() {
-        let (output, success) = load(&json!({}), &all(), &ToolSettings::default(), &mut BTreeSet::new());
+        let (output, success) = load(&json!({}), &all(), &ToolSettings::default(), &mut Loaded::default());
         assert!(!success && output["error"].as_str().unwrap().contains("names"));
     }
 

@@ -11,9 +11,9 @@ use super::compaction::compact;
 use super::view::ModelView;
 use super::{Run, stored, system_for};
 use crate::config::{LoopConfig, limit_reached};
-use crate::policy::{ANSWER_NOTE, last_request};
+use crate::policy::ANSWER_NOTE;
 use crate::ports::ModelRequest;
-use crate::surface::{best_first, surface};
+use crate::surface::{Loaded, surface};
 
 /// One request, ready to send.
 pub(super) struct Prepared {
@@ -98,15 +98,9 @@ impl Run<'_> {
         }
         let system = self.system.with(&fitted.catalogue);
         let require_tool_call = next.require_call && tools_enabled;
-        // Best-fitting tools first on every turn of a run that may be held to a call (the
-        // request, and so the order, is the same all run long): a weak model held to the
-        // grammar takes the first alternative, and a stable order keeps the cached prefix.
-        let tools = match last_request(&self.view.history) {
-            Some(request) if self.config.require_first_call && tools_enabled => {
-                best_first(&offered, &self.settings, request)
-            }
-            _ => Arc::clone(&offered),
-        };
+        // The tools go in the order they were loaded (preselection puts the best-fitting
+        // first), never re-sorted per request: what was sent before stays a cached prefix.
+        let tools = Arc::clone(&offered);
         Ok(Prepared {
             system,
             tail,
@@ -131,7 +125,7 @@ impl Run<'_> {
 fn fit(
     all_tools: &[ToolSpec],
     settings: &ToolSettings,
-    loaded: &BTreeSet<String>,
+    loaded: &Loaded,
     (tools_enabled, turns_left): (bool, bool),
     config: &LoopConfig,
 ) -> Fitted {
@@ -141,7 +135,7 @@ fn fit(
         let tail = if turns_left { String::new() } else { limit_reached(config.max_tool_turns) };
         return Fitted { offered: Arc::default(), catalogue: String::new(), chars: tail.len(), tail };
     }
-    let surface = surface(all_tools, settings, loaded);
+    let surface = surface(all_tools, settings, loaded, config.catalogue_descriptions);
     let chars = surface.catalogue.len()
         + surface
             .offered

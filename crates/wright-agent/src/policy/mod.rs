@@ -33,6 +33,7 @@ use wright_core::{Event, EventBody, Hint, ToolOutcome, ToolSettings, ToolSpec};
 
 use crate::config::LoopConfig;
 use crate::ports::ModelToolCall;
+use crate::surface::Loaded;
 
 pub(crate) use answer_now::ANSWER_NOTE;
 pub use echo::ECHO_NOTE;
@@ -47,8 +48,9 @@ pub(crate) struct RunFacts {
     pub(crate) tool_turns: usize,
     /// The calls since the last one that succeeded, with their results.
     pub(crate) recent_calls: RecentCalls,
-    /// The tools `load_tools` loaded in this run; their schemas are sent until it ends.
-    pub(crate) loaded: BTreeSet<String>,
+    /// The tools loaded in this run (preselected, or by `load_tools`), in order; their
+    /// schemas are sent until it ends.
+    pub(crate) loaded: Loaded,
     /// The one tool every call of the last turns named, and in how many turns in a row.
     pub(crate) streak: Option<(String, usize)>,
     /// How often each counted decision was taken in this run.
