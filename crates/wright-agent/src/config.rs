@@ -73,6 +73,12 @@ pub struct LoopConfig {
     /// a tool); off, the catalogue only names them. The small-model profile turns it off: a
     /// small local server reads the first message's prompt at tens of tokens a second.
     pub catalogue_descriptions: bool,
+    /// Every request of a run lists the same tools: a request that withholds tools refuses
+    /// their calls instead of leaving them out, and one that asks for the answer ignores calls
+    /// instead of sending none. A local server compares each prompt with the one before and
+    /// re-reads all after the first difference — the tools come before the history, so a
+    /// shorter list costs the whole conversation, and the person's next message pays again.
+    pub stable_tool_list: bool,
 }
 
 impl Default for LoopConfig {
@@ -96,6 +102,7 @@ impl Default for LoopConfig {
             guard_document_replace: false,
             name_undone_steps: false,
             catalogue_descriptions: true,
+            stable_tool_list: false,
         }
     }
 }

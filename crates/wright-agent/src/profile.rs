@@ -75,6 +75,8 @@ pub struct ProfileSettings {
     pub name_undone_steps: bool,
     /// The tool catalogue says what each tool does (else it only names them).
     pub catalogue_descriptions: bool,
+    /// Every request of a run lists the same tools (the server's prompt cache holds).
+    pub stable_tool_list: bool,
 }
 
 /// The profile a model got, its settings, and why.
@@ -109,6 +111,7 @@ pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> 
             guard_document_replace: true,
             name_undone_steps: true,
             catalogue_descriptions: false,
+            stable_tool_list: true,
         },
         ModelProfileKind::Standard => ProfileSettings {
             temperature: base.temperature,
@@ -119,6 +122,7 @@ pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> 
             guard_document_replace: base.guard_document_replace,
             name_undone_steps: base.name_undone_steps,
             catalogue_descriptions: base.catalogue_descriptions,
+            stable_tool_list: base.stable_tool_list,
         },
     };
     let mut overridden = Vec::new();
@@ -251,6 +255,7 @@ impl ChosenProfile {
         applied.guard_document_replace = settings.guard_document_replace;
         applied.name_undone_steps = settings.name_undone_steps;
         applied.catalogue_descriptions = settings.catalogue_descriptions;
+        applied.stable_tool_list = settings.stable_tool_list;
         applied
     }
 }

@@ -48,12 +48,11 @@ impl Prepared {
     }
 }
 
-/// The tool part of one request: the specs, the catalogue for the system message, what the
-/// end of the request says (`limit_reached`), and their size in characters.
+/// The tool part of one request: the specs, the catalogue for the system message, and their
+/// size in characters.
 struct Fitted {
     offered: Arc<[ToolSpec]>,
     catalogue: String,
-    tail: String,
     chars: usize,
 }
 
@@ -63,12 +62,16 @@ impl Run<'_> {
         let next = std::mem::take(&mut self.next);
         let turns_left = self.facts.tool_turns < self.config.max_tool_turns;
         let tools_enabled = turns_left && !next.answer_now;
-        let mut fitted = fit(all_tools, &self.settings, &self.facts.loaded, (tools_enabled, turns_left), self.config);
+        // With a stable list, a request that takes no calls still lists the run's tools (its
+        // calls are ignored, and the tail says to answer): the prompt stays the cached one,
+        // also for the person's next message, which the server compares with this request.
+        let listed = tools_enabled || self.config.stable_tool_list;
+        let mut fitted = fit(all_tools, &self.settings, &self.facts.loaded, (listed, turns_left), self.config);
         // Fit the request before sending it rather than learn the window from a 400: first
         // fewer schemas (the catalogue instead of every schema), then compaction.
         if self.over(&fitted) && self.settings.loading == ToolLoading::All {
             self.settings.loading = ToolLoading::OnDemand;
-            fitted = fit(all_tools, &self.settings, &self.facts.loaded, (tools_enabled, turns_left), self.config);
+            fitted = fit(all_tools, &self.settings, &self.facts.loaded, (listed, turns_left), self.config);
         }
         let keep_recent = match self.budget_chars {
             // Keep at most a third of the window verbatim, so the summary and the rest fit.
@@ -85,7 +88,8 @@ impl Run<'_> {
         let withheld_note = if withholding { withheld_note(&next.withhold) } else { String::new() };
         // What changes from one turn to the next goes after the history, so the system
         // message and the tools stay a prefix the server has cached.
-        let mut tail = vec![fitted.tail.as_str()];
+        let limit = if turns_left { String::new() } else { limit_reached(self.config.max_tool_turns) };
+        let mut tail = vec![limit.as_str()];
         tail.extend(next.note.as_deref());
         if turns_left && next.answer_now {
             tail.push(ANSWER_NOTE);
@@ -93,7 +97,8 @@ impl Run<'_> {
         tail.push(&withheld_note);
         let tail = tail.into_iter().filter(|section| !section.is_empty()).collect::<Vec<_>>().join("\n\n");
         let mut offered = fitted.offered;
-        if withholding {
+        // Withheld tools leave the list, unless it is kept stable: then their calls are refused.
+        if withholding && !self.config.stable_tool_list {
             offered = offered.iter().filter(|spec| !next.withhold.contains(&spec.name)).cloned().collect();
         }
         let system = self.system.with(&fitted.catalogue);
@@ -101,6 +106,7 @@ impl Run<'_> {
         // The tools go in the order they were loaded (preselection puts the best-fitting
         // first), never re-sorted per request: what was sent before stays a cached prefix.
         let tools = Arc::clone(&offered);
+        let offered = if tools_enabled { offered } else { Arc::default() };
         Ok(Prepared {
             system,
             tail,
@@ -126,14 +132,13 @@ fn fit(
     all_tools: &[ToolSpec],
     settings: &ToolSettings,
     loaded: &Loaded,
-    (tools_enabled, turns_left): (bool, bool),
+    (listed, _turns_left): (bool, bool),
     config: &LoopConfig,
 ) -> Fitted {
-    if !tools_enabled {
+    if !listed {
         // Without tools because the turns are used up, or for an answer asked for (said
-        // by the loop).
-        let tail = if turns_left { String::new() } else { limit_reached(config.max_tool_turns) };
-        return Fitted { offered: Arc::default(), catalogue: String::new(), chars: tail.len(), tail };
+        // after the history).
+        return Fitted { offered: Arc::default(), catalogue: String::new(), chars: 0 };
     }
     let surface = surface(all_tools, settings, loaded, config.catalogue_descriptions);
     let chars = surface.catalogue.len()
@@ -142,7 +147,7 @@ fn fit(
             .iter()
             .map(|spec| spec.name.len() + spec.description.len() + spec.parameters.to_string().len())
             .sum::<usize>();
-    Fitted { offered: surface.offered, catalogue: surface.catalogue, tail: String::new(), chars }
+    Fitted { offered: surface.offered, catalogue: surface.catalogue, chars }
 }
 
 /// What a request that withholds the tools of repeated calls adds to the system message.

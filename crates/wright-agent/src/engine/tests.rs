@@ -1051,12 +1051,15 @@ async fn the_prompt_before_its_tail_only_grows_within_a_run_and_is_shared_across
         require_first_call: true,
         name_undone_steps: true,
         guard_document_replace: true,
+        catalogue_descriptions: false,
+        stable_tool_list: true,
         ..LoopConfig::default()
     };
     let model = ScriptedModel::new(vec![
         calls(&[("a", "set_state", Ok(json!({"key": "product", "value": 391})))]),
-        // A parroted result: dropped and asked again with a note for that turn.
-        text("{\"ok\": true}"),
+        // Repeated: answered from the first, and set_state is withheld for a turn — its calls
+        // refused, not its schema taken out of the list.
+        calls(&[("a2", "set_state", Ok(json!({"key": "product", "value": 391})))]),
         calls(&[("b", "get_state", Ok(json!({"key": "product"})))]),
         text("It is 391."),
     ]);
