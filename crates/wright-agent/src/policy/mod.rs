@@ -18,6 +18,7 @@
 //! ([`RunFacts`]) are kept by the driver.
 
 mod answer_now;
+mod arguments;
 mod echo;
 mod names;
 mod preselection;
@@ -260,8 +261,11 @@ impl Policy {
                 Box::new(answer_now::AnswerAfterEmptyReply),
             ],
             call: vec![
+                Box::new(names::AnswerUnknownTool),
                 Box::new(withhold::RefuseSwitchedOff),
                 Box::new(withhold::RefuseWithheld),
+                Box::new(arguments::RefuseSchemaText),
+                Box::new(arguments::GuardDocumentReplace),
                 Box::new(repeats::AnswerRepeats),
             ],
             result: vec![Box::new(names::SchemaOfUnloadedTool), Box::new(names::ToolsForUnknownName)],

@@ -1,0 +1,216 @@
+//! Arguments that are not what the person asked for. A small model fills a field with the
+//! schema's own text (`reason: "Why, in a sentence: shown in the history."`) and reaches for
+//! a whole-document `replace` that writes one sentence over the person's notes. Both are
+//! refused before they run, with a note saying what the field is for or which operation to
+//! use; the model reads it on its next turn.
+
+use serde_json::{Map, Value};
+use wright_core::{ErrorCategory, ToolFailure, ToolOutcome};
+
+use super::{CallDecision, CallRule, CallView};
+
+/// Shortest argument compared with the schema's descriptions: shorter strings (`"append"`,
+/// a key) match a description's words by chance.
+const MIN_COPIED_CHARS: usize = 16;
+
+/// A call whose string argument repeats a description from the tool's schema (of that field
+/// or another, or of a variant) is refused as invalid arguments.
+pub(crate) struct RefuseSchemaText;
+
+impl CallRule for RefuseSchemaText {
+    fn decide(&self, view: &CallView<'_>) -> CallDecision {
+        let (Some(spec), Ok(Value::Object(arguments))) = (view.spec, &view.call.arguments) else {
+            return CallDecision::Run;
+        };
+        let mut descriptions = Vec::new();
+        collect_descriptions(&spec.parameters, None, &mut descriptions);
+        for (field, value) in arguments {
+            let Value::String(text) = value else { continue };
+            let said = normalized(text);
+            if said.chars().count() < MIN_COPIED_CHARS {
+                continue;
+            }
+            let copied = descriptions.iter().any(|(_, description)| {
+                let description = normalized(description);
+                description == said || (description.contains(&said) && said.chars().count() * 2 >= description.len())
+            });
+            if copied {
+                let purpose = descriptions
+                    .iter()
+                    .find(|(name, _)| name.as_deref() == Some(field.as_str()))
+                    .map(|(_, description)| format!(" `{field}` is for: {description}"))
+                    .unwrap_or_default();
+                return CallDecision::Answered(ToolOutcome::failure(&ToolFailure::new(
+                    ErrorCategory::InvalidArguments,
+                    format!(
+                        "`{field}` repeats the text of the tool's description instead of giving a value; nothing \
+                         was done.{purpose} Write the value from the person's request.",
+                    ),
+                )));
+            }
+        }
+        CallDecision::Run
+    }
+}
+
+/// Every `description` in a schema, with the property it describes (`None` for the schema's
+/// own or a variant's), through `properties`, `items` and `oneOf`/`anyOf`/`allOf`.
+fn collect_descriptions(schema: &Value, name: Option<&str>, out: &mut Vec<(Option<String>, String)>) {
+    let Value::Object(schema) = schema else { return };
+    if let Some(Value::String(description)) = schema.get("description") {
+        out.push((name.map(str::to_owned), description.clone()));
+    }
+    if let Some(Value::Object(properties)) = schema.get("properties") {
+        for (property, inner) in properties {
+            collect_descriptions(inner, Some(property), out);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        collect_descriptions(items, name, out);
+    }
+    for key in ["oneOf", "anyOf", "allOf"] {
+        for variant in schema.get(key).and_then(Value::as_array).into_iter().flatten() {
+            collect_descriptions(variant, None, out);
+        }
+    }
+}
+
+/// Lowercase words, single spaces, no trailing punctuation: copies differ in little else.
+fn normalized(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words.join(" ").trim_end_matches(['.', ':', ';', ',']).to_lowercase()
+}
+
+/// [`LoopConfig::guard_document_replace`](crate::LoopConfig::guard_document_replace): a
+/// `replace` of the learned notes or the system prompt that keeps almost nothing of the current
+/// text is refused unless the person's message asked to replace, rewrite or clear it.
+pub(crate) struct GuardDocumentReplace;
+
+/// The tools whose `replace` writes a whole document (wright-tools' self-modification).
+const DOCUMENT_TOOLS: [(&str, &str); 2] =
+    [("edit_learned_notes", "read_learned_notes"), ("edit_system_prompt", "read_system_prompt")];
+
+/// Words of a request that asks for the whole document to go.
+const ASKED_TO_REPLACE: [&str; 9] =
+    ["replace", "rewrite", "overwrite", "clear", "erase", "wipe", "empty", "start over", "from scratch"];
+
+impl CallRule for GuardDocumentReplace {
+    fn decide(&self, view: &CallView<'_>) -> CallDecision {
+        if !view.run.config.guard_document_replace {
+            return CallDecision::Run;
+        }
+        let Some((tool, reader)) = DOCUMENT_TOOLS.iter().find(|(tool, _)| *tool == view.call.name) else {
+            return CallDecision::Run;
+        };
+        let Ok(Value::Object(arguments)) = &view.call.arguments else { return CallDecision::Run };
+        if !is_replace(arguments) {
+            return CallDecision::Run;
+        }
+        let asked = view.run.last_request().is_some_and(|request| {
+            let request = request.to_lowercase();
+            ASKED_TO_REPLACE.iter().any(|word| request.contains(word))
+        });
+        if asked {
+            return CallDecision::Run;
+        }
+        CallDecision::Answered(ToolOutcome::failure(&ToolFailure::new(
+            ErrorCategory::InvalidArguments,
+            format!(
+                "`replace` would write over the whole document, and the person did not ask for that; nothing was \
+                 changed. To add something, call `{tool}` with operation `append` and only the new text; to change \
+                 a part, use `find_replace` (`{reader}` shows the current text)."
+            ),
+        )))
+    }
+}
+
+/// Whether the arguments ask for the whole document to be replaced (`operation: "replace"`,
+/// or an `edit` object tagged so).
+fn is_replace(arguments: &Map<String, Value>) -> bool {
+    let says_replace = |object: &Map<String, Value>| {
+        ["operation", "op", "mode", "action"]
+            .iter()
+            .any(|key| object.get(*key).and_then(Value::as_str) == Some("replace"))
+    };
+    says_replace(arguments) || arguments.values().any(|value| value.as_object().is_some_and(says_replace))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::policy::testing::{Scene, call, spec_with};
+
+    fn notes_spec() -> wright_core::ToolSpec {
+        spec_with(
+            "edit_learned_notes",
+            "Edit your learned notes.",
+            json!({"type": "object", "properties": {
+                "operation": {"type": "string", "enum": ["append", "replace", "find_replace"]},
+                "content": {"type": "string", "description": "append: the text to add at the end, on a line of its own."},
+                "reason": {"type": "string", "description": "Why, in a sentence: shown in the history."},
+            }}),
+        )
+    }
+
+    #[test]
+    fn an_argument_that_copies_the_schemas_description_is_refused_with_what_the_field_is_for() {
+        let scene = Scene::new(&["Remember that I prefer tea over coffee."]);
+        let spec = notes_spec();
+        let copied = call(
+            "c",
+            "edit_learned_notes",
+            json!({"operation": "append", "content": "Prefers tea.", "reason": "why, in a sentence: shown in the history"}),
+        );
+        match RefuseSchemaText.decide(&scene.call_view(&copied, Some(&spec))) {
+            CallDecision::Answered(outcome) => {
+                let error = outcome.output["error"].as_str().unwrap().to_owned();
+                assert!(error.contains("`reason` repeats") && error.contains("`reason` is for: Why"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Another field's description, copied in part, is refused as well.
+        let other_field =
+            call("c", "edit_learned_notes", json!({"content": "The text to add at the end, on a line of its own"}));
+        assert!(matches!(
+            RefuseSchemaText.decide(&scene.call_view(&other_field, Some(&spec))),
+            CallDecision::Answered(_)
+        ));
+        // A real value runs, short values are never compared, and so does a value that only
+        // shares a few words with a description.
+        for arguments in [
+            json!({"operation": "append", "content": "Prefers tea over coffee.", "reason": "The person said so."}),
+            json!({"operation": "append", "content": "history"}),
+            json!({"content": "Shown in the history of the person's tea preferences, since 2020."}),
+        ] {
+            let ok = call("c", "edit_learned_notes", arguments);
+            assert_eq!(RefuseSchemaText.decide(&scene.call_view(&ok, Some(&spec))), CallDecision::Run);
+        }
+    }
+
+    #[test]
+    fn a_whole_document_replace_is_refused_for_small_models_unless_the_person_asked() {
+        let mut scene = Scene::new(&["Remember in your learned notes that I prefer tea over coffee."]);
+        let spec = notes_spec();
+        let replace = call("c", "edit_learned_notes", json!({"operation": "replace", "content": "Prefers tea."}));
+        assert_eq!(GuardDocumentReplace.decide(&scene.call_view(&replace, Some(&spec))), CallDecision::Run, "off");
+        scene.config.guard_document_replace = true;
+        match GuardDocumentReplace.decide(&scene.call_view(&replace, Some(&spec))) {
+            CallDecision::Answered(outcome) => {
+                assert!(outcome.output["error"].as_str().unwrap().contains("operation `append`"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let tagged = call("c", "edit_learned_notes", json!({"edit": {"op": "replace", "content": "x"}}));
+        assert!(matches!(
+            GuardDocumentReplace.decide(&scene.call_view(&tagged, Some(&spec))),
+            CallDecision::Answered(_)
+        ));
+        let append = call("c", "edit_learned_notes", json!({"operation": "append", "content": "Prefers tea."}));
+        assert_eq!(GuardDocumentReplace.decide(&scene.call_view(&append, Some(&spec))), CallDecision::Run);
+        let mut asked = Scene::new(&["Clear your notes and write only: prefers tea."]);
+        asked.config.guard_document_replace = true;
+        assert_eq!(GuardDocumentReplace.decide(&asked.call_view(&replace, Some(&spec))), CallDecision::Run);
+    }
+}
