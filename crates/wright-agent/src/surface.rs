@@ -215,7 +215,7 @@ const STOPWORDS: &[&str] = &[
 
 /// The words of `text` that can name a tool: lowercase, at least three letters, not a
 /// stopword, cut to five characters so `tables` meets `table` and `stored` meets `store`.
-fn keywords(text: &str) -> BTreeSet<String> {
+pub(crate) fn keywords(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .map(str::to_lowercase)
         .filter(|word| word.chars().count() >= 3 && !STOPWORDS.contains(&word.as_str()))

@@ -178,5 +178,6 @@ impl Run<'_> {
             self.facts.streak = None;
         }
         self.next.withhold = decision.withhold;
+        self.next.note = decision.note;
     }
 }

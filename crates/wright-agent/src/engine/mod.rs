@@ -25,7 +25,7 @@ use crate::config::{CHARS_PER_TOKEN, LoopConfig};
 use crate::context::{SystemText, system_text};
 use crate::dispatch::{CallSite, run_approved};
 use crate::policy::{
-    NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail, without_repeats,
+    EndView, NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail, without_repeats,
 };
 use crate::ports::{Model, ModelError, ModelReply, RunOutcome, Transcript};
 
@@ -180,8 +180,13 @@ impl<'a> Run<'a> {
             self.next = next;
             return Ok(None);
         }
-        let assistant = NewEvent::new(reply.text.clone(), EventBody::Assistant { text: reply.text.clone(), provider });
         if reply.calls.is_empty() {
+            // The person always gets an answer to read.
+            let text = self
+                .policy
+                .end(&EndView { run: self.run_view(&all_tools), text: &reply.text })
+                .unwrap_or_else(|| reply.text.clone());
+            let assistant = NewEvent::new(text.clone(), EventBody::Assistant { text, provider });
             // The answer and the status it leaves are one write.
             if !prepared.turns_left {
                 let notice = NewEvent::notice(Notice::TurnLimit { max_tool_turns: self.config.max_tool_turns });
@@ -189,6 +194,7 @@ impl<'a> Run<'a> {
             }
             return self.end(RunOutcome::Completed, vec![assistant]).await.map(Some);
         }
+        let assistant = NewEvent::new(reply.text.clone(), EventBody::Assistant { text: reply.text.clone(), provider });
         self.store_calls(assistant, &reply).await?;
         self.run_calls(&reply, &prepared, &all_tools).await
     }

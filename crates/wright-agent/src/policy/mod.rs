@@ -12,7 +12,9 @@
 //!   calls, a corrected name) or drop it and ask again with a note;
 //! - [`CallRule`]: before each call runs; a rule may answer it without running it;
 //! - [`ResultRule`]: after a call ran; a rule may add hints to its result;
-//! - [`TurnRule`]: after a turn's calls; a rule may withhold tools from the next request.
+//! - [`TurnRule`]: after a turn's calls; a rule may withhold tools from the next request or
+//!   add a note to it;
+//! - [`EndRule`]: when a reply without calls ends the run; a rule may replace its text.
 //!
 //! Invariant: rules never do IO and never mutate the run; the facts they read
 //! ([`RunFacts`]) are kept by the driver.
@@ -25,6 +27,8 @@ mod preselection;
 mod repeats;
 mod repetition;
 mod resample;
+mod silence;
+mod steps;
 mod text_calls;
 mod withhold;
 
@@ -231,10 +235,26 @@ pub(crate) struct TurnDecision {
     pub(crate) withhold: BTreeSet<String>,
     /// The streak of one tool ends here (it was withheld for it).
     pub(crate) end_streak: bool,
+    /// A note for the next request (said after the history).
+    pub(crate) note: Option<String>,
 }
 
 pub(crate) trait TurnRule: Send + Sync {
     fn decide(&self, view: &TurnView<'_>) -> TurnDecision;
+}
+
+// ---- end ----
+
+/// The run is about to end with the model's last reply, without calls.
+pub(crate) struct EndView<'a> {
+    pub(crate) run: RunView<'a>,
+    /// The reply's text, as it would be stored.
+    pub(crate) text: &'a str,
+}
+
+/// A rule on the answer a run ends with: `Some` replaces the text stored and shown.
+pub(crate) trait EndRule: Send + Sync {
+    fn answer(&self, view: &EndView<'_>) -> Option<String>;
 }
 
 /// The rules of a run, in the order they apply within each phase.
@@ -244,6 +264,7 @@ pub(crate) struct Policy {
     pub(crate) call: Vec<Box<dyn CallRule>>,
     pub(crate) result: Vec<Box<dyn ResultRule>>,
     pub(crate) turn: Vec<Box<dyn TurnRule>>,
+    pub(crate) end: Vec<Box<dyn EndRule>>,
 }
 
 impl Policy {
@@ -269,7 +290,12 @@ impl Policy {
                 Box::new(repeats::AnswerRepeats),
             ],
             result: vec![Box::new(names::SchemaOfUnloadedTool), Box::new(names::ToolsForUnknownName)],
-            turn: vec![Box::new(withhold::WithholdRepeated), Box::new(withhold::WithholdStreak)],
+            turn: vec![
+                Box::new(withhold::WithholdRepeated),
+                Box::new(withhold::WithholdStreak),
+                Box::new(steps::NameUndoneSteps),
+            ],
+            end: vec![Box::new(silence::AnswerFromWhatHappened)],
         }
     }
 
@@ -318,12 +344,21 @@ impl Policy {
         self.result.iter().flat_map(|rule| rule.hints(view)).collect()
     }
 
+    /// The first rule that replaces the last reply's text decides.
+    pub(crate) fn end(&self, view: &EndView<'_>) -> Option<String> {
+        self.end.iter().find_map(|rule| rule.answer(view))
+    }
+
     pub(crate) fn turn(&self, view: &TurnView<'_>) -> TurnDecision {
         let mut decision = TurnDecision::default();
         for rule in &self.turn {
-            let TurnDecision { withhold, end_streak } = rule.decide(view);
+            let TurnDecision { withhold, end_streak, note } = rule.decide(view);
             decision.withhold.extend(withhold);
             decision.end_streak |= end_streak;
+            decision.note = match (decision.note.take(), note) {
+                (Some(first), Some(second)) => Some(format!("{first}\n\n{second}")),
+                (first, second) => first.or(second),
+            };
         }
         decision
     }
