@@ -172,10 +172,13 @@ fn judge(facts: &ModelFacts) -> (ModelProfileKind, Vec<String>) {
         (bytes < SMALL_MODEL_FILE_BYTES, format!("a {:.1} GB model file, as the server says", gigabytes(bytes)))
     } else if let Some(parameters) = parameters_in_name(&facts.model) {
         (parameters < SMALL_MODEL_PARAMETERS, format!("{:.1}B parameters, by its name", billions(parameters)))
+    } else if server.is_some() {
+        // llama.cpp and Ollama on a person's machine run small models far more often than not;
+        // the small profile costs a capable model little (greedy decoding, a first call when
+        // the message is about a tool).
+        (true, "its size unknown (models on llama.cpp and Ollama are mostly small)".to_owned())
     } else {
-        // Most models people run on their own machines are small; the small profile costs a
-        // capable model little (greedy decoding, a first call when the message is about a tool).
-        (true, "its size unknown (local models are mostly small)".to_owned())
+        (false, "its size unknown (the server does not say)".to_owned())
     };
     if small {
         (ModelProfileKind::SmallLocal, vec![format!("{where_}: {size}, under ~10B")])

@@ -25,7 +25,8 @@ use crate::config::{CHARS_PER_TOKEN, LoopConfig};
 use crate::context::{SystemText, system_text};
 use crate::dispatch::{CallSite, run_approved};
 use crate::policy::{
-    EndView, NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail, without_repeats,
+    Documents, EndView, NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail,
+    without_repeats,
 };
 use crate::ports::{Model, ModelError, ModelReply, RunOutcome, Transcript};
 
@@ -102,7 +103,7 @@ impl<'a> Run<'a> {
             (window, budget) => window.or(budget),
         };
         let view = ModelView::load(transcript).await.map_err(stored)?;
-        let system = system_for(transcript, &view).await?;
+        let (system, documents) = system_for(transcript, &view).await?;
         let mut run = Self {
             model,
             transcript,
@@ -122,7 +123,7 @@ impl<'a> Run<'a> {
             budget_chars: window
                 .map(|tokens| tokens.saturating_sub(config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN)),
             max_output_tokens: window.map(|_| u32::try_from(config.reserve_output_tokens).unwrap_or(u32::MAX)),
-            facts: RunFacts::default(),
+            facts: RunFacts { documents, ..RunFacts::default() },
             next: NextRequest::default(),
         };
         run.run_approved_calls().await?;
@@ -307,10 +308,12 @@ fn stored(error: String) -> AgentError {
 }
 
 /// The system message, read fresh from the store, with the view's compaction summary.
-async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<SystemText, AgentError> {
+/// Also the agent's prompt and notes as they are now, for the rules that judge edits of them.
+async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<(SystemText, Documents), AgentError> {
     let mut parts = transcript.system_parts().await.map_err(stored)?;
     parts.earlier_summary = view.summary.clone();
-    Ok(system_text(&parts))
+    let documents = Documents { prompt: parts.prompt.clone(), notes: parts.notes.clone() };
+    Ok((system_text(&parts), documents))
 }
 
 #[cfg(test)]

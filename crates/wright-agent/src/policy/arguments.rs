@@ -90,6 +90,10 @@ pub(crate) struct GuardDocumentReplace;
 const DOCUMENT_TOOLS: [(&str, &str); 2] =
     [("edit_learned_notes", "read_learned_notes"), ("edit_system_prompt", "read_system_prompt")];
 
+/// A replace keeps "almost nothing" when fewer than this share of the current text's words
+/// are in the new text.
+const KEPT_AT_LEAST: f64 = 0.5;
+
 /// Words of a request that asks for the whole document to go.
 const ASKED_TO_REPLACE: [&str; 9] =
     ["replace", "rewrite", "overwrite", "clear", "erase", "wipe", "empty", "start over", "from scratch"];
@@ -104,6 +108,12 @@ impl CallRule for GuardDocumentReplace {
         };
         let Ok(Value::Object(arguments)) = &view.call.arguments else { return CallDecision::Run };
         if !is_replace(arguments) {
+            return CallDecision::Run;
+        }
+        let documents = &view.run.facts.documents;
+        let current = if *tool == "edit_learned_notes" { &documents.notes } else { &documents.prompt };
+        let new_text = arguments.get("content").and_then(Value::as_str).unwrap_or_default();
+        if kept_share(current, new_text) >= KEPT_AT_LEAST {
             return CallDecision::Run;
         }
         let asked = view.run.last_request().is_some_and(|request| {
@@ -122,6 +132,21 @@ impl CallRule for GuardDocumentReplace {
             ),
         )))
     }
+}
+
+/// The share of `current`'s distinct words that `new_text` still has (1 when there were none).
+fn kept_share(current: &str, new_text: &str) -> f64 {
+    let words = |text: &str| -> std::collections::BTreeSet<String> {
+        text.split(|c: char| !c.is_alphanumeric()).filter(|word| word.len() > 2).map(str::to_lowercase).collect()
+    };
+    let (before, after) = (words(current), words(new_text));
+    if before.is_empty() {
+        return 1.0;
+    }
+    // Word counts are far below 2^52: exact as floats.
+    #[allow(clippy::cast_precision_loss)]
+    let share = before.intersection(&after).count() as f64 / before.len() as f64;
+    share
 }
 
 /// Whether the arguments ask for the whole document to be replaced (`operation: "replace"`,
@@ -192,6 +217,7 @@ mod tests {
     #[test]
     fn a_whole_document_replace_is_refused_for_small_models_unless_the_person_asked() {
         let mut scene = Scene::new(&["Remember in your learned notes that I prefer tea over coffee."]);
+        scene.facts.documents.notes = "The person lives in Bergen and works as a nurse.".into();
         let spec = notes_spec();
         let replace = call("c", "edit_learned_notes", json!({"operation": "replace", "content": "Prefers tea."}));
         assert_eq!(GuardDocumentReplace.decide(&scene.call_view(&replace, Some(&spec))), CallDecision::Run, "off");
@@ -207,10 +233,22 @@ mod tests {
             GuardDocumentReplace.decide(&scene.call_view(&tagged, Some(&spec))),
             CallDecision::Answered(_)
         ));
+        // A replace that keeps the notes and adds to them is an edit, not a loss.
+        let kept = call(
+            "c",
+            "edit_learned_notes",
+            json!({"operation": "replace", "content": "The person lives in Bergen and works as a nurse. Prefers tea."}),
+        );
+        assert_eq!(GuardDocumentReplace.decide(&scene.call_view(&kept, Some(&spec))), CallDecision::Run);
         let append = call("c", "edit_learned_notes", json!({"operation": "append", "content": "Prefers tea."}));
         assert_eq!(GuardDocumentReplace.decide(&scene.call_view(&append, Some(&spec))), CallDecision::Run);
         let mut asked = Scene::new(&["Clear your notes and write only: prefers tea."]);
         asked.config.guard_document_replace = true;
+        asked.facts.documents.notes = scene.facts.documents.notes.clone();
         assert_eq!(GuardDocumentReplace.decide(&asked.call_view(&replace, Some(&spec))), CallDecision::Run);
+        // Empty notes lose nothing.
+        let mut empty = Scene::new(&["Remember that I prefer tea."]);
+        empty.config.guard_document_replace = true;
+        assert_eq!(GuardDocumentReplace.decide(&empty.call_view(&replace, Some(&spec))), CallDecision::Run);
     }
 }

@@ -60,6 +60,15 @@ pub(crate) struct RunFacts {
     pub(crate) streak: Option<(String, usize)>,
     /// How often each counted decision was taken in this run.
     pub(crate) counts: BTreeMap<Counter, usize>,
+    /// The agent's prompt and notes as the run read them.
+    pub(crate) documents: Documents,
+}
+
+/// The agent's versioned documents as a run read them (for rules that judge edits of them).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Documents {
+    pub(crate) prompt: String,
+    pub(crate) notes: String,
 }
 
 impl RunFacts {

@@ -12,7 +12,8 @@ use crate::surface::{LOAD_TOOLS, Loaded, fitting, preselect};
 /// person's messages in the conversation is about, in the order of the messages, then what
 /// `load_tools` loaded earlier in it. A later run of the conversation so sends the tools an
 /// earlier one sent, in the same order, and adds the new message's at the end: the prompt an
-/// earlier run sent stays a prefix the server has cached, unless the new message needs new tools.
+/// earlier run sent stays a prefix the server has cached, unless the new message needs new
+/// tools.
 pub(crate) struct Preselect;
 
 impl StartRule for Preselect {

@@ -429,11 +429,10 @@ pub(crate) fn classify_in_stream(field: ErrorField) -> LlmError {
     class.into_error(info, retry_after)
 }
 
-/// What a local server says of itself and its model: llama.cpp's `/props` (`n_ctx`) and
-/// `/v1/models` (`meta.n_params`, `meta.size`), else Ollama's `/api/show` (`num_ctx` or the
-/// model's `context_length`, `general.parameter_count`), else `/v1/models` alone (vLLM's
-/// `max_model_len`, who owns the model). Nothing when the server says none of it — the hosted
-/// APIs are never asked.
+/// What a local server says of itself and its model: llama.cpp's `/props` (`n_ctx`) and then
+/// its `/v1/models` (`meta.n_params`, `meta.size`), else Ollama's `/api/show` (`num_ctx` or
+/// the model's `context_length`, `general.parameter_count`). Nothing when the server says
+/// neither — the hosted APIs are never asked.
 pub(crate) async fn probe_server(client: &reqwest::Client, base_url: &str, model: &str) -> ServerFacts {
     let root = base_url.trim_end_matches('/').trim_end_matches("/v1");
     let timeout = std::time::Duration::from_secs(5);
@@ -477,18 +476,10 @@ pub(crate) async fn probe_server(client: &reqwest::Client, base_url: &str, model
             size_bytes: None,
         };
     }
-    let Some(listed) = listed.await else { return ServerFacts::default() };
-    let server = match listed.owned_by.as_deref() {
-        Some("vllm") => Some(LocalServer::Vllm),
-        Some("organization_owner") => Some(LocalServer::LmStudio),
-        _ => None,
-    };
-    ServerFacts {
-        server,
-        context_window: listed.max_model_len,
-        parameters: listed.meta.as_ref().and_then(|meta| meta.n_params),
-        size_bytes: listed.meta.as_ref().and_then(|meta| meta.size),
-    }
+    // vLLM and LM Studio say little more than the model's name (`/v1/models`): they are told
+    // by their address and the name (wright-agent's profile), and `/v1/models` is not asked
+    // here — a hosted API behind a compatible URL would count it as a request.
+    ServerFacts::default()
 }
 
 /// Ollama's parameter count: `general.parameter_count`, else `details.parameter_size`

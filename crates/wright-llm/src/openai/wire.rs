@@ -230,9 +230,6 @@ pub(crate) struct ModelList {
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListedModel {
     pub id: String,
-    /// `"llamacpp"`, `"vllm"`, `"library"` (Ollama), `"organization_owner"` (LM Studio), …
-    #[serde(default)]
-    pub owned_by: Option<String>,
     #[serde(default)]
     pub max_model_len: Option<u32>,
     #[serde(default)]
