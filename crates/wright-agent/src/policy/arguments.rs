@@ -40,11 +40,18 @@ impl CallRule for RefuseSchemaText {
                     .find(|(name, _)| name.as_deref() == Some(field.as_str()))
                     .map(|(_, description)| format!(" `{field}` is for: {description}"))
                     .unwrap_or_default();
+                // The request is where the value comes from: quoting it gives a small model
+                // something better to copy than the schema.
+                let asked = view
+                    .run
+                    .last_request()
+                    .map(|request| format!(" The person asked: \"{}\".", request.trim()))
+                    .unwrap_or_default();
                 return CallDecision::Answered(ToolOutcome::failure(&ToolFailure::new(
                     ErrorCategory::InvalidArguments,
                     format!(
                         "`{field}` repeats the text of the tool's description instead of giving a value; nothing \
-                         was done.{purpose} Write the value from the person's request.",
+                         was done.{purpose} Write the value from the person's request.{asked}",
                     ),
                 )));
             }
@@ -192,6 +199,7 @@ mod tests {
             CallDecision::Answered(outcome) => {
                 let error = outcome.output["error"].as_str().unwrap().to_owned();
                 assert!(error.contains("`reason` repeats") && error.contains("`reason` is for: Why"), "{error}");
+                assert!(error.ends_with("The person asked: \"Remember that I prefer tea over coffee.\"."), "{error}");
             }
             other => panic!("{other:?}"),
         }
