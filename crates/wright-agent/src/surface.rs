@@ -25,21 +25,31 @@ pub const LOAD_TOOLS: &str = "load_tools";
 /// Longest catalogue line description, in characters.
 const CATALOGUE_LINE_CHARS: usize = 90;
 
-/// The tools loaded in a run, in the order they were loaded: they are sent in that order, so
-/// a tool loaded later is added at the end of the list and what was sent before stays a prefix.
+/// The tools loaded in a run, in the order they were loaded: those loaded when the run
+/// started are sent before `load_tools`, those loaded later after it, so a tool loaded later
+/// is added at the end of the list and what was sent before stays a prefix.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Loaded(Vec<String>);
+pub(crate) struct Loaded {
+    names: Vec<String>,
+    /// How many were loaded when the run started.
+    at_start: usize,
+}
 
 impl Loaded {
     pub(crate) fn contains(&self, name: &str) -> bool {
-        self.0.iter().any(|loaded| loaded == name)
+        self.names.iter().any(|loaded| loaded == name)
     }
 
     /// Adds `name` at the end unless it is loaded already.
     pub(crate) fn insert(&mut self, name: String) {
         if !self.contains(&name) {
-            self.0.push(name);
+            self.names.push(name);
         }
+    }
+
+    /// What is loaded now was loaded at the start: the rest goes after `load_tools`.
+    pub(crate) fn started(&mut self) {
+        self.at_start = self.names.len();
     }
 
     pub(crate) fn extend(&mut self, names: impl IntoIterator<Item = String>) {
@@ -49,7 +59,7 @@ impl Loaded {
     }
 
     pub(crate) fn names(&self) -> &[String] {
-        &self.0
+        &self.names
     }
 }
 
@@ -81,20 +91,30 @@ pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &Loaded
     }
     let enabled: Vec<&ToolSpec> = enabled.collect();
     let always = |spec: &ToolSpec| settings.always_loaded.contains(&spec.name);
-    // Always-loaded tools first (fixed by the settings), then the loaded ones in load order.
+    // Always-loaded tools first (fixed by the settings), then the loaded ones in load order,
+    // `load_tools` between those loaded at the start and those loaded later.
     let mut offered: Vec<ToolSpec> = enabled.iter().filter(|spec| always(spec)).map(|spec| (*spec).clone()).collect();
-    offered.extend(loaded.names().iter().filter_map(|name| {
-        enabled.iter().find(|spec| spec.name == *name && !always(spec)).map(|spec| (*spec).clone())
-    }));
+    let specs_of = |names: &[String]| -> Vec<ToolSpec> {
+        names
+            .iter()
+            .filter_map(|name| {
+                enabled.iter().find(|spec| spec.name == *name && !always(spec)).map(|spec| (*spec).clone())
+            })
+            .collect()
+    };
+    let (at_start, later) = loaded.names.split_at(loaded.at_start.min(loaded.names.len()));
+    offered.extend(specs_of(at_start));
     // The catalogue lists every tool that is not always sent, loaded in this run or not: it
     // is then the same in every request of an agent (a loaded tool's line stays), so the
     // system message is a prefix the server caches across turns and conversations.
     let catalogued: Vec<&ToolSpec> = enabled.iter().copied().filter(|spec| !always(spec)).collect();
     if catalogued.is_empty() {
+        offered.extend(specs_of(later));
         return Surface { offered: offered.into(), catalogue: String::new() };
     }
     let names: Vec<&str> = catalogued.iter().map(|spec| spec.name.as_str()).collect();
     offered.push(load_tools_spec(&names));
+    offered.extend(specs_of(later));
     let mut catalogue = format!(
         "## More tools\nThese tools are available; those not among your functions yet must be loaded first: call \
          {LOAD_TOOLS} with the name (several at once if you need them), then call it.\n"
@@ -367,14 +387,23 @@ mod tests {
         let named = surface(&all(), &settings, &Loaded::default(), false);
         assert!(named.catalogue.ends_with("then call it.\nset_state, my_tool"), "{}", named.catalogue);
         let second = surface(&all(), &settings, &loaded, true);
-        assert_eq!(names(&second), ["get_state", "set_state", LOAD_TOOLS]);
+        // Loaded after the start: after the meta-tool, so the list before it stays as sent.
+        assert_eq!(names(&second), ["get_state", LOAD_TOOLS, "set_state"]);
         // The catalogue and the meta-tool do not change as tools load: they stay cached.
         assert_eq!(second.catalogue, first.catalogue);
-        assert_eq!(second.offered[2], first.offered[1]);
+        assert_eq!(second.offered[1], first.offered[1]);
 
         load(&json!({"names": ["my_tool"]}), &all(), &settings, &mut loaded);
         let third = surface(&all(), &settings, &loaded, true);
-        assert_eq!(names(&third), ["get_state", "set_state", "my_tool", LOAD_TOOLS]);
+        assert_eq!(names(&third), ["get_state", LOAD_TOOLS, "set_state", "my_tool"]);
+        // Loaded when the run started: before the meta-tool.
+        let mut at_start = Loaded::from(["my_tool"]);
+        at_start.started();
+        at_start.insert("set_state".into());
+        assert_eq!(
+            names(&surface(&all(), &settings, &at_start, true)),
+            ["get_state", "my_tool", LOAD_TOOLS, "set_state"]
+        );
         assert_eq!(third.catalogue, first.catalogue);
     }
 

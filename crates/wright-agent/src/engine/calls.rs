@@ -179,5 +179,7 @@ impl Run<'_> {
         }
         self.next.withhold = decision.withhold;
         self.next.note = decision.note;
+        self.next.require_call = decision.require_call;
+        self.facts.loaded.extend(decision.load);
     }
 }

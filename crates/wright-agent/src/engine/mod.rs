@@ -131,6 +131,7 @@ impl<'a> Run<'a> {
         let started_by_message = run.view.history.last().is_some_and(|event| event.kind() == EventKind::User);
         let decision = run.policy.start(&StartView { run: run.run_view(&all_tools), started_by_message });
         run.facts.loaded.extend(decision.preload);
+        run.facts.loaded.started();
         run.next.require_call = decision.require_call;
         Ok(run)
     }

@@ -99,6 +99,7 @@ fn cached_prefix(request: &ModelRequest<'_>) -> String {
             json!({"name": spec.name, "description": spec.description, "parameters": spec.parameters})
         ));
     }
+    prompt.push_str("<history>\n");
     for event in request.history {
         prompt.push_str(&format!("{}\n", event.body.to_data_json()));
     }
@@ -1066,13 +1067,21 @@ async fn the_prompt_before_its_tail_only_grows_within_a_run_and_is_shared_across
     assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
     let prefixes = model.prefixes.lock().unwrap().clone();
     assert!(prefixes.len() >= 4, "{}", prefixes.len());
+    // The system message never changes; tools are only added at the end of the list (a tool
+    // loaded for the step still to do); the history only grows.
+    let parts = |prefix: &str| -> (String, String, String) {
+        let (system, rest) = prefix.split_once("\n<tools>\n").unwrap();
+        let (tools, history) = rest.split_once("<history>\n").unwrap();
+        (system.to_owned(), tools.to_owned(), history.to_owned())
+    };
     for pair in prefixes.windows(2) {
+        let ((system, tools, history), (next_system, next_tools, next_history)) = (parts(&pair[0]), parts(&pair[1]));
+        assert_eq!(system, next_system, "the system message changed within a run");
         assert!(
-            pair[1].starts_with(&pair[0]),
-            "a request's prompt before its tail differs from the one before it:\n--- before\n{}\n--- after\n{}",
-            pair[0],
-            pair[1]
+            next_tools.starts_with(&tools),
+            "the tools changed other than by an addition:\n{tools}\n---\n{next_tools}"
         );
+        assert!(next_history.starts_with(&history), "the history as sent changed:\n{history}\n---\n{next_history}");
     }
     // The person's message carries when it was sent, in every request; the system message never.
     assert!(prefixes.iter().all(|prefix| prefix.contains("[Friday 2026-11-27 16:04, time zone Europe/Berlin")));

@@ -246,6 +246,10 @@ pub(crate) struct TurnDecision {
     pub(crate) end_streak: bool,
     /// A note for the next request (said after the history).
     pub(crate) note: Option<String>,
+    /// Tools to load: their schemas are sent from the next request on.
+    pub(crate) load: Vec<String>,
+    /// The next reply must call a tool.
+    pub(crate) require_call: bool,
 }
 
 pub(crate) trait TurnRule: Send + Sync {
@@ -361,9 +365,11 @@ impl Policy {
     pub(crate) fn turn(&self, view: &TurnView<'_>) -> TurnDecision {
         let mut decision = TurnDecision::default();
         for rule in &self.turn {
-            let TurnDecision { withhold, end_streak, note } = rule.decide(view);
+            let TurnDecision { withhold, end_streak, note, load, require_call } = rule.decide(view);
             decision.withhold.extend(withhold);
             decision.end_streak |= end_streak;
+            decision.load.extend(load);
+            decision.require_call |= require_call;
             decision.note = match (decision.note.take(), note) {
                 (Some(first), Some(second)) => Some(format!("{first}\n\n{second}")),
                 (first, second) => first.or(second),

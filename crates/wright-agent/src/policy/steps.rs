@@ -54,21 +54,35 @@ impl TurnRule for NameUndoneSteps {
             .map(String::as_str)
             .collect();
         let done: Vec<String> = worked.iter().map(|(name, _)| format!("`{name}`")).collect();
-        let note = if undone.is_empty() {
-            format!(
+        if undone.is_empty() {
+            let note = format!(
                 "## The request is done\n{} worked. Every part of the person's request is done: answer the person \
                  now in a sentence or two, saying what you did. Do not call a tool again.",
                 done.join(", ")
-            )
-        } else {
-            format!(
-                "## Still to do\n{} worked. Not done yet from the person's request: \"{}\". Do that next (use what \
-                 the results above gave you); do not repeat a call that already worked.",
-                done.join(", "),
-                undone.join("\", \"")
-            )
-        };
-        TurnDecision { note: Some(note), ..TurnDecision::default() }
+            );
+            return TurnDecision { note: Some(note), ..TurnDecision::default() };
+        }
+        // The tool that fits the next undone step best is loaded (its schema is sent from the
+        // next request on: a server's grammar lets a model call only what it was sent), and
+        // the next reply must call a tool.
+        let next_tool = fitting(run.all_tools, run.settings, undone[0], 1, |spec| {
+            !worked.iter().any(|(name, _)| *name == spec.name)
+        })
+        .first()
+        .map(|spec| spec.name.clone());
+        let with = next_tool.as_ref().map(|name| format!(" with `{name}`")).unwrap_or_default();
+        let note = format!(
+            "## Still to do\n{} worked. Not done yet from the person's request: \"{}\". Do that next{with}, using \
+             what the results above gave you; do not repeat a call that already worked.",
+            done.join(", "),
+            undone.join("\", \"")
+        );
+        TurnDecision {
+            note: Some(note),
+            require_call: true,
+            load: next_tool.into_iter().collect(),
+            ..TurnDecision::default()
+        }
     }
 }
 
@@ -142,6 +156,17 @@ mod tests {
 
     fn note(scene: &Scene) -> Option<String> {
         NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false)).note
+    }
+
+    #[test]
+    fn the_tool_for_the_undone_step_is_loaded_and_a_call_required() {
+        let mut scene =
+            scene("Use run_sandbox_code to compute 17 * 23, then save the result in your state under the key product.");
+        scene.call_and_result("a", "run_sandbox_code", json!({"code": "return 17 * 23"}), json!({"result": 391}), true);
+        let decision = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
+        assert_eq!(decision.load, ["set_state"]);
+        assert!(decision.require_call);
+        assert!(decision.note.unwrap().contains("Do that next with `set_state`"));
     }
 
     #[test]
