@@ -180,6 +180,7 @@ impl Run<'_> {
         self.next.withhold = decision.withhold;
         self.next.note = decision.note;
         self.next.require_call = decision.require_call;
+        self.next.answer_now = decision.answer_now;
         self.facts.loaded.extend(decision.load);
     }
 }

@@ -14,8 +14,20 @@ use super::{CallDecision, CallRule, CallView};
 const MIN_COPIED_CHARS: usize = 16;
 
 /// A call whose string argument repeats a description from the tool's schema (of that field
-/// or another, or of a variant) is refused as invalid arguments.
+/// or another, or of a variant), or a note Wright itself wrote to the model, is refused as
+/// invalid arguments.
 pub(crate) struct RefuseSchemaText;
+
+/// Sentences of the notes the loop writes to the model (its own words, so known here): an
+/// argument that carries one was copied from the request, not given by the person.
+const HOST_NOTE_MARKS: [&str; 6] = [
+    "the person's request is done",
+    "not done yet from the person's request",
+    "you already called `",
+    "is not offered in this turn",
+    "answer the person now",
+    "do not repeat a call that already worked",
+];
 
 impl CallRule for RefuseSchemaText {
     fn decide(&self, view: &CallView<'_>) -> CallDecision {
@@ -30,10 +42,12 @@ impl CallRule for RefuseSchemaText {
             if said.chars().count() < MIN_COPIED_CHARS {
                 continue;
             }
-            let copied = descriptions.iter().any(|(_, description)| {
-                let description = normalized(description);
-                description == said || (description.contains(&said) && said.chars().count() * 2 >= description.len())
-            });
+            let copied = HOST_NOTE_MARKS.iter().any(|mark| said.contains(mark))
+                || descriptions.iter().any(|(_, description)| {
+                    let description = normalized(description);
+                    description == said
+                        || (description.contains(&said) && said.chars().count() * 2 >= description.len())
+                });
             if copied {
                 let purpose = descriptions
                     .iter()
@@ -203,6 +217,13 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // A note of the loop's own, copied into the person's document, is refused too.
+        let note = call(
+            "c",
+            "edit_learned_notes",
+            json!({"operation": "append", "content": "The request is done. Every part of the person's request is done: answer the person now."}),
+        );
+        assert!(matches!(RefuseSchemaText.decide(&scene.call_view(&note, Some(&spec))), CallDecision::Answered(_)));
         // Another field's description, copied in part, is refused as well.
         let other_field =
             call("c", "edit_learned_notes", json!({"content": "The text to add at the end, on a line of its own"}));

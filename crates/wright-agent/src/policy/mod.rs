@@ -250,6 +250,8 @@ pub(crate) struct TurnDecision {
     pub(crate) load: Vec<String>,
     /// The next reply must call a tool.
     pub(crate) require_call: bool,
+    /// Ask for the answer next (no calls taken).
+    pub(crate) answer_now: bool,
 }
 
 pub(crate) trait TurnRule: Send + Sync {
@@ -365,7 +367,8 @@ impl Policy {
     pub(crate) fn turn(&self, view: &TurnView<'_>) -> TurnDecision {
         let mut decision = TurnDecision::default();
         for rule in &self.turn {
-            let TurnDecision { withhold, end_streak, note, load, require_call } = rule.decide(view);
+            let TurnDecision { withhold, end_streak, note, load, require_call, answer_now } = rule.decide(view);
+            decision.answer_now |= answer_now;
             decision.withhold.extend(withhold);
             decision.end_streak |= end_streak;
             decision.load.extend(load);

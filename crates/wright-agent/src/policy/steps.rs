@@ -55,12 +55,14 @@ impl TurnRule for NameUndoneSteps {
             .collect();
         let done: Vec<String> = worked.iter().map(|(name, _)| format!("`{name}`")).collect();
         if undone.is_empty() {
+            // The answer is asked for with no call taken: a small model told it is done still
+            // calls again, and copies the note into the call (into the person's prompt).
             let note = format!(
                 "## The request is done\n{} worked. Every part of the person's request is done: answer the person \
-                 now in a sentence or two, saying what you did. Do not call a tool again.",
+                 now in a sentence or two, saying what you did.",
                 done.join(", ")
             );
-            return TurnDecision { note: Some(note), ..TurnDecision::default() };
+            return TurnDecision { note: Some(note), answer_now: true, ..TurnDecision::default() };
         }
         // The tool that fits the next undone step best is loaded (its schema is sent from the
         // next request on: a server's grammar lets a model call only what it was sent), and
@@ -180,6 +182,7 @@ mod tests {
         scene.call_and_result("b", "set_state", json!({"key": "product", "value": 391}), json!({"ok": true}), true);
         let done = self::note(&scene).unwrap();
         assert!(done.starts_with("## The request is done\n`run_sandbox_code`, `set_state` worked."), "{done}");
+        assert!(NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false)).answer_now, "no call taken next");
     }
 
     #[test]
