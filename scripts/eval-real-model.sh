@@ -28,4 +28,4 @@ python=${REALMODEL_DIR:-$HOME/.cache/wright-realmodel}/venv/bin/python
 exec python3 scripts/eval_real_model.py --size "$size" --modes "$modes" --tasks "$tasks" \
   --model "$model" --python "$python" --serve "$realmodel/serve.py" --wright "$wright" \
   --measure "${EVAL_MEASURE:-1}" --task-timeout "${EVAL_TASK_TIMEOUT:-420}" \
-  --temperature "${WRIGHT_TEMPERATURE:-}" --agent-config "${EVAL_AGENT:-}" --suffix "${EVAL_SUFFIX:-}"
+  --temperature "${WRIGHT_TEMPERATURE:-}" --agent-config "${EVAL_AGENT:-}" --suffix="${EVAL_SUFFIX:-}"
