@@ -116,8 +116,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         ),
         Builtin::<ScheduleArgs>::boxed(
             SCHEDULE,
-            "Run a prompt later, by yourself: repeating on a cron expression or once at a local time, \
-             in a time zone. At the time you get the prompt as a message in a new conversation, and \
+            "Run a prompt later, by yourself: a reminder or a task, repeating on a cron expression or \
+             once at a local time, in a time zone (the person's own unless given). At the time you get the prompt as a message in a new conversation, and \
              your answer is sent to the person as a notification. action=create needs name, prompt and \
              cron or at; list shows the live schedules; cancel needs name (or the id). Schedules are \
              limited in number and in how often they run. Returns {success, schedule} or \
