@@ -9,8 +9,8 @@ use super::{StartDecision, StartRule, StartView};
 use crate::surface::{LOAD_TOOLS, Loaded, fitting, preselect};
 
 /// [`LoopConfig::preload_tools`](crate::LoopConfig::preload_tools): the tools each of the
-/// person's messages in the conversation is about, in the order of the messages, then what
-/// `load_tools` loaded earlier in it. A later run of the conversation so sends the tools an
+/// person's messages in the conversation is about, in the order of the messages (a message
+/// whose best tool is already there adds none), then what `load_tools` loaded earlier in it. A later run of the conversation so sends the tools an
 /// earlier one sent, in the same order, and adds the new message's at the end: the prompt an
 /// earlier run sent stays a prefix the server has cached, unless the new message needs new
 /// tools.
@@ -23,7 +23,12 @@ impl StartRule for Preselect {
         for event in run.history {
             match &event.body {
                 EventBody::User { text, .. } => {
-                    preload.extend(preselect(run.all_tools, run.settings, text, run.config.preload_tools));
+                    // A message whose best tool is already sent adds none: each schema added
+                    // makes the server read the whole conversation again.
+                    let picks = preselect(run.all_tools, run.settings, text, run.config.preload_tools);
+                    if picks.first().is_some_and(|best| !preload.contains(best)) {
+                        preload.extend(picks);
+                    }
                 }
                 EventBody::ToolCall { name, arguments, .. } if name == LOAD_TOOLS => {
                     let names = arguments.get("names").and_then(Value::as_array).into_iter().flatten();
@@ -85,6 +90,12 @@ mod tests {
         let mut scene = scene("create a table of my books in the database");
         scene.user("now fetch the page with my reading list by its URL");
         assert_eq!(Preselect.decide(&scene.start_view(true)).preload, ["db_sql", "fetch_url"]);
+        // A follow-up whose best tool is already sent adds nothing, not even its second best.
+        let mut follow_up = self::scene("create a table of my books in the database");
+        let message = "insert one more row into the database table, the book from that page";
+        follow_up.user(message);
+        assert_eq!(preselect(&follow_up.all_tools, &follow_up.settings, message, 2), ["db_sql", "fetch_url"]);
+        assert_eq!(Preselect.decide(&follow_up.start_view(true)).preload, ["db_sql"]);
         let mut loaded = self::scene("hello there");
         loaded.call_and_result("l", LOAD_TOOLS, json!({"names": ["fetch_url", "nope"]}), json!({}), true);
         loaded.user("thanks");
