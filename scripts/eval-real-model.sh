@@ -13,6 +13,8 @@
 #   EVAL_MEASURE=0        skip the first-request measurement (all tools vs default toolsets)
 #   WRIGHT_TEMPERATURE=0  the sampling temperature Wright sends (default: the server's own, 0.8)
 #   EVAL_AGENT=...        [agent] settings, `;`-separated, e.g. "require_first_call = true"
+#   EVAL_SUFFIX=...       appended to the results file's name (a second run of the day)
+# With none of these set, the model gets the profile Wright chooses for it (issue 32).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size=${1:-0.5b}
@@ -26,4 +28,4 @@ python=${REALMODEL_DIR:-$HOME/.cache/wright-realmodel}/venv/bin/python
 exec python3 scripts/eval_real_model.py --size "$size" --modes "$modes" --tasks "$tasks" \
   --model "$model" --python "$python" --serve "$realmodel/serve.py" --wright "$wright" \
   --measure "${EVAL_MEASURE:-1}" --task-timeout "${EVAL_TASK_TIMEOUT:-420}" \
-  --temperature "${WRIGHT_TEMPERATURE:-}" --agent-config "${EVAL_AGENT:-}"
+  --temperature "${WRIGHT_TEMPERATURE:-}" --agent-config "${EVAL_AGENT:-}" --suffix="${EVAL_SUFFIX:-}"

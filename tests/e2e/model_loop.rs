@@ -941,3 +941,39 @@ async fn the_system_message_describes_the_workspace_only_when_its_toolset_is_on(
     server.say(&id, "and now?").await;
     assert!(system_of(1).contains("## Your workspace"), "{}", system_of(1));
 }
+
+/// Issue 32: a local server that says nothing of its model (the fake) keeps today's settings
+/// and says why; `[model_profiles]` in config.toml gives it the small-model profile, whose
+/// first request goes out at temperature 0, held to a call, with a reply cap. A hosted API
+/// keeps today's settings. The API says which profile and why.
+#[tokio::test]
+async fn the_model_profile_is_chosen_from_the_connection_and_applied_to_the_request() {
+    let fake = FakeProvider::start(vec![Turn::text("Saved.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &fake, Wire::Compatible);
+    let profile = server.get("/api/agents/default/model/profile").await;
+    assert_eq!(profile["profile"], "standard", "{profile}");
+    assert!(profile["reasons"][0].as_str().unwrap().contains("at a local address: its size unknown"), "{profile}");
+    drop(server);
+    std::fs::write(dir.path().join("config.toml"), "[model_profiles.fake-model]\nprofile = \"small_local\"\n").unwrap();
+    let server = Server::start(dir.path(), &fake, Wire::Compatible);
+    let profile = server.get("/api/agents/default/model/profile").await;
+    assert_eq!(profile["profile"], "small_local", "{profile}");
+    assert_eq!(profile["reasons"][1], "config.toml sets the profile to small_local", "{profile}");
+    assert_eq!(profile["settings"]["temperature"], 0.0);
+    let id = server.conversation().await;
+    server.say(&id, "Save my favourite colour, green, in your state under the key colour.").await;
+    let body = &fake.requests()[0].body;
+    assert_eq!(body["temperature"], 0.0, "{body}");
+    assert_eq!(body["tool_choice"], "required", "{body}");
+
+    let hosted_fake = FakeProvider::start(vec![Turn::text("Hi.")]).await;
+    let hosted_dir = tempfile::tempdir().unwrap();
+    let hosted = Server::start(hosted_dir.path(), &hosted_fake, Wire::Openai);
+    let profile = hosted.get("/api/agents/default/model/profile").await;
+    assert_eq!(profile["profile"], "standard", "{profile}");
+    assert!(profile["settings"]["temperature"].is_null(), "{profile}");
+    let id = hosted.conversation().await;
+    hosted.say(&id, "Save my favourite colour, green, in your state under the key colour.").await;
+    assert!(hosted_fake.requests()[0].body.get("temperature").is_none_or(Value::is_null));
+}

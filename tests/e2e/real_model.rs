@@ -242,7 +242,8 @@ fn every_schema_wright_sends_fits_gemini_and_the_grammar_subset() {
 }
 
 /// One short task end to end: the real `wright serve` binary, configured as a user would
-/// (`OPENAI_BASE_URL`, `WRIGHT_MODEL`, `WRIGHT_TEMPERATURE=0`), with the 0.5B model and native
+/// (`OPENAI_BASE_URL`, `WRIGHT_MODEL`, nothing else: the model profile is chosen from what
+/// llama.cpp says of the model), with the 0.5B model and native
 /// tool calls. The agent has only the state toolset, with every schema sent, so the test costs
 /// about a minute here. Asserts Wright's mechanics from the stored conversation, not the
 /// model's skill (greedy decoding still differs between CPUs; the evaluation measures skill):
@@ -266,7 +267,6 @@ async fn a_real_small_model_drives_a_run_with_native_tool_calls() {
         .env("WRIGHT_TOKEN", "real-token")
         .env("OPENAI_BASE_URL", format!("{}/v1", model.base_url))
         .env("WRIGHT_MODEL", "openai-compatible/qwen")
-        .env("WRIGHT_TEMPERATURE", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -285,6 +285,9 @@ async fn a_real_small_model_drives_a_run_with_native_tool_calls() {
         let request = client.get(format!("{url}{path}")).bearer_auth("real-token");
         async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
     };
+    let profile = get("/api/agents/default/model/profile").await;
+    assert_eq!(profile["profile"], "small_local", "{profile}");
+    assert!(profile["reasons"][0].as_str().unwrap().contains("as the server says"), "{profile}");
     let created: Value =
         post("/api/agents/default/conversations", json!({"title": "real"})).await.unwrap().json().await.unwrap();
     let id = created["id"].as_str().unwrap().to_owned();

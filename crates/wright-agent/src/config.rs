@@ -1,7 +1,7 @@
 //! The loop's settings (`[agent]` in config.toml): its limits and which small-model rules are on.
 
 /// Limits of the loop; each is a config knob (`[agent]` in config.toml).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LoopConfig {
     /// Model turns with tool calls before the final request goes out with tools disabled.
@@ -54,6 +54,31 @@ pub struct LoopConfig {
     /// tool. Off by default: a capable model decides well by itself, and a message that only
     /// mentions a tool's subject would get a call it did not need.
     pub require_first_call: bool,
+    /// The sampling temperature of every request (a turn asked again samples wider); the
+    /// provider's configured one when unset. The model profile sets 0 for small local models.
+    pub temperature: Option<f32>,
+    /// The most of the window a request may use, in tokens (the model profile's context
+    /// budget: a small model follows a long context poorly and reads it slowly). Narrows the
+    /// window, never widens it; with no window known, it is the window.
+    pub context_budget: Option<usize>,
+    /// A whole-document replace of the notes or the prompt that keeps almost nothing of the
+    /// current text is refused unless the person's message asked to replace or clear it: a
+    /// small model reaches for `replace` and writes one sentence over the person's notes.
+    pub guard_document_replace: bool,
+    /// After a turn whose calls succeeded, when the person's request names more than those
+    /// calls did, the next request says which of its steps are still undone: a small model
+    /// repeats the first step of "compute, then save" instead of doing the second.
+    pub name_undone_steps: bool,
+    /// With on-demand loading, each catalogue line says what its tool does (about 25 tokens
+    /// a tool); off, the catalogue only names them. The small-model profile turns it off: a
+    /// small local server reads the first message's prompt at tens of tokens a second.
+    pub catalogue_descriptions: bool,
+    /// Every request of a run lists the same tools: a request that withholds tools refuses
+    /// their calls instead of leaving them out, and one that asks for the answer ignores calls
+    /// instead of sending none. A local server compares each prompt with the one before and
+    /// re-reads all after the first difference — the tools come before the history, so a
+    /// shorter list costs the whole conversation, and the person's next message pays again.
+    pub stable_tool_list: bool,
     /// What the host decides once a run's context holds content from outside (`[agent.untrusted]`).
     pub untrusted: UntrustedConfig,
 }
@@ -90,6 +115,12 @@ impl Default for LoopConfig {
             max_same_tool_turns: 4,
             resample_failed_repeats: 2,
             require_first_call: false,
+            temperature: None,
+            context_budget: None,
+            guard_document_replace: false,
+            name_undone_steps: false,
+            catalogue_descriptions: true,
+            stable_tool_list: false,
             untrusted: UntrustedConfig::default(),
         }
     }

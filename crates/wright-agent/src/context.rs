@@ -98,8 +98,42 @@ fn memory_section(memories: &[ContextMemory], max_chars: usize) -> String {
     section
 }
 
+/// The system message in two parts, in the order a server's prompt cache wants them: what
+/// changes only with the operator's settings and the agent's prompt first (`fixed`: the
+/// prompt, the workspace), then what the agent changes as it works (`changing`: notes,
+/// memories, state keys, its database) and what belongs to this conversation (the summary of
+/// compacted turns). The driver puts the tool catalogue between them; the time and the turn's
+/// notes go after the history, never here, so the message is byte-identical across the turns
+/// of a run and across conversations of an agent whose data did not change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SystemText {
+    pub fixed: String,
+    pub changing: String,
+}
+
+impl SystemText {
+    /// The whole message with `catalogue` between the fixed and the changing part.
+    pub fn with(&self, catalogue: &str) -> String {
+        [self.fixed.as_str(), catalogue, self.changing.as_str()]
+            .into_iter()
+            .filter(|section| !section.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+}
+
+/// The system message without a catalogue (for commands that show it).
 pub fn system_message(parts: &SystemParts) -> String {
-    let mut message = parts.prompt.trim().to_owned();
+    system_text(parts).with("")
+}
+
+pub fn system_text(parts: &SystemParts) -> SystemText {
+    let mut fixed = parts.prompt.trim().to_owned();
+    if let Some(workspace) = &parts.workspace {
+        fixed.push_str("\n\n## Your workspace\n");
+        fixed.push_str(&workspace_section(workspace));
+    }
+    let mut message = String::new();
     let notes = parts.notes.trim();
     if !notes.is_empty() {
         message.push_str("\n\n## Learned notes\n");
@@ -126,34 +160,34 @@ pub fn system_message(parts: &SystemParts) -> String {
         message.push_str("\n\n## Your database\n");
         message.push_str(database);
     }
-    if let Some(workspace) = &parts.workspace {
-        message.push_str("\n\n## Your workspace\n");
-        message.push_str(&format!(
-            "Your files live in {} (read-write); relative paths in glob, grep, file_read, file_write and file_edit start there.",
-            workspace.path
-        ));
-        for (path, writable) in &workspace.roots {
-            message
-                .push_str(&format!("\nAlso allowed: {path} ({}).", if *writable { "read-write" } else { "read-only" }));
-        }
-        message.push_str(if workspace.shell {
-            "\nbash runs in a sandbox: only your workspace (and read-write roots) can be written."
-        } else {
-            "\nYou have no shell here: bash is unavailable."
-        });
-        if workspace.shell {
-            message.push_str(if workspace.network {
-                " Commands reach the web only through an HTTP proxy (http_proxy and https_proxy are set; tools \
-                 that honour them work): names are resolved by the proxy, and local and private addresses are \
-                 refused."
-            } else {
-                " Commands have no network; use fetch_url for the web."
-            });
-        }
-    }
     if let Some(summary) = &parts.earlier_summary {
         message.push_str("\n\n## Earlier in this conversation (summary)\n");
         message.push_str(summary.trim());
+    }
+    SystemText { fixed: fixed.trim().to_owned(), changing: message.trim().to_owned() }
+}
+
+fn workspace_section(workspace: &WorkspaceParts) -> String {
+    let mut message = format!(
+        "Your files live in {} (read-write); relative paths in glob, grep, file_read, file_write and file_edit start there.",
+        workspace.path
+    );
+    for (path, writable) in &workspace.roots {
+        message.push_str(&format!("\nAlso allowed: {path} ({}).", if *writable { "read-write" } else { "read-only" }));
+    }
+    message.push_str(if workspace.shell {
+        "\nbash runs in a sandbox: only your workspace (and read-write roots) can be written."
+    } else {
+        "\nYou have no shell here: bash is unavailable."
+    });
+    if workspace.shell {
+        message.push_str(if workspace.network {
+            " Commands reach the web only through an HTTP proxy (http_proxy and https_proxy are set; tools \
+             that honour them work): names are resolved by the proxy, and local and private addresses are \
+             refused."
+        } else {
+            " Commands have no network; use fetch_url for the web."
+        });
     }
     message
 }
@@ -203,6 +237,9 @@ mod tests {
         assert!(full.contains("k49") && !full.contains("k50,") && full.contains("and 10 more"));
         assert!(full.contains("## Your database\nexpenses (3 rows)"));
         assert!(full.ends_with("They asked about taxes."));
+        // What the operator set comes before what the agent changes as it works (the cached
+        // prefix lasts longer).
+        assert!(full.find("## Your workspace") < full.find("## Learned notes"), "{full}");
     }
 
     fn memory(id: i64, layer: MemoryLayer, content: &str) -> ContextMemory {

@@ -37,6 +37,7 @@ mod dispatch;
 mod engine;
 mod policy;
 mod ports;
+pub mod profile;
 mod provider_model;
 mod surface;
 

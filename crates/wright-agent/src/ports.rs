@@ -24,6 +24,12 @@ pub struct ModelRequest<'a> {
     pub max_output_tokens: Option<u32>,
     /// The reply must call one of `tools` (see [`LoopConfig::require_first_call`]).
     pub require_tool_call: bool,
+    /// Said after the history and never stored: the current time and what the policy adds
+    /// for this turn. Everything before it (system, tools, history) only grows from one turn
+    /// to the next, so a server's prompt cache holds; this changes and comes last. Empty:
+    /// nothing to add. Sent with the person's last message when the history ends with it,
+    /// else as a message of its own (see [`ProviderModel`](crate::ProviderModel)).
+    pub tail: String,
 }
 
 /// A tool call as the model made it. Arguments that were not valid JSON keep their raw text,
@@ -68,6 +74,11 @@ pub trait Model: Send + Sync {
     fn context_window(&self) -> BoxFuture<'_, Option<usize>> {
         Box::pin(async { None })
     }
+
+    /// What the model's server says of itself (for choosing the model's profile).
+    fn server_facts(&self) -> BoxFuture<'_, wright_llm::ServerFacts> {
+        Box::pin(async { wright_llm::ServerFacts::default() })
+    }
 }
 
 /// The conversation, as the loop sees it; the server implements it over the store and the
@@ -77,6 +88,13 @@ pub trait Transcript: Send + Sync {
     fn system_parts(&self) -> BoxFuture<'_, Result<SystemParts, String>>;
     /// Every stored event, in order.
     fn events(&self) -> BoxFuture<'_, Result<Vec<Event>, String>>;
+    /// When each of the person's messages was sent, as they read it, by the event's `seq`
+    /// (`Friday 2026-11-27 16:04, time zone Europe/Berlin (UTC+01:00)`). Each message is sent
+    /// to the model with its own time: the model knows the date and time, and a message's text
+    /// as sent never changes, so a server's prompt cache holds across runs. None by default.
+    fn sent_at(&self) -> BoxFuture<'_, Result<std::collections::BTreeMap<i64, String>, String>> {
+        Box::pin(async { Ok(std::collections::BTreeMap::new()) })
+    }
     /// Stores events in order and returns them numbered.
     fn append(&self, events: Vec<NewEvent>) -> BoxFuture<'_, Result<Vec<Event>, String>>;
     /// Records a call that waits for the person, with what the canvas will render for it.

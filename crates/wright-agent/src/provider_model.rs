@@ -24,7 +24,7 @@ impl Model for ProviderModel {
         Box::pin(async move {
             let llm_request = wright_llm::Request {
                 system: request.system,
-                history: request.history.to_vec(),
+                history: with_tail(request.history, &request.tail),
                 tools: request.tools,
                 temperature: request.temperature,
                 max_output_tokens: request.max_output_tokens,
@@ -62,5 +62,61 @@ impl Model for ProviderModel {
 
     fn context_window(&self) -> BoxFuture<'_, Option<usize>> {
         Box::pin(async move { self.0.context_window().await.and_then(|tokens| usize::try_from(tokens).ok()) })
+    }
+
+    fn server_facts(&self) -> BoxFuture<'_, wright_llm::ServerFacts> {
+        self.0.server_facts()
+    }
+}
+
+/// The history as sent: `tail` joins the person's message when the history ends with one (two
+/// user messages in a row break chat templates that want turns to alternate), else it is a
+/// message of its own after the tool results. Either way it is the last thing the model reads.
+fn with_tail(history: &[wright_core::Event], tail: &str) -> Vec<wright_core::Event> {
+    let mut sent = history.to_vec();
+    if tail.is_empty() {
+        return sent;
+    }
+    match sent.last_mut().map(|event| &mut event.body) {
+        Some(wright_core::EventBody::User { text, .. }) => {
+            text.push_str("\n\n");
+            text.push_str(tail);
+        }
+        _ => sent.push(wright_core::Event {
+            seq: 0,
+            content: String::new(),
+            body: wright_core::EventBody::User { text: tail.to_owned(), component: None },
+        }),
+    }
+    sent
+}
+
+#[cfg(test)]
+mod tests {
+    use wright_core::{Event, EventBody};
+
+    use super::*;
+
+    fn user(text: &str) -> Event {
+        Event { seq: 1, content: String::new(), body: EventBody::User { text: text.into(), component: None } }
+    }
+
+    #[test]
+    fn the_tail_joins_the_persons_last_message_or_follows_the_results() {
+        assert_eq!(with_tail(&[user("hi")], ""), [user("hi")]);
+        assert_eq!(with_tail(&[user("hi")], "[now]"), [user("hi\n\n[now]")]);
+        let result = Event {
+            seq: 2,
+            content: String::new(),
+            body: EventBody::ToolResult {
+                tool_call_id: "c".into(),
+                name: "t".into(),
+                output: serde_json::json!(1),
+                success: true,
+            },
+        };
+        let sent = with_tail(&[user("hi"), result.clone()], "[now]");
+        assert_eq!(sent[..2], [user("hi"), result]);
+        assert!(matches!(&sent[2].body, EventBody::User { text, .. } if text == "[now]"));
     }
 }

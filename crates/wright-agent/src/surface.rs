@@ -9,8 +9,9 @@
 //!
 //! Invariants: a tool of a toolset that is off is never offered nor run; a tool of an enabled
 //! toolset that was not loaded still runs when called (loading only decides what the model
-//! is told); the surface changes only when a tool is loaded, so a server's prompt cache holds
-//! between the other turns of a run.
+//! is told); the catalogue and `load_tools` are the same in every request of an agent (a
+//! loaded tool keeps its line), and the tools sent change only when one is loaded, so a
+//! server's prompt cache holds across the turns of a run and the conversations of an agent.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -24,6 +25,52 @@ pub const LOAD_TOOLS: &str = "load_tools";
 /// Longest catalogue line description, in characters.
 const CATALOGUE_LINE_CHARS: usize = 90;
 
+/// The tools loaded in a run, in the order they were loaded: those loaded when the run
+/// started are sent before `load_tools`, those loaded later after it, so a tool loaded later
+/// is added at the end of the list and what was sent before stays a prefix.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Loaded {
+    names: Vec<String>,
+    /// How many were loaded when the run started.
+    at_start: usize,
+}
+
+impl Loaded {
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.names.iter().any(|loaded| loaded == name)
+    }
+
+    /// Adds `name` at the end unless it is loaded already.
+    pub(crate) fn insert(&mut self, name: String) {
+        if !self.contains(&name) {
+            self.names.push(name);
+        }
+    }
+
+    /// What is loaded now was loaded at the start: the rest goes after `load_tools`.
+    pub(crate) fn started(&mut self) {
+        self.at_start = self.names.len();
+    }
+
+    pub(crate) fn extend(&mut self, names: impl IntoIterator<Item = String>) {
+        for name in names {
+            self.insert(name);
+        }
+    }
+
+    pub(crate) fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+impl<const N: usize> From<[&str; N]> for Loaded {
+    fn from(names: [&str; N]) -> Self {
+        let mut loaded = Self::default();
+        loaded.extend(names.map(str::to_owned));
+        loaded
+    }
+}
+
 /// What one request offers.
 pub(crate) struct Surface {
     /// The specs sent (with `load_tools` when anything is left to load).
@@ -34,25 +81,50 @@ pub(crate) struct Surface {
 
 /// The surface for `all` (every tool of the agent), given the settings and the tools loaded in
 /// this run.
-pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &BTreeSet<String>) -> Surface {
+/// `described`: each catalogue line says what the tool does; else the catalogue only names
+/// them (a small model's profile: the lines cost about 25 tokens a tool, read on every first
+/// message, and a small model picks by the preselected schemas anyway).
+pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &Loaded, described: bool) -> Surface {
     let enabled = all.iter().filter(|spec| settings.enables(spec.toolset));
     if settings.loading == ToolLoading::All {
         return Surface { offered: enabled.cloned().collect(), catalogue: String::new() };
     }
-    let (sent, rest): (Vec<&ToolSpec>, Vec<&ToolSpec>) =
-        enabled.partition(|spec| loaded.contains(&spec.name) || settings.always_loaded.contains(&spec.name));
-    let mut offered: Vec<ToolSpec> = sent.into_iter().cloned().collect();
-    if rest.is_empty() {
+    let enabled: Vec<&ToolSpec> = enabled.collect();
+    let always = |spec: &ToolSpec| settings.always_loaded.contains(&spec.name);
+    // Always-loaded tools first (fixed by the settings), then the loaded ones in load order,
+    // `load_tools` between those loaded at the start and those loaded later.
+    let mut offered: Vec<ToolSpec> = enabled.iter().filter(|spec| always(spec)).map(|spec| (*spec).clone()).collect();
+    let specs_of = |names: &[String]| -> Vec<ToolSpec> {
+        names
+            .iter()
+            .filter_map(|name| {
+                enabled.iter().find(|spec| spec.name == *name && !always(spec)).map(|spec| (*spec).clone())
+            })
+            .collect()
+    };
+    let (at_start, later) = loaded.names.split_at(loaded.at_start.min(loaded.names.len()));
+    offered.extend(specs_of(at_start));
+    // The catalogue lists every tool that is not always sent, loaded in this run or not: it
+    // is then the same in every request of an agent (a loaded tool's line stays), so the
+    // system message is a prefix the server caches across turns and conversations.
+    let catalogued: Vec<&ToolSpec> = enabled.iter().copied().filter(|spec| !always(spec)).collect();
+    if catalogued.is_empty() {
+        offered.extend(specs_of(later));
         return Surface { offered: offered.into(), catalogue: String::new() };
     }
-    let names: Vec<&str> = rest.iter().map(|spec| spec.name.as_str()).collect();
+    let names: Vec<&str> = catalogued.iter().map(|spec| spec.name.as_str()).collect();
     offered.push(load_tools_spec(&names));
+    offered.extend(specs_of(later));
     let mut catalogue = format!(
-        "## More tools\nThese tools are available but not loaded. To use one, call {LOAD_TOOLS} with its name \
-         (several at once if you need them), then call it.\n"
+        "## More tools\nThese tools are available; those not among your functions yet must be loaded first: call \
+         {LOAD_TOOLS} with the name (several at once if you need them), then call it.\n"
     );
-    for spec in rest {
-        catalogue.push_str(&format!("- {}: {}\n", spec.name, first_sentence(&spec.description)));
+    if described {
+        for spec in catalogued {
+            catalogue.push_str(&format!("- {}: {}\n", spec.name, first_sentence(&spec.description)));
+        }
+    } else {
+        catalogue.push_str(&names.join(", "));
     }
     Surface { offered: offered.into(), catalogue: catalogue.trim_end().to_owned() }
 }
@@ -61,7 +133,7 @@ pub(crate) fn surface(all: &[ToolSpec], settings: &ToolSettings, loaded: &BTreeS
 /// system message's catalogue section (empty when every tool is sent whole). For measuring
 /// request sizes (`wright tool surface`).
 pub fn first_request_tools(all: &[ToolSpec], settings: &ToolSettings) -> (Arc<[ToolSpec]>, String) {
-    let surface = surface(all, settings, &BTreeSet::new());
+    let surface = surface(all, settings, &Loaded::default(), true);
     (surface.offered, surface.catalogue)
 }
 
@@ -88,12 +160,7 @@ fn load_tools_spec(names: &[&str]) -> ToolSpec {
 /// A `load_tools` call: adds the enabled tools it names to `loaded` and says what happened.
 /// The result is the tools' full descriptions too, so a model that cannot see the next
 /// request's tool list (the text protocol repeats it; native servers do) still learns them.
-pub(crate) fn load(
-    arguments: &Value,
-    all: &[ToolSpec],
-    settings: &ToolSettings,
-    loaded: &mut BTreeSet<String>,
-) -> (Value, bool) {
+pub(crate) fn load(arguments: &Value, all: &[ToolSpec], settings: &ToolSettings, loaded: &mut Loaded) -> (Value, bool) {
     let names: Vec<&str> = arguments
         .get("names")
         .and_then(Value::as_array)
@@ -169,7 +236,7 @@ const STOPWORDS: &[&str] = &[
 
 /// The words of `text` that can name a tool: lowercase, at least three letters, not a
 /// stopword, cut to five characters so `tables` meets `table` and `stored` meets `store`.
-fn keywords(text: &str) -> BTreeSet<String> {
+pub(crate) fn keywords(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .map(str::to_lowercase)
         .filter(|word| word.chars().count() >= 3 && !STOPWORDS.contains(&word.as_str()))
@@ -202,17 +269,6 @@ pub(crate) fn fitting_tools(all: &[ToolSpec], settings: &ToolSettings, message: 
             .map(|spec| json!({"name": spec.name, "does": first_sentence(&spec.description)}))
             .collect::<Vec<_>>()
     )
-}
-
-/// `offered` with the tools that fit `message` first, best first (the rest after, in their
-/// order): for a request that must call a tool, where a weak model held to the grammar tends to
-/// take the first alternative.
-pub(crate) fn best_first(offered: &[ToolSpec], settings: &ToolSettings, message: &str) -> Arc<[ToolSpec]> {
-    let ranked: Vec<&str> =
-        fitting(offered, settings, message, usize::MAX, |_| true).into_iter().map(|spec| spec.name.as_str()).collect();
-    let mut sorted = offered.to_vec();
-    sorted.sort_by_key(|spec| ranked.iter().position(|name| *name == spec.name).unwrap_or(ranked.len()));
-    sorted.into()
 }
 
 /// The scoring of [`preselect`] over the enabled tools that `include` admits, best first.
@@ -300,7 +356,7 @@ mod tests {
     #[test]
     fn all_sends_every_enabled_tool_and_no_catalogue() {
         let settings = ToolSettings { loading: ToolLoading::All, ..ToolSettings::default() };
-        let surface = surface(&all(), &settings, &BTreeSet::new());
+        let surface = surface(&all(), &settings, &Loaded::default(), true);
         assert_eq!(names(&surface), ["get_state", "set_state", "my_tool"], "browser is off by default");
         assert!(surface.catalogue.is_empty());
     }
@@ -308,8 +364,8 @@ mod tests {
     #[test]
     fn on_demand_sends_a_catalogue_and_the_loaded_tools() {
         let settings = ToolSettings { always_loaded: vec!["get_state".into()], ..ToolSettings::default() };
-        let mut loaded = BTreeSet::new();
-        let first = surface(&all(), &settings, &loaded);
+        let mut loaded = Loaded::default();
+        let first = surface(&all(), &settings, &loaded, true);
         assert_eq!(names(&first), ["get_state", LOAD_TOOLS]);
         assert_eq!(
             first.catalogue.lines().skip(2).collect::<Vec<_>>(),
@@ -329,18 +385,33 @@ mod tests {
             json!(["browser_click", "nope"]),
             "a tool of a toolset that is off is not loaded"
         );
-        let second = surface(&all(), &settings, &loaded);
-        assert_eq!(names(&second), ["get_state", "set_state", LOAD_TOOLS]);
+        // A small model's profile: the catalogue only names the tools.
+        let named = surface(&all(), &settings, &Loaded::default(), false);
+        assert!(named.catalogue.ends_with("then call it.\nset_state, my_tool"), "{}", named.catalogue);
+        let second = surface(&all(), &settings, &loaded, true);
+        // Loaded after the start: after the meta-tool, so the list before it stays as sent.
+        assert_eq!(names(&second), ["get_state", LOAD_TOOLS, "set_state"]);
+        // The catalogue and the meta-tool do not change as tools load: they stay cached.
+        assert_eq!(second.catalogue, first.catalogue);
+        assert_eq!(second.offered[1], first.offered[1]);
 
         load(&json!({"names": ["my_tool"]}), &all(), &settings, &mut loaded);
-        let third = surface(&all(), &settings, &loaded);
-        assert_eq!(names(&third), ["get_state", "set_state", "my_tool"], "nothing left to load: no meta-tool");
-        assert!(third.catalogue.is_empty());
+        let third = surface(&all(), &settings, &loaded, true);
+        assert_eq!(names(&third), ["get_state", LOAD_TOOLS, "set_state", "my_tool"]);
+        // Loaded when the run started: before the meta-tool.
+        let mut at_start = Loaded::from(["my_tool"]);
+        at_start.started();
+        at_start.insert("set_state".into());
+        assert_eq!(
+            names(&surface(&all(), &settings, &at_start, true)),
+            ["get_state", "my_tool", LOAD_TOOLS, "set_state"]
+        );
+        assert_eq!(third.catalogue, first.catalogue);
     }
 
     #[test]
     fn a_load_without_names_says_how() {
-        let (output, success) = load(&json!({}), &all(), &ToolSettings::default(), &mut BTreeSet::new());
+        let (output, success) = load(&json!({}), &all(), &ToolSettings::default(), &mut Loaded::default());
         assert!(!success && output["error"].as_str().unwrap().contains("names"));
     }
 

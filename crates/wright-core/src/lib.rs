@@ -150,6 +150,15 @@ string_enum!(
 );
 
 string_enum!(
+    /// The settings a model gets, chosen from what Wright knows of it (wright-agent's
+    /// `profile`): a small model on a local server, or today's behaviour for every other.
+    ModelProfileKind, "model profile" {
+        SmallLocal => "small_local",
+        Standard => "standard",
+    }
+);
+
+string_enum!(
     /// Where a tool comes from: built into Wright, written by an agent, or offered by one of
     /// the operator's MCP servers (`mcp__<server>__<tool>`).
     ToolKind, "tool kind" {

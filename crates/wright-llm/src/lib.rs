@@ -64,7 +64,7 @@ pub use config::{
 pub use connection::{Connection, ConnectionKind, ListedModel};
 pub use embeddings::Embedder;
 pub use error::{ErrorInfo, LlmError};
-pub use provider::{HttpProvider, Provider};
+pub use provider::{HttpProvider, LocalServer, Provider, ServerFacts};
 pub use recovery::{Recovered, recover_calls};
 pub use text_protocol::{TextProtocol, TextProtocolProvider};
 pub use tool_schema::SchemaDialect;

@@ -28,7 +28,13 @@ pub trait Provider: Send + Sync {
     /// The model's context window in tokens, when the server says it (llama.cpp, Ollama);
     /// asked once and remembered.
     fn context_window(&self) -> BoxFuture<'_, Option<u32>> {
-        Box::pin(async { None })
+        Box::pin(async move { self.server_facts().await.context_window })
+    }
+
+    /// What the model's server says of itself and the model (a local server: llama.cpp,
+    /// Ollama, vLLM, LM Studio); nothing for the hosted APIs. Asked once and remembered.
+    fn server_facts(&self) -> BoxFuture<'_, ServerFacts> {
+        Box::pin(async { ServerFacts::default() })
     }
 
     /// One turn, collected; `on_event` sees every event as it arrives.
@@ -51,11 +57,42 @@ pub struct HttpProvider {
     retry: RetryPolicy,
     /// Applied to every error before it leaves the transport.
     redactor: wright_core::Redactor,
-    /// Where to ask for the context window: `(base URL, model)` of an OpenAI-compatible
+    /// Where to ask the server about itself: `(base URL, model)` of an OpenAI-compatible
     /// server; `None` for the hosted APIs, which do not say.
-    window_probe: Option<(String, String)>,
+    server_probe: Option<(String, String)>,
     /// The answer, asked once (a `OnceCell` so concurrent runs ask together, not twice).
-    context_window: tokio::sync::OnceCell<Option<u32>>,
+    server_facts: tokio::sync::OnceCell<ServerFacts>,
+}
+
+/// A local server's kind, as it shows itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalServer {
+    LlamaCpp,
+    Ollama,
+    Vllm,
+    LmStudio,
+}
+
+impl LocalServer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocalServer::LlamaCpp => "llama.cpp",
+            LocalServer::Ollama => "Ollama",
+            LocalServer::Vllm => "vLLM",
+            LocalServer::LmStudio => "LM Studio",
+        }
+    }
+}
+
+/// What a model's server says: which server it is, the context window, the model's size.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerFacts {
+    pub server: Option<LocalServer>,
+    pub context_window: Option<u32>,
+    /// The model's parameter count (llama.cpp's `n_params`, Ollama's `parameter_count`).
+    pub parameters: Option<u64>,
+    /// The size of the model's file in bytes (llama.cpp's GGUF).
+    pub size_bytes: Option<u64>,
 }
 
 impl HttpProvider {
@@ -66,12 +103,12 @@ impl HttpProvider {
         retry: RetryPolicy,
         redactor: wright_core::Redactor,
     ) -> Self {
-        Self { label, client, wire, retry, redactor, window_probe: None, context_window: tokio::sync::OnceCell::new() }
+        Self { label, client, wire, retry, redactor, server_probe: None, server_facts: tokio::sync::OnceCell::new() }
     }
 
-    /// Asks `base_url`'s server for the context window (llama.cpp, Ollama).
-    pub(crate) fn probing_context_window(mut self, base_url: String, model: String) -> Self {
-        self.window_probe = Some((base_url, model));
+    /// Asks `base_url`'s server about itself (llama.cpp, Ollama, vLLM, LM Studio).
+    pub(crate) fn probing_server(mut self, base_url: String, model: String) -> Self {
+        self.server_probe = Some((base_url, model));
         self
     }
 
@@ -98,13 +135,10 @@ impl Provider for HttpProvider {
         self.label.clone()
     }
 
-    fn context_window(&self) -> BoxFuture<'_, Option<u32>> {
+    fn server_facts(&self) -> BoxFuture<'_, ServerFacts> {
         Box::pin(async move {
-            let Some((base_url, model)) = &self.window_probe else { return None };
-            *self
-                .context_window
-                .get_or_init(|| crate::openai::probe_context_window(&self.client, base_url, model))
-                .await
+            let Some((base_url, model)) = &self.server_probe else { return ServerFacts::default() };
+            self.server_facts.get_or_init(|| crate::openai::probe_server(&self.client, base_url, model)).await.clone()
         })
     }
 }

@@ -505,6 +505,10 @@ impl Provider for TextProtocolProvider {
     fn context_window(&self) -> futures::future::BoxFuture<'_, Option<u32>> {
         self.inner.context_window()
     }
+
+    fn server_facts(&self) -> futures::future::BoxFuture<'_, crate::ServerFacts> {
+        self.inner.server_facts()
+    }
 }
 
 #[cfg(test)]

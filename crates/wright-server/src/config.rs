@@ -61,6 +61,9 @@ pub struct Config {
     pub models: BTreeMap<String, String>,
     /// Per-agent settings (`[agents.<id>]`), by agent id.
     pub agents: BTreeMap<String, AgentConfig>,
+    /// `[model_profiles."<model>"]`: a model's profile and its settings by hand, by the
+    /// model's name or `provider/model` (wright-agent's `profile`).
+    pub model_profiles: BTreeMap<String, wright_agent::profile::ProfileOverride>,
     /// `[telegram]`: the Telegram channel, off until a bot token is set (here or in
     /// `WRIGHT_TELEGRAM_TOKEN`).
     pub telegram: TelegramConfig,
@@ -328,6 +331,7 @@ struct ConfigFile {
     workspace: WorkspaceConfig,
     models: BTreeMap<String, String>,
     agents: BTreeMap<String, AgentConfig>,
+    model_profiles: BTreeMap<String, wright_agent::profile::ProfileOverride>,
     telegram: TelegramConfig,
     notify: NotifyConfig,
     schedules: ScheduleConfig,
@@ -388,6 +392,7 @@ impl Config {
             shell_forwarder,
             models: file.models,
             agents: file.agents,
+            model_profiles: file.model_profiles,
             telegram: file.telegram,
             notify: file.notify,
             schedules: file.schedules,

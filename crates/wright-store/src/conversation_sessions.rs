@@ -115,6 +115,25 @@ impl SessionSchedule {
         }
     }
 
+    /// The zone's name as configured in `[sessions]` (`Europe/Berlin`, `UTC`).
+    pub fn time_zone_name(&self) -> String {
+        self.time_zone.iana_name().unwrap_or("UTC").to_owned()
+    }
+
+    /// `now_ms` as a person reads it in the zone, with what a model needs to work out
+    /// "tomorrow at 9" or "next Monday": `Friday 2026-11-27 16:04, time zone Europe/Berlin
+    /// (UTC+01:00)`.
+    pub fn local_time_line(&self, now_ms: i64) -> String {
+        let zone = self.time_zone_name();
+        match Timestamp::from_millisecond(now_ms) {
+            Ok(now) => {
+                let local = now.to_zoned_datetime(self.time_zone.clone());
+                format!("{}, time zone {zone} (UTC{})", local.strftime("%A %Y-%m-%d %H:%M"), local.strftime("%:z"))
+            }
+            Err(_) => format!("time zone {zone}"),
+        }
+    }
+
     /// A name for a session the schedule starts: its local date (`2026-11-24`).
     fn name_at(&self, now_ms: i64) -> String {
         match Timestamp::from_millisecond(now_ms) {
@@ -180,6 +199,18 @@ fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<Session, StoreError> {
 type Transaction = sqlx::Transaction<'static, sqlx::Sqlite>;
 
 impl Store {
+    /// The `[sessions]` time zone's name: the person's zone as configured.
+    pub fn time_zone_name(&self) -> String {
+        self.session_schedule.time_zone_name()
+    }
+
+    /// A stored time (`created_at`, UTC ISO 8601) as a person reads it in the `[sessions]`
+    /// zone; `None` when it does not parse.
+    pub fn local_time_of(&self, stored: &str) -> Option<String> {
+        let at = stored.parse::<Timestamp>().ok()?;
+        Some(self.session_schedule.local_time_line(at.as_millisecond()))
+    }
+
     /// The agent's open session, after dividing if the schedule says a new one has begun
     /// since it started (or starting the first one).
     pub async fn current_session(&self, agent: &AgentId) -> Result<Session, StoreError> {

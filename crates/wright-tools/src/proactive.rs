@@ -50,7 +50,8 @@ pub(crate) struct ScheduleArgs {
     cron: Option<String>,
     /// create, once: a local date and time in `time_zone`, e.g. "2026-12-24T18:00".
     at: Option<String>,
-    /// The IANA time zone `cron` and `at` are read in, e.g. "Europe/Oslo"; default UTC.
+    /// The IANA time zone `cron` and `at` are read in, e.g. "Europe/Oslo"; default the
+    /// person's zone (the one the current time in your context is given in).
     time_zone: Option<String>,
 }
 
@@ -120,8 +121,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         with_effects(
             Builtin::<ScheduleArgs>::boxed(
                 SCHEDULE,
-                "Run a prompt later, by yourself: repeating on a cron expression or once at a local time, \
-             in a time zone. At the time you get the prompt as a message in a new conversation, and \
+                "Run a prompt later, by yourself: a reminder or a task, repeating on a cron expression or \
+             once at a local time, in a time zone (the person's own unless given). At the time you get the prompt as a message in a new conversation, and \
              your answer is sent to the person as a notification. action=create needs name, prompt and \
              cron or at; list shows the live schedules; cancel needs name (or the id). Schedules are \
              limited in number and in how often they run. Returns {success, schedule} or \
@@ -134,7 +135,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                             ScheduleAction::Create => {
                                 let name = args.name.ok_or_else(|| missing("name"))?;
                                 let prompt = args.prompt.ok_or_else(|| missing("prompt"))?;
-                                let time_zone = args.time_zone.unwrap_or_else(|| "UTC".into());
+                                // The person's zone ([sessions]): "tomorrow at 9" means their 9.
+                                let time_zone = args.time_zone.unwrap_or_else(|| store.time_zone_name());
                                 let timing = match (args.cron, args.at) {
                                     (Some(cron), None) => Timing::Cron(cron),
                                     (None, Some(at)) => {

@@ -502,6 +502,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/model/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The profile the agent's next run uses: chosen from what the model's server says, with
+         *     `[model_profiles]` of config.toml and `WRIGHT_TEMPERATURE` on top.
+         */
+        get: operations["model_profile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/notifications": {
         parameters: {
             query?: never;
@@ -1298,6 +1318,13 @@ export interface components {
             default?: null | components["schemas"]["ChoiceView"];
             agents: components["schemas"]["ChoiceView"][];
         };
+        /** @description The profile a model got, its settings, and why. */
+        ChosenProfile: {
+            profile: components["schemas"]["ModelProfileKind"];
+            settings: components["schemas"]["ProfileSettings"];
+            /** @description Why, in a person's words: the facts that decided, then each override. */
+            reasons: string[];
+        };
         /** @description A command's answer, as Markdown. */
         CommandReply: {
             reply: string;
@@ -1742,6 +1769,12 @@ export interface components {
              */
             relevance?: number | null;
         };
+        /**
+         * @description The settings a model gets, chosen from what Wright knows of it (wright-agent's
+         *     `profile`): a small model on a local server, or today's behaviour for every other.
+         * @enum {string}
+         */
+        ModelProfileKind: "small_local" | "standard";
         ModelView: {
             id: string;
             /**
@@ -1870,6 +1903,34 @@ export interface components {
              *     model, and limited per conversation (429 beyond the limit).
              */
             component?: string | null;
+        };
+        /** @description The settings a profile decides, as the Settings page shows them. */
+        ProfileSettings: {
+            /**
+             * Format: float
+             * @description The sampling temperature of every request; the server's own when `None`.
+             */
+            temperature?: number | null;
+            require_first_call: boolean;
+            /** @description Catalogue tools sent whole from the first request, chosen by the message's words. */
+            preload_tools: number;
+            /** @description The most tokens one reply may take, when the window is known. */
+            reply_tokens: number;
+            /** @description The context budget in tokens (at most the server's window); unset: the whole window. */
+            context_tokens?: number | null;
+            /** @description Refuse a replace of the notes or prompt that keeps almost nothing, unless asked. */
+            guard_document_replace: boolean;
+            /** @description After a step of a request succeeds, the next request names what is still undone. */
+            name_undone_steps: boolean;
+            /** @description The tool catalogue says what each tool does (else it only names them). */
+            catalogue_descriptions: boolean;
+            /** @description Every request of a run lists the same tools (the server's prompt cache holds). */
+            stable_tool_list: boolean;
+        };
+        /** @description The profile an agent's model gets, and why (wright-agent's `profile`). */
+        ProfileView: components["schemas"]["ChosenProfile"] & {
+            /** @description `provider/model`. */
+            model: string;
         };
         ProviderView: {
             kind: string;
@@ -3109,6 +3170,43 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    model_profile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -90,7 +90,7 @@ impl Run<'_> {
                 Finish::Ended => return Ok(Some(RunOutcome::Parked)),
                 // Answered during the turn: the answers were stored by another writer.
                 Finish::Continue => {
-                    self.view = ModelView::of(self.transcript.events().await.map_err(stored)?);
+                    self.view = ModelView::load(self.transcript).await.map_err(stored)?;
                     self.run_approved_calls().await?;
                 }
             }
@@ -182,5 +182,9 @@ impl Run<'_> {
             self.facts.streak = None;
         }
         self.next.withhold = decision.withhold;
+        self.next.note = decision.note;
+        self.next.require_call = decision.require_call;
+        self.next.answer_now = decision.answer_now;
+        self.facts.loaded.extend(decision.load);
     }
 }

@@ -54,6 +54,7 @@ pub(super) async fn compact(
         temperature: None,
         max_output_tokens: None,
         require_tool_call: false,
+        tail: String::new(),
     };
     let quiet = |_: &str| {};
     let reply = match model.reply(request, &quiet, cancel).await {

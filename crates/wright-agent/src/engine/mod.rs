@@ -22,10 +22,11 @@ use self::request::Prepared;
 use self::view::ModelView;
 use crate::AgentError;
 use crate::config::{CHARS_PER_TOKEN, LoopConfig};
-use crate::context::system_message;
+use crate::context::{SystemText, system_text};
 use crate::dispatch::{CallSite, run_approved};
 use crate::policy::{
-    NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail, without_repeats,
+    Documents, EndView, NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail,
+    without_repeats,
 };
 use crate::ports::{Model, ModelError, ModelReply, RunOutcome, Transcript};
 
@@ -70,7 +71,7 @@ struct Run<'a> {
     view: ModelView,
     /// The system message, read at the start of a run and again when the conversation is
     /// compacted (seed 002: a mid-conversation edit of the prompt reaches the context then).
-    system: String,
+    system: SystemText,
     /// The settings this run uses: switched to on-demand loading when every schema would not fit.
     settings: ToolSettings,
     /// The request's room in the model's window, in characters, with room for the answer;
@@ -96,8 +97,13 @@ impl<'a> Run<'a> {
     ) -> Result<Self, AgentError> {
         let config = context.config;
         let window = model.context_window().await.or(config.context_window);
-        let view = ModelView::of(transcript.events().await.map_err(stored)?);
-        let system = system_for(transcript, &view).await?;
+        // The profile's budget may only narrow the window, never widen it.
+        let window = match (window, config.context_budget) {
+            (Some(window), Some(budget)) => Some(window.min(budget)),
+            (window, budget) => window.or(budget),
+        };
+        let view = ModelView::load(transcript).await.map_err(stored)?;
+        let (system, documents) = system_for(transcript, &view).await?;
         let mut run = Self {
             model,
             transcript,
@@ -117,7 +123,7 @@ impl<'a> Run<'a> {
             budget_chars: window
                 .map(|tokens| tokens.saturating_sub(config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN)),
             max_output_tokens: window.map(|_| u32::try_from(config.reserve_output_tokens).unwrap_or(u32::MAX)),
-            facts: RunFacts::default(),
+            facts: RunFacts { documents, ..RunFacts::default() },
             next: NextRequest::default(),
         };
         run.run_approved_calls().await?;
@@ -125,6 +131,7 @@ impl<'a> Run<'a> {
         let started_by_message = run.view.history.last().is_some_and(|event| event.kind() == EventKind::User);
         let decision = run.policy.start(&StartView { run: run.run_view(&all_tools), started_by_message });
         run.facts.loaded.extend(decision.preload);
+        run.facts.loaded.started();
         run.next.require_call = decision.require_call;
         Ok(run)
     }
@@ -175,8 +182,13 @@ impl<'a> Run<'a> {
             self.next = next;
             return Ok(None);
         }
-        let assistant = NewEvent::new(reply.text.clone(), EventBody::Assistant { text: reply.text.clone(), provider });
         if reply.calls.is_empty() {
+            // The person always gets an answer to read.
+            let text = self
+                .policy
+                .end(&EndView { run: self.run_view(&all_tools), text: &reply.text })
+                .unwrap_or_else(|| reply.text.clone());
+            let assistant = NewEvent::new(text.clone(), EventBody::Assistant { text, provider });
             // The answer and the status it leaves are one write.
             if !prepared.turns_left {
                 let notice = NewEvent::notice(Notice::TurnLimit { max_tool_turns: self.config.max_tool_turns });
@@ -184,6 +196,7 @@ impl<'a> Run<'a> {
             }
             return self.end(RunOutcome::Completed, vec![assistant]).await.map(Some);
         }
+        let assistant = NewEvent::new(reply.text.clone(), EventBody::Assistant { text: reply.text.clone(), provider });
         self.store_calls(assistant, &reply).await?;
         self.run_calls(&reply, &prepared, &all_tools).await
     }
@@ -202,7 +215,8 @@ impl<'a> Run<'a> {
                 request_cancel.cancel();
             }
         };
-        let outcome = self.model.reply(prepared.request(&self.view.history), &watch, &request_cancel).await;
+        let history = self.view.as_sent();
+        let outcome = self.model.reply(prepared.request(&history), &watch, &request_cancel).await;
         let so_far = std::mem::take(&mut *streamed.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         let stopped_repeating = request_cancel.is_cancelled() && !self.cancel.is_cancelled();
         Ok(match outcome {
@@ -295,10 +309,12 @@ fn stored(error: String) -> AgentError {
 }
 
 /// The system message, read fresh from the store, with the view's compaction summary.
-async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<String, AgentError> {
+/// Also the agent's prompt and notes as they are now, for the rules that judge edits of them.
+async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<(SystemText, Documents), AgentError> {
     let mut parts = transcript.system_parts().await.map_err(stored)?;
     parts.earlier_summary = view.summary.clone();
-    Ok(system_message(&parts))
+    let documents = Documents { prompt: parts.prompt.clone(), notes: parts.notes.clone() };
+    Ok((system_text(&parts), documents))
 }
 
 #[cfg(test)]

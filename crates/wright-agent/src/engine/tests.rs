@@ -33,6 +33,8 @@ struct ScriptedModel {
     required_calls: Mutex<Vec<bool>>,
     /// The context window the model's server says it has.
     window: Option<usize>,
+    /// What each request's prompt is up to its tail (see `cached_prefix`).
+    prefixes: Mutex<Vec<String>>,
 }
 
 impl ScriptedModel {
@@ -45,6 +47,7 @@ impl ScriptedModel {
             output_limits: Mutex::new(Vec::new()),
             required_calls: Mutex::new(Vec::new()),
             window: None,
+            prefixes: Mutex::new(Vec::new()),
         }
     }
 
@@ -62,7 +65,14 @@ impl Model for ScriptedModel {
         _cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
         Box::pin(async move {
-            self.seen.lock().unwrap().push((request.system.clone(), request.history.len(), request.tools.len()));
+            // What the model is told besides the history: the system message, then the tail.
+            let told = if request.tail.is_empty() {
+                request.system.clone()
+            } else {
+                format!("{}\n\n{}", request.system, request.tail)
+            };
+            self.seen.lock().unwrap().push((told, request.history.len(), request.tools.len()));
+            self.prefixes.lock().unwrap().push(cached_prefix(&request));
             self.offered.lock().unwrap().push(request.tools.iter().map(|spec| spec.name.clone()).collect());
             self.temperatures.lock().unwrap().push(request.temperature);
             self.output_limits.lock().unwrap().push(request.max_output_tokens);
@@ -76,6 +86,24 @@ impl Model for ScriptedModel {
     fn context_window(&self) -> BoxFuture<'_, Option<usize>> {
         Box::pin(async move { self.window })
     }
+}
+
+/// A request's prompt up to its tail, as a server reads it: the system message, the tools in
+/// the order sent, then each event of the history. A server's prompt cache holds for the next
+/// request only when this part of it starts with this part of the request before.
+fn cached_prefix(request: &ModelRequest<'_>) -> String {
+    let mut prompt = format!("{}\n<tools>\n", request.system);
+    for spec in request.tools.iter() {
+        prompt.push_str(&format!(
+            "{}\n",
+            json!({"name": spec.name, "description": spec.description, "parameters": spec.parameters})
+        ));
+    }
+    prompt.push_str("<history>\n");
+    for event in request.history {
+        prompt.push_str(&format!("{}\n", event.body.to_data_json()));
+    }
+    prompt
 }
 
 fn text(text: &str) -> ModelReply {
@@ -106,6 +134,8 @@ struct StoreTranscript {
     /// When set, a parked call is answered at once with this, as if the person answered while
     /// the turn's other calls still ran.
     answer_when_parked: Mutex<Option<Value>>,
+    /// When set, every message of the person was sent at this time.
+    sent_at: Mutex<Option<String>>,
 }
 
 fn message(error: impl std::fmt::Display) -> String {
@@ -127,6 +157,17 @@ impl Transcript for StoreTranscript {
         Box::pin(async move {
             let stored = self.store.events_after(&self.conversation, 0).await.map_err(message)?;
             Ok(stored.into_iter().map(|stored| stored.event).collect())
+        })
+    }
+    fn sent_at(&self) -> BoxFuture<'_, Result<std::collections::BTreeMap<i64, String>, String>> {
+        Box::pin(async move {
+            let Some(at) = self.sent_at.lock().unwrap().clone() else { return Ok(Default::default()) };
+            let events = self.events().await?;
+            Ok(events
+                .iter()
+                .filter(|event| event.kind() == EventKind::User)
+                .map(|event| (event.seq, at.clone()))
+                .collect())
         })
     }
     fn append(&self, events: Vec<NewEvent>) -> BoxFuture<'_, Result<Vec<Event>, String>> {
@@ -229,6 +270,7 @@ impl Fixture {
             deltas: Mutex::new(String::new()),
             parked: Mutex::new(Vec::new()),
             answer_when_parked: Mutex::new(None),
+            sent_at: Mutex::new(None),
         };
         // Every schema in every request, as before toolsets: most tests script calls directly.
         let tool_settings = ToolSettings { loading: ToolLoading::All, ..ToolSettings::default() };
@@ -237,15 +279,16 @@ impl Fixture {
 
     async fn run(&self, model: &dyn Model, config: &LoopConfig, cancel: &CancellationToken) -> RunOutcome {
         let agent = AgentId::default_agent();
+        let conversation = self.transcript.conversation.as_str();
         let context = RunContext {
             agent: &agent,
-            conversation_id: "c1",
+            conversation_id: conversation,
             tools: &self.tools,
             config,
             tool_settings: &self.tool_settings,
             cancel,
         };
-        let claim = self.transcript.store.claim_run("c1", lease()).await.unwrap();
+        let claim = self.transcript.store.claim_run(conversation, lease()).await.unwrap();
         assert!(matches!(claim, wright_store::Claim::Claimed(_)), "{claim:?}");
         run(model, &self.transcript, context).await.unwrap()
     }
@@ -817,7 +860,9 @@ async fn the_persons_request_preselects_the_schemas_it_is_about() {
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
     let (system, _, tools) = model.seen()[0].clone();
     assert_eq!(tools, 3, "two preselected schemas and load_tools");
-    assert!(!system.contains("\n- db_sql: ") && system.contains("\n- set_state: "), "{system}");
+    // The catalogue lists every tool, preselected or not: it is the same in every conversation.
+    assert!(system.contains("\n- db_sql: ") && system.contains("\n- set_state: "), "{system}");
+    assert!(model.offered.lock().unwrap()[0].contains(&"db_sql".to_owned()));
 
     let model = ScriptedModel::new(vec![text("Done.")]);
     let config = LoopConfig { preload_tools: 0, ..LoopConfig::default() };
@@ -887,7 +932,7 @@ async fn on_demand_loading_starts_from_a_catalogue_and_sends_what_was_loaded() {
     assert!(seen[0].0.contains("## More tools") && seen[0].0.contains("\n- set_state: "), "{}", seen[0].0);
     assert!(!seen[0].0.contains("browser_click"), "tools of a toolset that is off are not listed");
     assert_eq!(seen[1].2, 2, "set_state and load_tools");
-    assert!(!seen[1].0.contains("\n- set_state: "));
+    assert_eq!(seen[1].0, seen[0].0, "the system message stays as it was: loading adds a schema only");
     let results = fixture.results().await;
     assert_eq!(results[0]["output"]["loaded"][0]["name"], "set_state");
     assert_eq!(results[1]["success"], true);
@@ -1024,4 +1069,78 @@ async fn after_outside_content_a_change_to_the_agent_waits_for_approval_with_the
     config.untrusted.ask_after_outside_content = false;
     assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
     assert!(fixture.transcript.store.pending_calls("c1").await.unwrap().is_empty());
+}
+
+/// The prefix-cache contract (issue 32): within a run, each request's prompt up to its tail
+/// starts with the one before (the time and the turn's notes come after the history); across
+/// conversations of an agent the system message is byte-identical, whatever each message
+/// preselects. This fails when something that changes per turn or per conversation moves
+/// before the history.
+#[tokio::test]
+async fn the_prompt_before_its_tail_only_grows_within_a_run_and_is_shared_across_conversations() {
+    let mut fixture = Fixture::new().await;
+    fixture.tool_settings = ToolSettings::default();
+    *fixture.transcript.sent_at.lock().unwrap() =
+        Some("Friday 2026-11-27 16:04, time zone Europe/Berlin (UTC+01:00)".into());
+    let store = fixture.transcript.store.clone();
+    store
+        .append_events("c1", &[user("Save 391 in your state under the key product, then read it back")])
+        .await
+        .unwrap();
+    let config = LoopConfig {
+        require_first_call: true,
+        name_undone_steps: true,
+        guard_document_replace: true,
+        catalogue_descriptions: false,
+        stable_tool_list: true,
+        ..LoopConfig::default()
+    };
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "set_state", Ok(json!({"key": "product", "value": 391})))]),
+        // Repeated: answered from the first, and set_state is withheld for a turn — its calls
+        // refused, not its schema taken out of the list.
+        calls(&[("a2", "set_state", Ok(json!({"key": "product", "value": 391})))]),
+        calls(&[("b", "get_state", Ok(json!({"key": "product"})))]),
+        text("It is 391."),
+    ]);
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    let prefixes = model.prefixes.lock().unwrap().clone();
+    assert!(prefixes.len() >= 4, "{}", prefixes.len());
+    // The system message never changes; tools are only added at the end of the list (a tool
+    // loaded for the step still to do); the history only grows.
+    let parts = |prefix: &str| -> (String, String, String) {
+        let (system, rest) = prefix.split_once("\n<tools>\n").unwrap();
+        let (tools, history) = rest.split_once("<history>\n").unwrap();
+        (system.to_owned(), tools.to_owned(), history.to_owned())
+    };
+    for pair in prefixes.windows(2) {
+        let ((system, tools, history), (next_system, next_tools, next_history)) = (parts(&pair[0]), parts(&pair[1]));
+        assert_eq!(system, next_system, "the system message changed within a run");
+        assert!(
+            next_tools.starts_with(&tools),
+            "the tools changed other than by an addition:\n{tools}\n---\n{next_tools}"
+        );
+        assert!(next_history.starts_with(&history), "the history as sent changed:\n{history}\n---\n{next_history}");
+    }
+    // The person's message carries when it was sent, in every request; the system message never.
+    assert!(prefixes.iter().all(|prefix| prefix.contains("[Friday 2026-11-27 16:04, time zone Europe/Berlin")));
+    assert!(!prefixes[0].split("\n<tools>\n").next().unwrap().contains("2026-11-27"));
+
+    // A second conversation of the agent, about other tools: the same system message.
+    store.create_conversation(&AgentId::default_agent(), "c2", "test").await.unwrap();
+    store.append_events("c2", &[user("Create a table called books in your database")]).await.unwrap();
+    fixture.transcript = StoreTranscript {
+        store,
+        conversation: "c2".into(),
+        deltas: Mutex::new(String::new()),
+        parked: Mutex::new(Vec::new()),
+        answer_when_parked: Mutex::new(None),
+        sent_at: Mutex::new(Some("Friday 2026-11-27 16:09, time zone Europe/Berlin (UTC+01:00)".into())),
+    };
+    let model_two = ScriptedModel::new(vec![text("Done.")]);
+    assert_eq!(fixture.run(&model_two, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    let other = model_two.prefixes.lock().unwrap()[0].clone();
+    let system = |prefix: &str| prefix.split("\n<tools>\n").next().unwrap_or_default().to_owned();
+    assert_eq!(system(&other), system(&prefixes[0]), "the system message differs between conversations");
+    assert!(system(&other).contains("## More tools"), "{other}");
 }

@@ -12,18 +12,23 @@
 //!   calls, a corrected name) or drop it and ask again with a note;
 //! - [`CallRule`]: before each call runs; a rule may answer it without running it;
 //! - [`ResultRule`]: after a call ran; a rule may add hints to its result;
-//! - [`TurnRule`]: after a turn's calls; a rule may withhold tools from the next request.
+//! - [`TurnRule`]: after a turn's calls; a rule may withhold tools from the next request or
+//!   add a note to it;
+//! - [`EndRule`]: when a reply without calls ends the run; a rule may replace its text.
 //!
 //! Invariant: rules never do IO and never mutate the run; the facts they read
 //! ([`RunFacts`]) are kept by the driver.
 
 mod answer_now;
+mod arguments;
 mod echo;
 mod names;
 mod preselection;
 mod repeats;
 mod repetition;
 mod resample;
+mod silence;
+mod steps;
 mod text_calls;
 mod untrusted;
 mod withhold;
@@ -34,6 +39,7 @@ use wright_core::{Event, EventBody, Hint, ToolOutcome, ToolSettings, ToolSpec};
 
 use crate::config::LoopConfig;
 use crate::ports::ModelToolCall;
+use crate::surface::Loaded;
 
 pub(crate) use answer_now::ANSWER_NOTE;
 pub use echo::ECHO_NOTE;
@@ -48,12 +54,22 @@ pub(crate) struct RunFacts {
     pub(crate) tool_turns: usize,
     /// The calls since the last one that succeeded, with their results.
     pub(crate) recent_calls: RecentCalls,
-    /// The tools `load_tools` loaded in this run; their schemas are sent until it ends.
-    pub(crate) loaded: BTreeSet<String>,
+    /// The tools loaded in this run (preselected, or by `load_tools`), in order; their
+    /// schemas are sent until it ends.
+    pub(crate) loaded: Loaded,
     /// The one tool every call of the last turns named, and in how many turns in a row.
     pub(crate) streak: Option<(String, usize)>,
     /// How often each counted decision was taken in this run.
     pub(crate) counts: BTreeMap<Counter, usize>,
+    /// The agent's prompt and notes as the run read them.
+    pub(crate) documents: Documents,
+}
+
+/// The agent's versioned documents as a run read them (for rules that judge edits of them).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Documents {
+    pub(crate) prompt: String,
+    pub(crate) notes: String,
 }
 
 impl RunFacts {
@@ -106,7 +122,7 @@ pub(crate) fn last_request(history: &[Event]) -> Option<&str> {
 /// What the next request adds to what it would carry anyway.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct NextRequest {
-    /// A section for the system message, after the tool catalogue.
+    /// A note said after the history (never in the system message: that stays cached).
     pub(crate) note: Option<String>,
     /// Sampling temperature instead of the configured one.
     pub(crate) temperature: Option<f32>,
@@ -234,10 +250,32 @@ pub(crate) struct TurnDecision {
     pub(crate) withhold: BTreeSet<String>,
     /// The streak of one tool ends here (it was withheld for it).
     pub(crate) end_streak: bool,
+    /// A note for the next request (said after the history).
+    pub(crate) note: Option<String>,
+    /// Tools to load: their schemas are sent from the next request on.
+    pub(crate) load: Vec<String>,
+    /// The next reply must call a tool.
+    pub(crate) require_call: bool,
+    /// Ask for the answer next (no calls taken).
+    pub(crate) answer_now: bool,
 }
 
 pub(crate) trait TurnRule: Send + Sync {
     fn decide(&self, view: &TurnView<'_>) -> TurnDecision;
+}
+
+// ---- end ----
+
+/// The run is about to end with the model's last reply, without calls.
+pub(crate) struct EndView<'a> {
+    pub(crate) run: RunView<'a>,
+    /// The reply's text, as it would be stored.
+    pub(crate) text: &'a str,
+}
+
+/// A rule on the answer a run ends with: `Some` replaces the text stored and shown.
+pub(crate) trait EndRule: Send + Sync {
+    fn answer(&self, view: &EndView<'_>) -> Option<String>;
 }
 
 /// The rules of a run, in the order they apply within each phase.
@@ -247,6 +285,7 @@ pub(crate) struct Policy {
     pub(crate) call: Vec<Box<dyn CallRule>>,
     pub(crate) result: Vec<Box<dyn ResultRule>>,
     pub(crate) turn: Vec<Box<dyn TurnRule>>,
+    pub(crate) end: Vec<Box<dyn EndRule>>,
 }
 
 impl Policy {
@@ -264,13 +303,21 @@ impl Policy {
                 Box::new(answer_now::AnswerAfterEmptyReply),
             ],
             call: vec![
+                Box::new(names::AnswerUnknownTool),
                 Box::new(withhold::RefuseSwitchedOff),
                 Box::new(withhold::RefuseWithheld),
+                Box::new(arguments::RefuseSchemaText),
+                Box::new(arguments::GuardDocumentReplace),
                 Box::new(repeats::AnswerRepeats),
                 Box::new(untrusted::AskAfterOutsideContent),
             ],
             result: vec![Box::new(names::SchemaOfUnloadedTool), Box::new(names::ToolsForUnknownName)],
-            turn: vec![Box::new(withhold::WithholdRepeated), Box::new(withhold::WithholdStreak)],
+            turn: vec![
+                Box::new(withhold::WithholdRepeated),
+                Box::new(withhold::WithholdStreak),
+                Box::new(steps::NameUndoneSteps),
+            ],
+            end: vec![Box::new(silence::AnswerFromWhatHappened)],
         }
     }
 
@@ -319,12 +366,24 @@ impl Policy {
         self.result.iter().flat_map(|rule| rule.hints(view)).collect()
     }
 
+    /// The first rule that replaces the last reply's text decides.
+    pub(crate) fn end(&self, view: &EndView<'_>) -> Option<String> {
+        self.end.iter().find_map(|rule| rule.answer(view))
+    }
+
     pub(crate) fn turn(&self, view: &TurnView<'_>) -> TurnDecision {
         let mut decision = TurnDecision::default();
         for rule in &self.turn {
-            let TurnDecision { withhold, end_streak } = rule.decide(view);
+            let TurnDecision { withhold, end_streak, note, load, require_call, answer_now } = rule.decide(view);
+            decision.answer_now |= answer_now;
             decision.withhold.extend(withhold);
             decision.end_streak |= end_streak;
+            decision.load.extend(load);
+            decision.require_call |= require_call;
+            decision.note = match (decision.note.take(), note) {
+                (Some(first), Some(second)) => Some(format!("{first}\n\n{second}")),
+                (first, second) => first.or(second),
+            };
         }
         decision
     }

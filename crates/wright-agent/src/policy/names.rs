@@ -2,10 +2,44 @@
 //! its real name (and the result says so); a call of a tool from the catalogue that failed
 //! its schema gets the schema; an unknown name gets the tools that fit the person's request.
 
-use wright_core::{ErrorCategory, Hint};
+use serde_json::json;
+use wright_core::{CLOSEST_NAMES, ErrorCategory, Hint, ToolFailure, ToolOutcome, closest_names};
 
-use super::{Reply, ReplyDecision, ReplyRule, ReplyView, ResultRule, ResultView};
-use crate::surface::{fitting_tools, meant_tool};
+use super::{CallDecision, CallRule, CallView, Reply, ReplyDecision, ReplyRule, ReplyView, ResultRule, ResultView};
+use crate::surface::{fitting, fitting_tools, meant_tool};
+
+/// A call of a tool the agent does not have is answered here, not by the tools port: the
+/// names suggested instead are only the agent's own (its enabled toolsets and tools), those
+/// that fit the person's request first, then those named most alike. The port would suggest
+/// from every tool Wright has (`browser_type` to an agent without a browser).
+pub(crate) struct AnswerUnknownTool;
+
+impl CallRule for AnswerUnknownTool {
+    fn decide(&self, view: &CallView<'_>) -> CallDecision {
+        if view.spec.is_some() {
+            return CallDecision::Run;
+        }
+        let run = &view.run;
+        let enabled = || run.all_tools.iter().filter(|spec| run.settings.enables(spec.toolset));
+        let mut closest: Vec<String> = run
+            .last_request()
+            .map(|request| fitting(run.all_tools, run.settings, request, CLOSEST_NAMES, |_| true))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|spec| spec.name.clone())
+            .collect();
+        for name in closest_names(&view.call.name, enabled().map(|spec| spec.name.as_str())) {
+            if closest.len() < CLOSEST_NAMES && !closest.contains(&name) {
+                closest.push(name);
+            }
+        }
+        let message = format!("unknown tool `{}`; the closest real tools are: {}", view.call.name, closest.join(", "));
+        let mut outcome = ToolOutcome::failure(&ToolFailure::new(ErrorCategory::UnknownTool, message));
+        outcome.output["closest"] = json!(closest);
+        outcome.hints = ToolsForUnknownName.hints(&ResultView { run: *run, outcome: &outcome, unloaded: None });
+        CallDecision::Answered(outcome)
+    }
+}
 
 /// Calls of invented names are renamed to the one tool they meant, when only one fits
 /// (`surface::meant_tool`); the stored call carries the real name.
@@ -142,6 +176,26 @@ mod tests {
         assert!(matches!(&hints[1], Hint::ForTheRequest(tools) if tools.to_string().contains("set_state")));
         let success = ToolOutcome::success(json!(1));
         assert!(ToolsForUnknownName.hints(&scene.result_view(&success, None)).is_empty());
+    }
+
+    #[test]
+    fn an_unknown_tool_is_told_only_the_agents_tools_those_for_the_request_first() {
+        let mut scene = Scene::new(&["Save my favourite colour, green, in your state."]);
+        scene.all_tools = state_tools();
+        let mut browser = spec_with("browser_type", "Type into a page.", json!({"type": "object"}));
+        browser.toolset = Some(wright_core::Toolset::Browser);
+        scene.all_tools.push(browser);
+        scene.settings.toolsets.retain(|toolset| *toolset != wright_core::Toolset::Browser);
+        let invented = call("c", "browser_typer", json!({"text": "green"}));
+        let CallDecision::Answered(outcome) = AnswerUnknownTool.decide(&scene.call_view(&invented, None)) else {
+            panic!("an unknown tool is answered");
+        };
+        let closest: Vec<String> = serde_json::from_value(outcome.output["closest"].clone()).unwrap();
+        assert!(closest.contains(&"set_state".to_owned()), "{closest:?}");
+        assert!(!closest.contains(&"browser_type".to_owned()), "{closest:?}");
+        assert!(outcome.hints.iter().any(|hint| matches!(hint, Hint::ForTheRequest(_))));
+        let known = call("c", "set_state", json!({}));
+        assert_eq!(AnswerUnknownTool.decide(&scene.call_view(&known, Some(&scene.all_tools[2]))), CallDecision::Run);
     }
 
     #[test]

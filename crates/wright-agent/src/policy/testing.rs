@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 use wright_core::{Event, EventBody, ToolOutcome, ToolPolicy, ToolSettings, ToolSpec};
 
-use super::{CallView, Reply, ReplyView, ResultView, RunFacts, RunView, StartView, TurnView};
+use super::{CallView, EndView, Reply, ReplyView, ResultView, RunFacts, RunView, StartView, TurnView};
 use crate::config::LoopConfig;
 use crate::ports::ModelToolCall;
 
@@ -99,6 +99,10 @@ impl Scene {
         unloaded: Option<&'a ToolSpec>,
     ) -> ResultView<'a> {
         ResultView { run: self.run(), outcome, unloaded }
+    }
+
+    pub(crate) fn end_view<'a>(&'a self, text: &'a str) -> EndView<'a> {
+        EndView { run: self.run(), text }
     }
 
     pub(crate) fn turn_view<'a>(&'a self, repeated: &'a BTreeSet<String>, only_repeats: bool) -> TurnView<'a> {

@@ -52,7 +52,7 @@ pub(crate) struct WithholdRepeated;
 impl TurnRule for WithholdRepeated {
     fn decide(&self, view: &TurnView<'_>) -> TurnDecision {
         let withhold = if view.only_repeats { view.repeated.clone() } else { BTreeSet::new() };
-        TurnDecision { withhold, end_streak: false }
+        TurnDecision { withhold, ..TurnDecision::default() }
     }
 }
 
@@ -65,7 +65,7 @@ impl TurnRule for WithholdStreak {
         let max = view.run.config.max_same_tool_turns;
         match &view.run.facts.streak {
             Some((name, turns)) if max > 0 && *turns >= max => {
-                TurnDecision { withhold: BTreeSet::from([name.clone()]), end_streak: true }
+                TurnDecision { withhold: BTreeSet::from([name.clone()]), end_streak: true, ..TurnDecision::default() }
             }
             _ => TurnDecision::default(),
         }

@@ -23,6 +23,7 @@ use crate::canonical::{
 };
 use crate::config::Settings;
 use crate::error::{Class, ErrorInfo, mentions_context_overflow, retry_after_header, retry_hint_in_message};
+use crate::provider::{LocalServer, ServerFacts};
 use crate::tool_schema::{self, SchemaDialect};
 use crate::transport::{Decoder, HttpCall, Wire};
 use wire::{
@@ -428,30 +429,75 @@ pub(crate) fn classify_in_stream(field: ErrorField) -> LlmError {
     class.into_error(info, retry_after)
 }
 
-/// The context window a local server says it has: llama.cpp's `/props` (`n_ctx`), else
-/// Ollama's `/api/show` (`num_ctx` when the model sets one, else the model's
-/// `context_length`). `None` when the server says neither — hosted APIs, vLLM, LM Studio.
-pub(crate) async fn probe_context_window(client: &reqwest::Client, base_url: &str, model: &str) -> Option<u32> {
+/// What a local server says of itself and its model: llama.cpp's `/props` (`n_ctx`) and then
+/// its `/v1/models` (`meta.n_params`, `meta.size`), else Ollama's `/api/show` (`num_ctx` or
+/// the model's `context_length`, `general.parameter_count`). Nothing when the server says
+/// neither — the hosted APIs are never asked.
+pub(crate) async fn probe_server(client: &reqwest::Client, base_url: &str, model: &str) -> ServerFacts {
     let root = base_url.trim_end_matches('/').trim_end_matches("/v1");
     let timeout = std::time::Duration::from_secs(5);
+    let listed = async {
+        let response = client.get(format!("{root}/v1/models")).timeout(timeout).send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let list = response.json::<wire::ModelList>().await.ok()?;
+        // The model asked for, else the first (a single-model server such as llama.cpp names
+        // its model by the file, not by what the request calls it).
+        let index = list.data.iter().position(|listed| listed.id == model).unwrap_or(0);
+        list.data.into_iter().nth(index)
+    };
     if let Ok(response) = client.get(format!("{root}/props")).timeout(timeout).send().await
         && response.status().is_success()
         && let Ok(props) = response.json::<wire::LlamaProps>().await
-        && let Some(n_ctx) = props.default_generation_settings.and_then(|settings| settings.n_ctx).or(props.n_ctx)
     {
-        return Some(n_ctx);
+        let listed = listed.await;
+        let meta = listed.as_ref().and_then(|listed| listed.meta.as_ref());
+        return ServerFacts {
+            server: Some(LocalServer::LlamaCpp),
+            context_window: props.default_generation_settings.and_then(|settings| settings.n_ctx).or(props.n_ctx),
+            parameters: meta.and_then(|meta| meta.n_params),
+            size_bytes: meta.and_then(|meta| meta.size),
+        };
     }
-    let response = client
+    if let Ok(response) = client
         .post(format!("{root}/api/show"))
         .json(&serde_json::json!({ "model": model }))
         .timeout(timeout)
         .send()
         .await
-        .ok()?;
-    if !response.status().is_success() {
-        return None;
+        && response.status().is_success()
+        && let Ok(show) = response.json::<wire::OllamaShow>().await
+    {
+        return ServerFacts {
+            server: Some(LocalServer::Ollama),
+            context_window: ollama_context_window(&show),
+            parameters: ollama_parameters(&show),
+            size_bytes: None,
+        };
     }
-    ollama_context_window(&response.json::<wire::OllamaShow>().await.ok()?)
+    // vLLM and LM Studio say little more than the model's name (`/v1/models`): they are told
+    // by their address and the name (wright-agent's profile), and `/v1/models` is not asked
+    // here — a hosted API behind a compatible URL would count it as a request.
+    ServerFacts::default()
+}
+
+/// Ollama's parameter count: `general.parameter_count`, else `details.parameter_size`
+/// (`"7.6B"`, `"494.03M"`).
+pub(crate) fn ollama_parameters(show: &wire::OllamaShow) -> Option<u64> {
+    let counted = show.model_info.as_ref().and_then(|info| info.get("general.parameter_count")?.as_u64());
+    counted.or_else(|| {
+        let size = show.details.as_ref()?.parameter_size.as_deref()?.trim();
+        let (number, scale) = match size.chars().last()? {
+            'B' | 'b' => (&size[..size.len() - 1], 1e9),
+            'M' | 'm' => (&size[..size.len() - 1], 1e6),
+            'K' | 'k' => (&size[..size.len() - 1], 1e3),
+            _ => (size, 1.0),
+        };
+        let value = number.trim().parse::<f64>().ok()? * scale;
+        // A count is far below 2^53: the cast is exact enough and never negative here.
+        (value.is_finite() && value >= 0.0).then(|| value.round() as u64)
+    })
 }
 
 /// `num_ctx` from the Modelfile parameters, else the largest `*.context_length`.

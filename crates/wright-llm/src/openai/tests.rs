@@ -111,3 +111,15 @@ fn ollama_says_its_context_window_in_parameters_or_model_info() {
     assert_eq!(ollama_context_window(&trained), Some(32768));
     assert_eq!(ollama_context_window(&show(json!({}))), None);
 }
+
+#[test]
+fn ollama_says_its_parameter_count_in_model_info_or_details() {
+    let show = |value: serde_json::Value| serde_json::from_value::<wire::OllamaShow>(value).unwrap();
+    let counted =
+        show(json!({"model_info": {"general.parameter_count": 494032768}, "details": {"parameter_size": "7B"}}));
+    assert_eq!(ollama_parameters(&counted), Some(494_032_768));
+    assert_eq!(ollama_parameters(&show(json!({"details": {"parameter_size": "7.6B"}}))), Some(7_600_000_000));
+    assert_eq!(ollama_parameters(&show(json!({"details": {"parameter_size": "494.03M"}}))), Some(494_030_000));
+    assert_eq!(ollama_parameters(&show(json!({"details": {"parameter_size": "big"}}))), None);
+    assert_eq!(ollama_parameters(&show(json!({}))), None);
+}

@@ -208,6 +208,15 @@ pub(crate) struct LlamaGenerationSettings {
 pub(crate) struct OllamaShow {
     pub parameters: Option<String>,
     pub model_info: Option<serde_json::Map<String, Value>>,
+    /// `parameter_size` such as `"7.6B"`, when `model_info` has no `general.parameter_count`.
+    #[serde(default)]
+    pub details: Option<OllamaDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct OllamaDetails {
+    #[serde(default)]
+    pub parameter_size: Option<String>,
 }
 
 /// `GET /v1/models`: `{"object": "list", "data": [{"id", "object": "model", "created", "owned_by"}]}`.
@@ -231,6 +240,11 @@ pub(crate) struct ListedModel {
 pub(crate) struct ListedModelMeta {
     #[serde(default)]
     pub n_ctx_train: Option<u32>,
+    /// llama.cpp: the model's parameter count and the GGUF's size in bytes.
+    #[serde(default)]
+    pub n_params: Option<u64>,
+    #[serde(default)]
+    pub size: Option<u64>,
 }
 
 /// `POST /v1/embeddings` (OpenAI and the compatible servers: vLLM, llama.cpp, LM Studio):

@@ -463,3 +463,33 @@ pub async fn clear_agent_model(
     let agent = existing_agent(&state, &agent).await?;
     Ok(Json(OkView { ok: state.store.clear_model_choice(&ChoiceTarget::Agent(agent.as_str().to_owned())).await? }))
 }
+
+/// The profile an agent's model gets, and why (wright-agent's `profile`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProfileView {
+    /// `provider/model`.
+    pub model: String,
+    #[serde(flatten)]
+    pub chosen: wright_agent::profile::ChosenProfile,
+}
+
+/// The profile the agent's next run uses: chosen from what the model's server says, with
+/// `[model_profiles]` of config.toml and `WRIGHT_TEMPERATURE` on top.
+#[utoipa::path(
+    get, path = "/api/agents/{agent}/model/profile", tag = "settings", params(("agent" = String, Path)),
+    responses((status = 200, body = ProfileView), (status = 404, body = super::error::ErrorBody),
+              (status = 409, body = super::error::ErrorBody)),
+)]
+pub async fn model_profile(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+) -> Result<Json<ProfileView>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    let model = state
+        .models
+        .for_agent(&agent)
+        .await
+        .map_err(|message| ApiError::new(StatusCode::CONFLICT, "no_model", message))?;
+    let chosen = state.runs.profile_of(&model).await;
+    Ok(Json(ProfileView { model: format!("{}/{}", model.kind, model.name), chosen }))
+}

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wright_agent::ProviderModel;
+use wright_agent::profile::{ModelFacts, ProfileOverride};
 use wright_core::AgentId;
 use wright_llm::{Connection, ConnectionKind, LlmError, ProviderConfig, ProviderEnv, ToolCallMode, config_from_env};
 use wright_store::{ChoiceTarget, ModelChoice, Store, StoreError};
@@ -33,6 +34,40 @@ pub struct ConfiguredModel {
     /// Tokens the model takes, where the person said (the provider's list, or by hand); the
     /// run compacts history to fit it.
     pub context_window: Option<u32>,
+    /// Where its requests go, when configured (a local server's address).
+    pub base_url: Option<String>,
+    /// The temperature the machine set for every model (`WRIGHT_TEMPERATURE`).
+    pub temperature: Option<f32>,
+}
+
+impl ConfiguredModel {
+    /// The profile this model gets (see wright-agent's `profile`): chosen from what its server
+    /// says, with `[model_profiles]` (by model name, or `provider/model`) and
+    /// `WRIGHT_TEMPERATURE` on top.
+    pub async fn profile(
+        &self,
+        overrides: &BTreeMap<String, ProfileOverride>,
+        base: &wright_agent::LoopConfig,
+    ) -> wright_agent::profile::ChosenProfile {
+        let facts = ModelFacts {
+            provider: self.kind.clone(),
+            model: self.name.clone(),
+            base_url: self.base_url.clone(),
+            server: self.model.server_facts().await,
+        };
+        let over = overrides
+            .get(&format!("{}/{}", self.kind, self.name))
+            .or_else(|| overrides.get(&self.name))
+            .cloned()
+            .unwrap_or_default();
+        let set_in_file = over.temperature.is_some();
+        let mut chosen = wright_agent::profile::choose(&facts, &over, base);
+        if let Some(temperature) = self.temperature.filter(|_| !set_in_file) {
+            chosen.settings.temperature = Some(temperature);
+            chosen.reasons.push(format!("WRIGHT_TEMPERATURE sets temperature {temperature}"));
+        }
+        chosen
+    }
 }
 
 /// Where the canvas's model settings live once the app is open: the store and the keys file.
@@ -81,6 +116,8 @@ fn configured(
         kind: config.kind.as_str().to_owned(),
         name: config.model.clone(),
         context_window,
+        base_url: config.base_url.clone(),
+        temperature: config.temperature,
     })
 }
 

@@ -22,6 +22,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use wright_agent::profile::ProfileOverride;
 use wright_agent::{ContextMemory, Finish, LoopConfig, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript};
 use wright_core::Invocation;
 use wright_core::{
@@ -77,6 +78,8 @@ pub struct Runs {
     runs_config: RunsConfig,
     /// `[agents.<id>.tools]` from config.toml: an agent's tool settings until the API sets them.
     configured_tools: BTreeMap<String, ToolSettings>,
+    /// `[model_profiles]` from config.toml.
+    profiles: BTreeMap<String, ProfileOverride>,
     owner: RunOwner,
     /// Runs this process is running, by conversation. Held only to insert, remove or look up,
     /// never across an await.
@@ -106,6 +109,7 @@ impl Runs {
             config,
             runs_config,
             configured_tools: BTreeMap::new(),
+            profiles: BTreeMap::new(),
             owner,
             active: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
@@ -114,6 +118,17 @@ impl Runs {
     }
 
     /// The agents' tool settings from config.toml (`[agents.<id>.tools]`).
+    /// Uses `[model_profiles]` from config.toml.
+    pub fn with_profiles(mut self, profiles: BTreeMap<String, ProfileOverride>) -> Self {
+        self.profiles = profiles;
+        self
+    }
+
+    /// The profile `model` gets, with the loop settings of this installation.
+    pub async fn profile_of(&self, model: &ConfiguredModel) -> wright_agent::profile::ChosenProfile {
+        model.profile(&self.profiles, &self.config).await
+    }
+
     pub fn with_configured_tools(mut self, configured_tools: BTreeMap<String, ToolSettings>) -> Self {
         self.configured_tools = configured_tools;
         self
@@ -400,7 +415,8 @@ impl Runs {
                 owner: runs.owner.id().to_owned(),
                 toolsets: tool_settings.toolsets.clone(),
             };
-            let loop_config = fitted_to(&runs.config, model.context_window);
+            let profile = runs.profile_of(&model).await;
+            let loop_config = fitted_to(&profile.apply(&runs.config), model.context_window);
             let context = RunContext {
                 agent: &agent,
                 conversation_id: &conversation_id,
@@ -546,6 +562,17 @@ impl Transcript for StoreTranscript {
         Box::pin(async move {
             let stored = self.store.events_after(&self.conversation_id, 0).await.map_err(message)?;
             Ok(stored.into_iter().map(|stored| stored.event).collect())
+        })
+    }
+
+    fn sent_at(&self) -> BoxFuture<'_, Result<BTreeMap<i64, String>, String>> {
+        Box::pin(async move {
+            let stored = self.store.events_after(&self.conversation_id, 0).await.map_err(message)?;
+            Ok(stored
+                .iter()
+                .filter(|stored| stored.event.kind() == wright_core::EventKind::User)
+                .filter_map(|stored| Some((stored.event.seq, self.store.local_time_of(&stored.created_at)?)))
+                .collect())
         })
     }
 

@@ -29,6 +29,23 @@ fn check(schedule: &SessionSchedule, started: &str, expected: Option<&str>) {
 }
 
 #[test]
+fn the_local_time_line_names_the_weekday_date_time_and_zone() {
+    let berlin = schedule(AutoDivide::Daily, "00:00", "Europe/Berlin");
+    assert_eq!(berlin.time_zone_name(), "Europe/Berlin");
+    assert_eq!(
+        berlin.local_time_line(ms("2026-11-27T15:04:00Z")),
+        "Friday 2026-11-27 16:04, time zone Europe/Berlin (UTC+01:00)"
+    );
+    // Summer time, and a date that is already the next day locally.
+    assert_eq!(
+        berlin.local_time_line(ms("2026-07-03T22:30:00Z")),
+        "Saturday 2026-07-04 00:30, time zone Europe/Berlin (UTC+02:00)"
+    );
+    let utc = schedule(AutoDivide::None, "00:00", "UTC");
+    assert_eq!(utc.local_time_line(ms("2026-11-27T15:04:00Z")), "Friday 2026-11-27 15:04, time zone UTC (UTC+00:00)");
+}
+
+#[test]
 fn daily_division_at_local_midnight_in_a_non_utc_zone() {
     let berlin = schedule(AutoDivide::Daily, "00:00", "Europe/Berlin");
     // Winter (UTC+1): Berlin's midnight is 23:00 UTC the day before.

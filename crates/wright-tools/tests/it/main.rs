@@ -31,8 +31,25 @@ impl Fixture {
     }
 
     async fn with_egress(egress: EgressConfig) -> Self {
+        Self::build(egress, "UTC", None).await
+    }
+
+    /// With the person's time zone (`[sessions] time_zone`), on 2026-11-27 at 12:00 UTC.
+    async fn in_zone(zone: &str) -> Self {
+        Self::build(EgressConfig::default(), zone, Some(1_795_780_800_000)).await
+    }
+
+    async fn build(egress: EgressConfig, zone: &str, now_ms: Option<i64>) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("wright.db"), StateLimits::default()).await.unwrap();
+        let sessions = wright_store::SessionConfig { time_zone: zone.into(), ..Default::default() };
+        let mut store = Store::open(&dir.path().join("wright.db"), StateLimits::default())
+            .await
+            .unwrap()
+            .with_sessions(sessions.schedule().unwrap());
+        if let Some(now_ms) = now_ms {
+            let clock = Arc::new(wright_core::FixedClock::at(now_ms));
+            store = store.with_memory(wright_store::MemoryConfig::default(), clock);
+        }
         let sandbox_config = SandboxConfig {
             pool_size: 1,
             deadline_ms: 5_000,
@@ -1248,6 +1265,23 @@ async fn workspace_tools_read_write_search_and_run_confined() {
     assert_eq!(ambiguous.category().as_str(), "rejected");
     let too_long = fixture.call("bash", json!({"command": "true", "timeout_ms": 10_000_000})).await.unwrap_err();
     assert_eq!(too_long.category().as_str(), "limit");
+}
+
+/// "Tomorrow at 9" means the person's 9: `schedule` reads `at` in the `[sessions]` zone when
+/// the call names none.
+#[tokio::test]
+async fn schedule_reads_a_local_time_in_the_persons_zone_by_default() {
+    let fixture = Fixture::in_zone("Europe/Oslo").await;
+    let created = fixture
+        .call(
+            "schedule",
+            json!({"action": "create", "name": "dentist", "prompt": "Remind me to call the dentist.", "at": "2027-01-15T09:00"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created["schedule"]["time_zone"], "Europe/Oslo", "{created}");
+    // 09:00 in Oslo in winter is 08:00 UTC.
+    assert!(created["schedule"]["next_run_at"].as_str().unwrap().starts_with("2027-01-15T08:00"), "{created}");
 }
 
 /// The loop's tests (wright-agent, which does not depend on this crate) run against the real

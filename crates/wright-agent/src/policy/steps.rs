@@ -1,0 +1,218 @@
+//! Requests of more than one step ("compute 17 × 23, then save it", "ask me my city, then
+//! save it", "fetch the page and save the word on it"). A small model does the first step and
+//! then repeats it. After a turn, the person's request is cut into its steps at the words that
+//! sequence them; a step is done when a call of this run that worked fits it (by the words the
+//! tools are preselected by, or its own words in the call's arguments). The next request says
+//! what is done and names the step still undone — or, when all are done, asks for the answer.
+//! Judged from the request's words and the calls made, never from tool names in a list.
+
+use std::collections::BTreeSet;
+
+use wright_core::{Event, EventBody};
+
+use super::{TurnDecision, TurnRule, TurnView};
+use crate::surface::{fitting, keywords};
+
+/// How many of the best-fitting tools of a step count as doing it.
+const TOOLS_PER_STEP: usize = 3;
+
+/// Words that start the next step of a request.
+const SEQUENCERS: [&str; 6] = [" and then ", ", then ", " then ", " after that ", "; ", ". "];
+
+/// [`LoopConfig::name_undone_steps`](crate::LoopConfig::name_undone_steps).
+pub(crate) struct NameUndoneSteps;
+
+impl TurnRule for NameUndoneSteps {
+    fn decide(&self, view: &TurnView<'_>) -> TurnDecision {
+        let run = &view.run;
+        if !run.config.name_undone_steps {
+            return TurnDecision::default();
+        }
+        let Some(request) = run.last_request() else { return TurnDecision::default() };
+        let worked = calls_that_worked(run.history);
+        if worked.is_empty() {
+            return TurnDecision::default();
+        }
+        let steps = steps_of(request, |part| !fitting(run.all_tools, run.settings, part, 1, |_| true).is_empty());
+        let undone: Vec<&str> = steps
+            .iter()
+            .filter(|step| {
+                let tools: BTreeSet<&str> = fitting(run.all_tools, run.settings, step, TOOLS_PER_STEP, |_| true)
+                    .into_iter()
+                    .map(|spec| spec.name.as_str())
+                    .collect();
+                // Its words, and its numbers (`17`, `23`), which keywords leave out.
+                let mut words = keywords(step);
+                words.extend(step.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(str::to_owned));
+                !worked.iter().any(|(name, arguments)| {
+                    // Done by a tool that fits it, unless the step names something that tool's
+                    // arguments do not carry (the same tool may be the right one for two steps).
+                    tools.contains(name.as_str())
+                        && (steps.len() == 1 || words.iter().any(|word| arguments.contains(word.as_str())))
+                })
+            })
+            .map(String::as_str)
+            .collect();
+        let done: Vec<String> = worked.iter().map(|(name, _)| format!("`{name}`")).collect();
+        if undone.is_empty() {
+            // The answer is asked for with no call taken: a small model told it is done still
+            // calls again, and copies the note into the call (into the person's prompt).
+            let note = format!(
+                "## The request is done\n{} worked. Every part of the person's request is done: answer the person \
+                 now in a sentence or two, saying what you did.",
+                done.join(", ")
+            );
+            return TurnDecision { note: Some(note), answer_now: true, ..TurnDecision::default() };
+        }
+        // The tool that fits the next undone step best is loaded (its schema is sent from the
+        // next request on: a server's grammar lets a model call only what it was sent), and
+        // the next reply must call a tool.
+        let next_tool = fitting(run.all_tools, run.settings, undone[0], 1, |spec| {
+            !worked.iter().any(|(name, _)| *name == spec.name)
+        })
+        .first()
+        .map(|spec| spec.name.clone());
+        let with = next_tool.as_ref().map(|name| format!(" with `{name}`")).unwrap_or_default();
+        let note = format!(
+            "## Still to do\n{} worked. Not done yet from the person's request: \"{}\". Do that next{with}, using \
+             what the results above gave you; do not repeat a call that already worked.",
+            done.join(", "),
+            undone.join("\", \"")
+        );
+        TurnDecision {
+            note: Some(note),
+            require_call: true,
+            load: next_tool.into_iter().collect(),
+            ..TurnDecision::default()
+        }
+    }
+}
+
+/// `(tool, arguments as lowercase JSON)` of the calls since the person's last message whose
+/// results say they worked, each tool once, in order.
+fn calls_that_worked(history: &[Event]) -> Vec<(String, String)> {
+    let since = history.iter().rposition(|event| matches!(event.body, EventBody::User { .. })).map_or(0, |at| at + 1);
+    let mut worked: Vec<(String, String)> = Vec::new();
+    for event in &history[since..] {
+        let EventBody::ToolResult { tool_call_id, name, success: true, .. } = &event.body else { continue };
+        let arguments = history[since..].iter().find_map(|call| match &call.body {
+            EventBody::ToolCall { id, arguments, .. } if id == tool_call_id => {
+                Some(arguments.to_string().to_lowercase())
+            }
+            _ => None,
+        });
+        match worked.iter_mut().find(|(done, _)| done == name) {
+            Some((_, all)) => all.push_str(&arguments.unwrap_or_default()),
+            None => worked.push((name.clone(), arguments.unwrap_or_default())),
+        }
+    }
+    worked
+}
+
+/// The steps of a request: its parts between sequencing words, in order (one when it has
+/// none). `and` joins steps only when the part after it is about a tool by itself
+/// (`about_a_tool`): "fetch the page and save the word" is two steps, "tea and coffee" one.
+fn steps_of(request: &str, about_a_tool: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut steps = vec![request.trim().to_lowercase()];
+    for sequencer in SEQUENCERS {
+        steps = steps
+            .iter()
+            .flat_map(|step| step.split(sequencer).map(str::to_owned).collect::<Vec<_>>())
+            .map(|step| step.trim().trim_end_matches('.').to_owned())
+            .filter(|step| !step.is_empty())
+            .collect();
+    }
+    let mut joined: Vec<String> = Vec::new();
+    for step in steps {
+        for (index, part) in step.split(" and ").enumerate() {
+            match joined.last_mut() {
+                Some(previous) if index > 0 && !about_a_tool(part) => {
+                    previous.push_str(" and ");
+                    previous.push_str(part);
+                }
+                _ => joined.push(part.trim().to_owned()),
+            }
+        }
+    }
+    joined
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::policy::testing::{Scene, spec_with};
+
+    fn scene(request: &str) -> Scene {
+        let mut scene = Scene::new(&[request]);
+        scene.config.name_undone_steps = true;
+        let key_value = json!({"type": "object", "properties": {"key": {"type": "string"}, "value": {}}});
+        scene.all_tools = vec![
+            spec_with("run_sandbox_code", "Run JavaScript code in the sandbox to compute a result.", json!({})),
+            spec_with("set_state", "Save a value under a key in your state.", key_value),
+            spec_with("fetch_url", "Fetch a web page by its URL.", json!({})),
+        ];
+        scene
+    }
+
+    fn note(scene: &Scene) -> Option<String> {
+        NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false)).note
+    }
+
+    #[test]
+    fn the_tool_for_the_undone_step_is_loaded_and_a_call_required() {
+        let mut scene =
+            scene("Use run_sandbox_code to compute 17 * 23, then save the result in your state under the key product.");
+        scene.call_and_result("a", "run_sandbox_code", json!({"code": "return 17 * 23"}), json!({"result": 391}), true);
+        let decision = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
+        assert_eq!(decision.load, ["set_state"]);
+        assert!(decision.require_call);
+        assert!(decision.note.unwrap().contains("Do that next with `set_state`"));
+    }
+
+    #[test]
+    fn after_the_first_step_of_two_the_second_is_named() {
+        let mut scene =
+            scene("Use run_sandbox_code to compute 17 * 23, then save the result in your state under the key product.");
+        scene.call_and_result("a", "run_sandbox_code", json!({"code": "return 17 * 23"}), json!({"result": 391}), true);
+        let note = note(&scene).unwrap();
+        assert!(note.starts_with("## Still to do\n`run_sandbox_code` worked."), "{note}");
+        assert!(note.contains("\"save the result in your state under the key product\""), "{note}");
+        scene.call_and_result("b", "set_state", json!({"key": "product", "value": 391}), json!({"ok": true}), true);
+        let done = self::note(&scene).unwrap();
+        assert!(done.starts_with("## The request is done\n`run_sandbox_code`, `set_state` worked."), "{done}");
+        assert!(NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false)).answer_now, "no call taken next");
+    }
+
+    #[test]
+    fn a_failed_call_does_not_count_and_nothing_is_said_without_a_call_that_worked() {
+        let mut scene =
+            scene("Fetch the page http://x.test/ and save the word on it in your state under the key secret.");
+        assert_eq!(note(&scene), None);
+        scene.call_and_result("a", "fetch_url", json!({"url": "http://x.test/"}), json!({"error": "down"}), false);
+        assert_eq!(note(&scene), None);
+        scene.call_and_result("b", "fetch_url", json!({"url": "http://x.test/"}), json!({"body": "periwinkle"}), true);
+        // "and save …" is a step of its own: not done by the fetch.
+        let note = note(&scene).unwrap();
+        assert!(note.contains("Not done yet from the person's request: \"save the word on it in your state"), "{note}");
+        let mut off = self::scene("Save 1 under the key a");
+        off.config.name_undone_steps = false;
+        off.call_and_result("b", "set_state", json!({"key": "a", "value": 1}), json!({"ok": true}), true);
+        assert_eq!(self::note(&off), None);
+    }
+
+    #[test]
+    fn a_request_is_cut_at_the_words_that_sequence_its_steps() {
+        let any = |_: &str| true;
+        assert_eq!(steps_of("Compute 2+2, then save it. Thanks", any), ["compute 2+2", "save it", "thanks"]);
+        assert_eq!(steps_of("Ask me my city and then save my answer", any), ["ask me my city", "save my answer"]);
+        assert_eq!(steps_of("Save green under colour", any), ["save green under colour"]);
+        let about_saving = |part: &str| part.contains("save");
+        assert_eq!(
+            steps_of("Fetch the page and save the word on it", about_saving),
+            ["fetch the page", "save the word on it"]
+        );
+        assert_eq!(steps_of("Note that I like tea and coffee", about_saving), ["note that i like tea and coffee"]);
+    }
+}
