@@ -33,7 +33,7 @@ fn realmodel_dir() -> PathBuf {
 }
 
 /// A running llama.cpp server; killed on drop.
-pub struct RealModel {
+pub(crate) struct RealModel {
     child: Child,
     pub base_url: String,
     _guard: tokio::sync::MutexGuard<'static, ()>,
@@ -50,7 +50,7 @@ impl RealModel {
     /// Installs (idempotent, cached under `~/.cache/wright-realmodel`) and starts the model of
     /// `size` (`0.5b` or `1.5b`) with a context of `n_ctx` tokens. Panics with the reason when
     /// either step fails.
-    pub fn start(size: &str, n_ctx: u32) -> Self {
+    pub(crate) fn start(size: &str, n_ctx: u32) -> Self {
         let guard = ONE_MODEL_AT_A_TIME.blocking_lock();
         rustls::crypto::ring::default_provider().install_default().ok();
         let dir = realmodel_dir();
@@ -128,7 +128,7 @@ fn blocking_get(url: &str) -> Result<u16, String> {
 
 /// The parameter schemas of the agent-tool tests (wright-tools' and this crate's), and the
 /// shapes an agent is likely to write: untyped "any value" properties, `true`, `$ref`s.
-pub fn agent_tool_test_schemas() -> Vec<ToolSpec> {
+pub(crate) fn agent_tool_test_schemas() -> Vec<ToolSpec> {
     let schemas = [
         json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
         json!({"type": "object", "properties": {"step": {"type": "integer"}}, "required": ["step"]}),

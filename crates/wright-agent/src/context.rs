@@ -8,9 +8,9 @@ use wright_core::MemoryLayer;
 
 /// Longest learned notes put in the context, as seed 000 caps its memory blob; the agent can
 /// always read them whole with `read_learned_notes`.
-pub const MAX_NOTES_CHARS: usize = 4_000;
+pub(crate) const MAX_NOTES_CHARS: usize = 4_000;
 /// At most this many state keys are listed.
-pub const MAX_STATE_KEYS: usize = 50;
+pub(crate) const MAX_STATE_KEYS: usize = 50;
 
 /// Characters of memory in the system message unless configured (`[memory] context_chars`);
 /// seed 000 caps its memory blob at 4,000.
@@ -106,14 +106,14 @@ fn memory_section(memories: &[ContextMemory], max_chars: usize) -> String {
 /// notes go after the history, never here, so the message is byte-identical across the turns
 /// of a run and across conversations of an agent whose data did not change.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SystemText {
+pub(crate) struct SystemText {
     pub fixed: String,
     pub changing: String,
 }
 
 impl SystemText {
     /// The whole message with `catalogue` between the fixed and the changing part.
-    pub fn with(&self, catalogue: &str) -> String {
+    pub(crate) fn with(&self, catalogue: &str) -> String {
         [self.fixed.as_str(), catalogue, self.changing.as_str()]
             .into_iter()
             .filter(|section| !section.is_empty())
@@ -127,7 +127,7 @@ pub fn system_message(parts: &SystemParts) -> String {
     system_text(parts).with("")
 }
 
-pub fn system_text(parts: &SystemParts) -> SystemText {
+pub(crate) fn system_text(parts: &SystemParts) -> SystemText {
     let mut fixed = parts.prompt.trim().to_owned();
     if let Some(workspace) = &parts.workspace {
         fixed.push_str("\n\n## Your workspace\n");

@@ -231,12 +231,12 @@ fn classify_v6(address: Ipv6Addr) -> Classification {
 /// Lower-cases and drops trailing dots, so `LOCALHOST.` and `localhost` compare equal. (The
 /// URL parser already lower-cases and applies IDNA; the trailing dot is the one spelling it
 /// keeps that names the same host.)
-pub fn normalize_host(host: &str) -> String {
+pub(crate) fn normalize_host(host: &str) -> String {
     host.trim_end_matches('.').to_ascii_lowercase()
 }
 
 /// A rule that denies a host by its name alone, before any lookup.
-pub fn name_rule(normalized_host: &str) -> Option<String> {
+pub(crate) fn name_rule(normalized_host: &str) -> Option<String> {
     if normalized_host == "localhost" || normalized_host.ends_with(".localhost") {
         return Some("loopback name (localhost, RFC 6761)".to_owned());
     }
@@ -260,7 +260,7 @@ enum AllowTarget {
 /// One operator allowlist entry: `nas.lan`, `*.lan`, `192.168.1.0/24`, `127.0.0.1:8080`,
 /// `[::1]:3000`, `[fd00::/8]:443`, `10.0.0.0/8:8443`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllowEntry {
+pub(crate) struct AllowEntry {
     target: AllowTarget,
     port: Option<u16>,
     text: String,
@@ -396,23 +396,23 @@ impl fmt::Display for Verdict {
 
 /// The policy with the operator's allowlist.
 #[derive(Debug, Clone, Default)]
-pub struct Policy {
+pub(crate) struct Policy {
     allow: Vec<AllowEntry>,
 }
 
 impl Policy {
-    pub fn new(allow: &[String]) -> Result<Self, EgressError> {
+    pub(crate) fn new(allow: &[String]) -> Result<Self, EgressError> {
         let allow = allow.iter().map(|entry| entry.parse()).collect::<Result<_, _>>()?;
         Ok(Policy { allow })
     }
 
     /// The allowlist entry that admits this host by name, if any.
-    pub fn allowlisted_host(&self, normalized_host: &str, port: u16) -> Option<&AllowEntry> {
+    pub(crate) fn allowlisted_host(&self, normalized_host: &str, port: u16) -> Option<&AllowEntry> {
         self.allow.iter().find(|entry| entry.matches_host(normalized_host, port))
     }
 
     /// Judges one address the request would connect to.
-    pub fn judge(&self, address: IpAddr, port: u16) -> AddressVerdict {
+    pub(crate) fn judge(&self, address: IpAddr, port: u16) -> AddressVerdict {
         if let Some(entry) = self.allow.iter().find(|entry| entry.matches_address(address, port)) {
             return AddressVerdict { address, allowed: true, rule: format!("allowlist {entry}") };
         }
@@ -421,7 +421,7 @@ impl Policy {
     }
 
     /// Judges all addresses; the request is allowed only if every one is.
-    pub fn judge_all(&self, addresses: &[IpAddr], port: u16) -> (bool, Vec<AddressVerdict>, String) {
+    pub(crate) fn judge_all(&self, addresses: &[IpAddr], port: u16) -> (bool, Vec<AddressVerdict>, String) {
         let verdicts: Vec<AddressVerdict> = addresses.iter().map(|&address| self.judge(address, port)).collect();
         let allowed = !verdicts.is_empty() && verdicts.iter().all(|verdict| verdict.allowed);
         let rule = if allowed {

@@ -18,7 +18,7 @@ pub struct Agent {
 
 /// The system prompt every new agent starts with. It tells the model who it is, that it can
 /// change itself and how, and the manners we expect of it; the agent may rewrite all of it.
-pub const DEFAULT_SYSTEM_PROMPT: &str = "\
+pub(crate) const DEFAULT_SYSTEM_PROMPT: &str = "\
 You are a personal agent running on Wright, on your user's own machine. You work for one person \
 and you get better at it over time.
 

@@ -13,7 +13,7 @@ use super::{ApiError, ApiJson};
 use crate::AppState;
 
 #[derive(Serialize, ToSchema)]
-pub struct AgentToolView {
+pub(super) struct AgentToolView {
     pub name: String,
     pub description: String,
     pub parameter_schema: Value,
@@ -26,7 +26,7 @@ pub struct AgentToolView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ArtifactVersionView {
+pub(super) struct ArtifactVersionView {
     pub version: i64,
     pub author: String,
     pub reason: Option<String>,
@@ -39,43 +39,43 @@ pub struct ArtifactVersionView {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct RollbackTo {
+pub(super) struct RollbackTo {
     pub version: i64,
     pub reason: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct SetEnabled {
+pub(super) struct SetEnabled {
     pub enabled: bool,
 }
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct DiffQuery {
+pub(super) struct DiffQuery {
     pub from: i64,
     pub to: i64,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct DiffText {
+pub(super) struct DiffText {
     pub diff: String,
 }
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct StatsQuery {
+pub(super) struct StatsQuery {
     /// The window, in days (default 7).
     pub days: Option<i64>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct CategoryCount {
+pub(super) struct CategoryCount {
     pub category: String,
     pub count: i64,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ToolStat {
+pub(super) struct ToolStat {
     pub tool: String,
     pub calls: i64,
     pub failures: i64,
@@ -83,7 +83,7 @@ pub struct ToolStat {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct StatsView {
+pub(super) struct StatsView {
     pub days: i64,
     pub total: i64,
     pub successful: i64,
@@ -111,7 +111,7 @@ fn tool_view(tool: wright_store::AgentTool) -> AgentToolView {
     get, path = "/api/agents/{agent}/agent-tools", tag = "admin", params(("agent" = String, Path)),
     responses((status = 200, body = Vec<AgentToolView>)),
 )]
-pub async fn list_agent_tools(
+pub(super) async fn list_agent_tools(
     State(state): State<AppState>,
     Path(agent): Path<String>,
 ) -> Result<Json<Vec<AgentToolView>>, ApiError> {
@@ -195,7 +195,7 @@ async fn diff_versions(
     get, path = "/api/agents/{agent}/agent-tools/{name}/versions", tag = "admin",
     params(("agent" = String, Path), ("name" = String, Path)), responses((status = 200, body = Vec<ArtifactVersionView>)),
 )]
-pub async fn agent_tool_versions(
+pub(super) async fn agent_tool_versions(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
 ) -> Result<Json<Vec<ArtifactVersionView>>, ApiError> {
@@ -207,7 +207,7 @@ pub async fn agent_tool_versions(
     get, path = "/api/agents/{agent}/agent-tools/{name}/diff", tag = "admin",
     params(("agent" = String, Path), ("name" = String, Path), DiffQuery), responses((status = 200, body = DiffText)),
 )]
-pub async fn agent_tool_diff(
+pub(super) async fn agent_tool_diff(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
     Query(query): Query<DiffQuery>,
@@ -221,7 +221,7 @@ pub async fn agent_tool_diff(
     post, path = "/api/agents/{agent}/agent-tools/{name}/rollback", tag = "admin", request_body = RollbackTo,
     params(("agent" = String, Path), ("name" = String, Path)), responses((status = 200, body = AgentToolView)),
 )]
-pub async fn agent_tool_rollback(
+pub(super) async fn agent_tool_rollback(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
     ApiJson(request): ApiJson<RollbackTo>,
@@ -235,7 +235,7 @@ pub async fn agent_tool_rollback(
     put, path = "/api/agents/{agent}/agent-tools/{name}/enabled", tag = "admin", request_body = SetEnabled,
     params(("agent" = String, Path), ("name" = String, Path)), responses((status = 200, body = AgentToolView)),
 )]
-pub async fn agent_tool_enabled(
+pub(super) async fn agent_tool_enabled(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
     ApiJson(request): ApiJson<SetEnabled>,
@@ -249,7 +249,7 @@ pub async fn agent_tool_enabled(
     get, path = "/api/agents/{agent}/components/{name}/versions", tag = "admin",
     params(("agent" = String, Path), ("name" = String, Path)), responses((status = 200, body = Vec<ArtifactVersionView>)),
 )]
-pub async fn component_history(
+pub(super) async fn component_history(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
 ) -> Result<Json<Vec<ArtifactVersionView>>, ApiError> {
@@ -261,7 +261,7 @@ pub async fn component_history(
     get, path = "/api/agents/{agent}/components/{name}/diff", tag = "admin",
     params(("agent" = String, Path), ("name" = String, Path), DiffQuery), responses((status = 200, body = DiffText)),
 )]
-pub async fn component_diff(
+pub(super) async fn component_diff(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
     Query(query): Query<DiffQuery>,
@@ -275,7 +275,7 @@ pub async fn component_diff(
     post, path = "/api/agents/{agent}/components/{name}/rollback", tag = "admin", request_body = RollbackTo,
     params(("agent" = String, Path), ("name" = String, Path)), responses((status = 200, body = super::components::ComponentSummary)),
 )]
-pub async fn component_rollback(
+pub(super) async fn component_rollback(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
     ApiJson(request): ApiJson<RollbackTo>,
@@ -290,7 +290,7 @@ pub async fn component_rollback(
     put, path = "/api/agents/{agent}/components/{name}/enabled", tag = "admin", request_body = SetEnabled,
     params(("agent" = String, Path), ("name" = String, Path)), responses((status = 200, body = super::components::ComponentSummary)),
 )]
-pub async fn component_enabled(
+pub(super) async fn component_enabled(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
     ApiJson(request): ApiJson<SetEnabled>,
@@ -305,7 +305,7 @@ pub async fn component_enabled(
     get, path = "/api/agents/{agent}/stats", tag = "admin", params(("agent" = String, Path), StatsQuery),
     responses((status = 200, body = StatsView)),
 )]
-pub async fn stats(
+pub(super) async fn stats(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     Query(query): Query<StatsQuery>,

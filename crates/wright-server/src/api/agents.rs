@@ -11,7 +11,7 @@ use super::{ApiError, ApiJson};
 use crate::AppState;
 
 #[derive(Serialize, ToSchema)]
-pub struct AgentView {
+pub(super) struct AgentView {
     pub id: String,
     pub name: String,
     pub created_at: String,
@@ -24,7 +24,7 @@ impl From<wright_store::Agent> for AgentView {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct CreateAgent {
+pub(super) struct CreateAgent {
     /// 1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit.
     pub id: String,
     /// A display name; defaults to the id.
@@ -33,7 +33,7 @@ pub struct CreateAgent {
 
 /// Every agent of this installation.
 #[utoipa::path(get, path = "/api/agents", tag = "agents", responses((status = 200, body = Vec<AgentView>)))]
-pub async fn list_agents(State(state): State<AppState>) -> Result<Json<Vec<AgentView>>, ApiError> {
+pub(super) async fn list_agents(State(state): State<AppState>) -> Result<Json<Vec<AgentView>>, ApiError> {
     Ok(Json(state.store.list_agents().await?.into_iter().map(AgentView::from).collect()))
 }
 
@@ -42,7 +42,7 @@ pub async fn list_agents(State(state): State<AppState>) -> Result<Json<Vec<Agent
     post, path = "/api/agents", tag = "agents", request_body = CreateAgent,
     responses((status = 201, body = AgentView), (status = 409, body = super::error::ErrorBody)),
 )]
-pub async fn create_agent(
+pub(super) async fn create_agent(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<CreateAgent>,
 ) -> Result<(StatusCode, Json<AgentView>), ApiError> {

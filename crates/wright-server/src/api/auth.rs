@@ -27,24 +27,24 @@ use crate::config::ServerConfig;
 use crate::token::{SESSION_COOKIE, new_session_id, session_id_hash};
 
 #[derive(Serialize, ToSchema)]
-pub struct Health {
+pub(super) struct Health {
     pub status: String,
     pub version: String,
 }
 
 /// Liveness; needs no token.
 #[utoipa::path(get, path = "/api/health", tag = "meta", security(()), responses((status = 200, body = Health)))]
-pub async fn health() -> Json<Health> {
+pub(super) async fn health() -> Json<Health> {
     Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into() })
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct LoginRequest {
+pub(super) struct LoginRequest {
     pub token: String,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct Ok {
+pub(super) struct Ok {
     pub ok: bool,
 }
 
@@ -94,7 +94,7 @@ impl LoginLimiter {
     post, path = "/api/auth/login", tag = "auth", security(()), request_body = LoginRequest,
     responses((status = 200, body = Ok), (status = 401, body = super::error::ErrorBody), (status = 429, body = super::error::ErrorBody)),
 )]
-pub async fn login(
+pub(super) async fn login(
     State(state): State<AppState>,
     headers: HeaderMap,
     ApiJson(request): ApiJson<LoginRequest>,
@@ -126,7 +126,7 @@ pub async fn login(
 
 /// Ends the browser session: deletes it on the server and expires its cookie.
 #[utoipa::path(post, path = "/api/auth/logout", tag = "auth", responses((status = 200, body = Ok)))]
-pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+pub(super) async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
     if let Some(session_id) = session_cookie_value(&headers) {
         state.store.delete_session(&session_id_hash(session_id)).await?;
     }
@@ -151,7 +151,7 @@ fn secure(config: &ServerConfig, headers: &HeaderMap) -> bool {
 
 /// Lets a request through only with `Authorization: Bearer <token>` or the cookie of a live
 /// session; a state-changing request with the cookie must also come from this origin.
-pub async fn require_auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(super) async fn require_auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let bearer = headers
         .get(header::AUTHORIZATION)
@@ -226,7 +226,7 @@ fn is_cross_site(headers: &HeaderMap) -> bool {
 /// Refuses a `Host` that is not an IP literal, `localhost` or in `[server] allowed_hosts`
 /// (DNS rebinding), on every route. Requests without one (HTTP/1.0) pass: a browser always
 /// sends it.
-pub async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(super) async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let host = request.headers().get(header::HOST).map(|value| value.to_str().unwrap_or(""));
     if let Some(host) = host
         && !host_allowed(host, &state.config.server.allowed_hosts)

@@ -11,7 +11,7 @@ use super::agents::existing_agent;
 use crate::AppState;
 
 #[derive(Serialize, ToSchema)]
-pub struct ComponentSummary {
+pub(super) struct ComponentSummary {
     pub name: String,
     pub description: String,
     pub version: i64,
@@ -34,7 +34,7 @@ impl From<wright_store::UiComponent> for ComponentSummary {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ComponentDetail {
+pub(super) struct ComponentDetail {
     pub name: String,
     pub description: String,
     pub version: i64,
@@ -52,7 +52,7 @@ pub struct ComponentDetail {
     get, path = "/api/agents/{agent}/components", tag = "components", params(("agent" = String, Path)),
     responses((status = 200, body = Vec<ComponentSummary>)),
 )]
-pub async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     Path(agent): Path<String>,
 ) -> Result<Json<Vec<ComponentSummary>>, ApiError> {
@@ -67,7 +67,7 @@ pub async fn list(
     params(("agent" = String, Path), ("name" = String, Path)),
     responses((status = 200, body = ComponentDetail), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn detail(
+pub(super) async fn detail(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
 ) -> Result<Json<ComponentDetail>, ApiError> {

@@ -14,7 +14,7 @@ use crate::AppState;
 
 /// Every field given is applied.
 #[derive(Deserialize, ToSchema)]
-pub struct ConversationChange {
+pub(super) struct ConversationChange {
     pub title: Option<String>,
     /// `true` archives (it leaves the list), `false` brings it back.
     pub archived: Option<bool>,
@@ -27,7 +27,7 @@ pub struct ConversationChange {
     responses((status = 200, body = ConversationView), (status = 404, body = super::error::ErrorBody),
                (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn update(
+pub(super) async fn update(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(change): ApiJson<ConversationChange>,
@@ -47,7 +47,7 @@ pub async fn update(
     delete, path = "/api/conversations/{id}", tag = "conversations", params(("id" = String, Path)),
     responses((status = 204), (status = 404, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn delete(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+pub(super) async fn delete(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
     // A run whose process died is ended first, so its conversation can go.
     state.store.conversation(&id).await?;
     state.runs.recover_if_orphaned(&id).await?;
@@ -60,7 +60,7 @@ pub async fn delete(State(state): State<AppState>, Path(id): Path<String>) -> Re
     get, path = "/api/agents/{agent}/conversations/archived", tag = "conversations", params(("agent" = String, Path)),
     responses((status = 200, body = Vec<ConversationView>), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn archived(
+pub(super) async fn archived(
     State(state): State<AppState>,
     Path(agent): Path<String>,
 ) -> Result<Json<Vec<ConversationView>>, ApiError> {

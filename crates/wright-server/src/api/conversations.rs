@@ -26,13 +26,13 @@ use crate::domain::hub::Update;
 use crate::domain::runs::Sender;
 
 #[derive(Serialize, ToSchema)]
-pub struct ProviderView {
+pub(super) struct ProviderView {
     pub kind: String,
     pub model: String,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct StatusView {
+pub(super) struct StatusView {
     /// The configured model, or null when none is.
     pub provider: Option<ProviderView>,
     /// Why there is no model and how to configure one; empty when there is a model.
@@ -41,7 +41,7 @@ pub struct StatusView {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct StatusQuery {
+pub(super) struct StatusQuery {
     /// The agent whose model to report; `default` when absent.
     pub agent: Option<String>,
 }
@@ -51,7 +51,7 @@ pub struct StatusQuery {
     get, path = "/api/status", tag = "meta", params(StatusQuery),
     responses((status = 200, body = StatusView), (status = 400, body = super::error::ErrorBody)),
 )]
-pub async fn status(
+pub(super) async fn status(
     State(state): State<AppState>,
     Query(query): Query<StatusQuery>,
 ) -> Result<Json<StatusView>, ApiError> {
@@ -63,7 +63,7 @@ pub async fn status(
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ConversationView {
+pub(super) struct ConversationView {
     pub id: String,
     pub agent_id: String,
     pub title: String,
@@ -88,7 +88,7 @@ impl From<wright_store::Conversation> for ConversationView {
 /// One event of a conversation: its number, time and line for a person, and its body — a
 /// union tagged by `kind` whose fields are the event's own.
 #[derive(Serialize, ToSchema)]
-pub struct EventView {
+pub(super) struct EventView {
     pub seq: i64,
     pub content: String,
     pub created_at: String,
@@ -108,7 +108,7 @@ impl From<wright_store::StoredEvent> for EventView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct PendingView {
+pub(super) struct PendingView {
     pub tool_call_id: String,
     pub tool_name: String,
     /// `question`: answer it (ask_user, a form, a component); `approval`: a call its policy
@@ -125,7 +125,7 @@ pub struct PendingView {
 
 /// The compiled component a render_and_wait call shows.
 #[derive(Serialize, ToSchema)]
-pub struct PendingComponent {
+pub(super) struct PendingComponent {
     /// The stored component's name; null for inline code.
     pub name: Option<String>,
     pub version: Option<i64>,
@@ -134,19 +134,19 @@ pub struct PendingComponent {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ConversationDetail {
+pub(super) struct ConversationDetail {
     pub conversation: ConversationView,
     pub events: Vec<EventView>,
     pub pending: Vec<PendingView>,
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct CreateConversation {
+pub(super) struct CreateConversation {
     pub title: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct PostMessage {
+pub(super) struct PostMessage {
     pub text: String,
     /// Set by the canvas when a component sends the message (`sendMessage`): the name of the
     /// component. Such messages are marked as the component's in the transcript and for the
@@ -156,26 +156,26 @@ pub struct PostMessage {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct PendingAnswer {
+pub(super) struct PendingAnswer {
     /// Any JSON: ask_user `{answer}`, render_blocks `{action: "submit", data}` or
     /// `{action: "dismissed"}`, render_and_wait whatever the component passed to callTool.
     pub answer: Value,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct Accepted {
+pub(super) struct Accepted {
     pub ok: bool,
 }
 
 /// A command's answer, as Markdown.
 #[derive(Serialize, ToSchema)]
-pub struct CommandReply {
+pub(super) struct CommandReply {
     pub reply: String,
 }
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct StreamQuery {
+pub(super) struct StreamQuery {
     /// Replay stored events with a larger seq before following live updates.
     pub after: Option<i64>,
 }
@@ -185,7 +185,7 @@ pub struct StreamQuery {
     get, path = "/api/agents/{agent}/conversations", tag = "conversations", params(("agent" = String, Path)),
     responses((status = 200, body = Vec<ConversationView>)),
 )]
-pub async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     Path(agent): Path<String>,
 ) -> Result<Json<Vec<ConversationView>>, ApiError> {
@@ -198,7 +198,7 @@ pub async fn list(
     post, path = "/api/agents/{agent}/conversations", tag = "conversations", params(("agent" = String, Path)),
     request_body = CreateConversation, responses((status = 201, body = ConversationView)),
 )]
-pub async fn create(
+pub(super) async fn create(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     ApiJson(request): ApiJson<CreateConversation>,
@@ -215,7 +215,7 @@ pub async fn create(
     get, path = "/api/conversations/{id}", tag = "conversations", params(("id" = String, Path)),
     responses((status = 200, body = ConversationDetail), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn detail(
+pub(super) async fn detail(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<ConversationDetail>, ApiError> {
@@ -262,7 +262,7 @@ pub async fn detail(
                description = "The message was a command (`/cancel`, `/codestats`, `/codefailures [n]`, `/help`): its answer"),
                (status = 409, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody)),
 )]
-pub async fn post_message(
+pub(super) async fn post_message(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<PostMessage>,
@@ -293,7 +293,7 @@ pub async fn post_message(
     post, path = "/api/conversations/{id}/cancel", tag = "conversations", params(("id" = String, Path)),
     responses((status = 200, body = Accepted)),
 )]
-pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Accepted>, ApiError> {
+pub(super) async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Accepted>, ApiError> {
     state.store.conversation(&id).await?;
     crate::domain::channel::cancel(&state, &id).await?;
     Ok(Json(Accepted { ok: true }))
@@ -305,7 +305,7 @@ pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Re
     params(("id" = String, Path), ("tool_call_id" = String, Path)), request_body = PendingAnswer,
     responses((status = 200, body = Accepted), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)),
 )]
-pub async fn answer_pending(
+pub(super) async fn answer_pending(
     State(state): State<AppState>,
     Path((id, tool_call_id)): Path<(String, String)>,
     ApiJson(request): ApiJson<PendingAnswer>,
@@ -320,7 +320,7 @@ pub async fn answer_pending(
     get, path = "/api/conversations/{id}/stream", tag = "conversations", params(("id" = String, Path), StreamQuery),
     responses((status = 200, description = "text/event-stream of event, delta and status messages")),
 )]
-pub async fn stream(
+pub(super) async fn stream(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<StreamQuery>,
@@ -373,7 +373,7 @@ pub async fn stream(
 /// `data`. The canvas's types for the streams come from this (it is in the OpenAPI document).
 #[derive(Serialize, ToSchema)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
-pub enum LiveUpdate {
+pub(super) enum LiveUpdate {
     /// A stored event of the conversation.
     Event(EventView),
     /// Assistant text as it streams; the stored assistant event replaces it.

@@ -13,14 +13,14 @@ use super::{ApiError, ApiJson};
 use crate::AppState;
 
 #[derive(Serialize, ToSchema)]
-pub struct DocumentView {
+pub(super) struct DocumentView {
     pub content: String,
     pub version: i64,
     pub updated_at: String,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct VersionSummaryView {
+pub(super) struct VersionSummaryView {
     pub version: i64,
     /// agent, admin, rollback or install.
     pub author: String,
@@ -33,7 +33,7 @@ pub struct VersionSummaryView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct VersionView {
+pub(super) struct VersionView {
     pub version: i64,
     pub content: String,
     pub author: String,
@@ -44,12 +44,12 @@ pub struct VersionView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct NewVersion {
+pub(super) struct NewVersion {
     pub version: i64,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct DiffView {
+pub(super) struct DiffView {
     pub from: i64,
     pub to: i64,
     /// A unified diff; empty when the versions are equal.
@@ -59,7 +59,7 @@ pub struct DiffView {
 /// An admin's edit: the same operations the agent's edit tools have.
 #[derive(Deserialize, ToSchema)]
 #[serde(tag = "operation", rename_all = "snake_case")]
-pub enum EditRequest {
+pub(super) enum EditRequest {
     Replace {
         content: String,
         reason: Option<String>,
@@ -100,7 +100,7 @@ impl EditRequest {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct RollbackRequest {
+pub(super) struct RollbackRequest {
     /// The version whose content becomes current again (as a new version).
     pub version: i64,
     pub reason: Option<String>,
@@ -108,7 +108,7 @@ pub struct RollbackRequest {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct DiffQuery {
+pub(super) struct DiffQuery {
     pub from: i64,
     pub to: i64,
 }
@@ -127,7 +127,7 @@ fn parse_version(raw: &str) -> Result<i64, ApiError> {
     params(("agent" = String, Path), ("kind" = String, Path, description = "system_prompt or learned_notes")),
     responses((status = 200, body = DocumentView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn current(
+pub(super) async fn current(
     State(state): State<AppState>,
     Path((agent, kind)): Path<(String, String)>,
 ) -> Result<Json<DocumentView>, ApiError> {
@@ -142,7 +142,7 @@ pub async fn current(
     params(("agent" = String, Path), ("kind" = String, Path)),
     responses((status = 200, body = NewVersion), (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn admin_edit(
+pub(super) async fn admin_edit(
     State(state): State<AppState>,
     Path((agent, kind)): Path<(String, String)>,
     ApiJson(request): ApiJson<EditRequest>,
@@ -160,7 +160,7 @@ pub async fn admin_edit(
     params(("agent" = String, Path), ("kind" = String, Path)),
     responses((status = 200, body = Vec<VersionSummaryView>)),
 )]
-pub async fn versions(
+pub(super) async fn versions(
     State(state): State<AppState>,
     Path((agent, kind)): Path<(String, String)>,
 ) -> Result<Json<Vec<VersionSummaryView>>, ApiError> {
@@ -188,7 +188,7 @@ pub async fn versions(
     params(("agent" = String, Path), ("kind" = String, Path), ("version" = i64, Path)),
     responses((status = 200, body = VersionView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn version(
+pub(super) async fn version(
     State(state): State<AppState>,
     Path((agent, kind, version)): Path<(String, String, String)>,
 ) -> Result<Json<VersionView>, ApiError> {
@@ -211,7 +211,7 @@ pub async fn version(
     params(("agent" = String, Path), ("kind" = String, Path), DiffQuery),
     responses((status = 200, body = DiffView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn diff(
+pub(super) async fn diff(
     State(state): State<AppState>,
     Path((agent, kind)): Path<(String, String)>,
     Query(query): Query<DiffQuery>,
@@ -227,7 +227,7 @@ pub async fn diff(
     params(("agent" = String, Path), ("kind" = String, Path)),
     responses((status = 200, body = NewVersion), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn rollback(
+pub(super) async fn rollback(
     State(state): State<AppState>,
     Path((agent, kind)): Path<(String, String)>,
     ApiJson(request): ApiJson<RollbackRequest>,

@@ -22,12 +22,12 @@ pub struct ApiError {
 
 /// The body of every error response.
 #[derive(Serialize, ToSchema)]
-pub struct ErrorBody {
+pub(super) struct ErrorBody {
     pub error: ErrorDetail,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ErrorDetail {
+pub(super) struct ErrorDetail {
     /// A stable, machine-readable code such as `not_found` or `invalid_arguments`.
     pub code: String,
     /// What went wrong, for a person.

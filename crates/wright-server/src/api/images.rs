@@ -35,14 +35,14 @@ use crate::AppState;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ImageQuery {
+pub(super) struct ImageQuery {
     /// The http(s) address of the image, as the agent gave it.
     pub url: String,
 }
 
 /// The policy of an image response: nothing it contains may run or load anything, even if
 /// opened as a document. `frame-ancestors` repeats the app's own rule, which this replaces.
-pub const IMAGE_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; sandbox; frame-ancestors 'none'";
+pub(super) const IMAGE_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; sandbox; frame-ancestors 'none'";
 
 /// The raster formats served, by their leading bytes. Anything else is not an image to us.
 fn sniff(body: &[u8]) -> Option<&'static str> {
@@ -100,7 +100,7 @@ fn egress_error(error: EgressError) -> ApiError {
         (status = 504, body = super::error::ErrorBody, description = "The remote was too slow"),
     ),
 )]
-pub async fn image(
+pub(super) async fn image(
     State(state): State<AppState>,
     query: Result<Query<ImageQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {

@@ -13,7 +13,7 @@ use super::{ApiError, ApiJson};
 use crate::AppState;
 
 #[derive(Serialize, ToSchema)]
-pub struct ListingView {
+pub(super) struct ListingView {
     /// tool or component.
     pub kind: String,
     pub name: String,
@@ -42,7 +42,7 @@ impl From<wright_store::Listing> for ListingView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ListingVersionView {
+pub(super) struct ListingVersionView {
     pub version: i64,
     pub description: String,
     /// The bundle: {format, kind, name, description, code, parameter_schema | props_schema}.
@@ -59,7 +59,7 @@ pub struct ListingVersionView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ListingStatsView {
+pub(super) struct ListingStatsView {
     pub calls: i64,
     pub success_rate: f64,
     pub median_duration_us: Option<i64>,
@@ -67,7 +67,7 @@ pub struct ListingStatsView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ListingDetail {
+pub(super) struct ListingDetail {
     pub listing: ListingView,
     pub versions: Vec<ListingVersionView>,
     pub stats: ListingStatsView,
@@ -75,7 +75,7 @@ pub struct ListingDetail {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct SearchQuery {
+pub(super) struct SearchQuery {
     /// Words to find in names and descriptions.
     pub q: Option<String>,
     /// At most this many listings (default 50, at most 200).
@@ -90,7 +90,7 @@ const MAX_PAGE: u32 = 200;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ImportQuery {
+pub(super) struct ImportQuery {
     /// Add the bundle as a new version of the listing of the same name published on this
     /// installation. Without it such an import is refused.
     #[serde(default)]
@@ -98,7 +98,7 @@ pub struct ImportQuery {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct PublishRequest {
+pub(super) struct PublishRequest {
     pub agent: String,
     /// tool or component.
     pub kind: String,
@@ -106,7 +106,7 @@ pub struct PublishRequest {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct Published {
+pub(super) struct Published {
     pub kind: String,
     pub listing: String,
     pub version: i64,
@@ -114,7 +114,7 @@ pub struct Published {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct InstallRequest {
+pub(super) struct InstallRequest {
     pub agent: String,
     pub kind: String,
     pub listing: String,
@@ -125,7 +125,7 @@ pub struct InstallRequest {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct InstalledView {
+pub(super) struct InstalledView {
     pub kind: String,
     pub name: String,
     pub listing: String,
@@ -149,13 +149,13 @@ impl From<market::Installed> for InstalledView {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct VersionQuery {
+pub(super) struct VersionQuery {
     /// A listing version; the latest when absent.
     pub version: Option<i64>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct UpdatePreviewView {
+pub(super) struct UpdatePreviewView {
     pub name: String,
     pub from_version: i64,
     pub to_version: i64,
@@ -163,12 +163,12 @@ pub struct UpdatePreviewView {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct UpdateRequest {
+pub(super) struct UpdateRequest {
     pub version: Option<i64>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ExportedView {
+pub(super) struct ExportedView {
     pub bundle: Value,
     pub hash: String,
     pub listing_version: i64,
@@ -176,7 +176,7 @@ pub struct ExportedView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct Uninstalled {
+pub(super) struct Uninstalled {
     pub deleted: bool,
 }
 
@@ -186,7 +186,7 @@ pub struct Uninstalled {
     get, path = "/api/market/listings", tag = "market", params(SearchQuery),
     responses((status = 200, body = Vec<ListingView>, headers(("X-Total-Count" = i64, description = "Listings matching in all")))),
 )]
-pub async fn search(
+pub(super) async fn search(
     State(state): State<AppState>,
     Query(query): Query<SearchQuery>,
 ) -> Result<axum::response::Response, ApiError> {
@@ -204,7 +204,7 @@ pub async fn search(
     get, path = "/api/market/listings/{kind}/{name}", tag = "market",
     params(("kind" = String, Path), ("name" = String, Path)), responses((status = 200, body = ListingDetail)),
 )]
-pub async fn listing(
+pub(super) async fn listing(
     State(state): State<AppState>,
     Path((kind, name)): Path<(String, String)>,
 ) -> Result<Json<ListingDetail>, ApiError> {
@@ -239,7 +239,7 @@ pub async fn listing(
 
 /// Publishes an agent's tool or component (as the admin).
 #[utoipa::path(post, path = "/api/market/publish", tag = "market", request_body = PublishRequest, responses((status = 200, body = Published)))]
-pub async fn publish(
+pub(super) async fn publish(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<PublishRequest>,
 ) -> Result<Json<Published>, ApiError> {
@@ -251,7 +251,7 @@ pub async fn publish(
 
 /// Installs a pinned listing version into an agent, disabled.
 #[utoipa::path(post, path = "/api/market/install", tag = "market", request_body = InstallRequest, responses((status = 200, body = InstalledView)))]
-pub async fn install(
+pub(super) async fn install(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<InstallRequest>,
 ) -> Result<Json<InstalledView>, ApiError> {
@@ -268,7 +268,7 @@ pub async fn install(
     get, path = "/api/agents/{agent}/agent-tools/{name}/update-preview", tag = "market",
     params(("agent" = String, Path), ("name" = String, Path), VersionQuery), responses((status = 200, body = UpdatePreviewView)),
 )]
-pub async fn update_preview(
+pub(super) async fn update_preview(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
     Query(query): Query<VersionQuery>,
@@ -288,7 +288,7 @@ pub async fn update_preview(
     post, path = "/api/agents/{agent}/agent-tools/{name}/update", tag = "market", request_body = UpdateRequest,
     params(("agent" = String, Path), ("name" = String, Path)), responses((status = 200, body = InstalledView)),
 )]
-pub async fn update(
+pub(super) async fn update(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
     ApiJson(request): ApiJson<UpdateRequest>,
@@ -302,7 +302,7 @@ pub async fn update(
     delete, path = "/api/agents/{agent}/agent-tools/{name}/installed", tag = "market",
     params(("agent" = String, Path), ("name" = String, Path)), responses((status = 200, body = Uninstalled)),
 )]
-pub async fn uninstall(
+pub(super) async fn uninstall(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
 ) -> Result<Json<Uninstalled>, ApiError> {
@@ -315,7 +315,7 @@ pub async fn uninstall(
     get, path = "/api/market/listings/{kind}/{name}/export", tag = "market",
     params(("kind" = String, Path), ("name" = String, Path), VersionQuery), responses((status = 200, body = ExportedView)),
 )]
-pub async fn export(
+pub(super) async fn export(
     State(state): State<AppState>,
     Path((kind, name)): Path<(String, String)>,
     Query(query): Query<VersionQuery>,
@@ -336,7 +336,7 @@ pub async fn export(
     post, path = "/api/market/import", tag = "market", request_body = Value, params(ImportQuery),
     responses((status = 200, body = Published), (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn import(
+pub(super) async fn import(
     State(state): State<AppState>,
     Query(query): Query<ImportQuery>,
     ApiJson(file): ApiJson<Value>,

@@ -265,7 +265,7 @@ impl ServerHandler for WrightMcp {
 /// Where a configured MCP server stands.
 #[derive(Serialize, ToSchema, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum McpServerState {
+pub(super) enum McpServerState {
     /// The first attempt to connect has not finished.
     Starting,
     /// Connected; its tools are offered to the agents.
@@ -276,7 +276,7 @@ pub enum McpServerState {
 
 /// One MCP server of `[mcp.servers]`, as the admin page shows it.
 #[derive(Serialize, ToSchema)]
-pub struct McpServerView {
+pub(super) struct McpServerView {
     pub name: String,
     /// `stdio` or `http`.
     pub transport: String,
@@ -319,6 +319,6 @@ impl From<wright_mcp::ServerStatus> for McpServerView {
 /// The MCP servers of `[mcp.servers]` in config.toml and how each is doing: up with its tool
 /// count, or down with the reason and when it is tried again.
 #[utoipa::path(get, path = "/api/mcp/servers", tag = "admin", responses((status = 200, body = Vec<McpServerView>)))]
-pub async fn servers(State(state): State<AppState>) -> Json<Vec<McpServerView>> {
+pub(super) async fn servers(State(state): State<AppState>) -> Json<Vec<McpServerView>> {
     Json(state.tools.mcp_status().into_iter().map(McpServerView::from).collect())
 }

@@ -17,7 +17,7 @@ use crate::AppState;
 /// Why a memory is archived.
 #[derive(Serialize, ToSchema, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
-pub enum ArchiveReasonView {
+pub(super) enum ArchiveReasonView {
     /// Forgotten by the agent or the person.
     Forget,
     /// Its layer's lifetime ran out.
@@ -25,7 +25,7 @@ pub enum ArchiveReasonView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct MemoryView {
+pub(super) struct MemoryView {
     pub id: i64,
     pub layer: MemoryLayer,
     pub category: Option<String>,
@@ -72,7 +72,7 @@ impl From<Memory> for MemoryView {
 
 /// One change in a memory's history, with the memory as it was after it.
 #[derive(Serialize, ToSchema)]
-pub struct MemoryChangeView {
+pub(super) struct MemoryChangeView {
     pub id: i64,
     pub action: MemoryAction,
     pub author: MemoryAuthor,
@@ -104,7 +104,7 @@ impl From<MemoryChange> for MemoryChangeView {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct MemoryQuery {
+pub(super) struct MemoryQuery {
     /// Only this layer.
     pub layer: Option<MemoryLayer>,
     /// Archived (forgotten or expired) memories instead of active ones.
@@ -117,7 +117,7 @@ pub struct MemoryQuery {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct NewMemoryRequest {
+pub(super) struct NewMemoryRequest {
     pub layer: MemoryLayer,
     pub content: String,
     pub category: Option<String>,
@@ -126,7 +126,7 @@ pub struct NewMemoryRequest {
 
 /// Every field given replaces the stored one; a new layer restarts the memory's lifetime.
 #[derive(Deserialize, ToSchema)]
-pub struct MemoryEditRequest {
+pub(super) struct MemoryEditRequest {
     pub layer: Option<MemoryLayer>,
     pub content: Option<String>,
     /// An empty string removes the category.
@@ -144,7 +144,7 @@ fn parse_id(raw: &str) -> Result<i64, ApiError> {
     params(("agent" = String, Path), MemoryQuery),
     responses((status = 200, body = Vec<MemoryView>), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     Query(query): Query<MemoryQuery>,
@@ -166,7 +166,7 @@ pub async fn list(
     params(("agent" = String, Path)),
     responses((status = 200, body = MemoryView), (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn create(
+pub(super) async fn create(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     ApiJson(request): ApiJson<NewMemoryRequest>,
@@ -188,7 +188,7 @@ pub async fn create(
     responses((status = 200, body = MemoryView), (status = 404, body = super::error::ErrorBody),
                (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn edit(
+pub(super) async fn edit(
     State(state): State<AppState>,
     Path((agent, id)): Path<(String, String)>,
     ApiJson(request): ApiJson<MemoryEditRequest>,
@@ -210,7 +210,7 @@ pub async fn edit(
     responses((status = 200, body = MemoryView), (status = 404, body = super::error::ErrorBody),
                (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn forget(
+pub(super) async fn forget(
     State(state): State<AppState>,
     Path((agent, id)): Path<(String, String)>,
 ) -> Result<Json<MemoryView>, ApiError> {
@@ -225,7 +225,7 @@ pub async fn forget(
     responses((status = 200, body = MemoryView), (status = 404, body = super::error::ErrorBody),
                (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn restore(
+pub(super) async fn restore(
     State(state): State<AppState>,
     Path((agent, id)): Path<(String, String)>,
 ) -> Result<Json<MemoryView>, ApiError> {
@@ -239,7 +239,7 @@ pub async fn restore(
     params(("agent" = String, Path), ("id" = i64, Path)),
     responses((status = 200, body = Vec<MemoryChangeView>), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn history(
+pub(super) async fn history(
     State(state): State<AppState>,
     Path((agent, id)): Path<(String, String)>,
 ) -> Result<Json<Vec<MemoryChangeView>>, ApiError> {

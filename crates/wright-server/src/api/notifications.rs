@@ -24,7 +24,7 @@ use crate::domain::hub::{Update, notifications_topic};
 /// Where a notification came from.
 #[derive(Serialize, ToSchema, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
-pub enum NotificationSourceView {
+pub(crate) enum NotificationSourceView {
     /// The agent's `notify`.
     Agent,
     /// A schedule: its run's result, or a time it missed.
@@ -32,7 +32,7 @@ pub enum NotificationSourceView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct NotificationView {
+pub(crate) struct NotificationView {
     pub id: i64,
     pub agent_id: String,
     pub source: NotificationSourceView,
@@ -67,7 +67,7 @@ impl From<Notification> for NotificationView {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct NotificationsQuery {
+pub(crate) struct NotificationsQuery {
     /// Only notifications with a larger id.
     pub after: Option<i64>,
     /// At most this many (default 50).
@@ -80,7 +80,7 @@ pub struct NotificationsQuery {
     params(("agent" = String, Path), NotificationsQuery),
     responses((status = 200, body = Vec<NotificationView>), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     Query(query): Query<NotificationsQuery>,
@@ -97,7 +97,7 @@ pub async fn list(
     params(("agent" = String, Path), ("id" = i64, Path)),
     responses((status = 200, body = NotificationView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn mark_read(
+pub(crate) async fn mark_read(
     State(state): State<AppState>,
     Path((agent, id)): Path<(String, i64)>,
 ) -> Result<Json<NotificationView>, ApiError> {
@@ -112,7 +112,7 @@ pub async fn mark_read(
     params(("agent" = String, Path), NotificationsQuery),
     responses((status = 200, description = "text/event-stream of notification messages")),
 )]
-pub async fn stream(
+pub(crate) async fn stream(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     Query(query): Query<NotificationsQuery>,

@@ -14,7 +14,7 @@ use crate::AppState;
 
 #[derive(Serialize, ToSchema, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
-pub enum ScheduleStatusView {
+pub(super) enum ScheduleStatusView {
     Active,
     Paused,
     /// A one-off that ran.
@@ -26,7 +26,7 @@ pub enum ScheduleStatusView {
 
 #[derive(Serialize, ToSchema, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
-pub enum RunOutcomeView {
+pub(super) enum RunOutcomeView {
     /// Its run started and has not ended yet.
     Started,
     Finished,
@@ -38,7 +38,7 @@ pub enum RunOutcomeView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ScheduleRunView {
+pub(super) struct ScheduleRunView {
     pub id: i64,
     pub due_at: String,
     pub fired_at: String,
@@ -49,7 +49,7 @@ pub struct ScheduleRunView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ScheduleView {
+pub(super) struct ScheduleView {
     pub id: i64,
     pub name: String,
     pub prompt: String,
@@ -114,13 +114,13 @@ impl From<Schedule> for ScheduleView {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct SchedulesQuery {
+pub(super) struct SchedulesQuery {
     /// Also the schedules that ended (done, missed, cancelled).
     pub all: Option<bool>,
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct SetPaused {
+pub(super) struct SetPaused {
     pub paused: bool,
 }
 
@@ -129,7 +129,7 @@ pub struct SetPaused {
     get, path = "/api/agents/{agent}/schedules", tag = "schedules", params(("agent" = String, Path), SchedulesQuery),
     responses((status = 200, body = Vec<ScheduleView>), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     Query(query): Query<SchedulesQuery>,
@@ -146,7 +146,7 @@ pub async fn list(
     responses((status = 200, body = ScheduleView), (status = 404, body = super::error::ErrorBody),
                (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn set_paused(
+pub(super) async fn set_paused(
     State(state): State<AppState>,
     Path((agent, id)): Path<(String, i64)>,
     ApiJson(request): ApiJson<SetPaused>,
@@ -162,7 +162,7 @@ pub async fn set_paused(
     responses((status = 200, body = ScheduleView), (status = 404, body = super::error::ErrorBody),
                (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn delete(
+pub(super) async fn delete(
     State(state): State<AppState>,
     Path((agent, id)): Path<(String, i64)>,
 ) -> Result<Json<ScheduleView>, ApiError> {
@@ -176,7 +176,7 @@ pub async fn delete(
     params(("agent" = String, Path), ("id" = i64, Path)),
     responses((status = 200, body = Vec<ScheduleRunView>), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn runs(
+pub(super) async fn runs(
     State(state): State<AppState>,
     Path((agent, id)): Path<(String, i64)>,
 ) -> Result<Json<Vec<ScheduleRunView>>, ApiError> {

@@ -19,7 +19,7 @@ use crate::domain::sessions::{NewSession, start_for_person};
 /// Who started a session.
 #[derive(Debug, Serialize, ToSchema, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
-pub enum SessionStarterView {
+pub(crate) enum SessionStarterView {
     /// The configured daily or weekly division.
     Schedule,
     /// The person (`/newsession` or the session list).
@@ -29,7 +29,7 @@ pub enum SessionStarterView {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SessionView {
+pub(crate) struct SessionView {
     pub id: i64,
     pub name: String,
     pub started_by: SessionStarterView,
@@ -58,14 +58,14 @@ impl From<Session> for SessionView {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct NewSessionRequest {
+pub(crate) struct NewSessionRequest {
     /// Defaults to the local date.
     pub name: Option<String>,
 }
 
 /// A new session and the conversation opened in it.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct NewSessionView {
+pub(crate) struct NewSessionView {
     pub session: SessionView,
     pub conversation_id: String,
 }
@@ -81,7 +81,7 @@ impl From<NewSession> for NewSessionView {
     get, path = "/api/agents/{agent}/sessions", tag = "sessions", params(("agent" = String, Path)),
     responses((status = 200, body = Vec<SessionView>), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Path(agent): Path<String>,
 ) -> Result<Json<Vec<SessionView>>, ApiError> {
@@ -97,7 +97,7 @@ pub async fn list(
     request_body = NewSessionRequest,
     responses((status = 201, body = NewSessionView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     ApiJson(request): ApiJson<NewSessionRequest>,

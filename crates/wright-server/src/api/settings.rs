@@ -95,7 +95,7 @@ impl From<ToolCalls> for ToolCallMode {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ConnectionView {
+pub(super) struct ConnectionView {
     /// A stored connection's id, or `env:<kind>` for one from the environment.
     pub id: String,
     pub name: String,
@@ -113,7 +113,7 @@ pub struct ConnectionView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ConnectionsView {
+pub(super) struct ConnectionsView {
     pub connections: Vec<ConnectionView>,
 }
 
@@ -121,7 +121,7 @@ pub struct ConnectionsView {
 /// stored key and `clear_api_key` removes it.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ConnectionInput {
+pub(super) struct ConnectionInput {
     pub name: String,
     pub kind: Kind,
     #[serde(default)]
@@ -133,19 +133,19 @@ pub struct ConnectionInput {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ModelView {
+pub(super) struct ModelView {
     pub id: String,
     /// Tokens, where the provider says.
     pub context_window: Option<u32>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ModelsView {
+pub(super) struct ModelsView {
     pub models: Vec<ModelView>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct TestView {
+pub(super) struct TestView {
     pub ok: bool,
     /// How many models the provider listed, when it answered.
     pub model_count: Option<usize>,
@@ -154,7 +154,7 @@ pub struct TestView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ChoiceView {
+pub(super) struct ChoiceView {
     /// The agent, or null for the default.
     pub agent: Option<String>,
     pub connection_id: String,
@@ -164,14 +164,14 @@ pub struct ChoiceView {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ChoicesView {
+pub(super) struct ChoicesView {
     pub default: Option<ChoiceView>,
     pub agents: Vec<ChoiceView>,
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ChoiceInput {
+pub(super) struct ChoiceInput {
     pub connection_id: String,
     pub model: String,
     #[serde(default = "native")]
@@ -229,7 +229,7 @@ fn checked(input: &ConnectionInput) -> Result<(String, Option<String>, Option<St
 
 /// Every connection: the environment's first (read-only), then the stored ones by name.
 #[utoipa::path(get, path = "/api/settings/connections", tag = "settings", responses((status = 200, body = ConnectionsView)))]
-pub async fn list_connections(State(state): State<AppState>) -> Result<Json<ConnectionsView>, ApiError> {
+pub(super) async fn list_connections(State(state): State<AppState>) -> Result<Json<ConnectionsView>, ApiError> {
     let mut connections: Vec<ConnectionView> = state
         .models
         .env_connections()
@@ -262,7 +262,7 @@ pub async fn list_connections(State(state): State<AppState>) -> Result<Json<Conn
     responses((status = 200, body = ConnectionView), (status = 400, body = super::error::ErrorBody),
         (status = 409, body = super::error::ErrorBody)),
 )]
-pub async fn create_connection(
+pub(super) async fn create_connection(
     State(state): State<AppState>,
     ApiJson(input): ApiJson<ConnectionInput>,
 ) -> Result<Json<ConnectionView>, ApiError> {
@@ -292,7 +292,7 @@ fn editable(id: &str) -> Result<(), ApiError> {
     responses((status = 200, body = ConnectionView), (status = 404, body = super::error::ErrorBody),
         (status = 409, body = super::error::ErrorBody)),
 )]
-pub async fn update_connection(
+pub(super) async fn update_connection(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<ConnectionInput>,
@@ -314,7 +314,7 @@ pub async fn update_connection(
     delete, path = "/api/settings/connections/{id}", tag = "settings", params(("id" = String, Path)),
     responses((status = 200, body = OkView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn delete_connection(
+pub(super) async fn delete_connection(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<OkView>, ApiError> {
@@ -342,7 +342,7 @@ fn provider_message(error: &LlmError, state: &AppState) -> String {
     post, path = "/api/settings/connections/{id}/test", tag = "settings", params(("id" = String, Path)),
     responses((status = 200, body = TestView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn test_connection(
+pub(super) async fn test_connection(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<TestView>, ApiError> {
@@ -359,7 +359,10 @@ pub async fn test_connection(
     responses((status = 200, body = ModelsView), (status = 404, body = super::error::ErrorBody),
         (status = 502, description = "the provider's own error", body = super::error::ErrorBody)),
 )]
-pub async fn list_models(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<ModelsView>, ApiError> {
+pub(super) async fn list_models(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<ModelsView>, ApiError> {
     let connection = found(&state, &id).await?;
     let models = connection
         .list_models(PROVIDER_TIMEOUT)
@@ -385,7 +388,7 @@ fn choice_view(choice: ModelChoice) -> ChoiceView {
 
 /// The default model and each agent's own.
 #[utoipa::path(get, path = "/api/settings/models", tag = "settings", responses((status = 200, body = ChoicesView)))]
-pub async fn list_choices(State(state): State<AppState>) -> Result<Json<ChoicesView>, ApiError> {
+pub(super) async fn list_choices(State(state): State<AppState>) -> Result<Json<ChoicesView>, ApiError> {
     let mut view = ChoicesView { default: None, agents: Vec::new() };
     for choice in state.store.model_choices().await? {
         match choice.target {
@@ -421,7 +424,7 @@ async fn set_choice(state: &AppState, target: ChoiceTarget, input: ChoiceInput) 
     put, path = "/api/settings/models/default", tag = "settings", request_body = ChoiceInput,
     responses((status = 200, body = ChoiceView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn set_default_model(
+pub(super) async fn set_default_model(
     State(state): State<AppState>,
     ApiJson(input): ApiJson<ChoiceInput>,
 ) -> Result<Json<ChoiceView>, ApiError> {
@@ -432,7 +435,7 @@ pub async fn set_default_model(
 #[utoipa::path(
     delete, path = "/api/settings/models/default", tag = "settings", responses((status = 200, body = OkView)),
 )]
-pub async fn clear_default_model(State(state): State<AppState>) -> Result<Json<OkView>, ApiError> {
+pub(super) async fn clear_default_model(State(state): State<AppState>) -> Result<Json<OkView>, ApiError> {
     Ok(Json(OkView { ok: state.store.clear_model_choice(&ChoiceTarget::Default).await? }))
 }
 
@@ -442,7 +445,7 @@ pub async fn clear_default_model(State(state): State<AppState>) -> Result<Json<O
     params(("agent" = String, Path)),
     responses((status = 200, body = ChoiceView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn set_agent_model(
+pub(super) async fn set_agent_model(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     ApiJson(input): ApiJson<ChoiceInput>,
@@ -456,7 +459,7 @@ pub async fn set_agent_model(
     delete, path = "/api/agents/{agent}/model", tag = "settings", params(("agent" = String, Path)),
     responses((status = 200, body = OkView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn clear_agent_model(
+pub(super) async fn clear_agent_model(
     State(state): State<AppState>,
     Path(agent): Path<String>,
 ) -> Result<Json<OkView>, ApiError> {
@@ -466,7 +469,7 @@ pub async fn clear_agent_model(
 
 /// The profile an agent's model gets, and why (wright-agent's `profile`).
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ProfileView {
+pub(super) struct ProfileView {
     /// `provider/model`.
     pub model: String,
     #[serde(flatten)]
@@ -480,7 +483,7 @@ pub struct ProfileView {
     responses((status = 200, body = ProfileView), (status = 404, body = super::error::ErrorBody),
               (status = 409, body = super::error::ErrorBody)),
 )]
-pub async fn model_profile(
+pub(super) async fn model_profile(
     State(state): State<AppState>,
     Path(agent): Path<String>,
 ) -> Result<Json<ProfileView>, ApiError> {

@@ -12,29 +12,29 @@ use crate::AppState;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct KeysQuery {
+pub(super) struct KeysQuery {
     /// Only keys starting with this prefix.
     pub prefix: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct KeysView {
+pub(super) struct KeysView {
     pub keys: Vec<String>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ValueView {
+pub(super) struct ValueView {
     /// The stored JSON value; null when the key does not exist.
     pub value: Value,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct DeletedView {
+pub(super) struct DeletedView {
     pub deleted: bool,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct OkView {
+pub(super) struct OkView {
     pub ok: bool,
 }
 
@@ -43,7 +43,7 @@ pub struct OkView {
     get, path = "/api/agents/{agent}/state", tag = "state", params(("agent" = String, Path), KeysQuery),
     responses((status = 200, body = KeysView)),
 )]
-pub async fn list_keys(
+pub(super) async fn list_keys(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     Query(query): Query<KeysQuery>,
@@ -57,7 +57,7 @@ pub async fn list_keys(
     get, path = "/api/agents/{agent}/state/{key}", tag = "state",
     params(("agent" = String, Path), ("key" = String, Path)), responses((status = 200, body = ValueView)),
 )]
-pub async fn get_value(
+pub(super) async fn get_value(
     State(state): State<AppState>,
     Path((agent, key)): Path<(String, String)>,
 ) -> Result<Json<ValueView>, ApiError> {
@@ -71,7 +71,7 @@ pub async fn get_value(
     params(("agent" = String, Path), ("key" = String, Path)),
     responses((status = 200, body = OkView), (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn set_value(
+pub(super) async fn set_value(
     State(state): State<AppState>,
     Path((agent, key)): Path<(String, String)>,
     ApiJson(value): ApiJson<Value>,
@@ -86,7 +86,7 @@ pub async fn set_value(
     delete, path = "/api/agents/{agent}/state/{key}", tag = "state",
     params(("agent" = String, Path), ("key" = String, Path)), responses((status = 200, body = DeletedView)),
 )]
-pub async fn delete_value(
+pub(super) async fn delete_value(
     State(state): State<AppState>,
     Path((agent, key)): Path<(String, String)>,
 ) -> Result<Json<DeletedView>, ApiError> {

@@ -16,7 +16,7 @@ use super::{ApiError, ApiJson};
 use crate::AppState;
 
 #[derive(Serialize, ToSchema)]
-pub struct ToolView {
+pub(super) struct ToolView {
     pub name: String,
     pub description: String,
     /// The JSON Schema of the tool's arguments.
@@ -35,13 +35,13 @@ pub struct ToolView {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct PolicyUpdate {
+pub(super) struct PolicyUpdate {
     /// The agent's policy for the tool; null removes it, so the tool's default applies.
     pub policy: Option<ToolPolicy>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct ExecutionView {
+pub(super) struct ExecutionView {
     pub id: i64,
     pub tool_name: String,
     pub tool_kind: ToolKind,
@@ -64,7 +64,7 @@ pub struct ExecutionView {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ExecutionQuery {
+pub(super) struct ExecutionQuery {
     pub tool: Option<String>,
     pub success: Option<bool>,
     pub error_category: Option<ErrorCategory>,
@@ -77,7 +77,7 @@ pub struct ExecutionQuery {
     get, path = "/api/agents/{agent}/tools", tag = "tools", params(("agent" = String, Path)),
     responses((status = 200, body = Vec<ToolView>)),
 )]
-pub async fn list_tools(
+pub(super) async fn list_tools(
     State(state): State<AppState>,
     Path(agent): Path<String>,
 ) -> Result<Json<Vec<ToolView>>, ApiError> {
@@ -115,7 +115,7 @@ pub async fn list_tools(
     params(("agent" = String, Path), ("name" = String, Path)),
     responses((status = 200, body = ToolView), (status = 404, body = super::error::ErrorBody)),
 )]
-pub async fn set_policy(
+pub(super) async fn set_policy(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
     ApiJson(update): ApiJson<PolicyUpdate>,
@@ -144,7 +144,7 @@ pub async fn set_policy(
     params(("agent" = String, Path), ("name" = String, Path)),
     responses((status = 200, body = Value), (status = 404, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)),
 )]
-pub async fn invoke_tool(
+pub(super) async fn invoke_tool(
     State(state): State<AppState>,
     Path((agent, name)): Path<(String, String)>,
     ApiJson(args): ApiJson<Value>,
@@ -167,7 +167,7 @@ pub async fn invoke_tool(
     get, path = "/api/agents/{agent}/executions", tag = "tools", params(("agent" = String, Path), ExecutionQuery),
     responses((status = 200, body = Vec<ExecutionView>)),
 )]
-pub async fn list_executions(
+pub(super) async fn list_executions(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     Query(query): Query<ExecutionQuery>,
@@ -218,7 +218,7 @@ pub async fn list_executions(
     get, path = "/api/agents/{agent}/tool-settings", tag = "tools", params(("agent" = String, Path)),
     responses((status = 200, body = wright_core::ToolSettings)),
 )]
-pub async fn get_tool_settings(
+pub(super) async fn get_tool_settings(
     State(state): State<AppState>,
     Path(agent): Path<String>,
 ) -> Result<Json<wright_core::ToolSettings>, ApiError> {
@@ -233,7 +233,7 @@ pub async fn get_tool_settings(
     request_body = wright_core::ToolSettings,
     responses((status = 200, body = wright_core::ToolSettings), (status = 400, body = super::error::ErrorBody)),
 )]
-pub async fn set_tool_settings(
+pub(super) async fn set_tool_settings(
     State(state): State<AppState>,
     Path(agent): Path<String>,
     ApiJson(settings): ApiJson<wright_core::ToolSettings>,

@@ -26,12 +26,12 @@ impl Fixture {
         Self::with(|_| {})
     }
 
-    pub fn with(adjust: impl FnOnce(&mut WorkspaceConfig)) -> Self {
+    pub(crate) fn with(adjust: impl FnOnce(&mut WorkspaceConfig)) -> Self {
         Self::build(adjust, None)
     }
 
     /// With `network` given to the shell (which uses it only if `adjust` turns network on).
-    pub fn build(adjust: impl FnOnce(&mut WorkspaceConfig), network: Option<ShellNetwork>) -> Self {
+    pub(crate) fn build(adjust: impl FnOnce(&mut WorkspaceConfig), network: Option<ShellNetwork>) -> Self {
         let temp = tempfile::tempdir().expect("temp dir");
         for directory in ["data", "outside", "shared-ro", "shared-rw"] {
             std::fs::create_dir_all(temp.path().join(directory)).expect("mkdir");
@@ -55,20 +55,20 @@ impl Fixture {
     }
 
     /// The agent's workspace on the host.
-    pub fn host(&self, relative: &str) -> PathBuf {
+    pub(crate) fn host(&self, relative: &str) -> PathBuf {
         self.temp.path().join("data/agents/agent-1/workspace").join(relative)
     }
 
-    pub fn outside(&self) -> PathBuf {
+    pub(crate) fn outside(&self) -> PathBuf {
         self.temp.path().join("outside")
     }
 
-    pub fn root(&self, name: &str) -> PathBuf {
+    pub(crate) fn root(&self, name: &str) -> PathBuf {
         self.temp.path().join(name)
     }
 
     /// The secret must still be there, unchanged: nothing wrote through to it.
-    pub fn assert_secret_intact(&self) {
+    pub(crate) fn assert_secret_intact(&self) {
         let secret = std::fs::read_to_string(self.outside().join("secret.txt")).expect("secret still readable");
         assert_eq!(secret, SECRET, "a file outside the roots was changed");
     }
