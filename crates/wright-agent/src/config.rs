@@ -79,6 +79,11 @@ pub struct LoopConfig {
     /// re-reads all after the first difference — the tools come before the history, so a
     /// shorter list costs the whole conversation, and the person's next message pays again.
     pub stable_tool_list: bool,
+    /// The system message lists the agent's state keys and its database's tables. They
+    /// change as the agent works (a `set_state` adds a key), and a local server re-reads
+    /// everything after the first change: the small-model profile leaves them out (the agent
+    /// reaches them with `list_state_keys` and `db_schema`; a small model ignored the list).
+    pub list_agent_data: bool,
     /// What the host decides once a run's context holds content from outside (`[agent.untrusted]`).
     pub untrusted: UntrustedConfig,
 }
@@ -121,6 +126,7 @@ impl Default for LoopConfig {
             name_undone_steps: false,
             catalogue_descriptions: true,
             stable_tool_list: false,
+            list_agent_data: true,
             untrusted: UntrustedConfig::default(),
         }
     }

@@ -77,6 +77,8 @@ pub struct ProfileSettings {
     pub catalogue_descriptions: bool,
     /// Every request of a run lists the same tools (the server's prompt cache holds).
     pub stable_tool_list: bool,
+    /// The system message lists the agent's state keys and database tables.
+    pub list_agent_data: bool,
 }
 
 /// The profile a model got, its settings, and why.
@@ -112,6 +114,7 @@ pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> 
             name_undone_steps: true,
             catalogue_descriptions: false,
             stable_tool_list: true,
+            list_agent_data: false,
         },
         ModelProfileKind::Standard => ProfileSettings {
             temperature: base.temperature,
@@ -123,6 +126,7 @@ pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> 
             name_undone_steps: base.name_undone_steps,
             catalogue_descriptions: base.catalogue_descriptions,
             stable_tool_list: base.stable_tool_list,
+            list_agent_data: base.list_agent_data,
         },
     };
     let mut overridden = Vec::new();
@@ -259,6 +263,7 @@ impl ChosenProfile {
         applied.name_undone_steps = settings.name_undone_steps;
         applied.catalogue_descriptions = settings.catalogue_descriptions;
         applied.stable_tool_list = settings.stable_tool_list;
+        applied.list_agent_data = settings.list_agent_data;
         applied
     }
 }
@@ -297,6 +302,7 @@ mod tests {
         assert_eq!(chosen.settings.context_tokens, Some(SMALL_CONTEXT_TOKENS));
         let config = chosen.apply(&LoopConfig::default());
         assert!(config.require_first_call && config.name_undone_steps);
+        assert!(config.stable_tool_list && !config.list_agent_data && !config.catalogue_descriptions);
         assert_eq!(config.reserve_output_tokens, SMALL_REPLY_TOKENS);
         assert_eq!(config.context_budget, Some(SMALL_CONTEXT_TOKENS));
     }

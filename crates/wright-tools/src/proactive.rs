@@ -137,7 +137,10 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                                 let prompt = args.prompt.ok_or_else(|| missing("prompt"))?;
                                 // The person's zone ([sessions]): "tomorrow at 9" means their 9.
                                 let time_zone = args.time_zone.unwrap_or_else(|| store.time_zone_name());
-                                let timing = match (args.cron, args.at) {
+                                // An empty field is an absent one: models fill every field of a schema
+                                // and write `"cron": ""` beside the `at` they mean.
+                                let given = |field: Option<String>| field.filter(|value| !value.trim().is_empty());
+                                let timing = match (given(args.cron), given(args.at)) {
                                     (Some(cron), None) => Timing::Cron(cron),
                                     (None, Some(at)) => {
                                         Timing::Once(wright_store::schedules::local_time(&at, &time_zone)?)

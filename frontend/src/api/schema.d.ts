@@ -1926,6 +1926,8 @@ export interface components {
             catalogue_descriptions: boolean;
             /** @description Every request of a run lists the same tools (the server's prompt cache holds). */
             stable_tool_list: boolean;
+            /** @description The system message lists the agent's state keys and database tables. */
+            list_agent_data: boolean;
         };
         /** @description The profile an agent's model gets, and why (wright-agent's `profile`). */
         ProfileView: components["schemas"]["ChosenProfile"] & {

@@ -103,7 +103,7 @@ impl<'a> Run<'a> {
             (window, budget) => window.or(budget),
         };
         let view = ModelView::load(transcript).await.map_err(stored)?;
-        let (system, documents) = system_for(transcript, &view).await?;
+        let (system, documents) = system_for(transcript, &view, config).await?;
         let mut run = Self {
             model,
             transcript,
@@ -310,9 +310,17 @@ fn stored(error: String) -> AgentError {
 
 /// The system message, read fresh from the store, with the view's compaction summary.
 /// Also the agent's prompt and notes as they are now, for the rules that judge edits of them.
-async fn system_for(transcript: &dyn Transcript, view: &ModelView) -> Result<(SystemText, Documents), AgentError> {
+async fn system_for(
+    transcript: &dyn Transcript,
+    view: &ModelView,
+    config: &LoopConfig,
+) -> Result<(SystemText, Documents), AgentError> {
     let mut parts = transcript.system_parts().await.map_err(stored)?;
     parts.earlier_summary = view.summary.clone();
+    if !config.list_agent_data {
+        parts.state_keys.clear();
+        parts.database_summary.clear();
+    }
     let documents = Documents { prompt: parts.prompt.clone(), notes: parts.notes.clone() };
     Ok((system_text(&parts), documents))
 }

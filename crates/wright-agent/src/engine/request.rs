@@ -82,7 +82,7 @@ impl Run<'_> {
             && compact(self.model, self.transcript, &self.view, keep_recent, self.cancel).await?
         {
             self.view = ModelView::load(self.transcript).await.map_err(stored)?;
-            (self.system, self.facts.documents) = system_for(self.transcript, &self.view).await?;
+            (self.system, self.facts.documents) = system_for(self.transcript, &self.view, self.config).await?;
         }
         let withholding = tools_enabled && !next.withhold.is_empty();
         let withheld_note = if withholding { withheld_note(&next.withhold) } else { String::new() };

@@ -150,7 +150,8 @@ impl Transcript for StoreTranscript {
                 .document(&AgentId::default_agent(), wright_core::DocumentKind::SystemPrompt)
                 .await
                 .map_err(message)?;
-            Ok(SystemParts { prompt: prompt.content, ..Default::default() })
+            let state_keys = self.store.list_state_keys(&AgentId::default_agent(), None).await.map_err(message)?;
+            Ok(SystemParts { prompt: prompt.content, state_keys, ..Default::default() })
         })
     }
     fn events(&self) -> BoxFuture<'_, Result<Vec<Event>, String>> {
@@ -1093,6 +1094,9 @@ async fn the_prompt_before_its_tail_only_grows_within_a_run_and_is_shared_across
         guard_document_replace: true,
         catalogue_descriptions: false,
         stable_tool_list: true,
+        // The first conversation stores a state key; listed, it would change the system
+        // message of the next conversation.
+        list_agent_data: false,
         ..LoopConfig::default()
     };
     let model = ScriptedModel::new(vec![

@@ -20,13 +20,14 @@ pub(crate) struct RefuseSchemaText;
 
 /// Sentences of the notes the loop writes to the model (its own words, so known here): an
 /// argument that carries one was copied from the request, not given by the person.
-const HOST_NOTE_MARKS: [&str; 6] = [
+pub(crate) const HOST_NOTE_MARKS: [&str; 7] = [
     "the person's request is done",
     "not done yet from the person's request",
     "you already called `",
     "is not offered in this turn",
     "answer the person now",
     "do not repeat a call that already worked",
+    "if a step of that is still to do",
 ];
 
 impl CallRule for RefuseSchemaText {

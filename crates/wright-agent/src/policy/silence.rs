@@ -5,6 +5,7 @@
 
 use wright_core::{Event, EventBody};
 
+use super::arguments::HOST_NOTE_MARKS;
 use super::{EndRule, EndView};
 
 /// Longest error quoted from a failed call.
@@ -23,8 +24,13 @@ impl EndRule for AnswerFromWhatHappened {
     }
 }
 
-/// Whether a reply gives the person nothing to read: blank, or only a tool call written as JSON.
+/// Whether a reply gives the person nothing to read: blank, a note of the loop's own repeated
+/// back (a small model parrots the last thing it read), or only a tool call written as JSON.
 fn says_nothing(text: &str, calls_say_nothing: bool) -> bool {
+    let lower = text.to_lowercase();
+    if HOST_NOTE_MARKS.iter().any(|mark| lower.contains(mark)) {
+        return true;
+    }
     let text = text.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
     if text.is_empty() {
         return true;
@@ -109,6 +115,8 @@ mod tests {
         // A call written as text where none was taken says nothing to the person either.
         assert!(answer(&scene, "{\"name\": \"set_state\", \"arguments\": {}}").is_some());
         assert_eq!(answer(&scene, "Saved it."), None, "a real answer stays");
+        let parroted = "The request is done. Every part of the person's request is done: answer the person now.";
+        assert!(answer(&scene, parroted).unwrap().starts_with("Done: `set_state`"), "the loop's note is no answer");
         let nothing = Scene::new(&["hm"]);
         assert!(answer(&nothing, "").unwrap().starts_with("I could not come up with an answer"));
     }

@@ -44,12 +44,15 @@ impl TurnRule for NameUndoneSteps {
                 // Its words, and its numbers (`17`, `23`), which keywords leave out.
                 let mut words = keywords(step);
                 words.extend(step.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(str::to_owned));
-                !worked.iter().any(|(name, arguments)| {
-                    // Done by a tool that fits it, unless the step names something that tool's
-                    // arguments do not carry (the same tool may be the right one for two steps).
-                    tools.contains(name.as_str())
-                        && (steps.len() == 1 || words.iter().any(|word| arguments.contains(word.as_str())))
-                })
+                // A step no tool fits ("what is my favourite colour?") is not judged: it is
+                // answered in words, and holding the model to a call for it makes it loop.
+                !tools.is_empty()
+                    && !worked.iter().any(|(name, arguments)| {
+                        // Done by a tool that fits it, unless the step names something that tool's
+                        // arguments do not carry (the same tool may be the right one for two steps).
+                        tools.contains(name.as_str())
+                            && (steps.len() == 1 || words.iter().any(|word| arguments.contains(word.as_str())))
+                    })
             })
             .map(String::as_str)
             .collect();
@@ -200,6 +203,14 @@ mod tests {
         off.config.name_undone_steps = false;
         off.call_and_result("b", "set_state", json!({"key": "a", "value": 1}), json!({"ok": true}), true);
         assert_eq!(self::note(&off), None);
+    }
+
+    #[test]
+    fn a_step_no_tool_fits_is_answered_not_called_for() {
+        let mut scene = scene("What is my favourite colour?");
+        scene.call_and_result("a", "set_state", json!({"key": "colour"}), json!({"value": "green"}), true);
+        let decision = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
+        assert!(decision.answer_now && !decision.require_call, "{decision:?}");
     }
 
     #[test]

@@ -1268,14 +1268,14 @@ async fn workspace_tools_read_write_search_and_run_confined() {
 }
 
 /// "Tomorrow at 9" means the person's 9: `schedule` reads `at` in the `[sessions]` zone when
-/// the call names none.
+/// the call names none. An empty `cron` beside it (as a model writes it) is no `cron`.
 #[tokio::test]
 async fn schedule_reads_a_local_time_in_the_persons_zone_by_default() {
     let fixture = Fixture::in_zone("Europe/Oslo").await;
     let created = fixture
         .call(
             "schedule",
-            json!({"action": "create", "name": "dentist", "prompt": "Remind me to call the dentist.", "at": "2027-01-15T09:00"}),
+            json!({"action": "create", "name": "dentist", "prompt": "Remind me to call the dentist.", "at": "2027-01-15T09:00", "cron": ""}),
         )
         .await
         .unwrap();
