@@ -7,5 +7,9 @@ export default defineConfig({
     include: ['e2e/**/*.e2e.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // One file at a time: each starts its own Chromium and servers, and several timing tests
+    // (flood, focus, reconnects) measure the machine; on 2 shared cores files in parallel made
+    // a different one of them fail on each run.
+    fileParallelism: false,
   },
 });

@@ -88,7 +88,10 @@ describe.skipIf(!built || !hasChromium || !hasWright)('the memory page against w
 
     await editing.getByRole('button', { name: 'Edit' }).click();
     await editing.getByLabel('Memory text').fill('Prefers green tea');
+    // The edit is stored when the server answers the PATCH, not when the page shows it.
+    const stored = page.waitForResponse((response) => response.url().includes('/memories/') && response.request().method() === 'PATCH');
     await editing.getByRole('button', { name: 'Save' }).click();
+    expect((await stored).ok()).toBe(true);
     const edited = page.getByTestId('memory').filter({ hasText: 'Prefers green tea' });
     await edited.waitFor();
     let system = await say(conversation, 'what do I drink?');
@@ -97,7 +100,9 @@ describe.skipIf(!built || !hasChromium || !hasWright)('the memory page against w
 
     await edited.getByRole('button', { name: 'Forget' }).click();
     await edited.getByText('Forget this memory?').waitFor();
+    const forgotten = page.waitForResponse((response) => response.url().endsWith('/forget') && response.request().method() === 'POST');
     await edited.getByRole('button', { name: 'Forget' }).click();
+    expect((await forgotten).ok()).toBe(true);
     await page.getByText('No memories here.').waitFor();
     system = await say(conversation, 'and now?');
     expect(system).not.toContain('green tea');
