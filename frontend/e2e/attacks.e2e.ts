@@ -208,7 +208,7 @@ describe.skipIf(!built || !hasChromium)('canvas attacks, issue 33 (Chromium, moc
   it('item 8: a person composing in the chat box keeps their text while a component calls focus() in a loop', async () => {
     const frame = await open('grab');
     await frame.getByLabel('Grabbed').waitFor();
-    const chat = page.getByLabel('Message');
+    const chat = page.getByLabel('Message', { exact: true });
     await chat.click();
     await page.keyboard.type('Hello, ', { delay: 30 });
     // The person pauses to think, as people do: their key press still counts as a user
@@ -228,13 +228,13 @@ describe.skipIf(!built || !hasChromium)('canvas attacks, issue 33 (Chromium, moc
     await expect.poll(() => frame.getByLabel('Field').evaluate((element) => document.activeElement === element)).toBe(true);
     await page.keyboard.type('typed here', { delay: 20 });
     expect(await frame.getByLabel('Field').inputValue()).toBe('typed here');
-    expect(await page.getByLabel('Message').inputValue()).toBe('');
+    expect(await page.getByLabel('Message', { exact: true }).inputValue()).toBe('');
   });
 
   it('item 9: the app stays responsive while a component floods, and the flooding frame is stopped where the person can restart it', async () => {
     /** Fills the chat box over and over for `ms`, timing each fill. */
     const fillFor = async (ms: number) => {
-      const chat = page.getByLabel('Message');
+      const chat = page.getByLabel('Message', { exact: true });
       const fills: number[] = [];
       const until = Date.now() + ms;
       for (let index = 0; Date.now() < until; index++) {
@@ -252,7 +252,7 @@ describe.skipIf(!built || !hasChromium)('canvas attacks, issue 33 (Chromium, moc
     await page.close();
     const frame = await open('flood');
     await frame.getByText('flooding').waitFor();
-    const chat = page.getByLabel('Message');
+    const chat = page.getByLabel('Message', { exact: true });
     const flooded = await fillFor(4000);
     console.log(`chat box fills, quiet: ${JSON.stringify(quiet)}; under flood: ${JSON.stringify(flooded)} (ms)`);
     expect(flooded.count).toBeGreaterThanOrEqual(5);

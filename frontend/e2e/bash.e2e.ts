@@ -50,7 +50,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('bash in the canvas: appro
     const previous = page.url();
     await page.getByRole('button', { name: '+ New conversation' }).click();
     await page.waitForURL((url) => /\/c\/[^/]+$/.test(url.pathname) && url.href !== previous);
-    const message = page.getByLabel('Message');
+    const message = page.getByLabel('Message', { exact: true });
     await message.fill(`scenario:${scenario}`);
     await message.press('Enter');
     return page.url().split('/c/')[1];

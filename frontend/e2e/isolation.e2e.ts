@@ -177,7 +177,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas isolation, second 
     const previous = page.url();
     await page.getByRole('button', { name: '+ New conversation' }).click();
     await page.waitForURL((url) => /\/c\/[^/]+$/.test(url.pathname) && url.href !== previous);
-    const message = page.getByLabel('Message');
+    const message = page.getByLabel('Message', { exact: true });
     await message.fill(`scenario:${scenario}`);
     await message.press('Enter');
     return page.url().split('/c/')[1];
@@ -241,7 +241,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas isolation, second 
     await startConversation('grabber');
     const frame = page.frameLocator('iframe[title="Grabber"]');
     await frame.getByLabel('Grabbed').waitFor();
-    const chat = page.getByLabel('Message');
+    const chat = page.getByLabel('Message', { exact: true });
     await chat.click();
     await page.waitForTimeout(300); // the component has tried ten times by now
     const text = 'my secret plans for tomorrow';
@@ -309,7 +309,10 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas isolation, second 
     for (const content of seen) {
       // one JSON object: the title and text stay inside their strings, no line of their own
       expect(content).not.toContain('\n');
-      expect(JSON.parse(content)).toMatchObject({ from: 'canvas_component', component: BREAKOUT_TITLE, text: 'hello from the component' });
+      const marker = JSON.parse(content);
+      expect(marker).toMatchObject({ from: 'canvas_component', component: BREAKOUT_TITLE });
+      // The text is the component's, headed by the time it was sent (issue 32).
+      expect(marker.text).toMatch(/^\[[^\]]+\]\nhello from the component$/);
     }
   });
 

@@ -257,7 +257,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright ser
     const previous = page.url();
     await page.getByRole('button', { name: '+ New conversation' }).click();
     await page.waitForURL((url) => /\/c\/[^/]+$/.test(url.pathname) && url.href !== previous);
-    const message = page.getByLabel('Message');
+    const message = page.getByLabel('Message', { exact: true });
     await message.fill(`scenario:${scenario}`);
     await message.press('Enter');
     return page.url().split('/c/')[1];
@@ -443,7 +443,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('canvas against wright ser
   it('a new message while two calls wait dismisses both, and the model answers it', async () => {
     await startConversation('moveon');
     await page.getByRole('group', { name: 'The agent asks' }).waitFor();
-    const message = page.getByLabel('Message');
+    const message = page.getByLabel('Message', { exact: true });
     await message.fill('Never mind, something else');
     await message.press('Enter');
     await page.getByText(/Model received: .*dismissed/).waitFor();
