@@ -463,7 +463,6 @@ async fn open_store(config: &Config) -> anyhow::Result<Store> {
         .with_text_limits(config.limits.clone())
         .with_memory(config.memory.clone(), Arc::clone(&config.clock))
         .with_sessions(config.session_schedule.clone())
-        .with_schedules(config.schedules.clone())
         .with_notify(config.notify.clone()))
 }
 

@@ -16,7 +16,7 @@ use wright_egress::EgressConfig;
 use wright_mcp::McpConfig;
 use wright_sandbox::SandboxConfig;
 use wright_store::{
-    MemoryConfig, NotifyConfig, ScheduleConfig, SessionConfig, SessionSchedule, StateLimits, TextLimits,
+    MemoryConfig, NotifyConfig, SessionConfig, SessionSchedule, StateLimits, TextLimits,
 };
 use wright_workspace::WorkspaceConfig;
 
@@ -70,7 +70,7 @@ pub struct Config {
     /// `[notify]`: the agent's notifications per hour and their length.
     pub notify: NotifyConfig,
     /// `[schedules]`: limits of the schedules agents make, the missed-run window, the tick.
-    pub schedules: ScheduleConfig,
+    pub schedules: wright_schedules::ScheduleConfig,
     /// Where every time that decides behaviour comes from (schedules, the notify limit, memory
     /// expiry): the system clock, a fixed one in tests.
     pub clock: std::sync::Arc<dyn wright_core::Clock>,
@@ -334,7 +334,7 @@ struct ConfigFile {
     model_profiles: BTreeMap<String, wright_agent::profile::ProfileOverride>,
     telegram: TelegramConfig,
     notify: NotifyConfig,
-    schedules: ScheduleConfig,
+    schedules: wright_schedules::ScheduleConfig,
 }
 
 /// One agent's section, `[agents.<id>]`.

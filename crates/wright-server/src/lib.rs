@@ -42,6 +42,8 @@ pub use config::Config;
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
+    /// Schedules under `[schedules]`' policy: the scheduler's tick and the schedules API.
+    pub schedules: wright_schedules::Schedules,
     pub tools: Arc<ToolRegistry>,
     pub auth: Arc<token::Auth>,
     pub config: Arc<Config>,
@@ -85,6 +87,7 @@ impl AppState {
             );
         }
         let store = services.store.clone();
+        let schedules = services.schedules.clone();
         // HTTP MCP servers are reached through the egress policy, like any agent-caused request.
         let mcp_gate = wright_tools::egress_gate(&services.egress);
         let mut registry = ToolRegistry::new(Arc::new(services));
@@ -119,6 +122,7 @@ impl AppState {
         Ok(Self {
             login_limiter,
             store,
+            schedules,
             tools,
             auth: Arc::new(auth),
             config: Arc::new(config),
@@ -154,8 +158,8 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
         .with_text_limits(config.limits.clone())
         .with_memory(config.memory.clone(), Arc::clone(&config.clock))
         .with_sessions(config.session_schedule.clone())
-        .with_schedules(config.schedules.clone())
         .with_notify(config.notify.clone());
+    let schedules = wright_schedules::Schedules::new(store.clone(), config.schedules.clone());
     let sandbox = wright_sandbox::Sandbox::new(config.sandbox.clone())?;
     let egress = wright_egress::Egress::new(config.egress.clone())?;
     let databases = wright_agentdb::AgentDatabases::new(config.data_dir.join("agents"), config.agentdb.clone());
@@ -168,7 +172,7 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     };
     let workspaces =
         wright_workspace::Workspaces::new(&config.data_dir, config.workspace.clone())?.with_network(shell_network)?;
-    Ok(Services { store, sandbox, egress, databases, browsers, workspaces })
+    Ok(Services { store, schedules, sandbox, egress, databases, browsers, workspaces })
 }
 
 /// One capability that depends on the host, and whether it is on.

@@ -36,7 +36,7 @@ pub fn spawn(state: AppState) {
 
 /// One look at the store: start what came due, report what stopped.
 pub async fn tick_once(state: &AppState) -> anyhow::Result<()> {
-    for firing in state.store.fire_due_schedules().await? {
+    for firing in state.schedules.fire_due().await? {
         match firing.run.outcome {
             RunOutcome::Started => {
                 tracing::info!(schedule = firing.schedule.id, late_by_ms = firing.late_by_ms, "a schedule came due");

@@ -70,7 +70,7 @@ pub use memory::{
 pub use notifications::{NewNotification, Notification, NotificationSource, NotifyConfig, TelegramDelivery};
 pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
 pub use schedules::{
-    Firing, NewSchedule, RunOutcome, Schedule, ScheduleAuthor, ScheduleConfig, ScheduleRun, ScheduleStatus, Timing,
+    Due, Firing, FiringPlan, RunOutcome, Schedule, ScheduleAuthor, ScheduleRow, ScheduleRun, ScheduleStatus,
 };
 pub use state::StateLimits;
 pub use telegram_outbox::OutboxItem;
@@ -138,7 +138,6 @@ pub struct Store {
     /// Where time comes from wherever it decides behaviour (memory expiry, schedules, the
     /// notify limit); fixed in tests.
     clock: Arc<dyn wright_core::Clock>,
-    schedule_config: ScheduleConfig,
     notify_config: NotifyConfig,
     /// Woken when a notification is stored, so the server delivers it at once (shared by
     /// clones; a process that does not listen loses nothing: the rows are the outbox).
@@ -188,7 +187,6 @@ impl Store {
             memory_config: MemoryConfig::default(),
             session_schedule: SessionSchedule::default(),
             clock: Arc::new(wright_core::SystemClock),
-            schedule_config: ScheduleConfig::default(),
             notify_config: NotifyConfig::default(),
             notification_signal: Arc::new(tokio::sync::Notify::new()),
             embeddings: None,

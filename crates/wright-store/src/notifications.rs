@@ -49,7 +49,7 @@ impl NotificationSource {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewNotification {
     pub source: NotificationSource,
     pub title: String,

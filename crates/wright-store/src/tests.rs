@@ -174,3 +174,36 @@ async fn an_agents_own_model_wins_over_the_default_and_deleting_a_connection_cle
     assert_eq!(store.model_choice_for("writer").await.unwrap(), None);
     assert!(store.model_choices().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn the_agents_notifications_are_rate_limited_and_the_schedulers_are_not() {
+    let directory = tempfile::tempdir().unwrap();
+    let clock = std::sync::Arc::new(wright_core::FixedClock::at(1_795_500_000_000));
+    let store = crate::Store::open(&directory.path().join("wright.db"), crate::StateLimits::default())
+        .await
+        .unwrap()
+        .with_memory(crate::MemoryConfig::default(), clock.clone())
+        .with_notify(crate::NotifyConfig { max_per_hour: 2, max_chars: 50 });
+    let agent = wright_core::AgentId::default_agent();
+    let note = |source| crate::NewNotification {
+        source,
+        title: "t".into(),
+        text: "hello".into(),
+        conversation_id: None,
+        schedule_id: None,
+    };
+    store.add_notification(&agent, &note(crate::NotificationSource::Agent)).await.unwrap();
+    clock.advance_ms(60_000);
+    store.add_notification(&agent, &note(crate::NotificationSource::Agent)).await.unwrap();
+    let refused = store.add_notification(&agent, &note(crate::NotificationSource::Agent)).await;
+    match refused {
+        Err(crate::StoreError::RateLimited { retry_after_secs, .. }) => assert_eq!(retry_after_secs, 3600 - 60),
+        other => panic!("{other:?}"),
+    }
+    store.add_notification(&agent, &note(crate::NotificationSource::Schedule)).await.unwrap();
+    clock.advance_ms(3_600_000 - 60_000 + 1);
+    store.add_notification(&agent, &note(crate::NotificationSource::Agent)).await.unwrap();
+    let long = crate::NewNotification { text: "x".repeat(51), ..note(crate::NotificationSource::Agent) };
+    assert!(matches!(store.add_notification(&agent, &long).await, Err(crate::StoreError::LimitExceeded(_))));
+    assert_eq!(store.list_notifications(&agent, 0, 10).await.unwrap().len(), 4);
+}

@@ -5,6 +5,7 @@
 //! it helps, what to do instead.
 
 use wright_core::{ErrorCategory, ToolFailure};
+use wright_schedules::ScheduleError;
 use wright_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +92,16 @@ impl From<&ToolError> for ToolFailure {
             _ => None,
         };
         ToolFailure { category: error.category(), message: error.to_string(), output }
+    }
+}
+
+impl From<ScheduleError> for ToolError {
+    fn from(error: ScheduleError) -> Self {
+        match error {
+            ScheduleError::Invalid(message) => ToolError::Rejected(message),
+            ScheduleError::Limit(message) => ToolError::LimitExceeded(message),
+            ScheduleError::Store(error) => error.into(),
+        }
     }
 }
 

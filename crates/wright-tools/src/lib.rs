@@ -45,12 +45,15 @@ use wright_browser::Browsers;
 use wright_core::AgentId;
 use wright_egress::Egress;
 use wright_sandbox::Sandbox;
+use wright_schedules::Schedules;
 use wright_store::Store;
 use wright_workspace::Workspaces;
 
 /// What tools reach the world through. Built once by the binary, shared by every call.
 pub struct Services {
     pub store: Store,
+    /// Schedules under `[schedules]`' policy (the `schedule` tool).
+    pub schedules: Schedules,
     /// Runs agent-written JavaScript (run_sandbox_code and agent-made tools).
     pub sandbox: Sandbox,
     /// Every request the agent causes (fetch_url, web_search, the sandbox's fetch).

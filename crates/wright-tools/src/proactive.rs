@@ -12,7 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use wright_core::iso_from_ms;
-use wright_store::{NewNotification, NewSchedule, NotificationSource, Schedule, ScheduleAuthor, Timing};
+use wright_schedules::{NewSchedule, Timing};
+use wright_store::{NewNotification, NotificationSource, Schedule, ScheduleAuthor};
 
 use crate::ToolError;
 use crate::builtin::{Builtin, SCHEDULES, SENDS_OUT, Tool, with_effects};
@@ -143,7 +144,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                                 let timing = match (given(args.cron), given(args.at)) {
                                     (Some(cron), None) => Timing::Cron(cron),
                                     (None, Some(at)) => {
-                                        Timing::Once(wright_store::schedules::local_time(&at, &time_zone)?)
+                                        Timing::Once(wright_schedules::local_time(&at, &time_zone)?)
                                     }
                                     _ => {
                                         return Err(ToolError::InvalidArguments {
@@ -162,7 +163,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                                     created_by: ScheduleAuthor::Agent,
                                     conversation_id: context.conversation_id.clone(),
                                 };
-                                let schedule = store.create_schedule(&context.agent, &new).await?;
+                                let schedule = context.services.schedules.create(&context.agent, &new).await?;
                                 Ok(json!({ "success": true, "schedule": to_value(ScheduleView::from(schedule))? }))
                             }
                             ScheduleAction::List => {

@@ -112,7 +112,21 @@ impl From<DomainError> for ApiError {
             DomainError::Invalid(message) => Self::bad_request(message),
             DomainError::Core(error) => error.into(),
             DomainError::Store(error) => error.into(),
+            DomainError::Schedule(error) => error.into(),
             DomainError::Internal(_) => Self::internal(&error),
+        }
+    }
+}
+
+/// A schedule's failures answer as the store's of the same kind: a request that cannot apply
+/// (422), a limit, or the store's own.
+impl From<wright_schedules::ScheduleError> for ApiError {
+    fn from(error: wright_schedules::ScheduleError) -> Self {
+        use wright_schedules::ScheduleError;
+        match error {
+            ScheduleError::Invalid(message) => StoreError::InvalidEdit(message).into(),
+            ScheduleError::Limit(message) => StoreError::LimitExceeded(message).into(),
+            ScheduleError::Store(error) => error.into(),
         }
     }
 }

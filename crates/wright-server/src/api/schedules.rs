@@ -152,7 +152,7 @@ pub(super) async fn set_paused(
     ApiJson(request): ApiJson<SetPaused>,
 ) -> Result<Json<ScheduleView>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
-    Ok(Json(state.store.set_schedule_paused(&agent, id, request.paused).await?.into()))
+    Ok(Json(state.schedules.set_paused(&agent, id, request.paused).await?.into()))
 }
 
 /// Deletes a schedule: it never runs again; its history stays.

@@ -24,6 +24,9 @@ pub enum DomainError {
     /// What the store said: not found, already answered, a limit, or a database failure.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A schedule that cannot be made or changed, or a `[schedules]` limit.
+    #[error(transparent)]
+    Schedule(#[from] wright_schedules::ScheduleError),
     /// Something broke that the caller cannot fix (a stored connection of an unknown kind,
     /// the keys file); logged in full where it is answered.
     #[error("{0}")]

@@ -62,9 +62,18 @@ impl Fixture {
         let browsers =
             wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
         let workspaces = wright_workspace::Workspaces::new(dir.path(), Default::default()).unwrap();
+        let schedules = wright_schedules::Schedules::new(store.clone(), Default::default());
         Self {
             _dir: dir,
-            registry: ToolRegistry::new(Arc::new(Services { store, sandbox, egress, databases, browsers, workspaces })),
+            registry: ToolRegistry::new(Arc::new(Services {
+                store,
+                schedules,
+                sandbox,
+                egress,
+                databases,
+                browsers,
+                workspaces,
+            })),
         }
     }
 
