@@ -124,8 +124,11 @@ impl Schedules {
     pub async fn set_paused(&self, agent: &AgentId, id: i64, paused: bool) -> Result<Schedule, ScheduleError> {
         let now = self.store.clock().now_ms();
         let schedule = self.store.schedule(agent, id).await?;
-        let (from, to) =
-            if paused { (ScheduleStatus::Active, ScheduleStatus::Paused) } else { (ScheduleStatus::Paused, ScheduleStatus::Active) };
+        let (from, to) = if paused {
+            (ScheduleStatus::Active, ScheduleStatus::Paused)
+        } else {
+            (ScheduleStatus::Paused, ScheduleStatus::Active)
+        };
         if schedule.status != from {
             if schedule.status == to {
                 return Ok(schedule);
@@ -180,9 +183,8 @@ fn plan_new(new: &NewSchedule, now: i64, config: &ScheduleConfig) -> Result<Sche
     let (cron, run_at, next_run_at) = match &new.timing {
         Timing::Cron(expression) => {
             let cron = timing::parse_cron(expression)?;
-            let next = timing::cron_next(&cron, &time_zone, now).ok_or_else(|| {
-                ScheduleError::Invalid(format!("the cron expression {expression:?} never comes due"))
-            })?;
+            let next = timing::cron_next(&cron, &time_zone, now)
+                .ok_or_else(|| ScheduleError::Invalid(format!("the cron expression {expression:?} never comes due")))?;
             if let Some(gap) = timing::shortest_gap(&cron, &time_zone, now, 500)
                 && gap < config.min_interval_minutes * MINUTE_MS
             {

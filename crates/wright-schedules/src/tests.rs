@@ -35,10 +35,7 @@ async fn a_due_time_fires_once_and_a_time_missed_long_ago_is_recorded_not_run() 
     let (_directory, store, clock) = open("2026-11-24T06:00:00Z", ScheduleConfig::default()).await;
     let agent = AgentId::default_agent();
     // 08:00 in Tokyo (UTC+9) is 23:00 UTC the day before.
-    let daily = store
-        .create(&agent, &new("digest", Timing::Cron("0 8 * * *".into()), "Asia/Tokyo"))
-        .await
-        .unwrap();
+    let daily = store.create(&agent, &new("digest", Timing::Cron("0 8 * * *".into()), "Asia/Tokyo")).await.unwrap();
     assert_eq!(daily.next_run_at, Some(ms("2026-11-24T23:00:00Z")));
     clock.set(ms("2026-11-24T22:59:59Z"));
     assert!(store.fire_due().await.unwrap().is_empty());
@@ -64,12 +61,9 @@ async fn a_due_time_fires_once_and_a_time_missed_long_ago_is_recorded_not_run() 
 async fn one_offs_end_and_cancelled_or_paused_schedules_do_not_fire() {
     let (_directory, store, clock) = open("2026-11-24T06:00:00Z", ScheduleConfig::default()).await;
     let agent = AgentId::default_agent();
-    let once =
-        store.create(&agent, &new("call", Timing::Once(ms("2026-11-24T07:00:00Z")), "UTC")).await.unwrap();
-    let cancelled =
-        store.create(&agent, &new("gone", Timing::Once(ms("2026-11-24T07:00:00Z")), "UTC")).await.unwrap();
-    let paused =
-        store.create(&agent, &new("later", Timing::Cron("0 * * * *".into()), "UTC")).await.unwrap();
+    let once = store.create(&agent, &new("call", Timing::Once(ms("2026-11-24T07:00:00Z")), "UTC")).await.unwrap();
+    let cancelled = store.create(&agent, &new("gone", Timing::Once(ms("2026-11-24T07:00:00Z")), "UTC")).await.unwrap();
+    let paused = store.create(&agent, &new("later", Timing::Cron("0 * * * *".into()), "UTC")).await.unwrap();
     store.store.cancel_schedule(&agent, cancelled.id).await.unwrap();
     store.set_paused(&agent, paused.id, true).await.unwrap();
     assert!(
@@ -95,16 +89,13 @@ async fn limits_on_count_frequency_and_runs_per_day_hold() {
     let agent = AgentId::default_agent();
     let too_often = store.create(&agent, &new("spam", Timing::Cron("* * * * *".into()), "UTC")).await;
     assert!(matches!(too_often, Err(ScheduleError::Limit(_))), "{too_often:?}");
-    assert!(
-        store.create(&agent, &new("past", Timing::Once(ms("2026-11-24T05:00:00Z")), "UTC")).await.is_err()
-    );
+    assert!(store.create(&agent, &new("past", Timing::Once(ms("2026-11-24T05:00:00Z")), "UTC")).await.is_err());
     store.create(&agent, &new("a", Timing::Cron("0 7 * * *".into()), "UTC")).await.unwrap();
     store.create(&agent, &new("b", Timing::Cron("0 7 * * *".into()), "UTC")).await.unwrap();
     let third = store.create(&agent, &new("c", Timing::Cron("0 7 * * *".into()), "UTC")).await;
     assert!(matches!(third, Err(ScheduleError::Limit(_))), "{third:?}");
     clock.set(ms("2026-11-24T07:00:00Z"));
-    let outcomes: Vec<RunOutcome> =
-        store.fire_due().await.unwrap().iter().map(|firing| firing.run.outcome).collect();
+    let outcomes: Vec<RunOutcome> = store.fire_due().await.unwrap().iter().map(|firing| firing.run.outcome).collect();
     assert_eq!(outcomes, vec![RunOutcome::Started, RunOutcome::SkippedLimit]);
 }
 

@@ -97,9 +97,7 @@ pub(crate) fn parse_cron(expression: &str) -> Result<Cron, ScheduleError> {
 
 pub(crate) fn zone(name: &str) -> Result<TimeZone, ScheduleError> {
     TimeZone::get(name.trim()).map_err(|_| {
-        ScheduleError::Invalid(format!(
-            "{name:?} is not an IANA time zone (like Europe/Oslo, America/New_York or UTC)"
-        ))
+        ScheduleError::Invalid(format!("{name:?} is not an IANA time zone (like Europe/Oslo, America/New_York or UTC)"))
     })
 }
 

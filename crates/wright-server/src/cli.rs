@@ -344,9 +344,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(if verdict.allowed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Memory { command } => {
-            let store = with_embedder(open_store(&config).await?, &config).await?;
-            let result = memory_command(&store, command).await;
-            store.close().await;
+            let memories = with_embedder(open_store(&config).await?, &config).await?;
+            let result = memory_command(&memories, command).await;
+            memories.store().close().await;
             result.map(|()| ExitCode::SUCCESS)
         }
         Command::Openapi => {
@@ -481,7 +481,8 @@ fn memory_line(memory: &wright_store::Memory) -> String {
     format!("#{:<6}{relevance} {label:<20} {state:<16} {}", memory.id, memory.content.replace('\n', " "))
 }
 
-async fn memory_command(store: &Store, command: MemoryCommand) -> anyhow::Result<()> {
+async fn memory_command(memories: &wright_memory::Memories, command: MemoryCommand) -> anyhow::Result<()> {
+    let store = memories.store();
     let parse_layer = |layer: Option<String>| layer.as_deref().map(wright_core::MemoryLayer::parse).transpose();
     let admin = wright_store::MemoryActor::admin();
     store.expire_memories().await?;
@@ -494,7 +495,7 @@ async fn memory_command(store: &Store, command: MemoryCommand) -> anyhow::Result
         }
         MemoryCommand::Recall { query, layer, limit, agent } => {
             let filter = wright_store::MemoryFilter { layer: parse_layer(layer)?, archived: false, session_id: None };
-            for memory in store.recall_memories(&AgentId::parse(&agent)?, &query, &filter, limit).await? {
+            for memory in memories.recall(&AgentId::parse(&agent)?, &query, &filter, limit).await? {
                 println!("{}", memory_line(&memory));
             }
         }
@@ -503,7 +504,7 @@ async fn memory_command(store: &Store, command: MemoryCommand) -> anyhow::Result
             println!("{}", memory_line(&memory));
         }
         MemoryCommand::Restore { id, agent } => {
-            let memory = store.restore_memory(&AgentId::parse(&agent)?, id, &admin).await?;
+            let memory = memories.restore_memory(&AgentId::parse(&agent)?, id, &admin).await?;
             println!("{}", memory_line(&memory));
         }
     }
@@ -559,10 +560,11 @@ async fn tool_surface(config: Config, agent: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The store embedding memories as the server does (`[memory.embeddings]`, the same
-/// connection), so the CLI's recall ranks by meaning too and what it stores gets its vector.
-async fn with_embedder(store: Store, config: &Config) -> anyhow::Result<Store> {
-    let Some(embeddings) = &config.memory.embeddings else { return Ok(store) };
+/// Memories embedded as the server does (`[memory.embeddings]`, the same connection), so the
+/// CLI's recall ranks by meaning too and what it stores gets its vector.
+async fn with_embedder(store: Store, config: &Config) -> anyhow::Result<wright_memory::Memories> {
+    let memories = wright_memory::Memories::new(store.clone());
+    let Some(embeddings) = &config.memory.embeddings else { return Ok(memories) };
     let models = crate::domain::models::Models::from_environment(
         &crate::domain::models::provider_env_from_process(),
         &config.models,
@@ -572,14 +574,14 @@ async fn with_embedder(store: Store, config: &Config) -> anyhow::Result<Store> {
     let models =
         models.with_settings(store.clone(), Arc::new(crate::secrets::Secrets::new(&config.data_dir, redactor)));
     let embedder = crate::embedder::ConnectionEmbedder::new(Arc::new(models), embeddings.clone());
-    Ok(store.with_embedder(Arc::new(embedder)).await?)
+    Ok(memories.with_embedder(Arc::new(embedder)).await?)
 }
 
 async fn call_tool(config: Config, name: &str, agent: &str, args: &str) -> anyhow::Result<ExitCode> {
     let agent = AgentId::parse(agent)?;
     let args: Value = serde_json::from_str(args).context("--args is not valid JSON")?;
     let mut services = crate::open_services(&config).await?;
-    services.store = with_embedder(services.store, &config).await?;
+    services.memories = with_embedder(services.store.clone(), &config).await?;
     let store = services.store.clone();
     let registry = ToolRegistry::new(Arc::new(services));
     let invocation = Invocation {

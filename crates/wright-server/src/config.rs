@@ -15,9 +15,7 @@ use wright_browser::BrowserConfig;
 use wright_egress::EgressConfig;
 use wright_mcp::McpConfig;
 use wright_sandbox::SandboxConfig;
-use wright_store::{
-    MemoryConfig, NotifyConfig, SessionConfig, SessionSchedule, StateLimits, TextLimits,
-};
+use wright_store::{MemoryConfig, NotifyConfig, SessionConfig, SessionSchedule, StateLimits, TextLimits};
 use wright_workspace::WorkspaceConfig;
 
 /// The hidden first argument that makes this binary a sandbox worker (see wright-sandbox).

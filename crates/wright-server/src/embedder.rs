@@ -12,7 +12,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use wright_core::EmbedPurpose;
 use wright_llm::{Connection, Embedder, LlmError};
-use wright_store::{EmbedFailure, EmbedFuture, MemoryEmbedder, MemoryEmbeddingsConfig, Store};
+use wright_memory::{EmbedFailure, EmbedFuture, Memories, MemoryEmbedder};
+use wright_store::MemoryEmbeddingsConfig;
 
 use crate::domain::models::Models;
 
@@ -74,10 +75,10 @@ impl MemoryEmbedder for ConnectionEmbedder {
 
 /// Embeds queued memories every `interval` until `shutdown` (memories stored while the
 /// endpoint was down, and every memory after the embedding model changed).
-pub fn spawn_sweep(store: Store, interval: Duration, shutdown: CancellationToken) {
+pub fn spawn_sweep(memories: Memories, interval: Duration, shutdown: CancellationToken) {
     tokio::spawn(async move {
         loop {
-            match store.embed_pending(None).await {
+            match memories.embed_pending(None).await {
                 Ok(report) if report.embedded > 0 => {
                     tracing::info!(embedded = report.embedded, "queued memories embedded");
                 }

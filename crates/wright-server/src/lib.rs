@@ -42,6 +42,8 @@ pub use config::Config;
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
+    /// Memories recalled and embedded above the store: the memory API.
+    pub memories: wright_memory::Memories,
     /// Schedules under `[schedules]`' policy: the scheduler's tick and the schedules API.
     pub schedules: wright_schedules::Schedules,
     pub tools: Arc<ToolRegistry>,
@@ -77,17 +79,18 @@ impl AppState {
         let shutdown = CancellationToken::new();
         if let Some(embeddings) = &config.memory.embeddings {
             let embedder = embedder::ConnectionEmbedder::new(Arc::clone(&models), embeddings.clone());
-            services.store = services.store.clone().with_embedder(Arc::new(embedder)).await?;
+            services.memories = services.memories.clone().with_embedder(Arc::new(embedder)).await?;
             tracing::info!(connection = %embeddings.connection, space = %embeddings.space(),
                 "memories are embedded: recall ranks by full text and vectors");
             embedder::spawn_sweep(
-                services.store.clone(),
+                services.memories.clone(),
                 Duration::from_millis(embeddings.retry_ms.clamp(1_000, 60_000)),
                 shutdown.clone(),
             );
         }
         let store = services.store.clone();
         let schedules = services.schedules.clone();
+        let memories = services.memories.clone();
         // HTTP MCP servers are reached through the egress policy, like any agent-caused request.
         let mcp_gate = wright_tools::egress_gate(&services.egress);
         let mut registry = ToolRegistry::new(Arc::new(services));
@@ -122,6 +125,7 @@ impl AppState {
         Ok(Self {
             login_limiter,
             store,
+            memories,
             schedules,
             tools,
             auth: Arc::new(auth),
@@ -160,6 +164,7 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
         .with_sessions(config.session_schedule.clone())
         .with_notify(config.notify.clone());
     let schedules = wright_schedules::Schedules::new(store.clone(), config.schedules.clone());
+    let memories = wright_memory::Memories::new(store.clone());
     let sandbox = wright_sandbox::Sandbox::new(config.sandbox.clone())?;
     let egress = wright_egress::Egress::new(config.egress.clone())?;
     let databases = wright_agentdb::AgentDatabases::new(config.data_dir.join("agents"), config.agentdb.clone());
@@ -172,7 +177,7 @@ pub async fn open_services(config: &Config) -> anyhow::Result<Services> {
     };
     let workspaces =
         wright_workspace::Workspaces::new(&config.data_dir, config.workspace.clone())?.with_network(shell_network)?;
-    Ok(Services { store, schedules, sandbox, egress, databases, browsers, workspaces })
+    Ok(Services { store, memories, schedules, sandbox, egress, databases, browsers, workspaces })
 }
 
 /// One capability that depends on the host, and whether it is on.

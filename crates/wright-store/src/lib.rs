@@ -64,8 +64,8 @@ pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExe
 pub use limits::TextLimits;
 pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSource};
 pub use memory::{
-    ArchivedReason, EmbedFailure, EmbedFuture, EmbedReport, Memory, MemoryActor, MemoryChange, MemoryConfig,
-    MemoryEmbedder, MemoryEmbeddingsConfig, MemoryFilter, MemoryPatch, NewMemory,
+    ArchivedReason, Memory, MemoryActor, MemoryChange, MemoryConfig, MemoryEmbeddingsConfig, MemoryFilter, MemoryPatch,
+    MemoryVector, NewMemory, QueuedMemory, VectorBits, WordMatches,
 };
 pub use notifications::{NewNotification, Notification, NotificationSource, NotifyConfig, TelegramDelivery};
 pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
@@ -142,9 +142,6 @@ pub struct Store {
     /// Woken when a notification is stored, so the server delivers it at once (shared by
     /// clones; a process that does not listen loses nothing: the rows are the outbox).
     notification_signal: Arc<tokio::sync::Notify>,
-    /// The embedder of memory vectors, when `[memory.embeddings]` is configured and the binary
-    /// attached one ([`Store::with_embedder`]); shared by clones.
-    embeddings: Option<Arc<memory::vectors::Embeddings>>,
 }
 
 impl Store {
@@ -189,7 +186,6 @@ impl Store {
             clock: Arc::new(wright_core::SystemClock),
             notify_config: NotifyConfig::default(),
             notification_signal: Arc::new(tokio::sync::Notify::new()),
-            embeddings: None,
         };
         store.ensure_default_agent().await?;
         Ok(store)

@@ -10,10 +10,10 @@
 //!   writes one `memory_history` row in the same transaction (the table is append-only).
 //! - A memory past its `expires_at` is never shown as active, whether or not the sweep that
 //!   archives it ([`Store::expire_memories`]) has run yet: every read filters on the time too.
-//! - Recall needs no chat model: FTS5's BM25 over content and category, weighted by layer and
-//!   recency in Rust ([`MemoryConfig::relevance`]); with an embedding endpoint, one embedding
-//!   call for the query, and its vector's nearest memories fused with the full-text ranking
-//!   (`recall.rs`, `vectors.rs`). Without an answer from the endpoint, full text alone.
+//! - Recall's ranking and fusion, the vector index and embedding live above the store
+//!   (`wright-memory`); the store answers its questions in SQL: each word's matches in the
+//!   FTS5 index ([`Store::memory_word_matches`]), rows by id under a filter
+//!   ([`Store::memories_with_ids`]), and the vector rows and queue (`vectors.rs`).
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
@@ -21,10 +21,9 @@ use wright_core::{AgentId, MemoryAction, MemoryAuthor, MemoryLayer};
 
 use crate::{Store, StoreError};
 
-mod recall;
-pub(crate) mod vectors;
+mod vectors;
 
-pub use vectors::{EmbedFailure, EmbedFuture, EmbedReport, MemoryEmbedder, MemoryEmbeddingsConfig};
+pub use vectors::{MemoryEmbeddingsConfig, MemoryVector, QueuedMemory, VectorBits};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -105,30 +104,16 @@ impl MemoryConfig {
     pub fn expires_at(&self, layer: MemoryLayer, now_ms: i64) -> Option<i64> {
         self.ttl_days(layer).map(|days| now_ms.saturating_add(i64::from(days) * DAY_MS))
     }
+}
 
-    pub(crate) fn weight(&self, layer: MemoryLayer) -> f64 {
-        match layer {
-            MemoryLayer::Long => self.weight_long,
-            MemoryLayer::Mid => self.weight_mid,
-            MemoryLayer::Short => self.weight_short,
-            MemoryLayer::Session => self.weight_session,
-        }
-    }
-
-    /// The relevance of a full-text match: its BM25 score (higher is better) relative to the
-    /// best match of the same query (its absolute size depends on the corpus and the query),
-    /// times the layer's weight and the recency factor. In 0..1.
-    pub fn relevance(&self, bm25: f64, best_bm25: f64, layer: MemoryLayer, age_ms: i64) -> f64 {
-        let text = if best_bm25 > 0.0 { (bm25 / best_bm25).clamp(0.0, 1.0) } else { 1.0 };
-        text * self.weight(layer) * self.recency(age_ms)
-    }
-
-    /// `floor + (1 - floor) * 0.5^(age / half_life)`.
-    pub(crate) fn recency(&self, age_ms: i64) -> f64 {
-        let age_days = age_ms.max(0) as f64 / DAY_MS as f64;
-        let half_life = self.recency_half_life_days.max(f64::MIN_POSITIVE);
-        self.recency_floor + (1.0 - self.recency_floor) * 0.5f64.powf(age_days / half_life)
-    }
+/// Each query word's matches in the full-text index, newest first
+/// ([`Store::memory_word_matches`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WordMatches {
+    /// The newest memory's id: how many memories there have been, for a word's rarity.
+    pub newest_id: i64,
+    /// Per word, in the order asked.
+    pub matches: Vec<Vec<i64>>,
 }
 
 /// Why a memory left the active set.
@@ -376,7 +361,6 @@ impl Store {
         record(&mut transaction, id, MemoryAction::Store, actor, now).await?;
         self.queue_for_embedding(&mut transaction, id, now).await?;
         transaction.commit().await?;
-        self.embed_now(&[id]).await;
         self.memory(agent, id).await
     }
 
@@ -456,9 +440,6 @@ impl Store {
             self.queue_for_embedding(&mut transaction, id, now).await?;
         }
         transaction.commit().await?;
-        if content_changed {
-            self.embed_now(&[id]).await;
-        }
         self.memory(agent, id).await
     }
 
@@ -536,23 +517,19 @@ impl Store {
         // Archived memories are not queued when an embedder is attached: a restored one
         // without a vector in the space gets one now.
         let space = self.memory_config.embeddings.as_ref().map(MemoryEmbeddingsConfig::space);
-        let queued = space.is_some()
-            && sqlx::query(
+        if let Some(space) = space {
+            sqlx::query(
                 "INSERT OR IGNORE INTO memory_embedding_queue (memory_id, agent_id, attempts, next_attempt_at) \
              SELECT id, agent_id, 0, ? FROM memories m WHERE id = ? AND NOT EXISTS \
              (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id AND v.space = ?)",
             )
             .bind(now)
             .bind(id)
-            .bind(space.as_deref().unwrap_or_default())
+            .bind(space)
             .execute(&mut *transaction)
-            .await?
-            .rows_affected()
-                > 0;
-        transaction.commit().await?;
-        if queued {
-            self.embed_now(&[id]).await;
+            .await?;
         }
+        transaction.commit().await?;
         self.memory(agent, id).await
     }
 
@@ -614,18 +591,67 @@ impl Store {
         rows.iter().map(decode).collect()
     }
 
-    /// Memories matching `query`, most relevant first. Full text alone (see
-    /// [`MemoryConfig::relevance`]), or, with an embedder attached and answering, full text and
-    /// vectors fused by reciprocal rank and then weighted by layer and recency (see
-    /// `recall.rs`). A query with no words finds nothing.
-    pub async fn recall_memories(
+    /// The memories each word is in (any agent), newest first: at most `cap + 1` a word, or
+    /// all with a negative `cap`; and the newest memory's id (the corpus size, as ids grow).
+    /// Each word is quoted as an FTS5 phrase, so `"`, `*`, `AND`, `:` are text, never syntax.
+    pub async fn memory_word_matches(&self, words: &[String], cap: i64) -> Result<WordMatches, StoreError> {
+        // One statement, one row: the corpus size and each word's matches as text (rows cross
+        // from SQLite's thread one at a time, and thousands of them cost more than the search).
+        let mut sql = "SELECT (SELECT max(id) FROM memories)".to_owned();
+        for _ in words {
+            sql.push_str(
+                ", (SELECT group_concat(rowid) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? \
+                 ORDER BY rowid DESC LIMIT ?))",
+            );
+        }
+        let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for word in words {
+            let phrase = format!("\"{}\"", word.replace('"', "\"\""));
+            statement = statement.bind(phrase).bind(if cap < 0 { -1 } else { cap.saturating_add(1) });
+        }
+        let row = statement.fetch_one(&self.reader).await?;
+        let newest: Option<i64> = row.try_get(0)?;
+        let mut matches = Vec::with_capacity(words.len());
+        for index in 0..words.len() {
+            let listed: Option<String> = row.try_get(index + 1)?;
+            matches.push(listed.as_deref().unwrap_or_default().split(',').filter_map(|id| id.parse().ok()).collect());
+        }
+        Ok(WordMatches { newest_id: newest.unwrap_or(0), matches })
+    }
+
+    /// The memories of `ids` that are `agent`'s and pass the filter (active at `now` unless
+    /// it asks for archived ones), in no particular order. One row of JSON: rows cross from
+    /// SQLite's thread one at a time, and on two busy cores each crossing cost more than
+    /// reading the row.
+    pub async fn memories_with_ids(
         &self,
         agent: &AgentId,
-        query: &str,
+        ids: &[i64],
         filter: &MemoryFilter,
-        limit: usize,
+        now: i64,
     ) -> Result<Vec<Memory>, StoreError> {
-        recall::recall(self, agent, query, filter, limit).await
+        let fields = COLUMNS.split(", ").map(|column| format!("'{column}', m.{column}")).collect::<Vec<_>>().join(", ");
+        let sql = format!(
+            "SELECT json_group_array(json_object({fields})) FROM json_each(?) AS j \
+             CROSS JOIN memories m ON m.id = j.value WHERE m.agent_id = ?{}",
+            filter_sql(filter)
+        );
+        let mut statement = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql))
+            .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
+            .bind(agent.as_str());
+        if !filter.archived {
+            statement = statement.bind(now);
+        }
+        if let Some(layer) = filter.layer {
+            statement = statement.bind(layer.as_str());
+        }
+        if let Some(session) = &filter.session_id {
+            statement = statement.bind(*session);
+        }
+        let listed = statement.fetch_one(&self.reader).await?;
+        let found: Vec<StoredMemory> = serde_json::from_str(&listed)
+            .map_err(|error| StoreError::Database(sqlx::Error::Decode(Box::new(error))))?;
+        found.into_iter().map(StoredMemory::into_memory).collect()
     }
 
     /// What the system message carries: active long-term memories, then active mid-term ones,

@@ -44,6 +44,7 @@ use wright_agentdb::AgentDatabases;
 use wright_browser::Browsers;
 use wright_core::AgentId;
 use wright_egress::Egress;
+use wright_memory::Memories;
 use wright_sandbox::Sandbox;
 use wright_schedules::Schedules;
 use wright_store::Store;
@@ -52,6 +53,8 @@ use wright_workspace::Workspaces;
 /// What tools reach the world through. Built once by the binary, shared by every call.
 pub struct Services {
     pub store: Store,
+    /// Memories recalled and embedded above the store (the `memory` tool).
+    pub memories: Memories,
     /// Schedules under `[schedules]`' policy (the `schedule` tool).
     pub schedules: Schedules,
     /// Runs agent-written JavaScript (run_sandbox_code and agent-made tools).

@@ -188,13 +188,14 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                                     certainty: args.certainty,
                                     content,
                                 };
-                                let stored = store.store_memory(&context.agent, &memory, &actor).await?;
+                                let stored =
+                                    context.services.memories.store_memory(&context.agent, &memory, &actor).await?;
                                 result(vec![stored])
                             }
                             Action::Recall => {
                                 let query =
                                     args.query.ok_or_else(|| ToolError::missing_field(TOOL, "recall", "query"))?;
-                                result(store.recall_memories(&context.agent, &query, &filter, limit).await?)
+                                result(context.services.memories.recall(&context.agent, &query, &filter, limit).await?)
                             }
                             Action::List => result(store.list_memories(&context.agent, &filter, limit).await?),
                             Action::Forget => {

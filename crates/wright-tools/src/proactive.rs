@@ -143,9 +143,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                                 let given = |field: Option<String>| field.filter(|value| !value.trim().is_empty());
                                 let timing = match (given(args.cron), given(args.at)) {
                                     (Some(cron), None) => Timing::Cron(cron),
-                                    (None, Some(at)) => {
-                                        Timing::Once(wright_schedules::local_time(&at, &time_zone)?)
-                                    }
+                                    (None, Some(at)) => Timing::Once(wright_schedules::local_time(&at, &time_zone)?),
                                     _ => {
                                         return Err(ToolError::InvalidArguments {
                                             tool: SCHEDULE.into(),

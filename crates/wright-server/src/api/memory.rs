@@ -154,7 +154,7 @@ pub(super) async fn list(
     let filter = MemoryFilter { layer: query.layer, archived: query.archived, session_id: None };
     let limit = query.limit.map_or(100, |limit| limit as usize);
     let memories = match query.query.as_deref().filter(|text| !text.trim().is_empty()) {
-        Some(text) => state.store.recall_memories(&agent, text, &filter, limit).await?,
+        Some(text) => state.memories.recall(&agent, text, &filter, limit).await?,
         None => state.store.list_memories(&agent, &filter, limit).await?,
     };
     Ok(Json(memories.into_iter().map(MemoryView::from).collect()))
@@ -178,7 +178,7 @@ pub(super) async fn create(
         certainty: request.certainty,
         content: request.content,
     };
-    Ok(Json(state.store.store_memory(&agent, &memory, &MemoryActor::admin()).await?.into()))
+    Ok(Json(state.memories.store_memory(&agent, &memory, &MemoryActor::admin()).await?.into()))
 }
 
 /// Edits a memory (active or archived).
@@ -200,7 +200,7 @@ pub(super) async fn edit(
         certainty: request.certainty,
         content: request.content,
     };
-    Ok(Json(state.store.edit_memory(&agent, parse_id(&id)?, &patch, &MemoryActor::admin()).await?.into()))
+    Ok(Json(state.memories.edit_memory(&agent, parse_id(&id)?, &patch, &MemoryActor::admin()).await?.into()))
 }
 
 /// Archives a memory as forgotten; it can be restored.
@@ -230,7 +230,7 @@ pub(super) async fn restore(
     Path((agent, id)): Path<(String, String)>,
 ) -> Result<Json<MemoryView>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
-    Ok(Json(state.store.restore_memory(&agent, parse_id(&id)?, &MemoryActor::admin()).await?.into()))
+    Ok(Json(state.memories.restore_memory(&agent, parse_id(&id)?, &MemoryActor::admin()).await?.into()))
 }
 
 /// Every change of a memory, oldest first: store, edit, forget, expire, restore.

@@ -1,32 +1,17 @@
-//! Memory vectors: what recall needs when an embedding endpoint is configured
-//! (`[memory.embeddings]`). The store embeds through a [`MemoryEmbedder`] the binary provides
-//! (the store knows no vendor), keeps one vector per memory in the configured space
-//! (`memory_vectors`, little-endian f32, scaled to length 1) and a quantised copy of each in
-//! memory per agent ([`VectorIndex`]: one sign bit a component, loaded lazily, refreshed by
-//! `seq`), which nominates nearest neighbours by Hamming distance for exact cosine rescoring.
+//! The rows behind memory vectors (`[memory.embeddings]`): one vector per memory and space in
+//! `memory_vectors` (little-endian f32, with its sign bits beside it for the index above the
+//! store), and the queue of memories waiting for one (`memory_embedding_queue`). Embedding,
+//! the index and recall's fusion live above the store (`wright-memory`); here is only SQL.
 //!
 //! Invariants:
-//! - Embedding never loses a memory: the memory is committed first, with a queue row
-//!   (`memory_embedding_queue`) in the same transaction; the vector is written later, and only
-//!   if the memory's content is still what was embedded. A failure leaves the row, with the
-//!   reason and a later `next_attempt_at` (doubling from `retry_ms` up to `max_retry_ms`).
-//! - An edit of the content deletes the memory's vectors in the edit's transaction, so a stale
-//!   vector is never used; a change of space (model or dimensions) deletes the old space's
-//!   vectors and queues every active memory when the embedder is attached.
-//! - An endpoint that failed (unreachable, timed out, 5xx, refused key) is not asked again
-//!   before `retry_ms` has passed (then twice that, …): recall answers from full text at once
-//!   meanwhile, and the change of state is logged once each way.
-
-use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+//! - A vector is written only if the memory's content is still what was embedded; a memory
+//!   leaves the queue in the transaction that writes its vector.
+//! - A change of space deletes the old space's vectors and queues every active memory
+//!   without a vector in the new one ([`Store::reset_embedding_space`]).
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
-use wright_core::{AgentId, EmbedPurpose};
+use wright_core::AgentId;
 
 use crate::{Store, StoreError};
 
@@ -129,183 +114,53 @@ impl MemoryEmbeddingsConfig {
         }
     }
 
-    fn backoff_ms(&self, attempts: u32) -> i64 {
+    /// The wait before try number `attempts + 1`: `retry_ms`, doubling, at most `max_retry_ms`.
+    pub fn backoff_ms(&self, attempts: u32) -> i64 {
         let delay = self.retry_ms.saturating_mul(1u64 << attempts.saturating_sub(1).min(30));
         delay.min(self.max_retry_ms).min(i64::MAX as u64) as i64
     }
 }
 
-/// Why texts got no vectors.
+/// A memory waiting for a vector: its content as it was read, and the attempts so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EmbedFailure {
-    /// The endpoint could not answer: unreachable, timed out, failing, refusing the key, rate
-    /// limited, misconfigured. Everything waits until it is back.
-    Unavailable(String),
-    /// The endpoint refused these texts (too long, invalid): the same texts would be refused
-    /// again, others may pass.
-    Refused(String),
+pub struct QueuedMemory {
+    pub id: i64,
+    pub attempts: i64,
+    pub content: String,
 }
 
-impl EmbedFailure {
-    pub fn message(&self) -> &str {
-        match self {
-            EmbedFailure::Unavailable(message) | EmbedFailure::Refused(message) => message,
-        }
-    }
+/// A vector for a queued memory, scaled to length 1, with the sign bits the index reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryVector<'a> {
+    pub memory: &'a QueuedMemory,
+    pub vector: Vec<f32>,
+    pub bits: Vec<u64>,
 }
 
-/// The future an embedder answers with.
-pub type EmbedFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, EmbedFailure>> + Send + 'a>>;
-
-/// Texts to vectors: the binary's adapter over an embedding endpoint (or, in benchmarks, a
-/// function). One vector per text, in order, all of one length.
-pub trait MemoryEmbedder: Send + Sync {
-    fn embed<'a>(&'a self, texts: &'a [String], purpose: EmbedPurpose) -> EmbedFuture<'a>;
+/// A page of the sign bits of one agent's vectors, in the order they were written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VectorBits {
+    /// The highest `seq` on the page (None: nothing newer than asked).
+    pub newest: Option<i64>,
+    /// How many rows the page held (a row that did not decode is counted, not returned).
+    pub rows: usize,
+    pub entries: Vec<(i64, Vec<u64>)>,
 }
 
-/// Whether the endpoint is believed to answer. Times are the store clock's.
-#[derive(Debug, Default)]
-struct Health {
-    /// While set and in the future, nobody asks the endpoint.
-    down_until: Option<i64>,
-    /// Failures in a row, for the doubling wait.
-    failures: u32,
-}
-
-/// The embedder attached to a store, its health and the per-agent indexes. Shared by the
-/// store's clones.
-pub(crate) struct Embeddings {
-    embedder: Arc<dyn MemoryEmbedder>,
-    pub(crate) config: MemoryEmbeddingsConfig,
-    pub(crate) space: String,
-    /// Held only for a read or write of the fields, never across an await.
-    health: std::sync::Mutex<Health>,
-    /// One index per agent, created on its first hybrid recall. The inner lock is held across
-    /// the refresh's query, so it is tokio's; the map's only around lookups.
-    indexes: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<VectorIndex>>>>,
-    /// Set while a background drain started by a recall runs, so recalls start at most one.
-    draining: AtomicBool,
-    /// Counts the batches of vectors this process wrote: an index refreshes when it changed.
-    written: AtomicU64,
-    /// Whether the queue may hold something (set when this process queues or postpones a
-    /// memory, cleared when a drain finds nothing): a recall looks at the queue only then.
-    maybe_queued: AtomicBool,
-}
-
-impl std::fmt::Debug for Embeddings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Embeddings").field("space", &self.space).finish_non_exhaustive()
-    }
-}
-
-impl Embeddings {
-    /// Whether the endpoint may be asked now.
-    pub(crate) fn available(&self, now: i64) -> bool {
-        let health = self.health.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        health.down_until.is_none_or(|until| now >= until)
-    }
-
-    fn succeeded(&self) {
-        let mut health = self.health.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if health.down_until.take().is_some() || health.failures > 0 {
-            tracing::info!(space = %self.space, "the embedding endpoint answers again: recall ranks by full text and vectors");
-        }
-        health.failures = 0;
-    }
-
-    fn failed(&self, now: i64, message: &str) {
-        let mut health = self.health.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        health.failures = health.failures.saturating_add(1);
-        let wait = self.config.backoff_ms(health.failures);
-        let was_up = health.down_until.is_none();
-        health.down_until = Some(now.saturating_add(wait));
-        if was_up {
-            tracing::warn!(space = %self.space, error = %message, retry_in_ms = wait,
-                "the embedding endpoint failed: recall uses full text only and memories wait to be embedded until it answers");
-        } else {
-            tracing::debug!(space = %self.space, error = %message, retry_in_ms = wait, "the embedding endpoint failed again");
-        }
-    }
-
-    /// Embeds `texts`, within `timeout`, keeping the endpoint's health.
-    pub(crate) async fn embed(
-        &self,
-        texts: &[String],
-        purpose: EmbedPurpose,
-        timeout: Duration,
-        now: i64,
-    ) -> Result<Vec<Vec<f32>>, EmbedFailure> {
-        let outcome = match tokio::time::timeout(timeout, self.embedder.embed(texts, purpose)).await {
-            Ok(Ok(vectors)) if vectors.len() != texts.len() => Err(EmbedFailure::Unavailable(format!(
-                "{} texts sent, {} vectors answered",
-                texts.len(),
-                vectors.len()
-            ))),
-            Ok(outcome) => outcome,
-            Err(_) => Err(EmbedFailure::Unavailable(format!("no answer within {} ms", timeout.as_millis()))),
-        };
-        match &outcome {
-            Ok(_) | Err(EmbedFailure::Refused(_)) => self.succeeded(),
-            Err(EmbedFailure::Unavailable(message)) => self.failed(now, message),
-        }
-        outcome
-    }
-
-    fn index(&self, agent: &AgentId) -> Arc<tokio::sync::Mutex<VectorIndex>> {
-        let mut indexes = self.indexes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        Arc::clone(indexes.entry(agent.as_str().to_owned()).or_insert_with(|| {
-            Arc::new(tokio::sync::Mutex::new(VectorIndex { space: self.space.clone(), ..VectorIndex::default() }))
-        }))
-    }
-}
-
-/// A vector scaled to length 1 (a zero vector stays zero).
-pub(crate) fn normalized(mut vector: Vec<f32>) -> Vec<f32> {
-    let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        for value in &mut vector {
-            *value /= norm;
-        }
-    }
-    vector
-}
-
-pub(crate) fn to_blob(vector: &[f32]) -> Vec<u8> {
+fn to_blob(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|value| value.to_le_bytes()).collect()
 }
 
-pub(crate) fn from_blob(blob: &[u8]) -> Vec<f32> {
+fn from_blob(blob: &[u8]) -> Vec<f32> {
     blob.chunks_exact(4).map(|bytes| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])).collect()
-}
-
-/// The sign bits of a vector, 64 components a word.
-pub(crate) fn sign_bits(vector: &[f32]) -> Vec<u64> {
-    let mut words = vec![0u64; vector.len().div_ceil(64)];
-    for (index, value) in vector.iter().enumerate() {
-        if *value > 0.0 {
-            words[index / 64] |= 1 << (index % 64);
-        }
-    }
-    words
 }
 
 fn bits_blob(words: &[u64]) -> Vec<u8> {
     words.iter().flat_map(|word| word.to_le_bytes()).collect()
 }
 
-/// Cosine similarity of two vectors of length 1.
-pub(crate) fn dot(left: &[f32], right: &[f32]) -> f32 {
-    left.iter().zip(right).map(|(a, b)| a * b).sum()
-}
-
-/// Rows of sign bits read per query when an index loads.
-const LOAD_CHUNK: i64 = 10_000;
-
-/// How long an index trusts that only this process writes vectors.
-const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
-
 /// Little-endian u64 words from the hex of their bytes (as SQLite's `hex()` writes them).
-pub(crate) fn words_of_hex(hex: &str) -> Option<Vec<u64>> {
+fn words_of_hex(hex: &str) -> Option<Vec<u64>> {
     let bytes = hex.as_bytes();
     if !bytes.len().is_multiple_of(16) {
         return None;
@@ -328,144 +183,15 @@ pub(crate) fn words_of_hex(hex: &str) -> Option<Vec<u64>> {
         .collect()
 }
 
-/// One agent's vectors in one space, quantised to sign bits: 100,000 vectors of 1,536
-/// dimensions take 19 MB, and a query's Hamming distance to all of them is a few hundred
-/// thousand popcounts. Only a nomination: the candidates are rescored exactly from SQLite.
-#[derive(Debug, Default)]
-pub(crate) struct VectorIndex {
-    space: String,
-    /// Words of bits per vector; fixed by the first vector loaded.
-    words: usize,
-    /// The highest `seq` loaded: the next refresh reads only newer rows.
-    seen: i64,
-    /// When it was last refreshed, and the store's vector-write count then.
-    loaded_at: Option<std::time::Instant>,
-    generation: u64,
-    ids: Vec<i64>,
-    bits: Vec<u64>,
-    slots: HashMap<i64, usize>,
-}
-
-impl VectorIndex {
-    /// Loads the vectors written since the last refresh, when this process wrote some since
-    /// (`generation`) or `REFRESH_AFTER` has passed (another process may have: vectors are
-    /// written only by a process with an embedder, normally one server).
-    async fn refresh(&mut self, store: &Store, agent: &AgentId, generation: u64) -> Result<(), StoreError> {
-        if self.loaded_at.is_some_and(|at| at.elapsed() < REFRESH_AFTER) && self.generation == generation {
-            return Ok(());
-        }
-        self.generation = generation;
-        self.loaded_at = Some(std::time::Instant::now());
-        loop {
-            // Thousands of rows at a time as one text row each (`id:hex,…`): rows cross from
-            // SQLite's thread one by one, and 100,000 of them took a second.
-            let (newest, listed): (Option<i64>, Option<String>) = sqlx::query_as(
-                "SELECT max(seq), group_concat(memory_id || ':' || hex(bits)) FROM (SELECT seq, memory_id, bits \
-                 FROM memory_vectors WHERE space = ? AND agent_id = ? AND seq > ? ORDER BY seq LIMIT ?)",
-            )
-            .bind(&self.space)
-            .bind(agent.as_str())
-            .bind(self.seen)
-            .bind(LOAD_CHUNK)
-            .fetch_one(&store.reader)
-            .await?;
-            let Some(newest) = newest else { return Ok(()) };
-            self.seen = newest;
-            let mut loaded = 0;
-            for entry in listed.as_deref().unwrap_or_default().split(',') {
-                loaded += 1;
-                let Some((id, hex)) = entry.split_once(':') else { continue };
-                let (Ok(id), Some(words)) = (id.parse::<i64>(), words_of_hex(hex)) else { continue };
-                self.put(id, &words);
-            }
-            if loaded < LOAD_CHUNK {
-                return Ok(());
-            }
-        }
-    }
-
-    fn put(&mut self, id: i64, words: &[u64]) {
-        if self.words == 0 {
-            self.words = words.len();
-        }
-        // A vector of another length (the endpoint changed its dimensions) cannot be
-        // compared; exact rescoring ignores it too.
-        if words.len() != self.words {
-            return;
-        }
-        match self.slots.get(&id) {
-            Some(&slot) => self.bits[slot * self.words..(slot + 1) * self.words].copy_from_slice(words),
-            None => {
-                self.slots.insert(id, self.ids.len());
-                self.ids.push(id);
-                self.bits.extend_from_slice(words);
-            }
-        }
-    }
-
-    /// The ids of the `count` vectors nearest to `query` by Hamming distance of the signs.
-    fn nearest(&self, query: &[u64], count: usize) -> Vec<i64> {
-        if self.ids.is_empty() || query.len() != self.words || count == 0 {
-            return Vec::new();
-        }
-        let distances: Vec<u32> = self
-            .bits
-            .chunks_exact(self.words)
-            .map(|words| words.iter().zip(query).map(|(a, b)| (a ^ b).count_ones()).sum())
-            .collect();
-        if distances.len() <= count {
-            return self.ids.clone();
-        }
-        // A counting pass finds the distance the `count`-th nearest has; ties at it are taken
-        // in index order until `count` are chosen.
-        let mut histogram = vec![0usize; self.words * 64 + 1];
-        for distance in &distances {
-            histogram[*distance as usize] += 1;
-        }
-        let mut threshold = 0;
-        let mut below = 0;
-        for (distance, number) in histogram.iter().enumerate() {
-            if below + number >= count {
-                threshold = distance as u32;
-                break;
-            }
-            below += number;
-        }
-        let mut at_threshold = count - below;
-        let mut chosen = Vec::with_capacity(count);
-        for (slot, distance) in distances.iter().enumerate() {
-            if *distance < threshold {
-                chosen.push(self.ids[slot]);
-            } else if *distance == threshold && at_threshold > 0 {
-                at_threshold -= 1;
-                chosen.push(self.ids[slot]);
-            }
-        }
-        chosen
-    }
-}
-
-/// How many memories a drain embedded and how many still wait.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EmbedReport {
-    pub embedded: usize,
-    pub failed: usize,
-}
-
 impl Store {
-    /// The same store embedding memories through `embedder`, in the space of
-    /// `[memory.embeddings]` (which must be set). Vectors of any other space are deleted, and
-    /// every active memory without a vector in this space is queued; queued memories are
-    /// tried again at once (a restart is a retry).
-    pub async fn with_embedder(mut self, embedder: Arc<dyn MemoryEmbedder>) -> Result<Self, StoreError> {
-        let Some(config) = self.memory_config.embeddings.clone() else {
-            return Err(StoreError::InvalidEdit("[memory.embeddings] is not configured".into()));
-        };
-        let space = config.space();
+    /// Makes `space` the one vectors are kept in: other spaces' vectors are deleted, every
+    /// active memory without a vector in it is queued, and every queued memory is due now (a
+    /// restart is a retry). True when another space's vectors were deleted.
+    pub async fn reset_embedding_space(&self, space: &str) -> Result<bool, StoreError> {
         let now = self.clock.now_ms();
         let mut transaction = self.begin_write().await?;
         let other_spaces: Vec<(String,)> = sqlx::query_as("SELECT DISTINCT space FROM memory_vectors WHERE space <> ?")
-            .bind(&space)
+            .bind(space)
             .fetch_all(&mut *transaction)
             .await?;
         for (other,) in &other_spaces {
@@ -477,7 +203,7 @@ impl Store {
              AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id AND v.space = ?)",
         )
         .bind(now)
-        .bind(&space)
+        .bind(space)
         .execute(&mut *transaction)
         .await?;
         sqlx::query("UPDATE memory_embedding_queue SET attempts = 0, next_attempt_at = ?")
@@ -485,116 +211,37 @@ impl Store {
             .execute(&mut *transaction)
             .await?;
         transaction.commit().await?;
-        if !other_spaces.is_empty() {
-            tracing::info!(%space, "the embedding space changed: the old vectors are deleted and every memory is embedded again");
-        }
-        self.embeddings = Some(Arc::new(Embeddings {
-            embedder,
-            config,
-            space,
-            health: std::sync::Mutex::new(Health::default()),
-            indexes: std::sync::Mutex::new(HashMap::new()),
-            draining: AtomicBool::new(false),
-            written: AtomicU64::new(0),
-            // Memories may have been queued by another process, or before the start.
-            maybe_queued: AtomicBool::new(true),
-        }));
-        Ok(self)
-    }
-
-    /// Whether an embedder is attached.
-    pub fn embeds_memories(&self) -> bool {
-        self.embeddings.is_some()
+        Ok(!other_spaces.is_empty())
     }
 
     /// How many memories wait for a vector (of all agents).
-    pub async fn unembedded_memories(&self) -> Result<i64, StoreError> {
+    pub async fn embedding_queue_len(&self) -> Result<i64, StoreError> {
         let (count,): (i64,) =
             sqlx::query_as("SELECT count(*) FROM memory_embedding_queue").fetch_one(&self.reader).await?;
         Ok(count)
     }
 
-    /// Embeds queued memories whose time has come: of `agent` only, or of every agent; at most
-    /// `[memory.embeddings] batch_size` per request, until none is due or the endpoint fails.
-    /// Nothing happens while the endpoint is believed down.
-    pub async fn embed_pending(&self, agent: Option<&AgentId>) -> Result<EmbedReport, StoreError> {
-        let mut report = EmbedReport::default();
-        let Some(embeddings) = self.embeddings.clone() else { return Ok(report) };
-        let timeout = Duration::from_millis(embeddings.config.timeout_ms);
-        loop {
-            let round = self.embed_queued(&embeddings, agent, None, timeout).await?;
-            report.embedded += round.embedded;
-            report.failed += round.failed;
-            if round.embedded == 0 {
-                return Ok(report);
-            }
-        }
-    }
-
-    /// Right after a store, edit or restore: embeds these memories now, within the query
-    /// timeout. A failure leaves them queued; it is never the caller's error.
-    pub(crate) async fn embed_now(&self, ids: &[i64]) {
-        let Some(embeddings) = self.embeddings.clone() else { return };
-        embeddings.maybe_queued.store(true, Ordering::SeqCst);
-        let timeout = Duration::from_millis(embeddings.config.query_timeout_ms);
-        if let Err(error) = self.embed_queued(&embeddings, None, Some(ids), timeout).await {
-            tracing::warn!(%error, "memories could not be embedded; they stay queued");
-        }
-    }
-
-    /// Starts a drain of `agent`'s due queue in the background when there is one (a recall's
-    /// way to retry without making the model wait).
-    pub(crate) async fn embed_due_in_background(&self, agent: &AgentId) -> Result<(), StoreError> {
-        let Some(embeddings) = self.embeddings.clone() else { return Ok(()) };
-        let now = self.clock.now_ms();
-        if !embeddings.available(now) || !embeddings.maybe_queued.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let (next, any): (Option<i64>, bool) = sqlx::query_as(
+    /// When `agent`'s earliest queued memory is due (None: none queued), and whether any
+    /// agent has one queued.
+    pub async fn embedding_queue_next(&self, agent: &AgentId) -> Result<(Option<i64>, bool), StoreError> {
+        Ok(sqlx::query_as(
             "SELECT (SELECT min(next_attempt_at) FROM memory_embedding_queue WHERE agent_id = ?), \
              EXISTS (SELECT 1 FROM memory_embedding_queue)",
         )
         .bind(agent.as_str())
         .fetch_one(&self.reader)
-        .await?;
-        if !any {
-            embeddings.maybe_queued.store(false, Ordering::SeqCst);
-        }
-        if next.is_none_or(|next| next > now) || embeddings.draining.swap(true, Ordering::SeqCst) {
-            return Ok(());
-        }
-        let store = self.clone();
-        let agent = agent.clone();
-        // Ends when the agent's due queue is drained or the endpoint fails; the flag is
-        // cleared however it ends.
-        tokio::spawn(async move {
-            struct Clear(Arc<Embeddings>);
-            impl Drop for Clear {
-                fn drop(&mut self) {
-                    self.0.draining.store(false, Ordering::SeqCst);
-                }
-            }
-            let _clear = Clear(embeddings);
-            if let Err(error) = store.embed_pending(Some(&agent)).await {
-                tracing::warn!(%error, %agent, "queued memories could not be embedded");
-            }
-        });
-        Ok(())
+        .await?)
     }
 
-    /// One batch: the due queue rows (of `agent`, or these `ids`), embedded and written.
-    async fn embed_queued(
+    /// Queued memories due by `now` — of `agent` only, or these `ids` only, when given —
+    /// earliest first, at most `limit`.
+    pub async fn due_embeddings(
         &self,
-        embeddings: &Embeddings,
+        now: i64,
         agent: Option<&AgentId>,
         ids: Option<&[i64]>,
-        timeout: Duration,
-    ) -> Result<EmbedReport, StoreError> {
-        let mut report = EmbedReport::default();
-        let now = self.clock.now_ms();
-        if !embeddings.available(now) {
-            return Ok(report);
-        }
+        limit: usize,
+    ) -> Result<Vec<QueuedMemory>, StoreError> {
         let mut sql = "SELECT q.memory_id, q.attempts, m.content FROM memory_embedding_queue q \
                        CROSS JOIN memories m ON m.id = q.memory_id WHERE q.next_attempt_at <= ?"
             .to_owned();
@@ -612,138 +259,70 @@ impl Store {
         if let Some(ids) = ids {
             query = query.bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()));
         }
-        let rows = query.bind(embeddings.config.batch_size.max(1) as i64).fetch_all(&self.reader).await?;
-        let mut queued = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let id: i64 = row.try_get("memory_id")?;
-            let attempts: i64 = row.try_get("attempts")?;
-            let content: String = row.try_get("content")?;
-            queued.push((id, attempts, content));
-        }
-        if queued.is_empty() {
-            if ids.is_none() {
-                // Nothing due; anything still queued waits for its time, and the sweep has it.
-                let (left,): (i64,) =
-                    sqlx::query_as("SELECT count(*) FROM memory_embedding_queue").fetch_one(&self.reader).await?;
-                if left == 0 {
-                    embeddings.maybe_queued.store(false, Ordering::SeqCst);
-                }
-            }
-            return Ok(report);
-        }
-        let texts: Vec<String> = queued.iter().map(|(_, _, content)| content.clone()).collect();
-        match embeddings.embed(&texts, EmbedPurpose::Document, timeout, now).await {
-            Ok(vectors) => {
-                report.embedded += self.write_vectors(embeddings, &queued, vectors).await?;
-            }
-            Err(EmbedFailure::Refused(message)) if queued.len() > 1 => {
-                // One text spoils the batch: each alone finds which.
-                tracing::debug!(error = %message, "a batch was refused; embedding its memories one by one");
-                for item in &queued {
-                    match embeddings.embed(std::slice::from_ref(&item.2), EmbedPurpose::Document, timeout, now).await {
-                        Ok(vectors) => {
-                            report.embedded +=
-                                self.write_vectors(embeddings, std::slice::from_ref(item), vectors).await?
-                        }
-                        Err(failure) => {
-                            report.failed += 1;
-                            self.postpone(embeddings, std::slice::from_ref(item), failure.message()).await?;
-                            if matches!(failure, EmbedFailure::Unavailable(_)) {
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-            Err(failure) => {
-                report.failed += queued.len();
-                if let EmbedFailure::Refused(message) = &failure {
-                    tracing::warn!(memory = queued[0].0, error = %message, "the embedding endpoint refused a memory; it is tried again later");
-                }
-                self.postpone(embeddings, &queued, failure.message()).await?;
-            }
-        }
-        Ok(report)
+        let rows = query.bind(limit.max(1) as i64).fetch_all(&self.reader).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(QueuedMemory {
+                    id: row.try_get("memory_id")?,
+                    attempts: row.try_get("attempts")?,
+                    content: row.try_get("content")?,
+                })
+            })
+            .collect()
     }
 
-    /// Writes vectors for queued memories whose content is still what was embedded, and takes
-    /// them off the queue. Returns how many were written.
-    async fn write_vectors(
-        &self,
-        embeddings: &Embeddings,
-        queued: &[(i64, i64, String)],
-        vectors: Vec<Vec<f32>>,
-    ) -> Result<usize, StoreError> {
+    /// Writes vectors in `space` for queued memories whose content is still what was embedded,
+    /// and takes them off the queue, in one transaction. Returns how many were written; a
+    /// memory edited since it was read keeps its (renewed) queue row.
+    pub async fn write_memory_vectors(&self, space: &str, vectors: &[MemoryVector<'_>]) -> Result<usize, StoreError> {
         let now = self.clock.now_ms();
         let mut written = 0;
         let mut transaction = self.begin_write().await?;
-        let mut unusable = Vec::new();
-        for (item, vector) in queued.iter().zip(vectors) {
-            let (id, _, content) = item;
-            if vector.is_empty() || vector.iter().any(|value| !value.is_finite()) {
-                unusable.push(item.clone());
-                continue;
-            }
-            let vector = normalized(vector);
+        for MemoryVector { memory, vector, bits } in vectors {
             let current: Option<(String,)> =
                 sqlx::query_as("SELECT agent_id FROM memories WHERE id = ? AND content = ?")
-                    .bind(id)
-                    .bind(content)
+                    .bind(memory.id)
+                    .bind(&memory.content)
                     .fetch_optional(&mut *transaction)
                     .await?;
-            // Edited since it was read: its queue row was renewed by the edit, and the next
-            // drain embeds the new content.
             let Some((agent,)) = current else { continue };
             sqlx::query("DELETE FROM memory_vectors WHERE memory_id = ? AND space = ?")
-                .bind(id)
-                .bind(&embeddings.space)
+                .bind(memory.id)
+                .bind(space)
                 .execute(&mut *transaction)
                 .await?;
             sqlx::query(
                 "INSERT INTO memory_vectors (memory_id, space, agent_id, dimensions, bits, vector, embedded_at) \
                  VALUES (?, ?, ?, ?, ?, ?, ?)",
             )
-            .bind(id)
-            .bind(&embeddings.space)
+            .bind(memory.id)
+            .bind(space)
             .bind(&agent)
             .bind(vector.len() as i64)
-            .bind(bits_blob(&sign_bits(&vector)))
-            .bind(to_blob(&vector))
+            .bind(bits_blob(bits))
+            .bind(to_blob(vector))
             .bind(now)
             .execute(&mut *transaction)
             .await?;
             sqlx::query("DELETE FROM memory_embedding_queue WHERE memory_id = ?")
-                .bind(id)
+                .bind(memory.id)
                 .execute(&mut *transaction)
                 .await?;
             written += 1;
         }
         transaction.commit().await?;
-        embeddings.written.fetch_add(1, Ordering::SeqCst);
-        if !unusable.is_empty() {
-            self.postpone(embeddings, &unusable, "the endpoint answered an empty vector or one that is not numbers")
-                .await?;
-        }
         Ok(written)
     }
 
-    /// Leaves queued memories for later, saying why.
-    async fn postpone(
-        &self,
-        embeddings: &Embeddings,
-        queued: &[(i64, i64, String)],
-        error: &str,
-    ) -> Result<(), StoreError> {
-        embeddings.maybe_queued.store(true, Ordering::SeqCst);
-        let now = self.clock.now_ms();
+    /// Leaves queued memories for later: each `(memory, attempts, next attempt at)`, with why.
+    pub async fn postpone_embeddings(&self, postponed: &[(i64, i64, i64)], error: &str) -> Result<(), StoreError> {
         let mut transaction = self.begin_write().await?;
-        for (id, attempts, _) in queued {
-            let attempts = u32::try_from(*attempts).unwrap_or(u32::MAX).saturating_add(1);
+        for (id, attempts, next_attempt_at) in postponed {
             sqlx::query(
                 "UPDATE memory_embedding_queue SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE memory_id = ?",
             )
-            .bind(i64::from(attempts))
-            .bind(now.saturating_add(embeddings.config.backoff_ms(attempts)))
+            .bind(attempts)
+            .bind(next_attempt_at)
             .bind(error.chars().take(500).collect::<String>())
             .bind(id)
             .execute(&mut *transaction)
@@ -753,33 +332,76 @@ impl Store {
         Ok(())
     }
 
-    /// The query's vector, or None when recall must do without (no embedder, endpoint down
-    /// or failing now: logged by the health keeping).
-    pub(crate) async fn query_vector(&self, query: &str) -> Option<Vec<f32>> {
-        let embeddings = self.embeddings.as_ref()?;
-        let now = self.clock.now_ms();
-        if !embeddings.available(now) {
-            return None;
-        }
-        let timeout = Duration::from_millis(embeddings.config.query_timeout_ms);
-        match embeddings.embed(&[query.to_owned()], EmbedPurpose::Query, timeout, now).await {
-            Ok(mut vectors) => vectors.pop().filter(|vector| !vector.is_empty()).map(normalized),
-            Err(failure) => {
-                tracing::debug!(error = %failure.message(), "no query vector: recall uses full text only");
-                None
-            }
-        }
+    /// The stored vectors in `space` of these memories (those that have one).
+    pub async fn memory_vectors(&self, ids: &[i64], space: &str) -> Result<Vec<(i64, Vec<f32>)>, StoreError> {
+        // Rows of blobs: a vector is 1.5–6 KB, and as hex inside JSON it cost more to write
+        // and read than a row crossing from SQLite's thread.
+        let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+            "SELECT v.memory_id, v.vector FROM json_each(?) AS j CROSS JOIN memory_vectors v \
+             ON v.memory_id = j.value AND v.space = ?",
+        )
+        .bind(serde_json::to_string(ids).unwrap_or_default())
+        .bind(space)
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(rows.into_iter().map(|(id, blob)| (id, from_blob(&blob))).collect())
     }
 
-    /// The agent's nearest neighbours of `query` by the quantised index (refreshed first).
-    pub(crate) async fn nominate(&self, agent: &AgentId, query: &[f32], count: usize) -> Result<Vec<i64>, StoreError> {
-        let Some(embeddings) = self.embeddings.as_ref() else { return Ok(Vec::new()) };
-        let index = embeddings.index(agent);
-        let mut index = index.lock().await;
-        index.refresh(self, agent, embeddings.written.load(Ordering::SeqCst)).await?;
-        Ok(index.nearest(&sign_bits(query), count))
+    /// The sign bits of `agent`'s vectors in `space` written after `after_seq`, at most
+    /// `limit` rows, in the order written.
+    pub async fn memory_vector_bits(
+        &self,
+        space: &str,
+        agent: &AgentId,
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<VectorBits, StoreError> {
+        // Thousands of rows at a time as one text row each (`id:hex,…`): rows cross from
+        // SQLite's thread one by one, and 100,000 of them took a second.
+        let (newest, listed): (Option<i64>, Option<String>) = sqlx::query_as(
+            "SELECT max(seq), group_concat(memory_id || ':' || hex(bits)) FROM (SELECT seq, memory_id, bits \
+             FROM memory_vectors WHERE space = ? AND agent_id = ? AND seq > ? ORDER BY seq LIMIT ?)",
+        )
+        .bind(space)
+        .bind(agent.as_str())
+        .bind(after_seq)
+        .bind(limit as i64)
+        .fetch_one(&self.reader)
+        .await?;
+        let mut page = VectorBits { newest, ..VectorBits::default() };
+        for entry in listed.as_deref().unwrap_or_default().split(',').filter(|entry| !entry.is_empty()) {
+            page.rows += 1;
+            let Some((id, hex)) = entry.split_once(':') else { continue };
+            if let (Ok(id), Some(words)) = (id.parse::<i64>(), words_of_hex(hex)) {
+                page.entries.push((id, words));
+            }
+        }
+        Ok(page)
     }
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_round_trip_as_little_endian_f32() {
+        let vector = vec![0.5f32, -0.25, 0.0, 1.0e-3];
+        let blob = to_blob(&vector);
+        assert_eq!(blob.len(), 16);
+        assert_eq!(&blob[..4], &0.5f32.to_le_bytes());
+        assert_eq!(from_blob(&blob), vector);
+    }
+
+    #[tokio::test]
+    async fn sign_bits_read_back_exactly_through_sqlites_hex() {
+        let directory = tempfile::tempdir().unwrap();
+        let store = Store::open(&directory.path().join("wright.db"), crate::StateLimits::default()).await.unwrap();
+        let bits: Vec<u64> = vec![0x0123_4567_89ab_cdef, u64::MAX, 0, 1 << 63];
+        let (hex,): (String,) =
+            sqlx::query_as("SELECT hex(?)").bind(bits_blob(&bits)).fetch_one(&store.reader).await.unwrap();
+        assert_eq!(words_of_hex(&hex), Some(bits));
+        assert_eq!(words_of_hex("ABC"), None);
+        assert_eq!(words_of_hex("zz00000000000000"), None);
+    }
+}

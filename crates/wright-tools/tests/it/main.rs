@@ -63,10 +63,12 @@ impl Fixture {
             wright_browser::Browsers::new(Default::default(), wright_tools::browser::request_policy(&egress));
         let workspaces = wright_workspace::Workspaces::new(dir.path(), Default::default()).unwrap();
         let schedules = wright_schedules::Schedules::new(store.clone(), Default::default());
+        let memories = wright_memory::Memories::new(store.clone());
         Self {
             _dir: dir,
             registry: ToolRegistry::new(Arc::new(Services {
                 store,
+                memories,
                 schedules,
                 sandbox,
                 egress,

@@ -6,7 +6,7 @@
 //! for the memory section of its system message (`context_memories` at the default
 //! 4,000-character cap). Measures; asserts nothing.
 //!
-//! `cargo bench -p wright-store --bench memory_recall` (release). `MEMORY_BENCH_COUNT` changes
+//! `cargo bench -p wright-memory --bench memory_recall` (release). `MEMORY_BENCH_COUNT` changes
 //! the corpus size, `MEMORY_BENCH_RANK_ALL_BELOW` the `[memory] rank_all_below` setting;
 //! `MEMORY_BENCH_DB=path` keeps the database there and reuses it on the next run (storing
 //! 100,000 memories takes about a minute).
@@ -17,10 +17,8 @@ use std::time::{Duration, Instant};
 use std::collections::HashMap;
 
 use wright_core::{AgentId, EmbedPurpose, FixedClock, MemoryLayer};
-use wright_store::{
-    EmbedFuture, MemoryActor, MemoryConfig, MemoryEmbedder, MemoryEmbeddingsConfig, MemoryFilter, NewMemory,
-    StateLimits, Store,
-};
+use wright_memory::{EmbedFuture, Memories, MemoryEmbedder};
+use wright_store::{MemoryActor, MemoryConfig, MemoryEmbeddingsConfig, MemoryFilter, NewMemory, StateLimits, Store};
 
 const QUERIES: usize = 1_000;
 const DAY_MS: i64 = 86_400_000;
@@ -93,16 +91,16 @@ impl MemoryEmbedder for Synthetic {
     }
 }
 
-async fn measure(store: &Store, agent: &AgentId, queries: &[String], what: &str, count: usize) {
+async fn measure(store: &Memories, agent: &AgentId, queries: &[String], what: &str, count: usize) {
     let filter = MemoryFilter::default();
     for query in queries.iter().take(50) {
-        store.recall_memories(agent, query, &filter, 10).await.unwrap();
+        store.recall(agent, query, &filter, 10).await.unwrap();
     }
     let mut times = Vec::with_capacity(queries.len());
     let mut found = 0;
     for query in queries {
         let started = Instant::now();
-        found += store.recall_memories(agent, query, &filter, 10).await.unwrap().len();
+        found += store.recall(agent, query, &filter, 10).await.unwrap().len();
         times.push(started.elapsed());
     }
     times.sort();
@@ -183,7 +181,7 @@ fn main() {
                     .join(" ")
             })
             .collect();
-        measure(&store, &agent, &queries, "full-text", count).await;
+        measure(&Memories::new(store.clone()), &agent, &queries, "full-text", count).await;
 
         let mut times = Vec::new();
         for _ in 0..200 {
@@ -220,9 +218,7 @@ fn main() {
             ..MemoryConfig::default()
         };
         let started = Instant::now();
-        let hybrid = store
-            .clone()
-            .with_memory(config, clock.clone())
+        let hybrid = Memories::new(store.clone().with_memory(config, clock.clone()))
             .with_embedder(Arc::new(Synthetic::new(&words, dimensions)))
             .await
             .unwrap();
@@ -233,7 +229,7 @@ fn main() {
             started.elapsed().as_secs_f64()
         );
         let started = Instant::now();
-        hybrid.recall_memories(&agent, &queries[0], &MemoryFilter::default(), 10).await.unwrap();
+        hybrid.recall(&agent, &queries[0], &MemoryFilter::default(), 10).await.unwrap();
         println!(
             "first hybrid recall (loads the agent's vector index): {:.1} ms",
             started.elapsed().as_secs_f64() * 1e3

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use wright_core::{AgentId, EmbedPurpose, FixedClock, MemoryLayer};
 
+use wright_store::{MemoryActor, MemoryConfig, MemoryFilter, MemoryPatch, NewMemory, StateLimits, Store};
+
 use super::*;
-use crate::memory::{MemoryActor, MemoryConfig, MemoryFilter, MemoryPatch, NewMemory};
-use crate::{StateLimits, Store};
 
 const T0: i64 = 1_790_000_000_000;
 
@@ -75,21 +75,16 @@ fn config(model: &str) -> MemoryConfig {
     }
 }
 
-async fn open_at(path: &std::path::Path, model: &str, clock: Arc<FixedClock>, embedder: Arc<TestEmbedder>) -> Store {
-    Store::open(path, StateLimits::default())
-        .await
-        .unwrap()
-        .with_memory(config(model), clock)
-        .with_embedder(embedder)
-        .await
-        .unwrap()
+async fn open_at(path: &std::path::Path, model: &str, clock: Arc<FixedClock>, embedder: Arc<TestEmbedder>) -> Memories {
+    let store = Store::open(path, StateLimits::default()).await.unwrap().with_memory(config(model), clock);
+    Memories::new(store).with_embedder(embedder).await.unwrap()
 }
 
 struct Fixture {
     directory: tempfile::TempDir,
     clock: Arc<FixedClock>,
     embedder: Arc<TestEmbedder>,
-    store: Store,
+    store: Memories,
 }
 
 async fn fixture() -> Fixture {
@@ -98,6 +93,17 @@ async fn fixture() -> Fixture {
     let embedder = Arc::new(TestEmbedder::default());
     let store = open_at(&directory.path().join("wright.db"), "m1", clock.clone(), embedder.clone()).await;
     Fixture { directory, clock, embedder, store }
+}
+
+/// A reader of the database file, for what the store does not show (seqs, the queue's errors).
+async fn peek(directory: &tempfile::TempDir) -> sqlx::SqlitePool {
+    let options =
+        sqlx::sqlite::SqliteConnectOptions::new().filename(directory.path().join("wright.db")).read_only(true);
+    sqlx::SqlitePool::connect_with(options).await.unwrap()
+}
+
+fn from_blob(blob: &[u8]) -> Vec<f32> {
+    blob.chunks_exact(4).map(|bytes| f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])).collect()
 }
 
 fn agent() -> AgentId {
@@ -109,12 +115,12 @@ fn long(content: &str) -> NewMemory {
 }
 
 /// `(space, seq, vector)` of a memory's vectors.
-async fn vectors_of(store: &Store, id: i64) -> Vec<(String, i64, Vec<f32>)> {
+async fn vectors_of(directory: &tempfile::TempDir, id: i64) -> Vec<(String, i64, Vec<f32>)> {
     sqlx::query_as::<_, (String, i64, Vec<u8>)>(
         "SELECT space, seq, vector FROM memory_vectors WHERE memory_id = ? ORDER BY seq",
     )
     .bind(id)
-    .fetch_all(&store.reader)
+    .fetch_all(&peek(directory).await)
     .await
     .unwrap()
     .into_iter()
@@ -128,13 +134,13 @@ async fn a_memory_is_embedded_when_stored_and_recall_finds_one_that_shares_no_wo
     let actor = MemoryActor::agent(None);
     let car = fixture.store.store_memory(&agent(), &long("Tom sold his old car last spring"), &actor).await.unwrap();
     fixture.store.store_memory(&agent(), &long("Tea with lemon in the afternoon"), &actor).await.unwrap();
-    let stored = vectors_of(&fixture.store, car.id).await;
+    let stored = vectors_of(&fixture.directory, car.id).await;
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].0, "m1");
     assert_eq!(stored[0].2, normalized(embedding("Tom sold his old car last spring")));
-    assert_eq!(fixture.store.unembedded_memories().await.unwrap(), 0);
+    assert_eq!(fixture.store.unembedded().await.unwrap(), 0);
     // No word in common: full text finds nothing, the vector finds the car.
-    let found = fixture.store.recall_memories(&agent(), "automobile", &MemoryFilter::default(), 10).await.unwrap();
+    let found = fixture.store.recall(&agent(), "automobile", &MemoryFilter::default(), 10).await.unwrap();
     assert_eq!(found.iter().map(|memory| memory.id).collect::<Vec<_>>(), vec![car.id]);
     assert!(found[0].relevance.unwrap() > 0.0 && found[0].relevance.unwrap() <= 1.0);
     let last = fixture.embedder.script.lock().unwrap().calls.last().cloned().unwrap();
@@ -150,18 +156,18 @@ async fn with_the_endpoint_down_a_memory_is_kept_queued_recall_answers_by_full_t
         .store_memory(&agent(), &long("Tea with lemon in the afternoon"), &MemoryActor::agent(None))
         .await
         .unwrap();
-    assert_eq!(store.memory(&agent(), tea.id).await.unwrap().content, "Tea with lemon in the afternoon");
-    assert!(vectors_of(store, tea.id).await.is_empty());
-    assert_eq!(store.unembedded_memories().await.unwrap(), 1);
+    assert_eq!(store.store().memory(&agent(), tea.id).await.unwrap().content, "Tea with lemon in the afternoon");
+    assert!(vectors_of(&fixture.directory, tea.id).await.is_empty());
+    assert_eq!(store.unembedded().await.unwrap(), 1);
     let calls = fixture.embedder.calls();
     // Believed down: recall does not ask (no wait), and answers from full text.
-    let found = store.recall_memories(&agent(), "lemon tea", &MemoryFilter::default(), 10).await.unwrap();
+    let found = store.recall(&agent(), "lemon tea", &MemoryFilter::default(), 10).await.unwrap();
     assert_eq!(found.iter().map(|memory| memory.id).collect::<Vec<_>>(), vec![tea.id]);
     assert_eq!(fixture.embedder.calls(), calls);
     let (attempts, error): (i64, String) =
         sqlx::query_as("SELECT attempts, last_error FROM memory_embedding_queue WHERE memory_id = ?")
             .bind(tea.id)
-            .fetch_one(&store.reader)
+            .fetch_one(&peek(&fixture.directory).await)
             .await
             .unwrap();
     assert_eq!((attempts, error.as_str()), (1, "connection refused"));
@@ -171,8 +177,8 @@ async fn with_the_endpoint_down_a_memory_is_kept_queued_recall_answers_by_full_t
     assert_eq!(fixture.embedder.calls(), calls);
     fixture.clock.advance_ms(1_000);
     assert_eq!(store.embed_pending(None).await.unwrap(), EmbedReport { embedded: 1, failed: 0 });
-    assert_eq!(vectors_of(store, tea.id).await.len(), 1);
-    assert_eq!(store.unembedded_memories().await.unwrap(), 0);
+    assert_eq!(vectors_of(&fixture.directory, tea.id).await.len(), 1);
+    assert_eq!(store.unembedded().await.unwrap(), 0);
 }
 
 #[tokio::test]
@@ -183,9 +189,9 @@ async fn a_recall_retries_queued_memories_in_the_background() {
     let tea = store.store_memory(&agent(), &long("Tea with lemon"), &MemoryActor::agent(None)).await.unwrap();
     fixture.embedder.set_down(false);
     fixture.clock.advance_ms(1_000);
-    store.recall_memories(&agent(), "tea", &MemoryFilter::default(), 10).await.unwrap();
+    store.recall(&agent(), "tea", &MemoryFilter::default(), 10).await.unwrap();
     for _ in 0..200 {
-        if !vectors_of(store, tea.id).await.is_empty() {
+        if !vectors_of(&fixture.directory, tea.id).await.is_empty() {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -198,25 +204,25 @@ async fn an_edit_of_the_content_re_embeds_and_an_edit_of_the_layer_does_not() {
     let fixture = fixture().await;
     let store = &fixture.store;
     let memory = store.store_memory(&agent(), &long("Drives a blue car"), &MemoryActor::agent(None)).await.unwrap();
-    let first = vectors_of(store, memory.id).await;
+    let first = vectors_of(&fixture.directory, memory.id).await;
     let layer = MemoryPatch { layer: Some(MemoryLayer::Mid), ..MemoryPatch::default() };
     store.edit_memory(&agent(), memory.id, &layer, &MemoryActor::admin()).await.unwrap();
-    assert_eq!(vectors_of(store, memory.id).await, first);
+    assert_eq!(vectors_of(&fixture.directory, memory.id).await, first);
     let content = MemoryPatch { content: Some("Rides a green bicycle".into()), ..MemoryPatch::default() };
     store.edit_memory(&agent(), memory.id, &content, &MemoryActor::admin()).await.unwrap();
-    let second = vectors_of(store, memory.id).await;
+    let second = vectors_of(&fixture.directory, memory.id).await;
     assert_eq!(second.len(), 1);
     assert!(second[0].1 > first[0].1, "a re-embedded memory gets a new seq for the index");
     assert_eq!(second[0].2, normalized(embedding("Rides a green bicycle")));
     // The index follows: the bicycle is found by vector, the car no more.
-    let found = store.recall_memories(&agent(), "automobile", &MemoryFilter::default(), 10).await.unwrap();
+    let found = store.recall(&agent(), "automobile", &MemoryFilter::default(), 10).await.unwrap();
     assert!(found.is_empty(), "{found:?}");
     // An edit while the endpoint is down drops the stale vector at once and queues the memory.
     fixture.embedder.set_down(true);
     let again = MemoryPatch { content: Some("Walks everywhere".into()), ..MemoryPatch::default() };
     store.edit_memory(&agent(), memory.id, &again, &MemoryActor::admin()).await.unwrap();
-    assert!(vectors_of(store, memory.id).await.is_empty());
-    assert_eq!(store.unembedded_memories().await.unwrap(), 1);
+    assert!(vectors_of(&fixture.directory, memory.id).await.is_empty());
+    assert_eq!(store.unembedded().await.unwrap(), 1);
 }
 
 #[tokio::test]
@@ -227,25 +233,25 @@ async fn a_new_model_deletes_the_old_vectors_and_embeds_every_active_memory_agai
     for content in ["Tea with lemon", "Drives a blue car", "Plays the piano"] {
         ids.push(fixture.store.store_memory(&agent(), &long(content), &actor).await.unwrap().id);
     }
-    fixture.store.forget_memory(&agent(), ids[2], &actor).await.unwrap();
-    fixture.store.close().await;
+    fixture.store.store().forget_memory(&agent(), ids[2], &actor).await.unwrap();
+    fixture.store.store().close().await;
     let path = fixture.directory.path().join("wright.db");
     let embedder = Arc::new(TestEmbedder::default());
     let store = open_at(&path, "m2", fixture.clock.clone(), embedder.clone()).await;
     for id in &ids {
-        assert!(vectors_of(&store, *id).await.is_empty(), "the m1 vectors are gone");
+        assert!(vectors_of(&fixture.directory, *id).await.is_empty(), "the m1 vectors are gone");
     }
     // The two active memories wait; the forgotten one waits for its restore.
-    assert_eq!(store.unembedded_memories().await.unwrap(), 2);
+    assert_eq!(store.unembedded().await.unwrap(), 2);
     assert_eq!(store.embed_pending(None).await.unwrap(), EmbedReport { embedded: 2, failed: 0 });
-    assert_eq!(vectors_of(&store, ids[0]).await[0].0, "m2");
+    assert_eq!(vectors_of(&fixture.directory, ids[0]).await[0].0, "m2");
     store.restore_memory(&agent(), ids[2], &MemoryActor::admin()).await.unwrap();
-    assert_eq!(vectors_of(&store, ids[2]).await.len(), 1);
+    assert_eq!(vectors_of(&fixture.directory, ids[2]).await.len(), 1);
     // The same model again: nothing to do.
-    store.close().await;
+    store.store().close().await;
     let store = open_at(&path, "m2", fixture.clock.clone(), embedder.clone()).await;
     let calls = embedder.calls();
-    assert_eq!(store.unembedded_memories().await.unwrap(), 0);
+    assert_eq!(store.unembedded().await.unwrap(), 0);
     assert_eq!(store.embed_pending(None).await.unwrap(), EmbedReport::default());
     assert_eq!(embedder.calls(), calls);
 }
@@ -264,18 +270,18 @@ async fn a_refused_text_does_not_hold_back_the_others_of_its_batch() {
     }
     fixture.clock.advance_ms(1_000);
     assert_eq!(store.embed_pending(None).await.unwrap(), EmbedReport { embedded: 1, failed: 1 });
-    assert_eq!(vectors_of(store, good.id).await.len(), 1);
+    assert_eq!(vectors_of(&fixture.directory, good.id).await.len(), 1);
     let (attempts, error): (i64, String) =
         sqlx::query_as("SELECT attempts, last_error FROM memory_embedding_queue WHERE memory_id = ?")
             .bind(bad.id)
-            .fetch_one(&store.reader)
+            .fetch_one(&peek(&fixture.directory).await)
             .await
             .unwrap();
     // Stored while the endpoint was believed down, it was never tried before: one attempt.
     assert_eq!((attempts, error.as_str()), (1, "maximum input length is 8 tokens"));
     // The refusal is the text's, not the endpoint's: recall still asks for query vectors.
     let calls = fixture.embedder.calls();
-    store.recall_memories(&agent(), "tea", &MemoryFilter::default(), 10).await.unwrap();
+    store.recall(&agent(), "tea", &MemoryFilter::default(), 10).await.unwrap();
     assert_eq!(fixture.embedder.calls(), calls + 1);
 }
 
@@ -294,26 +300,10 @@ fn nearest_takes_the_closest_by_hamming_distance_and_ties_in_order() {
 }
 
 #[test]
-fn vectors_round_trip_as_little_endian_f32_and_signs_fill_words() {
-    let vector = vec![0.5f32, -0.25, 0.0, 1.0e-3];
-    let blob = to_blob(&vector);
-    assert_eq!(blob.len(), 16);
-    assert_eq!(&blob[..4], &0.5f32.to_le_bytes());
-    assert_eq!(from_blob(&blob), vector);
+fn signs_fill_words_of_64_components() {
     let long: Vec<f32> = (0..70).map(|index| if index % 2 == 0 { 1.0 } else { -1.0 }).collect();
     let bits = sign_bits(&long);
     assert_eq!(bits.len(), 2);
     assert_eq!(bits[0], 0x5555_5555_5555_5555);
     assert_eq!(bits[1], 0b01_0101);
-}
-
-#[tokio::test]
-async fn sign_bits_read_back_exactly_through_sqlites_hex() {
-    let fixture = fixture().await;
-    let bits = sign_bits(&(0..130).map(|index| if index % 3 == 0 { 1.0 } else { -1.0 }).collect::<Vec<f32>>());
-    let (hex,): (String,) =
-        sqlx::query_as("SELECT hex(?)").bind(bits_blob(&bits)).fetch_one(&fixture.store.reader).await.unwrap();
-    assert_eq!(words_of_hex(&hex), Some(bits));
-    assert_eq!(words_of_hex("ABC"), None);
-    assert_eq!(words_of_hex("zz00000000000000"), None);
 }

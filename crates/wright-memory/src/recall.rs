@@ -16,16 +16,17 @@
 
 use std::collections::{HashMap, HashSet};
 
-use sqlx::Row;
-use wright_core::AgentId;
+use wright_core::{AgentId, MemoryLayer};
+use wright_store::{Memory, MemoryConfig, MemoryFilter, StoreError};
 
-use super::vectors::{dot, from_blob};
-use super::{COLUMNS, Memory, MemoryFilter, filter_sql};
-use crate::{Store, StoreError};
+use crate::Memories;
+use crate::vectors::dot;
 
-/// The distinct words of a query (lowercased), each quoted as an FTS5 phrase so `"`, `*`,
-/// `AND`, `:` in what the model typed are text, never syntax. At most 32.
-fn phrases(query: &str) -> Vec<String> {
+const DAY_MS: i64 = 86_400_000;
+
+/// The distinct words of a query (lowercased), at most 32. The store searches each as a
+/// phrase, so what the model typed is text, never full-text syntax.
+fn words_of(query: &str) -> Vec<String> {
     let mut seen = HashSet::new();
     query
         .split(|c: char| !c.is_alphanumeric())
@@ -33,7 +34,6 @@ fn phrases(query: &str) -> Vec<String> {
         .map(str::to_lowercase)
         .filter(|word| seen.insert(word.clone()))
         .take(32)
-        .map(|word| format!("\"{word}\""))
         .collect()
 }
 
@@ -43,34 +43,34 @@ struct Scored {
     bm25: f64,
 }
 
-pub(super) async fn recall(
-    store: &Store,
+pub(crate) async fn recall(
+    memories: &Memories,
     agent: &AgentId,
     query: &str,
     filter: &MemoryFilter,
     limit: usize,
 ) -> Result<Vec<Memory>, StoreError> {
-    let phrases = phrases(query);
-    if phrases.is_empty() {
+    let words = words_of(query);
+    if words.is_empty() {
         return Ok(Vec::new());
     }
-    let config = &store.memory_config;
+    let config = memories.store.memory_config();
     let limit = limit.min(config.max_results);
-    let now = store.clock.now_ms();
+    let now = memories.store.clock().now_ms();
     let pool = (limit * 8).max(64);
-    let text = full_text(store, agent, &phrases, filter, pool, now).await?;
+    let text = full_text(memories, agent, &words, filter, pool, now).await?;
 
-    let query_vector = store.query_vector(query).await;
+    let query_vector = memories.query_vector(query).await;
     // Memories waiting for a vector (the endpoint failed when they were stored) are tried
     // again now, in the background, so the model never waits for it.
-    store.embed_due_in_background(agent).await?;
+    memories.embed_due_in_background(agent).await?;
     let mut memories = match query_vector {
-        Some(vector) => hybrid(store, agent, &vector, text, filter, pool, now).await?,
+        Some(vector) => hybrid(memories, agent, &vector, text, filter, pool, now).await?,
         None => {
             let best = text.first().map_or(0.0, |scored| scored.bm25);
             text.into_iter()
                 .map(|Scored { mut memory, bm25 }| {
-                    memory.relevance = Some(config.relevance(bm25, best, memory.layer, now - memory.created_at));
+                    memory.relevance = Some(relevance(config, bm25, best, memory.layer, now - memory.created_at));
                     memory
                 })
                 .collect()
@@ -109,37 +109,20 @@ const B: f64 = 0.75;
 /// rows and filtered (agent, layer, archived, session) a batch at a time; when the filter
 /// leaves fewer than `pool` and a common word was cut, its matches are read further back.
 async fn full_text(
-    store: &Store,
+    memories: &Memories,
     agent: &AgentId,
-    phrases: &[String],
+    query_words: &[String],
     filter: &MemoryFilter,
     pool: usize,
     now: i64,
 ) -> Result<Vec<Scored>, StoreError> {
-    let config = &store.memory_config;
+    let config = memories.store.memory_config();
     let mut cap = config.rank_all_below.max(pool) as i64;
-    // One statement, one row: the corpus size and each word's matches as text (rows cross
-    // from SQLite's thread one at a time, and thousands of them cost more than the search).
-    let mut sql = "SELECT (SELECT max(id) FROM memories)".to_owned();
-    for _ in phrases {
-        sql.push_str(
-            ", (SELECT group_concat(rowid) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? \
-             ORDER BY rowid DESC LIMIT ?))",
-        );
-    }
     loop {
-        let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
-        for phrase in phrases {
-            statement = statement.bind(phrase.clone()).bind(if cap < 0 { -1 } else { cap + 1 });
-        }
-        let row = statement.fetch_one(&store.reader).await?;
-        let newest: Option<i64> = row.try_get(0)?;
-        let corpus = newest.unwrap_or(0).max(1) as f64;
-        let mut words = Vec::with_capacity(phrases.len());
-        for index in 0..phrases.len() {
-            let listed: Option<String> = row.try_get(index + 1)?;
-            let rowids: Vec<i64> =
-                listed.as_deref().unwrap_or_default().split(',').filter_map(|id| id.parse().ok()).collect();
+        let found = memories.store.memory_word_matches(query_words, cap).await?;
+        let corpus = found.newest_id.max(1) as f64;
+        let mut words = Vec::with_capacity(query_words.len());
+        for rowids in found.matches {
             let complete = cap < 0 || rowids.len() as i64 <= cap;
             let mut rowids = rowids;
             rowids.truncate(if complete { rowids.len() } else { cap as usize });
@@ -178,7 +161,7 @@ async fn full_text(
             start += chunk.len();
             let idf_of: HashMap<i64, f64> = chunk.iter().copied().collect();
             let ids: Vec<i64> = chunk.iter().map(|(id, _)| *id).collect();
-            for memory in rows_of(store, agent, &ids, filter, now).await? {
+            for memory in memories.store.memories_with_ids(agent, &ids, filter, now).await? {
                 let idf = idf_of.get(&memory.id).copied().unwrap_or(0.0);
                 kept.push((memory, idf));
             }
@@ -214,44 +197,10 @@ fn length_of(memory: &Memory) -> f64 {
     (words(&memory.content) + memory.category.as_deref().map_or(0, words)) as f64
 }
 
-/// The memories of `ids` that pass the filter, in no particular order. One row of JSON: rows
-/// cross from SQLite's thread one at a time, and on two busy cores each crossing cost more
-/// than reading the row.
-async fn rows_of(
-    store: &Store,
-    agent: &AgentId,
-    ids: &[i64],
-    filter: &MemoryFilter,
-    now: i64,
-) -> Result<Vec<Memory>, StoreError> {
-    let fields = COLUMNS.split(", ").map(|column| format!("'{column}', m.{column}")).collect::<Vec<_>>().join(", ");
-    let sql = format!(
-        "SELECT json_group_array(json_object({fields})) FROM json_each(?) AS j \
-         CROSS JOIN memories m ON m.id = j.value WHERE m.agent_id = ?{}",
-        filter_sql(filter)
-    );
-    let mut statement = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql))
-        .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
-        .bind(agent.as_str());
-    if !filter.archived {
-        statement = statement.bind(now);
-    }
-    if let Some(layer) = filter.layer {
-        statement = statement.bind(layer.as_str());
-    }
-    if let Some(session) = &filter.session_id {
-        statement = statement.bind(*session);
-    }
-    let listed = statement.fetch_one(&store.reader).await?;
-    let found: Vec<super::StoredMemory> =
-        serde_json::from_str(&listed).map_err(|error| StoreError::Database(sqlx::Error::Decode(Box::new(error))))?;
-    found.into_iter().map(super::StoredMemory::into_memory).collect()
-}
-
 /// Full-text candidates and the vector index's nominees, rescored by cosine and fused by
 /// reciprocal rank, weighted by layer and recency.
 async fn hybrid(
-    store: &Store,
+    memories: &Memories,
     agent: &AgentId,
     query: &[f32],
     text: Vec<Scored>,
@@ -259,34 +208,26 @@ async fn hybrid(
     pool: usize,
     now: i64,
 ) -> Result<Vec<Memory>, StoreError> {
-    let Some(embeddings) = store.embeddings.as_ref() else {
+    let Some(embeddings) = memories.embeddings.as_ref() else {
         return Ok(text.into_iter().map(|scored| scored.memory).collect());
     };
     let config = &embeddings.config;
     // A layer filter leaves about a quarter of the nominees: nominate more.
     let nominees = config.vector_candidates.max(pool) * if filter.layer.is_some() { 4 } else { 1 };
-    let nominated = store.nominate(agent, query, nominees).await?;
+    let nominated = memories.nominate(agent, query, nominees).await?;
     let text_rank: HashMap<i64, usize> =
         text.iter().enumerate().map(|(position, scored)| (scored.memory.id, position + 1)).collect();
     // Only the nominees are rescored: a full-text candidate the index did not nominate is
     // not among the nearest, and ranks by its words alone (the index is the vector side's
     // retrieval, as any approximate nearest-neighbour search is).
 
-    // The nominees' rows (filtered) as one JSON row, their vectors as rows of blobs: a vector
-    // is 1.5–6 KB, and as hex inside JSON it cost more to write and read than a row crossing.
-    let found = rows_of(store, agent, &nominated, filter, now).await?;
-    let vectors: Vec<(i64, Vec<u8>)> = sqlx::query_as(
-        "SELECT v.memory_id, v.vector FROM json_each(?) AS j CROSS JOIN memory_vectors v \
-         ON v.memory_id = j.value AND v.space = ?",
-    )
-    .bind(serde_json::to_string(&found.iter().map(|memory| memory.id).collect::<Vec<_>>()).unwrap_or_default())
-    .bind(&embeddings.space)
-    .fetch_all(&store.reader)
-    .await?;
+    let found = memories.store.memories_with_ids(agent, &nominated, filter, now).await?;
+    let ids: Vec<i64> = found.iter().map(|memory| memory.id).collect();
+    let vectors = memories.store.memory_vectors(&ids, &embeddings.space).await?;
     let mut cosines: HashMap<i64, f64> = HashMap::with_capacity(vectors.len());
-    for (id, blob) in vectors {
-        if blob.len() == query.len() * 4 {
-            cosines.insert(id, f64::from(dot(&from_blob(&blob), query)));
+    for (id, vector) in vectors {
+        if vector.len() == query.len() {
+            cosines.insert(id, f64::from(dot(&vector, query)));
         }
     }
     let mut candidates: Vec<Memory> = text.into_iter().map(|scored| scored.memory).collect();
@@ -299,7 +240,7 @@ async fn hybrid(
 
     let k = config.rrf_k.max(0.0);
     let best = 2.0 / (k + 1.0);
-    let memory_config = &store.memory_config;
+    let memory_config = memories.store.memory_config();
     Ok(candidates
         .into_iter()
         .filter_map(|mut memory| {
@@ -312,9 +253,36 @@ async fn hybrid(
                 return None;
             }
             memory.relevance = Some(
-                (fused / best) * memory_config.weight(memory.layer) * memory_config.recency(now - memory.created_at),
+                (fused / best) * weight(memory_config, memory.layer) * recency(memory_config, now - memory.created_at),
             );
             Some(memory)
         })
         .collect())
 }
+
+fn weight(config: &MemoryConfig, layer: MemoryLayer) -> f64 {
+    match layer {
+        MemoryLayer::Long => config.weight_long,
+        MemoryLayer::Mid => config.weight_mid,
+        MemoryLayer::Short => config.weight_short,
+        MemoryLayer::Session => config.weight_session,
+    }
+}
+
+/// The relevance of a full-text match: its BM25 score (higher is better) relative to the best
+/// match of the same query (its absolute size depends on the corpus and the query), times the
+/// layer's weight and the recency factor. In 0..1.
+pub fn relevance(config: &MemoryConfig, bm25: f64, best_bm25: f64, layer: MemoryLayer, age_ms: i64) -> f64 {
+    let text = if best_bm25 > 0.0 { (bm25 / best_bm25).clamp(0.0, 1.0) } else { 1.0 };
+    text * weight(config, layer) * recency(config, age_ms)
+}
+
+/// `floor + (1 - floor) * 0.5^(age / half_life)`.
+fn recency(config: &MemoryConfig, age_ms: i64) -> f64 {
+    let age_days = age_ms.max(0) as f64 / DAY_MS as f64;
+    let half_life = config.recency_half_life_days.max(f64::MIN_POSITIVE);
+    config.recency_floor + (1.0 - config.recency_floor) * 0.5f64.powf(age_days / half_life)
+}
+
+#[cfg(test)]
+mod tests;
