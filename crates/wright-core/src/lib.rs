@@ -121,6 +121,21 @@ pub use tools::{
 };
 
 string_enum!(
+    /// How a model is asked to call tools: the API's own tool calling, or a delimited text
+    /// protocol for models without it.
+    ToolCallMode, "tool call mode" {
+        Native => "native",
+        Text => "text",
+    }
+);
+
+impl Default for ToolCallMode {
+    fn default() -> Self {
+        ToolCallMode::Native
+    }
+}
+
+string_enum!(
     /// Who wrote a version of a document, tool or component.
     Author, "author" {
         Agent => "agent",

@@ -53,16 +53,8 @@ impl ProviderKind {
     }
 }
 
-/// How the model is asked to call tools.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolCallMode {
-    /// The API's own tool calling.
-    #[default]
-    Native,
-    /// The delimited text protocol, for models without native tool calls.
-    Text,
-}
+/// How the model is asked to call tools (one spelling for config, the store and the API).
+pub use wright_core::ToolCallMode;
 
 fn default_true() -> bool {
     true

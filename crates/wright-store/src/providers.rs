@@ -6,6 +6,7 @@
 //! migration): the server keeps them in an owner-only file of the data directory.
 
 use serde::{Deserialize, Serialize};
+use wright_core::ToolCallMode;
 
 use crate::{Store, StoreError};
 
@@ -54,8 +55,7 @@ pub struct ModelChoice {
     pub target: ChoiceTarget,
     pub connection_id: String,
     pub model: String,
-    /// `native` or `text`.
-    pub tool_calls: String,
+    pub tool_calls: ToolCallMode,
     /// Tokens, where the provider does not say.
     pub context_window: Option<u32>,
 }
@@ -63,14 +63,15 @@ pub struct ModelChoice {
 /// `agent_id, connection_id, model, tool_calls, context_window`.
 type ChoiceRow = (String, String, String, String, Option<i64>);
 
-fn choice((agent_id, connection_id, model, tool_calls, context_window): ChoiceRow) -> ModelChoice {
-    ModelChoice {
+fn choice((agent_id, connection_id, model, tool_calls, context_window): ChoiceRow) -> Result<ModelChoice, StoreError> {
+    let tool_calls = ToolCallMode::parse(&tool_calls).map_err(|error| StoreError::InvalidEdit(error.to_string()))?;
+    Ok(ModelChoice {
         target: if agent_id == DEFAULT_AGENT { ChoiceTarget::Default } else { ChoiceTarget::Agent(agent_id) },
         connection_id,
         model,
         tool_calls,
         context_window: context_window.and_then(|window| u32::try_from(window).ok()),
-    }
+    })
 }
 
 /// `id, name, kind, base_url, created_at, updated_at`.
@@ -169,7 +170,7 @@ impl Store {
         )
         .fetch_all(&self.reader)
         .await?;
-        Ok(rows.into_iter().map(choice).collect())
+        rows.into_iter().map(choice).collect()
     }
 
     /// The agent's own choice, else the default choice, else None. Read on every run, so a
@@ -182,7 +183,7 @@ impl Store {
         .bind(agent)
         .fetch_optional(&self.reader)
         .await?;
-        Ok(row.map(choice))
+        row.map(choice).transpose()
     }
 
     /// Sets (or replaces) the choice of its target.
@@ -196,7 +197,7 @@ impl Store {
         .bind(choice.target.key())
         .bind(&choice.connection_id)
         .bind(&choice.model)
-        .bind(&choice.tool_calls)
+        .bind(choice.tool_calls.as_str())
         .bind(choice.context_window.map(i64::from))
         .execute(&self.writer)
         .await?;

@@ -163,7 +163,7 @@ async fn an_agents_own_model_wins_over_the_default_and_deleting_a_connection_cle
         target,
         connection_id: connection.id.clone(),
         model: model.to_owned(),
-        tool_calls: "native".to_owned(),
+        tool_calls: wright_core::ToolCallMode::Native,
         context_window: Some(8192),
     };
     store.set_model_choice(&choice(crate::ChoiceTarget::Default, "small")).await.unwrap();

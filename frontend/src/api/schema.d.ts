@@ -1298,7 +1298,7 @@ export interface components {
         ChoiceInput: {
             connection_id: string;
             model: string;
-            tool_calls?: components["schemas"]["ToolCalls"];
+            tool_calls?: components["schemas"]["ToolCallMode"];
             /**
              * Format: int32
              * @description Tokens, for a provider that does not say.
@@ -1310,7 +1310,7 @@ export interface components {
             agent?: string | null;
             connection_id: string;
             model: string;
-            tool_calls: components["schemas"]["ToolCalls"];
+            tool_calls: components["schemas"]["ToolCallMode"];
             /** Format: int32 */
             context_window?: number | null;
         };
@@ -2082,10 +2082,11 @@ export interface components {
             error?: string | null;
         };
         /**
-         * @description How a model is asked to call tools.
+         * @description How a model is asked to call tools: the API's own tool calling, or a delimited text
+         *     protocol for models without it.
          * @enum {string}
          */
-        ToolCalls: "native" | "text";
+        ToolCallMode: "native" | "text";
         /**
          * @description Where a tool comes from: built into Wright, written by an agent, or offered by one of
          *     the operator's MCP servers (`mcp__<server>__<tool>`).

@@ -66,34 +66,6 @@ impl From<ConnectionKind> for Kind {
     }
 }
 
-/// How a model is asked to call tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolCalls {
-    /// The API's own tool calling.
-    Native,
-    /// A delimited text protocol, for models without native tool calls.
-    Text,
-}
-
-impl ToolCalls {
-    fn as_str(self) -> &'static str {
-        match self {
-            ToolCalls::Native => "native",
-            ToolCalls::Text => "text",
-        }
-    }
-}
-
-impl From<ToolCalls> for ToolCallMode {
-    fn from(mode: ToolCalls) -> Self {
-        match mode {
-            ToolCalls::Native => ToolCallMode::Native,
-            ToolCalls::Text => ToolCallMode::Text,
-        }
-    }
-}
-
 #[derive(Serialize, ToSchema)]
 pub(super) struct ConnectionView {
     /// A stored connection's id, or `env:<kind>` for one from the environment.
@@ -159,7 +131,7 @@ pub(super) struct ChoiceView {
     pub agent: Option<String>,
     pub connection_id: String,
     pub model: String,
-    pub tool_calls: ToolCalls,
+    pub tool_calls: ToolCallMode,
     pub context_window: Option<u32>,
 }
 
@@ -175,14 +147,14 @@ pub(super) struct ChoiceInput {
     pub connection_id: String,
     pub model: String,
     #[serde(default = "native")]
-    pub tool_calls: ToolCalls,
+    pub tool_calls: ToolCallMode,
     /// Tokens, for a provider that does not say.
     #[serde(default)]
     pub context_window: Option<u32>,
 }
 
-fn native() -> ToolCalls {
-    ToolCalls::Native
+fn native() -> ToolCallMode {
+    ToolCallMode::Native
 }
 
 fn stored_view(stored: StoredConnection, key: Option<&str>) -> Result<ConnectionView, ApiError> {
@@ -381,7 +353,7 @@ fn choice_view(choice: ModelChoice) -> ChoiceView {
         },
         connection_id: choice.connection_id,
         model: choice.model,
-        tool_calls: if choice.tool_calls == "text" { ToolCalls::Text } else { ToolCalls::Native },
+        tool_calls: choice.tool_calls,
         context_window: choice.context_window,
     }
 }
@@ -412,7 +384,7 @@ async fn set_choice(state: &AppState, target: ChoiceTarget, input: ChoiceInput) 
         target,
         connection_id: input.connection_id,
         model: model.to_owned(),
-        tool_calls: input.tool_calls.as_str().to_owned(),
+        tool_calls: input.tool_calls,
         context_window: input.context_window,
     };
     state.store.set_model_choice(&choice).await?;

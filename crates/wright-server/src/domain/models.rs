@@ -19,7 +19,7 @@ use std::time::Duration;
 use wright_agent::ProviderModel;
 use wright_agent::profile::{ModelFacts, ProfileOverride};
 use wright_core::AgentId;
-use wright_llm::{Connection, ConnectionKind, LlmError, ProviderConfig, ProviderEnv, ToolCallMode, config_from_env};
+use wright_llm::{Connection, ConnectionKind, LlmError, ProviderConfig, ProviderEnv, config_from_env};
 use wright_store::{ChoiceTarget, ModelChoice, Store, StoreError};
 
 use super::DomainError;
@@ -214,7 +214,7 @@ impl Models {
         let Some(found) = found else {
             return Err(cannot(format!("its connection {:?} no longer exists", choice.connection_id)));
         };
-        let tool_calls = if choice.tool_calls == "text" { ToolCallMode::Text } else { ToolCallMode::Native };
+        let tool_calls = choice.tool_calls;
         let mut config = found.provider_config(&choice.model, tool_calls);
         // `WRIGHT_TEMPERATURE` is the machine's choice for every model, chosen here or not.
         config.temperature = self.env.temperature().map_err(|error| cannot(error.to_string()))?;
