@@ -31,6 +31,8 @@ export interface WireMessage {
 
 export interface ModelRequest {
   model: string;
+  /** Sent only when a profile or a setting chooses one. */
+  temperature?: number;
   messages: WireMessage[];
   tools?: { function: { name: string } }[];
 }

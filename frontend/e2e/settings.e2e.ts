@@ -115,4 +115,30 @@ describe.skipIf(!built || !hasChromium || !hasWright)('connecting a model from t
     expect(text).toContain('Scripted server');
     expect(text).not.toContain(FAKE_MODEL_KEY);
   });
+
+  it('shows the profile the model got and why, and a profile chosen by hand is used by the next run', async () => {
+    await page.getByRole('link', { name: 'Settings', exact: true }).click();
+    const card = page.getByRole('region', { name: "Profile of default's model" });
+    await card.getByText('beta-model').first().waitFor();
+    // A model at a local address without a size in its name or from its server: standard.
+    await card.getByRole('list', { name: 'Why this profile' }).getByText('beta-model on a server at a local address').waitFor();
+    await card.getByLabel('Profile', { exact: true }).selectOption('small_local');
+    await card.getByLabel('Temperature').fill('abc');
+    await card.getByRole('button', { name: 'Save profile' }).click();
+    await card.getByRole('alert').filter({ hasText: 'Temperature must be a number' }).waitFor();
+    await card.getByLabel('Temperature').fill('0.4');
+    await card.getByRole('button', { name: 'Save profile' }).click();
+    await card.getByRole('status').filter({ hasText: 'Saved. The next run uses it.' }).waitFor();
+    await card.getByText('Small local model').first().waitFor();
+    await card.getByRole('list', { name: 'Why this profile' }).getByText('the Settings page sets temperature').waitFor();
+
+    await chat('hello again');
+    await page.locator('.msg-assistant').filter({ hasText: 'Answered by beta-model.' }).waitFor();
+    expect(fake.requests.at(-1)?.temperature).toBe(0.4);
+
+    await page.getByRole('link', { name: 'Settings', exact: true }).click();
+    await card.getByRole('button', { name: 'Reset' }).click();
+    await card.getByRole('status').filter({ hasText: 'Reset: the chosen profile applies again.' }).waitFor();
+    expect(await card.getByLabel('Temperature').inputValue()).toBe('');
+  });
 });

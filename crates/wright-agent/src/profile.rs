@@ -6,8 +6,9 @@
 //! Two profiles ([`ModelProfileKind`]): `small_local` for a model under ~10B parameters on a
 //! local server (llama.cpp, Ollama, LM Studio, vLLM), and `standard`, today's behaviour, for
 //! every other (the hosted APIs, big local models). A profile is a set of [`LoopConfig`]
-//! values; `config.toml` can override any of them per model ([`ProfileOverride`]), and the
-//! choice says why it was made, for the Settings page. Pure: the facts are read by the caller.
+//! values; `config.toml` and the Settings page can override any of them per model
+//! ([`ProfileOverride`], the page's on top of the file's), and the choice says why it was made,
+//! for the Settings page. Pure: the facts and the overrides are read by the caller.
 
 use serde::{Deserialize, Serialize};
 pub use wright_core::ModelProfileKind;
@@ -43,8 +44,9 @@ pub struct ModelFacts {
     pub server: ServerFacts,
 }
 
-/// `config.toml`'s `[model_profiles."<model>"]`: the profile and any of its settings, by hand.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A model's profile and any of its settings, by hand: `config.toml`'s
+/// `[model_profiles."<model>"]`, or the Settings page's (stored per `provider/model`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProfileOverride {
     pub profile: Option<ModelProfileKind>,
@@ -90,15 +92,39 @@ pub struct ChosenProfile {
     pub reasons: Vec<String>,
 }
 
-/// Chooses the profile for `facts`, then applies `over` (config.toml) on top. The standard
-/// profile keeps `base`'s settings (`[agent]` in config.toml); the small one sets its own.
-pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> ChosenProfile {
+impl ProfileOverride {
+    /// What is wrong with these settings, in a person's words (None: they can be used).
+    pub fn problem(&self) -> Option<String> {
+        if let Some(temperature) = self.temperature
+            && !(0.0..=2.0).contains(&temperature)
+        {
+            return Some(format!("temperature must be between 0 and 2, not {temperature}"));
+        }
+        if self.preload_tools.is_some_and(|preload| preload > 32) {
+            return Some("preload_tools may be at most 32".into());
+        }
+        if self.reply_tokens.is_some_and(|reply| !(16..=1_000_000).contains(&reply)) {
+            return Some("reply_tokens must be between 16 and 1,000,000".into());
+        }
+        if self.context_tokens.is_some_and(|context| !(512..=10_000_000).contains(&context)) {
+            return Some("context_tokens must be between 512 and 10,000,000".into());
+        }
+        None
+    }
+}
+
+/// Chooses the profile for `facts`, then applies each override in order, each naming where it
+/// comes from (`config.toml`, then the Settings page). The standard profile keeps `base`'s
+/// settings (`[agent]` in config.toml); the small one sets its own.
+pub fn choose(facts: &ModelFacts, overrides: &[(&str, &ProfileOverride)], base: &LoopConfig) -> ChosenProfile {
     let (mut profile, mut reasons) = judge(facts);
-    if let Some(chosen) = over.profile
-        && chosen != profile
-    {
-        profile = chosen;
-        reasons.push(format!("config.toml sets the profile to {chosen}"));
+    for (source, over) in overrides {
+        if let Some(chosen) = over.profile
+            && chosen != profile
+        {
+            profile = chosen;
+            reasons.push(format!("{source} sets the profile to {chosen}"));
+        }
     }
     let window = facts.server.context_window.and_then(|tokens| usize::try_from(tokens).ok());
     let mut settings = match profile {
@@ -129,32 +155,42 @@ pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> 
             list_agent_data: base.list_agent_data,
         },
     };
-    let mut overridden = Vec::new();
-    if let Some(temperature) = over.temperature {
-        settings.temperature = Some(temperature);
-        overridden.push("temperature");
-    }
-    if let Some(require) = over.require_first_call {
-        settings.require_first_call = require;
-        overridden.push("require_first_call");
-    }
-    if let Some(preload) = over.preload_tools {
-        settings.preload_tools = preload;
-        overridden.push("preload_tools");
-    }
-    if let Some(reply) = over.reply_tokens {
-        settings.reply_tokens = reply;
-        overridden.push("reply_tokens");
-    }
-    if let Some(context) = over.context_tokens {
-        // The server's window is a hard limit: a bigger budget would only get 400s.
-        settings.context_tokens = Some(window.map_or(context, |window| window.min(context)));
-        overridden.push("context_tokens");
-    }
-    if !overridden.is_empty() {
-        reasons.push(format!("config.toml sets {}", overridden.join(", ")));
+    for (source, over) in overrides {
+        let overridden = over.apply_to(&mut settings, window);
+        if !overridden.is_empty() {
+            reasons.push(format!("{source} sets {}", overridden.join(", ")));
+        }
     }
     ChosenProfile { profile, settings, reasons }
+}
+
+impl ProfileOverride {
+    /// Sets what this override sets; returns the names of those settings.
+    fn apply_to(&self, settings: &mut ProfileSettings, window: Option<usize>) -> Vec<&'static str> {
+        let mut overridden = Vec::new();
+        if let Some(temperature) = self.temperature {
+            settings.temperature = Some(temperature);
+            overridden.push("temperature");
+        }
+        if let Some(require) = self.require_first_call {
+            settings.require_first_call = require;
+            overridden.push("require_first_call");
+        }
+        if let Some(preload) = self.preload_tools {
+            settings.preload_tools = preload;
+            overridden.push("preload_tools");
+        }
+        if let Some(reply) = self.reply_tokens {
+            settings.reply_tokens = reply;
+            overridden.push("reply_tokens");
+        }
+        if let Some(context) = self.context_tokens {
+            // The server's window is a hard limit: a bigger budget would only get 400s.
+            settings.context_tokens = Some(window.map_or(context, |window| window.min(context)));
+            overridden.push("context_tokens");
+        }
+        overridden
+    }
 }
 
 /// The profile the facts point to, with the reasons.
@@ -309,18 +345,14 @@ mod tests {
 
     #[test]
     fn the_size_comes_from_the_count_then_the_file_then_the_name() {
-        let by_file =
-            choose(&llama("big", None, Some(20_000_000_000)), &ProfileOverride::default(), &LoopConfig::default());
+        let by_file = choose(&llama("big", None, Some(20_000_000_000)), &[], &LoopConfig::default());
         assert_eq!(by_file.profile, ModelProfileKind::Standard);
         assert!(by_file.reasons[0].contains("20.0 GB model file"), "{:?}", by_file.reasons);
         let mut by_name = llama("qwen2.5:32b-instruct", None, None);
         by_name.server.server = Some(LocalServer::Ollama);
-        assert_eq!(
-            choose(&by_name, &ProfileOverride::default(), &LoopConfig::default()).profile,
-            ModelProfileKind::Standard
-        );
+        assert_eq!(choose(&by_name, &[], &LoopConfig::default()).profile, ModelProfileKind::Standard);
         by_name.model = "qwen2.5-coder:1.5b".into();
-        let small = choose(&by_name, &ProfileOverride::default(), &LoopConfig::default());
+        let small = choose(&by_name, &[], &LoopConfig::default());
         assert_eq!(small.profile, ModelProfileKind::SmallLocal);
         assert!(small.reasons[0].contains("1.5B parameters, by its name"), "{:?}", small.reasons);
         assert_eq!(parameters_in_name("Llama-3.1-8B-Instruct"), Some(8_000_000_000));
@@ -333,29 +365,23 @@ mod tests {
     #[test]
     fn hosted_apis_and_remote_servers_keep_todays_behaviour() {
         let hosted = ModelFacts { provider: "anthropic".into(), model: "claude".into(), ..ModelFacts::default() };
-        let chosen = choose(&hosted, &ProfileOverride::default(), &LoopConfig::default());
+        let chosen = choose(&hosted, &[], &LoopConfig::default());
         assert_eq!(chosen.profile, ModelProfileKind::Standard);
         let config = chosen.apply(&LoopConfig::default());
         assert_eq!(config, LoopConfig::default());
         // `[agent]` in config.toml is what the standard profile keeps.
         let tuned = LoopConfig { require_first_call: true, temperature: Some(0.3), ..LoopConfig::default() };
-        assert_eq!(choose(&hosted, &ProfileOverride::default(), &tuned).apply(&tuned), tuned);
+        assert_eq!(choose(&hosted, &[], &tuned).apply(&tuned), tuned);
         let remote = ModelFacts {
             provider: "openai_compatible".into(),
             model: "llama-3.1-8b".into(),
             base_url: Some("https://api.groq.com/openai/v1".into()),
             server: ServerFacts::default(),
         };
-        assert_eq!(
-            choose(&remote, &ProfileOverride::default(), &LoopConfig::default()).profile,
-            ModelProfileKind::Standard
-        );
+        assert_eq!(choose(&remote, &[], &LoopConfig::default()).profile, ModelProfileKind::Standard);
         // The same model on a server of the home network is the person's own.
         let home = ModelFacts { base_url: Some("http://192.168.1.20:8080/v1".into()), ..remote };
-        assert_eq!(
-            choose(&home, &ProfileOverride::default(), &LoopConfig::default()).profile,
-            ModelProfileKind::SmallLocal
-        );
+        assert_eq!(choose(&home, &[], &LoopConfig::default()).profile, ModelProfileKind::SmallLocal);
     }
 
     #[test]
@@ -367,7 +393,7 @@ mod tests {
             context_tokens: Some(100_000),
             ..ProfileOverride::default()
         };
-        let chosen = choose(&facts, &over, &LoopConfig::default());
+        let chosen = choose(&facts, &[("config.toml", &over)], &LoopConfig::default());
         assert_eq!(chosen.profile, ModelProfileKind::Standard);
         assert_eq!(chosen.settings.temperature, Some(0.2));
         // Never past the server's own window.
@@ -376,5 +402,38 @@ mod tests {
             chosen.reasons[1..],
             ["config.toml sets the profile to standard", "config.toml sets temperature, context_tokens"]
         );
+    }
+
+    #[test]
+    fn the_settings_page_applies_on_top_of_config_toml() {
+        let facts = llama("qwen", Some(630_167_424), None);
+        let file = ProfileOverride { temperature: Some(0.2), reply_tokens: Some(512), ..ProfileOverride::default() };
+        let page = ProfileOverride {
+            profile: Some(ModelProfileKind::Standard),
+            temperature: Some(0.7),
+            ..ProfileOverride::default()
+        };
+        let chosen = choose(&facts, &[("config.toml", &file), ("the Settings page", &page)], &LoopConfig::default());
+        assert_eq!(chosen.profile, ModelProfileKind::Standard);
+        assert_eq!((chosen.settings.temperature, chosen.settings.reply_tokens), (Some(0.7), 512));
+        assert_eq!(
+            chosen.reasons[1..],
+            [
+                "the Settings page sets the profile to standard",
+                "config.toml sets temperature, reply_tokens",
+                "the Settings page sets temperature"
+            ]
+        );
+    }
+
+    #[test]
+    fn settings_out_of_range_are_named() {
+        let bad = |over: ProfileOverride| over.problem().unwrap();
+        assert!(bad(ProfileOverride { temperature: Some(3.0), ..ProfileOverride::default() }).contains("temperature"));
+        assert!(bad(ProfileOverride { reply_tokens: Some(1), ..ProfileOverride::default() }).contains("reply_tokens"));
+        assert!(
+            bad(ProfileOverride { context_tokens: Some(10), ..ProfileOverride::default() }).contains("context_tokens")
+        );
+        assert_eq!(ProfileOverride { temperature: Some(0.0), ..ProfileOverride::default() }.problem(), None);
     }
 }

@@ -212,4 +212,45 @@ impl Store {
             .await?;
         Ok(done.rows_affected() > 0)
     }
+
+    /// The profile settings the person set for a model (`provider/model`), as JSON; the
+    /// server reads them as its profile override.
+    pub async fn model_profile_override(&self, model_key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT settings FROM model_profile_overrides WHERE model_key = ?")
+            .bind(model_key)
+            .fetch_optional(&self.reader)
+            .await?;
+        row.map(|(settings,)| {
+            serde_json::from_str(&settings).map_err(|error| StoreError::Database(sqlx::Error::Decode(Box::new(error))))
+        })
+        .transpose()
+    }
+
+    /// Sets a model's profile settings, or removes them (None). True when something changed.
+    pub async fn set_model_profile_override(
+        &self,
+        model_key: &str,
+        settings: Option<&serde_json::Value>,
+    ) -> Result<bool, StoreError> {
+        let done = match settings {
+            Some(settings) => {
+                sqlx::query(
+                    "INSERT INTO model_profile_overrides (model_key, settings, updated_at) VALUES (?, ?, ?) \
+                     ON CONFLICT(model_key) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at",
+                )
+                .bind(model_key)
+                .bind(settings.to_string())
+                .bind(self.clock.now_ms())
+                .execute(&self.writer)
+                .await?
+            }
+            None => {
+                sqlx::query("DELETE FROM model_profile_overrides WHERE model_key = ?")
+                    .bind(model_key)
+                    .execute(&self.writer)
+                    .await?
+            }
+        };
+        Ok(done.rows_affected() > 0)
+    }
 }

@@ -1,11 +1,12 @@
-// The Settings page: provider connections (admin/Connections.tsx), and the model of every agent
-// and the default (admin/ModelChoice.tsx).
+// The Settings page: provider connections (admin/Connections.tsx), the model of every agent and
+// the default (admin/ModelChoice.tsx), and each model's profile (admin/ModelProfile.tsx).
 import { useCallback, useEffect, useState } from 'react';
 import { modelsChanged } from '../api/queries';
 import { api, type Agent, type ModelChoices, type ProviderConnection } from '../api/client';
 import { ErrorAlert } from './parts';
 import { ConnectionCard, ConnectionForm } from './Connections';
 import { ChoiceCard } from './ModelChoice';
+import { ProfileCard } from './ModelProfile';
 
 export function Settings() {
   const [connections, setConnections] = useState<ProviderConnection[] | null>(null);
@@ -52,6 +53,18 @@ export function Settings() {
           <ChoiceCard key={`default-${generation}`} agent={null} choice={choices.default ?? undefined} connections={connections} onChanged={refresh} />
           {agents.map((agent) => (
             <ChoiceCard key={`${agent.id}-${generation}`} agent={agent.id} choice={choices.agents.find((entry) => entry.agent === agent.id)} connections={connections} onChanged={refresh} />
+          ))}
+        </section>
+      )}
+      {agents.length > 0 && (
+        <section className="admin-card" aria-label="Model profiles">
+          <h2>Model profiles</h2>
+          <p className="muted small">
+            Wright chooses settings that suit each model: a small local model gets greedy decoding, a first tool call when the message asks for one, a short reply cap and a smaller context. Change any of
+            them here for the model (every agent on it gets the change); config.toml’s <code>[model_profiles]</code> applies underneath.
+          </p>
+          {agents.map((agent) => (
+            <ProfileCard key={`${agent.id}-${generation}`} agent={agent.id} />
           ))}
         </section>
       )}

@@ -38,6 +38,8 @@ export type ProviderConnection = Schemas['ConnectionView'];
 export type ConnectionInput = Schemas['ConnectionInput'];
 export type ConnectionKind = Schemas['Kind'];
 export type ListedModel = Schemas['ModelView'];
+export type ProfileView = Schemas['ProfileView'];
+export type ProfileOverride = Schemas['ProfileOverride'];
 export type ConnectionTest = Schemas['TestView'];
 export type ModelChoice = Schemas['ChoiceView'];
 export type ModelChoices = Schemas['ChoicesView'];
@@ -152,6 +154,10 @@ export const api = {
   clearDefaultModel: () => call(client.DELETE('/api/settings/models/default')),
   setAgentModel: (agent: string, input: ChoiceInput) => call(client.PUT('/api/agents/{agent}/model', { ...at(agent), body: input })),
   clearAgentModel: (agent: string) => call(client.DELETE('/api/agents/{agent}/model', at(agent))),
+  /** The profile the agent's model gets (small local or standard), its settings and why. */
+  modelProfile: (agent: string) => call(client.GET('/api/agents/{agent}/model/profile', at(agent))),
+  setModelProfile: (agent: string, body: ProfileOverride) => call(client.PUT('/api/agents/{agent}/model/profile', { ...at(agent), body })),
+  clearModelProfile: (agent: string) => call(client.DELETE('/api/agents/{agent}/model/profile', at(agent))),
 
   agents: () => call(client.GET('/api/agents')),
   createAgent: (body: Schemas['CreateAgent']) => call(client.POST('/api/agents', { body })),

@@ -26,6 +26,8 @@ export const keys = {
   sessions: (agent: string) => ['sessions', agent] as const,
   /** Every tool the agent has, with its toolset and approval policy. */
   tools: (agent: string) => ['tools', agent] as const,
+  /** The profile of the model an agent's next run would use. */
+  profile: (agent: string) => ['profile', agent] as const,
 };
 
 export function useAgents() {
@@ -71,4 +73,5 @@ export function useInvalidate() {
  * agent would use may have changed. */
 export function modelsChanged(): void {
   void queryClient.invalidateQueries({ queryKey: ['status'] });
+  void queryClient.invalidateQueries({ queryKey: ['profile'] });
 }

@@ -511,12 +511,19 @@ export interface paths {
         };
         /**
          * The profile the agent's next run uses: chosen from what the model's server says, with
-         *     `[model_profiles]` of config.toml and `WRIGHT_TEMPERATURE` on top.
+         *     `[model_profiles]` of config.toml, the Settings page's settings and `WRIGHT_TEMPERATURE` on
+         *     top.
          */
         get: operations["model_profile"];
-        put?: never;
+        /**
+         * Sets the profile of the agent's model, or any of its settings, by hand: kept per model
+         *     (`provider/model`), so every agent on that model gets it; the next run uses it. Fields left
+         *     out keep what the profile (and config.toml) decide.
+         */
+        put: operations["set_model_profile"];
         post?: never;
-        delete?: never;
+        /** Removes what the Settings page set for the agent's model: the chosen profile applies again. */
+        delete: operations["clear_model_profile"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1904,6 +1911,33 @@ export interface components {
              */
             component?: string | null;
         };
+        /**
+         * @description A model's profile and any of its settings, by hand: `config.toml`'s
+         *     `[model_profiles."<model>"]`, or the Settings page's (stored per `provider/model`).
+         */
+        ProfileOverride: {
+            /** @default null */
+            profile: null | components["schemas"]["ModelProfileKind"];
+            /**
+             * Format: float
+             * @default null
+             */
+            temperature: number | null;
+            /** @default null */
+            require_first_call: boolean | null;
+            /** @default null */
+            preload_tools: number | null;
+            /**
+             * @description The reply cap, in tokens.
+             * @default null
+             */
+            reply_tokens: number | null;
+            /**
+             * @description The context budget, in tokens (at most what the server says it has).
+             * @default null
+             */
+            context_tokens: number | null;
+        };
         /** @description The settings a profile decides, as the Settings page shows them. */
         ProfileSettings: {
             /**
@@ -1933,6 +1967,7 @@ export interface components {
         ProfileView: components["schemas"]["ChosenProfile"] & {
             /** @description `provider/model`. */
             model: string;
+            saved?: null | components["schemas"]["ProfileOverride"];
         };
         ProviderView: {
             kind: string;
@@ -3183,6 +3218,92 @@ export interface operations {
         };
     };
     model_profile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_model_profile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProfileOverride"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    clear_model_profile: {
         parameters: {
             query?: never;
             header?: never;

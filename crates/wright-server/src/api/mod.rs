@@ -106,7 +106,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(settings::list_choices))
         .routes(routes!(settings::set_default_model, settings::clear_default_model))
         .routes(routes!(settings::set_agent_model, settings::clear_agent_model))
-        .routes(routes!(settings::model_profile))
+        .routes(routes!(settings::model_profile, settings::set_model_profile, settings::clear_model_profile))
         .routes(routes!(conversations::list, conversations::create))
         .routes(routes!(conversations::detail, conversation_changes::update, conversation_changes::delete))
         .routes(routes!(conversation_changes::archived))

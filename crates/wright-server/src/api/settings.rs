@@ -25,6 +25,7 @@ use super::state::OkView;
 use super::{ApiError, ApiJson};
 use crate::AppState;
 use crate::secrets::key_hint;
+use wright_agent::profile::ProfileOverride;
 
 /// How long a test or a model list may take.
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -446,10 +447,23 @@ pub(super) struct ProfileView {
     pub model: String,
     #[serde(flatten)]
     pub chosen: wright_agent::profile::ChosenProfile,
+    /// What the Settings page set for this model (on top of config.toml), if anything.
+    pub saved: Option<ProfileOverride>,
+}
+
+async fn agent_model(state: &AppState, agent: &str) -> Result<crate::domain::models::ConfiguredModel, ApiError> {
+    let agent = existing_agent(state, agent).await?;
+    state.models.for_agent(&agent).await.map_err(|message| ApiError::new(StatusCode::CONFLICT, "no_model", message))
+}
+
+async fn profile_view(state: &AppState, model: &crate::domain::models::ConfiguredModel) -> ProfileView {
+    let chosen = state.runs.profile_of(model).await;
+    ProfileView { model: model.key(), chosen, saved: state.runs.saved_profile(&model.key()).await }
 }
 
 /// The profile the agent's next run uses: chosen from what the model's server says, with
-/// `[model_profiles]` of config.toml and `WRIGHT_TEMPERATURE` on top.
+/// `[model_profiles]` of config.toml, the Settings page's settings and `WRIGHT_TEMPERATURE` on
+/// top.
 #[utoipa::path(
     get, path = "/api/agents/{agent}/model/profile", tag = "settings", params(("agent" = String, Path)),
     responses((status = 200, body = ProfileView), (status = 404, body = super::error::ErrorBody),
@@ -459,12 +473,41 @@ pub(super) async fn model_profile(
     State(state): State<AppState>,
     Path(agent): Path<String>,
 ) -> Result<Json<ProfileView>, ApiError> {
-    let agent = existing_agent(&state, &agent).await?;
-    let model = state
-        .models
-        .for_agent(&agent)
-        .await
-        .map_err(|message| ApiError::new(StatusCode::CONFLICT, "no_model", message))?;
-    let chosen = state.runs.profile_of(&model).await;
-    Ok(Json(ProfileView { model: format!("{}/{}", model.kind, model.name), chosen }))
+    let model = agent_model(&state, &agent).await?;
+    Ok(Json(profile_view(&state, &model).await))
+}
+
+/// Sets the profile of the agent's model, or any of its settings, by hand: kept per model
+/// (`provider/model`), so every agent on that model gets it; the next run uses it. Fields left
+/// out keep what the profile (and config.toml) decide.
+#[utoipa::path(
+    put, path = "/api/agents/{agent}/model/profile", tag = "settings", params(("agent" = String, Path)),
+    request_body = ProfileOverride,
+    responses((status = 200, body = ProfileView), (status = 400, body = super::error::ErrorBody),
+              (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)),
+)]
+pub(super) async fn set_model_profile(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+    ApiJson(input): ApiJson<ProfileOverride>,
+) -> Result<Json<ProfileView>, ApiError> {
+    let model = agent_model(&state, &agent).await?;
+    let saved = (input != ProfileOverride::default()).then_some(&input);
+    state.runs.save_profile(&model.key(), saved).await?;
+    Ok(Json(profile_view(&state, &model).await))
+}
+
+/// Removes what the Settings page set for the agent's model: the chosen profile applies again.
+#[utoipa::path(
+    delete, path = "/api/agents/{agent}/model/profile", tag = "settings", params(("agent" = String, Path)),
+    responses((status = 200, body = ProfileView), (status = 404, body = super::error::ErrorBody),
+              (status = 409, body = super::error::ErrorBody)),
+)]
+pub(super) async fn clear_model_profile(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+) -> Result<Json<ProfileView>, ApiError> {
+    let model = agent_model(&state, &agent).await?;
+    state.runs.save_profile(&model.key(), None).await?;
+    Ok(Json(profile_view(&state, &model).await))
 }

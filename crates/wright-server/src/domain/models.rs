@@ -41,12 +41,18 @@ pub struct ConfiguredModel {
 }
 
 impl ConfiguredModel {
+    /// `provider/model`: how the Settings page's profile settings are keyed.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.kind, self.name)
+    }
+
     /// The profile this model gets (see wright-agent's `profile`): chosen from what its server
-    /// says, with `[model_profiles]` (by model name, or `provider/model`) and
-    /// `WRIGHT_TEMPERATURE` on top.
+    /// says, with `[model_profiles]` (by model name, or `provider/model`), then the Settings
+    /// page's settings (`saved`), then `WRIGHT_TEMPERATURE` on top.
     pub async fn profile(
         &self,
         overrides: &BTreeMap<String, ProfileOverride>,
+        saved: Option<&ProfileOverride>,
         base: &wright_agent::LoopConfig,
     ) -> wright_agent::profile::ChosenProfile {
         let facts = ModelFacts {
@@ -60,9 +66,13 @@ impl ConfiguredModel {
             .or_else(|| overrides.get(&self.name))
             .cloned()
             .unwrap_or_default();
-        let set_in_file = over.temperature.is_some();
-        let mut chosen = wright_agent::profile::choose(&facts, &over, base);
-        if let Some(temperature) = self.temperature.filter(|_| !set_in_file) {
+        let set_by_hand = over.temperature.is_some() || saved.is_some_and(|saved| saved.temperature.is_some());
+        let mut sources = vec![("config.toml", &over)];
+        if let Some(saved) = saved {
+            sources.push(("the Settings page", saved));
+        }
+        let mut chosen = wright_agent::profile::choose(&facts, &sources, base);
+        if let Some(temperature) = self.temperature.filter(|_| !set_by_hand) {
             chosen.settings.temperature = Some(temperature);
             chosen.reasons.push(format!("WRIGHT_TEMPERATURE sets temperature {temperature}"));
         }

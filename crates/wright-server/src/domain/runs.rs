@@ -124,9 +124,41 @@ impl Runs {
         self
     }
 
-    /// The profile `model` gets, with the loop settings of this installation.
+    /// The profile `model` gets, with the loop settings of this installation and what the
+    /// Settings page set for it. Settings that no longer read (a field renamed since) are
+    /// left out, with a warning: a run must not fail on them.
     pub async fn profile_of(&self, model: &ConfiguredModel) -> wright_agent::profile::ChosenProfile {
-        model.profile(&self.profiles, &self.config).await
+        let saved = self.saved_profile(&model.key()).await;
+        model.profile(&self.profiles, saved.as_ref(), &self.config).await
+    }
+
+    /// The profile settings the Settings page keeps for `model_key` (`provider/model`).
+    pub async fn saved_profile(&self, model_key: &str) -> Option<ProfileOverride> {
+        match self.store.model_profile_override(model_key).await {
+            Ok(Some(value)) => match serde_json::from_value(value) {
+                Ok(saved) => Some(saved),
+                Err(error) => {
+                    tracing::warn!(%error, model = model_key, "the saved profile settings do not read; left out");
+                    None
+                }
+            },
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%error, model = model_key, "the saved profile settings could not be read");
+                None
+            }
+        }
+    }
+
+    /// Saves (or with None removes) the profile settings of `model_key` (`provider/model`).
+    pub async fn save_profile(&self, model_key: &str, saved: Option<&ProfileOverride>) -> Result<(), DomainError> {
+        if let Some(problem) = saved.and_then(ProfileOverride::problem) {
+            return Err(DomainError::Invalid(problem));
+        }
+        let value =
+            saved.map(serde_json::to_value).transpose().map_err(|error| DomainError::Internal(error.to_string()))?;
+        self.store.set_model_profile_override(model_key, value.as_ref()).await?;
+        Ok(())
     }
 
     pub fn with_configured_tools(mut self, configured_tools: BTreeMap<String, ToolSettings>) -> Self {

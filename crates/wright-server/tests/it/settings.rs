@@ -284,3 +284,51 @@ async fn with_no_model_the_hint_names_the_settings_page_first_and_once() {
     assert!(!hint.contains("provider configuration"), "{hint}");
     assert!(hint.find("Settings").unwrap() < hint.find("OPENAI_API_KEY").unwrap(), "{hint}");
 }
+
+#[tokio::test]
+async fn a_profile_set_on_the_settings_page_says_why_and_the_next_run_uses_it() {
+    let fake = FakeProvider::start(vec![Turn::text("one"), Turn::text("two"), Turn::text("three")]).await;
+    let env = ProviderEnv {
+        openai_api_key: Some("sk-env-key-000000000000".into()),
+        openai_base_url: Some(fake.base_url(ProviderKind::OpenaiCompatible)),
+        wright_model: Some("openai/env-model".into()),
+        ..ProviderEnv::default()
+    };
+    let fixture = Fixture::new(Models::from_environment(&env, &BTreeMap::new()).await).await;
+    let chosen = fixture.ok(Method::GET, "/api/agents/default/model/profile", None).await;
+    assert_eq!((chosen["model"].clone(), chosen["saved"].clone()), (json!("openai_compatible/env-model"), Value::Null));
+    assert_eq!(last_text(&fixture.chat("default", "a").await), "one");
+    assert_eq!(fake.requests().last().unwrap().body.get("temperature"), None, "the standard profile sends none");
+
+    // Out of range: refused, naming the setting; nothing saved.
+    let (status, body) =
+        fixture.call(Method::PUT, "/api/agents/default/model/profile", Some(json!({"temperature": 5.0}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("temperature"), "{body}");
+    let (status, _) =
+        fixture.call(Method::PUT, "/api/agents/default/model/profile", Some(json!({"temprature": 0.5}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "an unknown field is refused as every body's is");
+
+    let set = fixture
+        .ok(
+            Method::PUT,
+            "/api/agents/default/model/profile",
+            Some(json!({"profile": "small_local", "temperature": 0.3, "reply_tokens": 300})),
+        )
+        .await;
+    assert_eq!(set["profile"], "small_local");
+    assert_eq!((set["settings"]["temperature"].as_f64().unwrap() * 10.0).round(), 3.0);
+    assert_eq!(set["saved"]["reply_tokens"], 300);
+    let reasons: Vec<&str> = set["reasons"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    assert!(reasons.contains(&"the Settings page sets the profile to small_local"), "{reasons:?}");
+    assert!(reasons.contains(&"the Settings page sets temperature, reply_tokens"), "{reasons:?}");
+    assert_eq!(last_text(&fixture.chat("default", "b").await), "two");
+    let request = fake.requests().last().unwrap().body.clone();
+    assert_eq!((request["temperature"].as_f64().unwrap() * 10.0).round(), 3.0, "{request}");
+
+    // Cleared: the chosen profile applies again.
+    let cleared = fixture.ok(Method::DELETE, "/api/agents/default/model/profile", None).await;
+    assert_eq!((cleared["profile"].clone(), cleared["saved"].clone()), (json!("standard"), Value::Null));
+    assert_eq!(last_text(&fixture.chat("default", "c").await), "three");
+    assert_eq!(fake.requests().last().unwrap().body.get("temperature"), None);
+}
