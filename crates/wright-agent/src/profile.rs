@@ -326,11 +326,7 @@ mod tests {
 
     #[test]
     fn a_small_model_on_a_local_server_gets_the_small_profile_and_says_why() {
-        let chosen = choose(
-            &llama("qwen", Some(630_167_424), Some(485_452_288)),
-            &ProfileOverride::default(),
-            &LoopConfig::default(),
-        );
+        let chosen = choose(&llama("qwen", Some(630_167_424), Some(485_452_288)), &[], &LoopConfig::default());
         assert_eq!(chosen.profile, ModelProfileKind::SmallLocal);
         assert_eq!(chosen.reasons, ["qwen on llama.cpp: 0.6B parameters, as the server says, under ~10B"]);
         assert_eq!(chosen.settings.temperature, Some(0.0));
