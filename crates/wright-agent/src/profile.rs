@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 pub use wright_core::ModelProfileKind;
-use wright_llm::ServerFacts;
+use wright_llm::{LocalServer, ServerFacts};
 
 use crate::config::LoopConfig;
 
@@ -212,11 +212,18 @@ fn judge(facts: &ModelFacts) -> (ModelProfileKind, Vec<String>) {
         (bytes < SMALL_MODEL_FILE_BYTES, format!("a {:.1} GB model file, as the server says", gigabytes(bytes)))
     } else if let Some(parameters) = parameters_in_name(&facts.model) {
         (parameters < SMALL_MODEL_PARAMETERS, format!("{:.1}B parameters, by its name", billions(parameters)))
-    } else if server.is_some() {
-        // llama.cpp and Ollama on a person's machine run small models far more often than not;
-        // the small profile costs a capable model little (greedy decoding, a first call when
-        // the message is about a tool).
-        (true, "its size unknown (models on llama.cpp and Ollama are mostly small)".to_owned())
+    } else if let Some((weights, parameters)) =
+        facts.server.weights.as_deref().and_then(|weights| Some((weights, parameters_in_name(weights)?)))
+    {
+        (
+            parameters < SMALL_MODEL_PARAMETERS,
+            format!("{:.1}B parameters, by the name of its weights ({weights})", billions(parameters)),
+        )
+    } else if matches!(server, Some(LocalServer::LlamaCpp | LocalServer::Ollama | LocalServer::LmStudio)) {
+        // llama.cpp, Ollama and LM Studio on a person's machine run small models far more
+        // often than not; the small profile costs a capable model little (greedy decoding, a
+        // first call when the message is about a tool).
+        (true, "its size unknown (models on llama.cpp, Ollama and LM Studio are mostly small)".to_owned())
     } else {
         (false, "its size unknown (the server does not say)".to_owned())
     };
@@ -306,8 +313,6 @@ impl ChosenProfile {
 
 #[cfg(test)]
 mod tests {
-    use wright_llm::LocalServer;
-
     use super::*;
 
     fn llama(model: &str, parameters: Option<u64>, size_bytes: Option<u64>) -> ModelFacts {
@@ -320,6 +325,7 @@ mod tests {
                 context_window: Some(16384),
                 parameters,
                 size_bytes,
+                weights: None,
             },
         }
     }
@@ -356,6 +362,26 @@ mod tests {
         assert_eq!(parameters_in_name("mixtral-8x7b"), Some(7_000_000_000));
         assert_eq!(parameters_in_name("gpt-4o-mini"), None);
         assert_eq!(parameters_in_name("qwen"), None);
+    }
+
+    #[test]
+    fn vllm_and_lm_studio_are_judged_by_the_names_they_give() {
+        // vLLM serving Qwen's 1.5B under a name of the person's: the weights' name says the size.
+        let mut served = llama("assistant", None, None);
+        served.server.server = Some(LocalServer::Vllm);
+        served.server.weights = Some("Qwen/Qwen2.5-1.5B-Instruct".into());
+        let chosen = choose(&served, &[], &LoopConfig::default());
+        assert_eq!(chosen.profile, ModelProfileKind::SmallLocal);
+        assert_eq!(
+            chosen.reasons,
+            ["assistant on vLLM: 1.5B parameters, by the name of its weights (Qwen/Qwen2.5-1.5B-Instruct), under ~10B"]
+        );
+        // vLLM runs on GPU servers: a size it does not say is not assumed small.
+        served.server.weights = None;
+        assert_eq!(choose(&served, &[], &LoopConfig::default()).profile, ModelProfileKind::Standard);
+        // LM Studio is a desktop app: mostly small models, as llama.cpp and Ollama.
+        served.server.server = Some(LocalServer::LmStudio);
+        assert_eq!(choose(&served, &[], &LoopConfig::default()).profile, ModelProfileKind::SmallLocal);
     }
 
     #[test]

@@ -209,7 +209,7 @@ impl ProviderConfig {
         }
         let provider = HttpProvider::new(label, client, wire, self.retry.clone(), self.redactor.clone());
         Ok(match self.kind {
-            ProviderKind::OpenaiCompatible => provider.probing_server(base, self.model.clone()),
+            ProviderKind::OpenaiCompatible => provider.probing_server(base, self.model.clone(), self.api_key.clone()),
             _ => provider,
         })
     }

@@ -59,7 +59,7 @@ pub struct HttpProvider {
     redactor: wright_core::Redactor,
     /// Where to ask the server about itself: `(base URL, model)` of an OpenAI-compatible
     /// server; `None` for the hosted APIs, which do not say.
-    server_probe: Option<(String, String)>,
+    server_probe: Option<(String, String, Option<String>)>,
     /// The answer, asked once (a `OnceCell` so concurrent runs ask together, not twice).
     server_facts: tokio::sync::OnceCell<ServerFacts>,
 }
@@ -93,6 +93,9 @@ pub struct ServerFacts {
     pub parameters: Option<u64>,
     /// The size of the model's file in bytes (llama.cpp's GGUF).
     pub size_bytes: Option<u64>,
+    /// The weights the server loaded, when it names them apart from what requests call the
+    /// model (vLLM's `root`: `Qwen/Qwen2.5-1.5B-Instruct` served as `assistant`).
+    pub weights: Option<String>,
 }
 
 impl HttpProvider {
@@ -106,9 +109,10 @@ impl HttpProvider {
         Self { label, client, wire, retry, redactor, server_probe: None, server_facts: tokio::sync::OnceCell::new() }
     }
 
-    /// Asks `base_url`'s server about itself (llama.cpp, Ollama, vLLM, LM Studio).
-    pub(crate) fn probing_server(mut self, base_url: String, model: String) -> Self {
-        self.server_probe = Some((base_url, model));
+    /// Asks `base_url`'s server about itself (llama.cpp, Ollama, vLLM, LM Studio), with the
+    /// key the provider sends it (a vLLM started with `--api-key` lists its models only so).
+    pub(crate) fn probing_server(mut self, base_url: String, model: String, api_key: Option<String>) -> Self {
+        self.server_probe = Some((base_url, model, api_key));
         self
     }
 
@@ -137,8 +141,11 @@ impl Provider for HttpProvider {
 
     fn server_facts(&self) -> BoxFuture<'_, ServerFacts> {
         Box::pin(async move {
-            let Some((base_url, model)) = &self.server_probe else { return ServerFacts::default() };
-            self.server_facts.get_or_init(|| crate::openai::probe_server(&self.client, base_url, model)).await.clone()
+            let Some((base_url, model, api_key)) = &self.server_probe else { return ServerFacts::default() };
+            self.server_facts
+                .get_or_init(|| crate::openai::probe_server(&self.client, base_url, model, api_key.as_deref()))
+                .await
+                .clone()
         })
     }
 }

@@ -430,14 +430,28 @@ pub(crate) fn classify_in_stream(field: ErrorField) -> LlmError {
 }
 
 /// What a local server says of itself and its model: llama.cpp's `/props` (`n_ctx`) and then
-/// its `/v1/models` (`meta.n_params`, `meta.size`), else Ollama's `/api/show` (`num_ctx` or
-/// the model's `context_length`, `general.parameter_count`). Nothing when the server says
-/// neither — the hosted APIs are never asked.
-pub(crate) async fn probe_server(client: &reqwest::Client, base_url: &str, model: &str) -> ServerFacts {
+/// its `/v1/models` (`meta.n_params`, `meta.size`); else Ollama's `/api/show` (`num_ctx` or the
+/// model's `context_length`, `general.parameter_count`); else LM Studio's `/api/v0/models`
+/// (the loaded or maximum context); else a `/v1/models` that vLLM wrote (`owned_by: "vllm"`,
+/// `max_model_len`, the weights' name in `root`). Nothing when the server says none of these —
+/// the hosted APIs are never asked (only `openai_compatible` connections probe).
+pub(crate) async fn probe_server(
+    client: &reqwest::Client,
+    base_url: &str,
+    model: &str,
+    api_key: Option<&str>,
+) -> ServerFacts {
     let root = base_url.trim_end_matches('/').trim_end_matches("/v1");
     let timeout = std::time::Duration::from_secs(5);
-    let listed = async {
-        let response = client.get(format!("{root}/v1/models")).timeout(timeout).send().await.ok()?;
+    let get = |path: &str| {
+        let request = client.get(format!("{root}{path}")).timeout(timeout);
+        match api_key.filter(|key| !key.is_empty()) {
+            Some(key) => request.bearer_auth(key),
+            None => request,
+        }
+    };
+    let listed = || async {
+        let response = get("/v1/models").send().await.ok()?;
         if !response.status().is_success() {
             return None;
         }
@@ -447,17 +461,18 @@ pub(crate) async fn probe_server(client: &reqwest::Client, base_url: &str, model
         let index = list.data.iter().position(|listed| listed.id == model).unwrap_or(0);
         list.data.into_iter().nth(index)
     };
-    if let Ok(response) = client.get(format!("{root}/props")).timeout(timeout).send().await
+    if let Ok(response) = get("/props").send().await
         && response.status().is_success()
         && let Ok(props) = response.json::<wire::LlamaProps>().await
     {
-        let listed = listed.await;
+        let listed = listed().await;
         let meta = listed.as_ref().and_then(|listed| listed.meta.as_ref());
         return ServerFacts {
             server: Some(LocalServer::LlamaCpp),
             context_window: props.default_generation_settings.and_then(|settings| settings.n_ctx).or(props.n_ctx),
             parameters: meta.and_then(|meta| meta.n_params),
             size_bytes: meta.and_then(|meta| meta.size),
+            weights: None,
         };
     }
     if let Ok(response) = client
@@ -474,11 +489,39 @@ pub(crate) async fn probe_server(client: &reqwest::Client, base_url: &str, model
             context_window: ollama_context_window(&show),
             parameters: ollama_parameters(&show),
             size_bytes: None,
+            weights: None,
         };
     }
-    // vLLM and LM Studio say little more than the model's name (`/v1/models`): they are told
-    // by their address and the name (wright-agent's profile), and `/v1/models` is not asked
-    // here — a hosted API behind a compatible URL would count it as a request.
+    if let Ok(response) = get("/api/v0/models").send().await
+        && response.status().is_success()
+        && let Ok(list) = response.json::<wire::LmStudioModels>().await
+        && !list.data.is_empty()
+    {
+        let entry = list
+            .data
+            .iter()
+            .find(|entry| entry.id == model)
+            .or_else(|| list.data.iter().find(|entry| entry.state.as_deref() == Some("loaded")))
+            .unwrap_or(&list.data[0]);
+        return ServerFacts {
+            server: Some(LocalServer::LmStudio),
+            context_window: entry.loaded_context_length.or(Some(entry.max_context_length)),
+            parameters: None,
+            size_bytes: None,
+            weights: None,
+        };
+    }
+    if let Some(listed) = listed().await
+        && listed.owned_by.as_deref() == Some("vllm")
+    {
+        return ServerFacts {
+            server: Some(LocalServer::Vllm),
+            context_window: listed.max_model_len,
+            parameters: None,
+            size_bytes: None,
+            weights: listed.root.filter(|root| root != &listed.id),
+        };
+    }
     ServerFacts::default()
 }
 

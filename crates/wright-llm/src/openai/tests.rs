@@ -123,3 +123,77 @@ fn ollama_says_its_parameter_count_in_model_info_or_details() {
     assert_eq!(ollama_parameters(&show(json!({"details": {"parameter_size": "big"}}))), None);
     assert_eq!(ollama_parameters(&show(json!({}))), None);
 }
+
+/// A local server answering only `routes` (path → JSON), as vLLM or LM Studio would; every
+/// other path 404s, and a request without `Bearer key` (when one is required) gets 401.
+async fn local_server(routes: Vec<(&'static str, Value)>, key: Option<&'static str>) -> String {
+    use axum::http::{HeaderMap, StatusCode, Uri};
+    let routes = std::sync::Arc::new(routes);
+    let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
+        let routes = routes.clone();
+        async move {
+            if let Some(key) = key
+                && headers.get("authorization").and_then(|value| value.to_str().ok()) != Some(&format!("Bearer {key}"))
+            {
+                return (StatusCode::UNAUTHORIZED, "{\"error\":\"unauthorized\"}".to_owned());
+            }
+            match routes.iter().find(|(path, _)| *path == uri.path()) {
+                Some((_, body)) => (StatusCode::OK, body.to_string()),
+                None => (StatusCode::NOT_FOUND, "{\"detail\":\"Not Found\"}".to_owned()),
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{address}/v1")
+}
+
+fn client() -> reqwest::Client {
+    let second = std::time::Duration::from_secs(5);
+    crate::transport::http_client(second, second).unwrap()
+}
+
+#[tokio::test]
+async fn vllm_is_told_by_its_model_list_with_the_window_and_the_weights() {
+    // vLLM's ModelCard (vllm/entrypoints/openai/protocol.py): owned_by "vllm", root, max_model_len.
+    let listed = json!({"object": "list", "data": [{"id": "assistant", "object": "model", "created": 1_732_000_000,
+        "owned_by": "vllm", "root": "Qwen/Qwen2.5-1.5B-Instruct", "parent": null, "max_model_len": 32768,
+        "permission": []}]});
+    let base = local_server(vec![("/v1/models", listed)], Some("vllm-key")).await;
+    let client = client();
+    let facts = probe_server(&client, &base, "assistant", Some("vllm-key")).await;
+    assert_eq!(facts.server, Some(LocalServer::Vllm));
+    assert_eq!(facts.context_window, Some(32768));
+    assert_eq!(facts.weights.as_deref(), Some("Qwen/Qwen2.5-1.5B-Instruct"));
+    // Without its key, vLLM lists nothing: nothing is known.
+    assert_eq!(probe_server(&client, &base, "assistant", None).await, ServerFacts::default());
+}
+
+#[tokio::test]
+async fn lm_studio_is_told_by_its_own_model_list_with_the_loaded_context() {
+    // LM Studio's REST API v0 (`GET /api/v0/models`), as its documentation shows it.
+    let listed = json!({"object": "list", "data": [
+        {"id": "qwen2-vl-7b-instruct", "object": "model", "type": "vlm", "publisher": "mlx-community",
+         "arch": "qwen2_vl", "compatibility_type": "mlx", "quantization": "4bit", "state": "not-loaded",
+         "max_context_length": 32768},
+        {"id": "qwen2.5-1.5b-instruct", "object": "model", "type": "llm", "publisher": "lmstudio-community",
+         "arch": "qwen2", "compatibility_type": "gguf", "quantization": "Q4_K_M", "state": "loaded",
+         "max_context_length": 32768, "loaded_context_length": 4096}]});
+    let openai_list = json!({"object": "list", "data": [{"id": "qwen2.5-1.5b-instruct", "object": "model",
+        "owned_by": "organization_owner"}]});
+    let base = local_server(vec![("/api/v0/models", listed), ("/v1/models", openai_list)], None).await;
+    let facts = probe_server(&client(), &base, "qwen2.5-1.5b-instruct", None).await;
+    assert_eq!(facts.server, Some(LocalServer::LmStudio));
+    assert_eq!(facts.context_window, Some(4096));
+}
+
+#[tokio::test]
+async fn a_compatible_server_that_says_nothing_of_itself_is_not_guessed() {
+    let openai_list =
+        json!({"object": "list", "data": [{"id": "some-model", "object": "model", "owned_by": "system"}]});
+    // A list at /api/v0/models without LM Studio's fields is some other server's.
+    let other = json!({"data": [{"id": "some-model"}]});
+    let base = local_server(vec![("/v1/models", openai_list), ("/api/v0/models", other)], None).await;
+    assert_eq!(probe_server(&client(), &base, "some-model", None).await, ServerFacts::default());
+}

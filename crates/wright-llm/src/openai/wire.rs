@@ -230,6 +230,12 @@ pub(crate) struct ModelList {
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListedModel {
     pub id: String,
+    /// vLLM writes its own name here (`"vllm"`); OpenAI answers `openai` or `system`.
+    #[serde(default)]
+    pub owned_by: Option<String>,
+    /// vLLM: the weights behind the served name.
+    #[serde(default)]
+    pub root: Option<String>,
     #[serde(default)]
     pub max_model_len: Option<u32>,
     #[serde(default)]
@@ -245,6 +251,26 @@ pub(crate) struct ListedModelMeta {
     pub n_params: Option<u64>,
     #[serde(default)]
     pub size: Option<u64>,
+}
+
+/// LM Studio's own REST API (0.3.6 and later): `GET /api/v0/models`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LmStudioModels {
+    pub data: Vec<LmStudioModel>,
+}
+
+/// One model of LM Studio's list; `max_context_length` is LM Studio's own field (a list
+/// without it is some other server's).
+#[derive(Debug, Deserialize)]
+pub(crate) struct LmStudioModel {
+    pub id: String,
+    pub max_context_length: u32,
+    /// The context it was loaded with, when loaded (newer versions).
+    #[serde(default)]
+    pub loaded_context_length: Option<u32>,
+    /// `loaded` or `not-loaded`.
+    #[serde(default)]
+    pub state: Option<String>,
 }
 
 /// `POST /v1/embeddings` (OpenAI and the compatible servers: vLLM, llama.cpp, LM Studio):
