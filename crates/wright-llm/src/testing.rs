@@ -284,11 +284,15 @@ enum Format {
 
 async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let path_and_query = uri.path_and_query().map(ToString::to_string).unwrap_or_default();
-    // The context-window probes of a compatible provider (llama.cpp's /props, Ollama's
-    // /api/show) are not model requests: the fake does not say a window, as a hosted API, and
-    // does not record them, so scripts count model turns only.
-    if matches!(uri.path(), "/props" | "/api/show") {
+    // The probes of a compatible provider (llama.cpp's /props, Ollama's /api/show, LM Studio's
+    // /api/v0/models) are not model requests: the fake says nothing of itself, as a hosted API,
+    // and does not record them, so scripts count model turns only.
+    if matches!(uri.path(), "/props" | "/api/show" | "/api/v0/models") {
         return plain(StatusCode::NOT_FOUND, "application/json", json!({"error": "not found"}).to_string());
+    }
+    // Nor are model lists (the Settings page's, and the probe's look for vLLM's name in one).
+    if let Some(response) = model_list(&shared, uri.path(), &headers) {
+        return response;
     }
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let recorded_headers = headers.clone();
@@ -298,9 +302,6 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
         body: request.clone(),
     });
     let path = uri.path();
-    if let Some(response) = model_list(&shared, path, &recorded_headers) {
-        return response;
-    }
     if is_embedding_path(path) {
         return embeddings(&shared, path, &recorded_headers, &request);
     }
