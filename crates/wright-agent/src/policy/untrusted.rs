@@ -43,8 +43,14 @@ fn outside_origin(run: &RunView<'_>) -> Option<String> {
         EventBody::ToolCall { id, arguments, .. } if id == call_id => Some(arguments),
         _ => None,
     });
+    Some(origin_of_call(name, arguments))
+}
+
+/// Where a call of tool `name` read from: the host of the URL it named, or the tool itself
+/// (search results, an MCP server's tool).
+pub(crate) fn origin_of_call(name: &str, arguments: Option<&Value>) -> String {
     let host = arguments.and_then(|arguments| arguments.get("url")).and_then(Value::as_str).and_then(host_of);
-    Some(host.unwrap_or_else(|| format!("`{name}`")))
+    host.unwrap_or_else(|| format!("`{name}`"))
 }
 
 /// The host of `url`, without a scheme's parser: `https://example.com:8080/x` → `example.com`.
