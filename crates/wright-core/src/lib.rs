@@ -520,7 +520,18 @@ pub struct Effects {
     pub sends_out: bool,
     /// A call sets up runs that happen later without the person (a schedule).
     pub schedules: bool,
+    /// A call requests the URL of its `url` argument (`fetch_url`, browser navigation): it
+    /// sends data out when it carries a `body`, or goes to a host that neither the person's
+    /// messages nor the run's earlier reads named (the query string may carry anything).
+    pub requests_url: bool,
+    /// Its code may `fetch` (the sandbox): a result that lists the hosts it fetched from under
+    /// [`FETCHED_FIELD`] carries outside content.
+    pub fetches: bool,
 }
+
+/// The field of a sandbox result that lists the hosts its code fetched from (set by the host,
+/// beside the code's own `result`).
+pub const FETCHED_FIELD: &str = "fetched";
 
 impl Effects {
     pub fn is_none(&self) -> bool {
@@ -531,6 +542,16 @@ impl Effects {
     pub fn is_sensitive(&self) -> bool {
         self.changes_agent || self.sends_out || self.schedules
     }
+
+    /// Whether `output`, a result of a tool with these effects, carries outside content.
+    pub fn is_outside_result(&self, output: &Value) -> bool {
+        self.reads_outside || (self.fetches && !fetched_hosts(output).is_empty())
+    }
+}
+
+/// The hosts a sandbox result says its code fetched from.
+pub fn fetched_hosts(output: &Value) -> Vec<&str> {
+    output.get(FETCHED_FIELD).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
 }
 
 /// A call the person approved that has not run yet: the store finds it, the loop runs it.

@@ -259,7 +259,10 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.parameter_schema,
                 pauses: None,
-                effects: wright_core::Effects::default(),
+                // An agent-made tool's code may `fetch`: what it sends may be the person's data
+                // (which URLs is only known when it runs), and a result that fetched carries
+                // outside content.
+                effects: wright_core::Effects { sends_out: true, fetches: true, ..wright_core::Effects::default() },
                 // An agent-made tool runs in the sandbox under the egress policy; its default is allow.
                 policy: ToolPolicy::Allow,
                 toolset: None,
@@ -269,10 +272,11 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.input_schema,
                 pauses: None,
-                // Its results are another program's words, and a call may send anything out.
+                // Its results are another program's words, and a call may send anything out
+                // unless the server marked the tool read-only.
                 effects: wright_core::Effects {
                     reads_outside: true,
-                    sends_out: true,
+                    sends_out: !tool.read_only,
                     ..wright_core::Effects::default()
                 },
                 // Another program's tool, with whatever effects it has: the person approves it.
