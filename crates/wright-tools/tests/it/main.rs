@@ -950,11 +950,16 @@ mod code_and_web {
         let result = fixture.call("run_sandbox_code", json!({"code": code})).await.unwrap();
         assert_eq!(result["result"]["answer"], 42);
         assert_eq!(result["result"]["type"], "application/json");
+        // What the code fetched is outside content: the result names the hosts, for the rules.
+        assert_eq!(result["fetched"], json!(["127.0.0.1"]), "{result}");
+        let computed = fixture.call("run_sandbox_code", json!({"code": "17 * 23"})).await.unwrap();
+        assert!(computed.get("fetched").is_none(), "{computed}");
         let denied = fixture
             .call("run_sandbox_code", json!({"code": "try { await fetch('http://169.254.169.254/'); return 'reached'; } catch (error) { return String(error.message); }"}))
             .await
             .unwrap();
         assert!(denied["result"].as_str().unwrap().contains("denied"), "{denied}");
+        assert_eq!(denied["fetched"], json!(["169.254.169.254"]), "a refused fetch was still meant to leave");
     }
 
     #[tokio::test]
