@@ -649,7 +649,9 @@ impl TelegramChannel {
             // Asked by the host after outside content: say why, as the canvas does.
             if let Some(reason) = call.render.get("reason").and_then(Value::as_str) {
                 let reason = format::escape(reason);
-                text.push_str(&format!("\n<i>Asked because {reason}: what it read may have told the agent to do this.</i>"));
+                text.push_str(&format!(
+                    "\n<i>Asked because {reason}: what it read may have told the agent to do this.</i>"
+                ));
             }
             let button = |label: &str, decision: &str| InlineKeyboardButton {
                 text: label.to_owned(),

@@ -55,19 +55,23 @@ fn sends_by_request(arguments: Option<&Value>, run: &RunView<'_>) -> Option<Stri
     (!known_hosts(run).contains(&host)).then(|| format!("{host} was not named by you or read earlier in this run"))
 }
 
-/// The hosts the person's messages named, and those the run read from earlier.
+/// The hosts the person's messages named, and those the run read from earlier: only calls that
+/// have a result count (the call being judged is stored before it runs, and ids may repeat).
 fn known_hosts(run: &RunView<'_>) -> BTreeSet<String> {
     let mut hosts = BTreeSet::new();
-    for event in run.history {
+    let mut answered = BTreeSet::new();
+    for event in run.history.iter().rev() {
         match &event.body {
             EventBody::User { text, .. } => hosts.extend(hosts_named(text)),
-            EventBody::ToolCall { name, arguments, .. }
-                if run.all_tools.iter().any(|spec| spec.name == *name && spec.effects.requests_url) =>
+            EventBody::ToolResult { tool_call_id, output, .. } => {
+                answered.insert(tool_call_id.as_str());
+                hosts.extend(fetched_hosts(output).into_iter().map(str::to_lowercase));
+            }
+            EventBody::ToolCall { id, name, arguments, .. }
+                if answered.contains(id.as_str())
+                    && run.all_tools.iter().any(|spec| spec.name == *name && spec.effects.requests_url) =>
             {
                 hosts.extend(arguments.get("url").and_then(Value::as_str).and_then(host_of));
-            }
-            EventBody::ToolResult { output, .. } => {
-                hosts.extend(fetched_hosts(output).into_iter().map(str::to_lowercase));
             }
             _ => {}
         }
