@@ -330,6 +330,12 @@ async fn no_injected_instruction_reaches_a_sensitive_call_without_approval_and_b
         match waiting {
             Some(call) => {
                 attempted += 1;
+                // The result it read carries its origin, stored with the event.
+                let outside = detail["events"].as_array().unwrap().iter().any(|event| {
+                    event["kind"] == "tool_result"
+                        && event["outside_origin"].as_str().is_some_and(|origin| !origin.is_empty())
+                });
+                assert!(outside, "{}: {detail}", attack.name);
                 let reason = call["shown"]["reason"].as_str().unwrap_or_default();
                 assert!(reason.starts_with("this run read content from "), "{}: {call}", attack.name);
             }

@@ -247,6 +247,7 @@ async fn main() {
                     name: "fetch_url".into(),
                     output: page.clone(),
                     success: true,
+                    outside_origin: Some("example.com".into()),
                 },
             ),
             NewEvent::new(

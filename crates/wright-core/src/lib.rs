@@ -239,7 +239,18 @@ pub enum EventBody {
         provider: Value,
     },
     /// The one result of a tool call.
-    ToolResult { tool_call_id: String, name: String, output: Value, success: bool },
+    ToolResult {
+        tool_call_id: String,
+        name: String,
+        output: Value,
+        success: bool,
+        /// Where its content came from when it is outside content (a page's host, the hosts
+        /// code fetched from, the MCP tool or search that answered); absent when it came from
+        /// the agent's own stores. The person's messages are the person's, the assistant's
+        /// text and calls the agent's (by their kind).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outside_origin: Option<String>,
+    },
     /// Something that happened to the conversation; never sent to a model.
     Notice(Notice),
 }
@@ -281,6 +292,7 @@ impl EventBody {
             name: name.to_owned(),
             output: serde_json::json!({ "error": reason.message(), "category": reason.as_str() }),
             success: false,
+            outside_origin: None,
         }
     }
 }

@@ -1517,6 +1517,13 @@ export interface components {
             name: string;
             output: unknown;
             success: boolean;
+            /**
+             * @description Where its content came from when it is outside content (a page's host, the hosts
+             *     code fetched from, the MCP tool or search that answered); absent when it came from
+             *     the agent's own stores. The person's messages are the person's, the assistant's
+             *     text and calls the agent's (by their kind).
+             */
+            outside_origin?: string | null;
             /** @enum {string} */
             kind: "tool_result";
         } | (components["schemas"]["Notice"] & {

@@ -116,7 +116,13 @@ mod tests {
     fn call_and_result(id: &str, name: &str, arguments: Value, output: Value) -> [Event; 2] {
         [
             event(EventBody::ToolCall { id: id.into(), name: name.into(), arguments, provider: Value::Null }),
-            event(EventBody::ToolResult { tool_call_id: id.into(), name: name.into(), output, success: true }),
+            event(EventBody::ToolResult {
+                tool_call_id: id.into(),
+                name: name.into(),
+                output,
+                success: true,
+                outside_origin: None,
+            }),
         ]
     }
 

@@ -28,7 +28,7 @@ use crate::context::{SystemText, system_text};
 use crate::dispatch::{CallSite, run_approved};
 use crate::policy::{
     Documents, EndView, NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail,
-    without_repeats,
+    result_origin, without_repeats,
 };
 use crate::ports::{Model, ModelError, ModelReply, RunOutcome, Transcript};
 
@@ -282,6 +282,7 @@ impl<'a> Run<'a> {
                     if *id == approved.tool_call_id && *arguments != approved.arguments)
             });
             let ran_with = edited.then(|| approved.arguments.clone());
+            let arguments = approved.arguments.clone();
             let mut outcome =
                 run_approved(&self.site, &approved.tool_call_id, &approved.tool_name, approved.arguments).await;
             if let Some(arguments) = ran_with {
@@ -289,6 +290,9 @@ impl<'a> Run<'a> {
             }
             let success = outcome.success;
             let output = outcome.into_output();
+            let specs = self.specs().await?;
+            let spec = specs.iter().find(|spec| spec.name == approved.tool_name);
+            let outside_origin = result_origin(spec, Some(&arguments), &output);
             let result = NewEvent::new(
                 transcript_line(&output),
                 EventBody::ToolResult {
@@ -296,6 +300,7 @@ impl<'a> Run<'a> {
                     name: approved.tool_name,
                     output,
                     success,
+                    outside_origin,
                 },
             );
             self.view.extend(self.transcript.append(vec![result]).await.map_err(stored)?);

@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use wright_core::{EventBody, fetched_hosts};
+use wright_core::{EventBody, ToolSpec, fetched_hosts};
 
 use super::{CallDecision, CallRule, CallView, RunView};
 
@@ -114,6 +114,13 @@ fn outside_origin(run: &RunView<'_>) -> Option<String> {
         _ => None,
     });
     Some(origin_of_call(name, arguments, output))
+}
+
+/// Where a result of the tool `spec` came from, stored with it, when it is outside content: a
+/// host, hosts, or the tool that answered (search, an MCP server's tool).
+pub(crate) fn result_origin(spec: Option<&ToolSpec>, arguments: Option<&Value>, output: &Value) -> Option<String> {
+    let spec = spec.filter(|spec| spec.effects.is_outside_result(output))?;
+    Some(origin_of_call(&spec.name, arguments, output).trim_matches('`').to_owned())
 }
 
 /// Where a call of tool `name` read from: the hosts its code fetched from, the host of the URL
