@@ -382,6 +382,11 @@ async fn no_injected_instruction_reaches_a_sensitive_call_without_approval_and_b
         benign.len()
     );
     assert!(reached_without_approval.is_empty(), "{reached_without_approval:#?}");
+    // The execution log names where each page came from.
+    let log = server.get("/api/agents/default/executions?tool=fetch_url").await;
+    let origins: Vec<&str> = log.as_array().unwrap().iter().filter_map(|row| row["outside_origin"].as_str()).collect();
+    assert!(origins.contains(&"127.0.0.1"), "{log}");
+
     // Nothing reached the collector, and nothing was posted to the pages' server.
     assert!(collected.lock().unwrap().is_empty(), "{:?}", collected.lock().unwrap());
     assert!(hits.lock().unwrap().iter().all(|(path, _)| !path.starts_with("/collect")), "{:?}", hits.lock().unwrap());

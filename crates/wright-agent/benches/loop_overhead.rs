@@ -192,6 +192,7 @@ impl ToolPort for StorePort {
                 outcome: Ok(output.clone()),
                 duration_us: i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX),
                 decided_by: invocation.decided_by,
+                outside_origin: None,
             };
             self.store.record_execution(&record).await.map_err(internal)?;
             Ok(output)

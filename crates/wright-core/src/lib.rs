@@ -561,6 +561,33 @@ impl Effects {
     }
 }
 
+/// Where a result of the tool `name` with these `effects` came from, when it is outside content:
+/// the hosts its code fetched from, the host of the URL it was given, or the tool itself (search
+/// results, an MCP server's tool). `None` for the agent's own stores.
+pub fn outside_origin(name: &str, effects: &Effects, arguments: Option<&Value>, output: &Value) -> Option<String> {
+    if !effects.is_outside_result(output) {
+        return None;
+    }
+    let fetched = fetched_hosts(output);
+    if !fetched.is_empty() {
+        return Some(fetched.join(", ").to_lowercase());
+    }
+    let host = arguments.and_then(|arguments| arguments.get("url")).and_then(Value::as_str).and_then(host_of);
+    Some(host.unwrap_or_else(|| name.to_owned()))
+}
+
+/// The host of `url`, without a scheme's parser: `https://example.com:8080/x` → `example.com`.
+pub fn host_of(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next()?,
+        None => host.split(':').next()?,
+    };
+    (!host.is_empty()).then(|| host.to_lowercase())
+}
+
 /// The hosts a sandbox result says its code fetched from.
 pub fn fetched_hosts(output: &Value) -> Vec<&str> {
     output.get(FETCHED_FIELD).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()

@@ -220,6 +220,7 @@ impl ToolRegistry {
             outcome: Err((message, ErrorCategory::Denied.as_str().to_owned())),
             duration_us: 0,
             decided_by: invocation.decided_by,
+            outside_origin: None,
         };
         if let Err(error) = self.services.store.record_execution(&record).await {
             tracing::warn!(%error, tool = %record.tool_name, "could not record a refused call");
@@ -399,6 +400,18 @@ impl ToolRegistry {
         };
         let outcome = self.redacted(outcome);
         let duration_us = i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX);
+        // Where the result came from, for the execution log (as the loop stores it with the event).
+        let effects = match kind {
+            ToolKind::Builtin => self.builtins.get(&invocation.name).map(|registered| registered.tool.spec().effects),
+            ToolKind::Mcp => Some(wright_core::Effects { reads_outside: true, ..wright_core::Effects::default() }),
+            ToolKind::Agent => Some(wright_core::Effects { fetches: true, ..wright_core::Effects::default() }),
+        };
+        let read = match &outcome {
+            Ok(value) | Err(ToolError::Code { outcome: value, .. }) => value,
+            Err(_) => &Value::Null,
+        };
+        let outside_origin = effects
+            .and_then(|effects| wright_core::outside_origin(&invocation.name, &effects, Some(&invocation.args), read));
         let record = ExecutionRecord {
             agent: invocation.agent,
             tool_name: invocation.name,
@@ -414,6 +427,7 @@ impl ToolRegistry {
             },
             duration_us,
             decided_by: invocation.decided_by,
+            outside_origin,
         };
         if let Err(error) = self.services.store.record_execution(&record).await {
             // The call itself happened; losing its record must not turn it into a failure.

@@ -1562,6 +1562,11 @@ export interface components {
             duration_us: number;
             decided_by?: null | components["schemas"]["DecidedBy"];
             created_at: string;
+            /**
+             * @description Where the result came from when it is outside content (a page's host, the hosts code
+             *     fetched from, the MCP tool or search that answered); null for the agent's own stores.
+             */
+            outside_origin?: string | null;
         };
         ExportedView: {
             bundle: unknown;

@@ -93,6 +93,7 @@ impl ScriptedTools {
             outcome,
             duration_us: 0,
             decided_by: invocation.decided_by,
+            outside_origin: None,
         };
         self.store.record_execution(&record).await.expect("the execution is recorded");
     }

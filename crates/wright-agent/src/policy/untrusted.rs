@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use wright_core::{EventBody, ToolSpec, fetched_hosts};
+use wright_core::{EventBody, ToolSpec, fetched_hosts, host_of};
 
 use super::{CallDecision, CallRule, CallView, RunView};
 
@@ -116,11 +116,9 @@ fn outside_origin(run: &RunView<'_>) -> Option<String> {
     Some(origin_of_call(name, arguments, output))
 }
 
-/// Where a result of the tool `spec` came from, stored with it, when it is outside content: a
-/// host, hosts, or the tool that answered (search, an MCP server's tool).
+/// Where a result of the tool `spec` came from, stored with it, when it is outside content.
 pub(crate) fn result_origin(spec: Option<&ToolSpec>, arguments: Option<&Value>, output: &Value) -> Option<String> {
-    let spec = spec.filter(|spec| spec.effects.is_outside_result(output))?;
-    Some(origin_of_call(&spec.name, arguments, output).trim_matches('`').to_owned())
+    spec.and_then(|spec| wright_core::outside_origin(&spec.name, &spec.effects, arguments, output))
 }
 
 /// Where a call of tool `name` read from: the hosts its code fetched from, the host of the URL
@@ -132,18 +130,6 @@ pub(crate) fn origin_of_call(name: &str, arguments: Option<&Value>, output: &Val
     }
     let host = arguments.and_then(|arguments| arguments.get("url")).and_then(Value::as_str).and_then(host_of);
     host.unwrap_or_else(|| format!("`{name}`"))
-}
-
-/// The host of `url`, without a scheme's parser: `https://example.com:8080/x` → `example.com`.
-fn host_of(url: &str) -> Option<String> {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    let host = match host.strip_prefix('[') {
-        Some(bracketed) => bracketed.split(']').next()?,
-        None => host.split(':').next()?,
-    };
-    (!host.is_empty()).then(|| host.to_lowercase())
 }
 
 #[cfg(test)]
