@@ -11,6 +11,7 @@
 //! (`crates/*/tests`). Run one module with `cargo test -p wright-server --test e2e model_loop`.
 
 mod architecture;
+mod attacks;
 mod binary;
 mod mcp_server;
 mod model_loop;

@@ -96,11 +96,14 @@ pub struct UntrustedConfig {
     /// While outside content is in the context, a call that changes the agent, can send data out
     /// or sets up later runs waits for the person's approval, with the reason on the card.
     pub ask_after_outside_content: bool,
+    /// Results of tools that read outside reach the model between random per-run markers,
+    /// after a line saying they are data and that instructions in them are not the person's.
+    pub fence_outside_content: bool,
 }
 
 impl Default for UntrustedConfig {
     fn default() -> Self {
-        Self { ask_after_outside_content: true }
+        Self { ask_after_outside_content: true, fence_outside_content: true }
     }
 }
 

@@ -113,6 +113,7 @@ mod tests {
                 name: "t".into(),
                 output: serde_json::json!(1),
                 success: true,
+                outside_origin: None,
             },
         };
         let sent = with_tail(&[user("hi"), result.clone()], "[now]");

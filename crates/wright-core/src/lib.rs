@@ -254,7 +254,18 @@ pub enum EventBody {
         provider: Value,
     },
     /// The one result of a tool call.
-    ToolResult { tool_call_id: String, name: String, output: Value, success: bool },
+    ToolResult {
+        tool_call_id: String,
+        name: String,
+        output: Value,
+        success: bool,
+        /// Where its content came from when it is outside content (a page's host, the hosts
+        /// code fetched from, the MCP tool or search that answered); absent when it came from
+        /// the agent's own stores. The person's messages are the person's, the assistant's
+        /// text and calls the agent's (by their kind).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outside_origin: Option<String>,
+    },
     /// Something that happened to the conversation; never sent to a model.
     Notice(Notice),
 }
@@ -296,6 +307,7 @@ impl EventBody {
             name: name.to_owned(),
             output: serde_json::json!({ "error": reason.message(), "category": reason.as_str() }),
             success: false,
+            outside_origin: None,
         }
     }
 }
@@ -535,7 +547,18 @@ pub struct Effects {
     pub sends_out: bool,
     /// A call sets up runs that happen later without the person (a schedule).
     pub schedules: bool,
+    /// A call requests the URL of its `url` argument (`fetch_url`, browser navigation): it
+    /// sends data out when it carries a `body`, or goes to a host that neither the person's
+    /// messages nor the run's earlier reads named (the query string may carry anything).
+    pub requests_url: bool,
+    /// Its code may `fetch` (the sandbox): a result that lists the hosts it fetched from under
+    /// [`FETCHED_FIELD`] carries outside content.
+    pub fetches: bool,
 }
+
+/// The field of a sandbox result that lists the hosts its code fetched from (set by the host,
+/// beside the code's own `result`).
+pub const FETCHED_FIELD: &str = "fetched";
 
 impl Effects {
     pub fn is_none(&self) -> bool {
@@ -546,6 +569,43 @@ impl Effects {
     pub fn is_sensitive(&self) -> bool {
         self.changes_agent || self.sends_out || self.schedules
     }
+
+    /// Whether `output`, a result of a tool with these effects, carries outside content.
+    pub fn is_outside_result(&self, output: &Value) -> bool {
+        self.reads_outside || (self.fetches && !fetched_hosts(output).is_empty())
+    }
+}
+
+/// Where a result of the tool `name` with these `effects` came from, when it is outside content:
+/// the hosts its code fetched from, the host of the URL it was given, or the tool itself (search
+/// results, an MCP server's tool). `None` for the agent's own stores.
+pub fn outside_origin(name: &str, effects: &Effects, arguments: Option<&Value>, output: &Value) -> Option<String> {
+    if !effects.is_outside_result(output) {
+        return None;
+    }
+    let fetched = fetched_hosts(output);
+    if !fetched.is_empty() {
+        return Some(fetched.join(", ").to_lowercase());
+    }
+    let host = arguments.and_then(|arguments| arguments.get("url")).and_then(Value::as_str).and_then(host_of);
+    Some(host.unwrap_or_else(|| name.to_owned()))
+}
+
+/// The host of `url`, without a scheme's parser: `https://example.com:8080/x` → `example.com`.
+pub fn host_of(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next()?,
+        None => host.split(':').next()?,
+    };
+    (!host.is_empty()).then(|| host.to_lowercase())
+}
+
+/// The hosts a sandbox result says its code fetched from.
+pub fn fetched_hosts(output: &Value) -> Vec<&str> {
+    output.get(FETCHED_FIELD).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
 }
 
 /// A call the person approved that has not run yet: the store finds it, the loop runs it.

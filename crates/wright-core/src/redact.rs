@@ -80,6 +80,12 @@ impl Redactor {
         text
     }
 
+    /// Calls `found` with each held secret until it returns true; returns whether one did
+    /// (the egress searches requests for them, also encoded).
+    pub fn any(&self, found: &mut dyn FnMut(&str) -> bool) -> bool {
+        self.read().iter().any(|secret| found(secret))
+    }
+
     /// Whether `text` holds a secret (for checks and tests).
     pub fn finds_secret_in(&self, text: &str) -> bool {
         self.read().iter().any(|secret| text.contains(secret.as_str()))

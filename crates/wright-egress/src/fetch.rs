@@ -164,6 +164,9 @@ impl Egress {
     /// Judges a URL without sending anything: parse, scheme, name rules, one lookup, every
     /// address. Never fails; an unparsable URL or an unresolvable name is a deny verdict.
     pub async fn check(&self, url: &str) -> Verdict {
+        if let Some(reason) = self.carried_secret(url, &[], &[]) {
+            return Verdict::refused(url, None, None, reason);
+        }
         let parsed = match parse_url(url) {
             Ok(parsed) => parsed,
             Err(error) => return Verdict::refused(url, None, None, error.to_string()),
@@ -248,6 +251,10 @@ impl Egress {
 
     async fn fetch_hops(&self, request: EgressRequest) -> Result<EgressResponse, EgressError> {
         let config = &self.inner.config;
+        let body_bytes = request.body.as_deref().unwrap_or_default();
+        if let Some(reason) = self.carried_secret(&request.url, &request.headers, body_bytes) {
+            return Err(EgressError::Denied { reason });
+        }
         let mut url = parse_url(&request.url)?;
         let mut method = parse_method(&request.method)?;
         let mut headers = build_headers(&request.headers)?;

@@ -43,8 +43,9 @@ mod proxy;
 mod render;
 mod resolver;
 mod search;
+mod secrets;
 
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Once, OnceLock};
 
 pub use config::{EgressConfig, SearchBackend, SearchConfig};
 pub use error::EgressError;
@@ -54,6 +55,7 @@ pub use proxy::{EgressProxy, ProxyLimits, UnixSocketProxy};
 pub use render::{FetchUrlResult, is_textual_media_type};
 pub use resolver::{LookupFuture, NameResolver, StaticResolver, SystemResolver};
 pub use search::{DEFAULT_MAX_RESULTS, MAX_RESULTS, SearchKind, SearchRequest, SearchResult, SearchResults};
+pub use secrets::Secrets;
 
 use policy::Policy;
 use resolver::{PinTable, PinnedResolver};
@@ -73,6 +75,8 @@ struct Inner {
     client: reqwest::Client,
     /// For operator-configured endpoints (web search): ordinary resolution, no policy.
     provider_client: reqwest::Client,
+    /// The secrets no agent-caused request may carry (set once, at start-up).
+    secrets: OnceLock<Arc<dyn Secrets>>,
 }
 
 impl std::fmt::Debug for Egress {
@@ -124,10 +128,34 @@ impl Egress {
             .user_agent(config.user_agent.clone())
             .build()
             .map_err(build_error)?;
-        Ok(Egress { inner: Arc::new(Inner { config, policy, resolver, pins, client, provider_client }) })
+        Ok(Egress {
+            inner: Arc::new(Inner {
+                config,
+                policy,
+                resolver,
+                pins,
+                client,
+                provider_client,
+                secrets: OnceLock::new(),
+            }),
+        })
     }
 
     pub fn config(&self) -> &EgressConfig {
         &self.inner.config
+    }
+
+    /// From now on, for every clone: a request whose URL, headers or body carry one of
+    /// `secrets` (also encoded) is refused. Set once; a later call is ignored.
+    pub fn refuse_secrets(&self, secrets: Arc<dyn Secrets>) {
+        if self.inner.secrets.set(secrets).is_err() {
+            tracing::warn!("the egress's secrets were already set");
+        }
+    }
+
+    /// Why a request with these parts may not leave, if it carries a secret.
+    fn carried_secret(&self, url: &str, headers: &[(String, String)], body: &[u8]) -> Option<String> {
+        let secrets = self.inner.secrets.get()?;
+        secrets::find(secrets, url, headers, body).map(|found| found.reason())
     }
 }

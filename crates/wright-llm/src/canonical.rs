@@ -246,7 +246,7 @@ impl HistoryItem {
                     provider: provider.clone(),
                 })
             }
-            EventBody::ToolResult { tool_call_id, name, output, success } => Some(HistoryItem::ToolResult {
+            EventBody::ToolResult { tool_call_id, name, output, success, .. } => Some(HistoryItem::ToolResult {
                 tool_call_id: tool_call_id.clone(),
                 name: name.clone(),
                 output: output.clone(),
@@ -269,7 +269,7 @@ impl HistoryItem {
                      results: &mut Vec<Option<HistoryItem>>| {
             for ((id, name), result) in calls.drain(..).zip(results.drain(..)) {
                 items.push(result.unwrap_or_else(|| {
-                    let EventBody::ToolResult { tool_call_id, name, output, success } =
+                    let EventBody::ToolResult { tool_call_id, name, output, success, .. } =
                         EventBody::unfinished_result(&id, &name, Unfinished::Interrupted)
                     else {
                         unreachable!("unfinished_result is a tool result")
@@ -362,7 +362,13 @@ mod tests {
     }
 
     fn result(id: &str) -> Event {
-        event(EventBody::ToolResult { tool_call_id: id.into(), name: "f".into(), output: json!("ok"), success: true })
+        event(EventBody::ToolResult {
+            tool_call_id: id.into(),
+            name: "f".into(),
+            output: json!("ok"),
+            success: true,
+            outside_origin: None,
+        })
     }
 
     fn user(text: &str) -> Event {

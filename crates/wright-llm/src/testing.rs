@@ -115,9 +115,14 @@ pub struct RecordedRequest {
     pub body: Value,
 }
 
-#[derive(Debug, Default)]
+/// Chooses the next turn from the request's body once the script is used up (a model that
+/// reacts to what it reads, e.g. one that obeys instructions in tool results).
+pub type Responder = Arc<dyn Fn(&Value) -> Turn + Send + Sync>;
+
+#[derive(Default)]
 struct Shared {
     script: Mutex<std::collections::VecDeque<Turn>>,
+    responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<RecordedRequest>>,
     /// Bodies the client dropped before their end (see [`FakeProvider::disconnects`]).
     disconnects: AtomicUsize,
@@ -205,6 +210,12 @@ impl FakeProvider {
             ProviderConfig::new(kind, "fake-model").with_base_url(self.base_url(kind)).with_api_key(FAKE_KEY);
         config.retry = RetryPolicy { max_retries: 3, initial_delay_ms: 1, max_delay_ms: 1_000 };
         config
+    }
+
+    /// From now on, once the script is used up, each turn is what `responder` makes of the
+    /// request's body (in the wire format the request used).
+    pub fn respond_with(&self, responder: Responder) {
+        *self.shared.responder.lock().expect("responder lock") = Some(responder);
     }
 
     /// Appends turns to the script.
@@ -329,7 +340,13 @@ async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
         return refusal(format, &message);
     }
     let include_usage = request["stream_options"]["include_usage"].as_bool().unwrap_or(false);
-    let turn = shared.script.lock().expect("script lock").pop_front().unwrap_or_else(|| Turn::text(SCRIPT_EXHAUSTED));
+    let scripted = shared.script.lock().expect("script lock").pop_front();
+    let responder = shared.responder.lock().expect("responder lock").clone();
+    let turn = match (scripted, responder) {
+        (Some(turn), _) => turn,
+        (None, Some(responder)) => responder(&request),
+        (None, None) => Turn::text(SCRIPT_EXHAUSTED),
+    };
     let (text, calls, ending) = match turn {
         Turn::Error(FakeError::EchoingKey) => return echoing_key(format, &recorded_headers),
         Turn::Error(error) => return error_response(format, &error),

@@ -44,6 +44,9 @@ pub struct McpTool {
     pub description: String,
     /// The server's `inputSchema`, as given.
     pub input_schema: Value,
+    /// The server marked it read-only (`annotations.readOnlyHint`): its calls change nothing
+    /// and send nothing anywhere, as far as the server says.
+    pub read_only: bool,
 }
 
 /// How a server is doing, for the admin page.
@@ -406,6 +409,7 @@ async fn list_into(shared: &Shared, name: &str, peer: &Peer<RoleClient>) -> Resu
             tool: tool.name.to_string(),
             description: tool.description.as_deref().unwrap_or_default().to_owned(),
             input_schema: Value::Object((*tool.input_schema).clone()),
+            read_only: tool.annotations.as_ref().and_then(|annotations| annotations.read_only_hint) == Some(true),
         });
     }
     let count = tools.len();

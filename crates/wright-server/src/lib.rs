@@ -73,6 +73,8 @@ impl AppState {
         redactor.add(auth.token());
         redactor.add(&config.telegram.bot_token);
         let secrets = Arc::new(secrets::Secrets::new(&config.data_dir, redactor.clone()));
+        // No request the agent causes carries a configured secret, also encoded.
+        services.egress.refuse_secrets(Arc::new(EgressSecrets(redactor.clone())));
         // The models read the canvas's choices through a store without the embedder: the
         // embedder reads its connection through the models.
         let models = Arc::new(models.with_settings(services.store.clone(), Arc::clone(&secrets)));
@@ -93,7 +95,7 @@ impl AppState {
         let memories = services.memories.clone();
         // HTTP MCP servers are reached through the egress policy, like any agent-caused request.
         let mcp_gate = wright_tools::egress_gate(&services.egress);
-        let mut registry = ToolRegistry::new(Arc::new(services));
+        let mut registry = ToolRegistry::new(Arc::new(services)).with_redactor(redactor.clone());
         if !config.mcp.servers.is_empty() {
             // Servers connect in the background; their tools appear as each comes up.
             registry =
@@ -151,6 +153,15 @@ pub fn start_background(state: &AppState, server_url: &str) -> anyhow::Result<()
     notifier::spawn(state.clone(), telegram);
     scheduler::spawn(state.clone());
     Ok(())
+}
+
+/// The process's secrets as the egress asks for them.
+struct EgressSecrets(wright_core::Redactor);
+
+impl wright_egress::Secrets for EgressSecrets {
+    fn any(&self, found: &mut dyn FnMut(&str) -> bool) -> bool {
+        self.0.any(found)
+    }
 }
 
 /// Opens the data directory (creating it) and everything tools reach the world through: the

@@ -641,11 +641,18 @@ impl TelegramChannel {
         if call.kind == PendingKind::Approval {
             let arguments = serde_json::to_string_pretty(&call.args).unwrap_or_default();
             let arguments: String = arguments.chars().take(1500).collect();
-            let text = format!(
+            let mut text = format!(
                 "🔐 The agent wants to run <code>{}</code>:\n<pre>{}</pre>",
                 format::escape(&call.tool_name),
                 format::escape(&arguments)
             );
+            // Asked by the host after outside content: say why, as the canvas does.
+            if let Some(reason) = call.render.get("reason").and_then(Value::as_str) {
+                let reason = format::escape(reason);
+                text.push_str(&format!(
+                    "\n<i>Asked because {reason}: what it read may have told the agent to do this.</i>"
+                ));
+            }
             let button = |label: &str, decision: &str| InlineKeyboardButton {
                 text: label.to_owned(),
                 callback_data: Some(format!("v:{}:{decision}", call.id)),

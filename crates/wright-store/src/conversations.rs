@@ -160,7 +160,13 @@ const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 pub fn tool_result_event(tool_call_id: &str, name: &str, output: Value, success: bool) -> NewEvent {
     NewEvent::new(
         transcript_line(&output),
-        EventBody::ToolResult { tool_call_id: tool_call_id.to_owned(), name: name.to_owned(), output, success },
+        EventBody::ToolResult {
+            tool_call_id: tool_call_id.to_owned(),
+            name: name.to_owned(),
+            output,
+            success,
+            outside_origin: None,
+        },
     )
 }
 

@@ -26,6 +26,8 @@ pub struct ExecutionRecord {
     /// Who let the call run or refused it, when a policy was applied (calls of the agent's
     /// loop); None for the operator's own calls (`wright tool call`, the API).
     pub decided_by: Option<DecidedBy>,
+    /// Where its result came from when it is outside content (see `EventBody::ToolResult`).
+    pub outside_origin: Option<String>,
 }
 
 /// One recorded call as read back.
@@ -48,6 +50,7 @@ pub struct StoredExecution {
     pub duration_us: i64,
     pub decided_by: Option<String>,
     pub created_at: String,
+    pub outside_origin: Option<String>,
 }
 
 /// Which executions to list; every field narrows the list.
@@ -75,6 +78,7 @@ type ExecutionRow = (
     i64,
     String,
     Option<String>,
+    Option<String>,
 );
 
 impl Store {
@@ -86,8 +90,8 @@ impl Store {
         // One INSERT is atomic on its own: no explicit transaction, one round trip.
         let inserted = sqlx::query(
             "INSERT INTO tool_executions (agent_id, tool_name, tool_kind, tool_version, caller, conversation_id, \
-             tool_call_id, args, result, error, error_category, success, duration_us, decided_by) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             tool_call_id, args, result, error, error_category, success, duration_us, decided_by, outside_origin) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(record.agent.as_str())
         .bind(&record.tool_name)
@@ -103,6 +107,7 @@ impl Store {
         .bind(record.outcome.is_ok())
         .bind(record.duration_us)
         .bind(record.decided_by.map(DecidedBy::as_str))
+        .bind(record.outside_origin.as_deref())
         .execute(&self.writer)
         .await?;
         Ok(inserted.last_insert_rowid())
@@ -117,7 +122,7 @@ impl Store {
         let limit = filter.limit.unwrap_or(100).clamp(1, 1000);
         let rows: Vec<ExecutionRow> = sqlx::query_as(
             "SELECT id, tool_name, tool_kind, tool_version, caller, conversation_id, tool_call_id, args, result, error, \
-             error_category, success, duration_us, created_at, decided_by FROM tool_executions \
+             error_category, success, duration_us, created_at, decided_by, outside_origin FROM tool_executions \
              WHERE agent_id = ?1 AND (?2 IS NULL OR tool_name = ?2) AND (?3 IS NULL OR success = ?3) \
              AND (?4 IS NULL OR error_category = ?4) ORDER BY id DESC LIMIT ?5",
         )
@@ -148,6 +153,7 @@ impl Store {
                     duration_us: row.12,
                     created_at: row.13,
                     decided_by: row.14,
+                    outside_origin: row.15,
                 }
             })
             .collect())

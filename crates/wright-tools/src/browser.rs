@@ -10,7 +10,7 @@ use wright_browser::shapes::{
 use wright_browser::{BrowserError, PolicyProxy, RequestPolicy};
 use wright_egress::Egress;
 
-use crate::builtin::{Builtin, NoArgs, READS_OUTSIDE, Tool, with_effects};
+use crate::builtin::{Builtin, NoArgs, READS_OUTSIDE, REQUESTS_URL, Tool, with_effects};
 use crate::{ToolContext, ToolError};
 
 /// The egress policy as the browser's request policy: a page reaches only what `fetch_url`
@@ -72,7 +72,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                     })
                 },
             ),
-            READS_OUTSIDE,
+            REQUESTS_URL,
         ),
         with_effects(
             Builtin::<ScreenshotArgs>::boxed(

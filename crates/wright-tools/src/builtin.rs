@@ -20,18 +20,61 @@ pub(crate) fn with_effects(mut tool: Box<dyn Tool>, effects: Effects) -> Box<dyn
 }
 
 /// The effects of a tool whose results carry outside content.
-pub(crate) const READS_OUTSIDE: Effects =
-    Effects { reads_outside: true, changes_agent: false, sends_out: false, schedules: false };
+pub(crate) const READS_OUTSIDE: Effects = Effects {
+    reads_outside: true,
+    changes_agent: false,
+    sends_out: false,
+    schedules: false,
+    requests_url: false,
+    fetches: false,
+};
+/// The effects of a tool that reads the page at the URL it is given (and may send a body there).
+pub(crate) const REQUESTS_URL: Effects = Effects {
+    reads_outside: true,
+    changes_agent: false,
+    sends_out: false,
+    schedules: false,
+    requests_url: true,
+    fetches: false,
+};
+/// The effects of a tool that runs the agent's code: its `fetch` may send data out, and a
+/// result that fetched carries outside content.
+pub(crate) const RUNS_CODE: Effects = Effects {
+    reads_outside: false,
+    changes_agent: false,
+    sends_out: true,
+    schedules: false,
+    requests_url: false,
+    fetches: true,
+};
 /// The effects of a tool that changes the agent itself.
-pub(crate) const CHANGES_AGENT: Effects =
-    Effects { reads_outside: false, changes_agent: true, sends_out: false, schedules: false };
+pub(crate) const CHANGES_AGENT: Effects = Effects {
+    reads_outside: false,
+    changes_agent: true,
+    sends_out: false,
+    schedules: false,
+    requests_url: false,
+    fetches: false,
+};
 /// The effects of a tool that can send data out of Wright.
-pub(crate) const SENDS_OUT: Effects =
-    Effects { reads_outside: false, changes_agent: false, sends_out: true, schedules: false };
+pub(crate) const SENDS_OUT: Effects = Effects {
+    reads_outside: false,
+    changes_agent: false,
+    sends_out: true,
+    schedules: false,
+    requests_url: false,
+    fetches: false,
+};
 
 /// The effects of a tool that sets up later runs.
-pub(crate) const SCHEDULES: Effects =
-    Effects { reads_outside: false, changes_agent: false, sends_out: false, schedules: true };
+pub(crate) const SCHEDULES: Effects = Effects {
+    reads_outside: false,
+    changes_agent: false,
+    sends_out: false,
+    schedules: true,
+    requests_url: false,
+    fetches: false,
+};
 
 /// A tool the registry can run. Object-safe so built-in and (later) agent-made tools share it.
 pub(crate) trait Tool: Send + Sync {

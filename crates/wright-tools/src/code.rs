@@ -10,7 +10,7 @@ use serde_json::Value;
 use wright_core::AgentId;
 use wright_sandbox::{RunLimits, RunOutcome, RunRequest};
 
-use crate::builtin::{Builtin, Tool};
+use crate::builtin::{Builtin, RUNS_CODE, Tool, with_effects};
 use crate::host::AgentHost;
 use crate::{Services, ToolError};
 
@@ -35,17 +35,19 @@ pub(crate) async fn run_code(
     limits: RunLimits,
 ) -> Result<Value, ToolError> {
     let deadline = Instant::now() + services.sandbox.limits_for(&limits).deadline();
-    let host = Arc::new(AgentHost {
-        store: services.store.clone(),
-        egress: services.egress.clone(),
-        agent: agent.clone(),
-        deadline,
-    });
-    let outcome = services.sandbox.run(RunRequest::new(code).with_args(args).with_limits(limits), host).await;
+    let host = Arc::new(AgentHost::new(services, agent, deadline));
+    let outcome =
+        services.sandbox.run(RunRequest::new(code).with_args(args).with_limits(limits), Arc::clone(&host) as _).await;
+    // What the code fetched is outside content: the result says from where, for the rules.
+    let mut output = outcome.to_json();
+    let fetched = host.fetched();
+    if let (false, Some(fields)) = (fetched.is_empty(), output.as_object_mut()) {
+        fields.insert(wright_core::FETCHED_FIELD.to_owned(), Value::from(fetched));
+    }
     match &outcome {
-        RunOutcome::Success { .. } => Ok(outcome.to_json()),
+        RunOutcome::Success { .. } => Ok(output),
         RunOutcome::Failure { error, kind, .. } => {
-            Err(ToolError::Code { kind: sandbox_category(*kind), message: error.clone(), outcome: outcome.to_json() })
+            Err(ToolError::Code { kind: sandbox_category(*kind), message: error.clone(), outcome: output })
         }
     }
 }
@@ -63,25 +65,28 @@ fn sandbox_category(kind: wright_sandbox::ErrorKind) -> wright_core::ErrorCatego
 }
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
-    vec![Builtin::<RunArgs>::boxed(
-        "run_sandbox_code",
-        "Run JavaScript in the sandbox: for quick calculations, data transformation, or testing logic before you \
+    vec![with_effects(
+        Builtin::<RunArgs>::boxed(
+            "run_sandbox_code",
+            "Run JavaScript in the sandbox: for quick calculations, data transformation, or testing logic before you \
          save it as a tool. Same runtime as your tools (state, fetch through the egress guard, console). \
          Returns {result, logs}; a failure returns {error, kind: syntax|runtime|timeout|memory|output_too_large, logs}.",
-        |context, args| {
-            Box::pin(async move {
-                let bound = context.services.sandbox.config().max_deadline_ms;
-                if let Some(timeout_ms) = args.timeout_ms.filter(|timeout_ms| *timeout_ms > bound) {
-                    return Err(ToolError::LimitExceeded(format!(
-                        "timeout_ms {timeout_ms} is above the limit of {bound} ms ([sandbox] max_deadline_ms); \
+            |context, args| {
+                Box::pin(async move {
+                    let bound = context.services.sandbox.config().max_deadline_ms;
+                    if let Some(timeout_ms) = args.timeout_ms.filter(|timeout_ms| *timeout_ms > bound) {
+                        return Err(ToolError::LimitExceeded(format!(
+                            "timeout_ms {timeout_ms} is above the limit of {bound} ms ([sandbox] max_deadline_ms); \
                          ask for {bound} or less"
-                    )));
-                }
-                let limits = RunLimits { deadline_ms: args.timeout_ms, ..RunLimits::default() };
-                let code = expression_returned(args.code);
-                run_code(&context.services, &context.agent, code, Value::Object(Default::default()), limits).await
-            })
-        },
+                        )));
+                    }
+                    let limits = RunLimits { deadline_ms: args.timeout_ms, ..RunLimits::default() };
+                    let code = expression_returned(args.code);
+                    run_code(&context.services, &context.agent, code, Value::Object(Default::default()), limits).await
+                })
+            },
+        ),
+        RUNS_CODE,
     )]
 }
 
@@ -114,12 +119,7 @@ pub async fn run_file(
 ) -> wright_sandbox::RepeatReport {
     let deadline = Instant::now()
         + services.sandbox.limits_for(&RunLimits::default()).deadline() * (repeat + warmup).max(1) as u32;
-    let host = Arc::new(AgentHost {
-        store: services.store.clone(),
-        egress: services.egress.clone(),
-        agent: agent.clone(),
-        deadline,
-    });
+    let host = Arc::new(AgentHost::new(services, agent, deadline));
     let mut request = RunRequest::new(code).with_args(args);
     request.input = input;
     wright_sandbox::run_repeated(&services.sandbox, &request, host, repeat, warmup).await

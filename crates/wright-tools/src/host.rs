@@ -1,6 +1,7 @@
 //! What agent-written JavaScript reaches of the world: the agent's own KV state (through the
 //! store, with its limits) and `fetch` (through the egress policy). Nothing else.
 
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -16,6 +17,26 @@ pub(crate) struct AgentHost {
     pub(crate) agent: AgentId,
     /// When the call's deadline passes; a fetch never outlives it.
     pub(crate) deadline: Instant,
+    /// The hosts the code fetched from (also refused or failed fetches: the request left or
+    /// was meant to), in order, each once: the result says so (outside content).
+    pub(crate) fetched: Mutex<Vec<String>>,
+}
+
+impl AgentHost {
+    pub(crate) fn new(services: &crate::Services, agent: &AgentId, deadline: Instant) -> Self {
+        Self {
+            store: services.store.clone(),
+            egress: services.egress.clone(),
+            agent: agent.clone(),
+            deadline,
+            fetched: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The hosts fetched from so far.
+    pub(crate) fn fetched(&self) -> Vec<String> {
+        self.fetched.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
 }
 
 fn message(error: impl std::fmt::Display) -> String {
@@ -41,6 +62,13 @@ impl SandboxHost for AgentHost {
 
     fn fetch<'a>(&'a self, request: FetchRequest) -> HostFuture<'a, FetchResponse> {
         Box::pin(async move {
+            let host = url::Url::parse(&request.url).ok().and_then(|url| url.host_str().map(str::to_lowercase));
+            if let Some(host) = host {
+                let mut fetched = self.fetched.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if !fetched.contains(&host) {
+                    fetched.push(host);
+                }
+            }
             let remaining = self.deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
                 return Err("the call's deadline has passed".to_owned());

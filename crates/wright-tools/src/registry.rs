@@ -91,6 +91,9 @@ pub struct ToolRegistry {
     agent_specs: Mutex<HashMap<AgentId, SpecList>>,
     /// The operator's MCP servers' tools (`mcp__<server>__<tool>`), when any are configured.
     mcp: Option<crate::mcp::McpTools>,
+    /// The configured secrets: none reaches a result (the model's context), whatever a tool
+    /// read (an environment listing, a file, a page echoing a header).
+    redactor: wright_core::Redactor,
     /// Fault injection for the end-to-end tests (debug builds only): this built-in panics
     /// when called, to prove a panicking tool leaves its conversation usable.
     #[cfg(debug_assertions)]
@@ -124,8 +127,34 @@ impl ToolRegistry {
             builtin_specs,
             agent_specs: Mutex::new(HashMap::new()),
             mcp: None,
+            redactor: wright_core::Redactor::default(),
             #[cfg(debug_assertions)]
             panic_in: None,
+        }
+    }
+
+    /// Keeps `redactor`'s secrets out of every result from now on.
+    pub fn with_redactor(mut self, redactor: wright_core::Redactor) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    /// `outcome` with every configured secret replaced, in its output or its error.
+    fn redacted(&self, outcome: Result<Value, ToolError>) -> Result<Value, ToolError> {
+        match outcome {
+            Ok(mut value) => {
+                redact_value(&self.redactor, &mut value);
+                Ok(value)
+            }
+            Err(ToolError::Code { kind, message, mut outcome }) => {
+                redact_value(&self.redactor, &mut outcome);
+                Err(ToolError::Code { kind, message: self.redactor.redact(&message), outcome })
+            }
+            // Rare (an error quoting a secret): the words stay, the category is `rejected`.
+            Err(error) if self.redactor.finds_secret_in(&error.to_string()) => {
+                Err(ToolError::Rejected(self.redactor.redact(&error.to_string())))
+            }
+            Err(error) => Err(error),
         }
     }
 
@@ -191,6 +220,7 @@ impl ToolRegistry {
             outcome: Err((message, ErrorCategory::Denied.as_str().to_owned())),
             duration_us: 0,
             decided_by: invocation.decided_by,
+            outside_origin: None,
         };
         if let Err(error) = self.services.store.record_execution(&record).await {
             tracing::warn!(%error, tool = %record.tool_name, "could not record a refused call");
@@ -259,7 +289,10 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.parameter_schema,
                 pauses: None,
-                effects: wright_core::Effects::default(),
+                // An agent-made tool's code may `fetch`: what it sends may be the person's data
+                // (which URLs is only known when it runs), and a result that fetched carries
+                // outside content.
+                effects: wright_core::Effects { sends_out: true, fetches: true, ..wright_core::Effects::default() },
                 // An agent-made tool runs in the sandbox under the egress policy; its default is allow.
                 policy: ToolPolicy::Allow,
                 toolset: None,
@@ -269,10 +302,11 @@ impl ToolRegistry {
                 description: tool.description,
                 parameters: tool.input_schema,
                 pauses: None,
-                // Its results are another program's words, and a call may send anything out.
+                // Its results are another program's words, and a call may send anything out
+                // unless the server marked the tool read-only.
                 effects: wright_core::Effects {
                     reads_outside: true,
-                    sends_out: true,
+                    sends_out: !tool.read_only,
                     ..wright_core::Effects::default()
                 },
                 // Another program's tool, with whatever effects it has: the person approves it.
@@ -364,7 +398,20 @@ impl ToolRegistry {
                 None => return Err(self.unknown(&invocation.agent, invocation.name).await),
             },
         };
+        let outcome = self.redacted(outcome);
         let duration_us = i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX);
+        // Where the result came from, for the execution log (as the loop stores it with the event).
+        let effects = match kind {
+            ToolKind::Builtin => self.builtins.get(&invocation.name).map(|registered| registered.tool.spec().effects),
+            ToolKind::Mcp => Some(wright_core::Effects { reads_outside: true, ..wright_core::Effects::default() }),
+            ToolKind::Agent => Some(wright_core::Effects { fetches: true, ..wright_core::Effects::default() }),
+        };
+        let read = match &outcome {
+            Ok(value) | Err(ToolError::Code { outcome: value, .. }) => value,
+            Err(_) => &Value::Null,
+        };
+        let outside_origin = effects
+            .and_then(|effects| wright_core::outside_origin(&invocation.name, &effects, Some(&invocation.args), read));
         let record = ExecutionRecord {
             agent: invocation.agent,
             tool_name: invocation.name,
@@ -380,6 +427,7 @@ impl ToolRegistry {
             },
             duration_us,
             decided_by: invocation.decided_by,
+            outside_origin,
         };
         if let Err(error) = self.services.store.record_execution(&record).await {
             // The call itself happened; losing its record must not turn it into a failure.
@@ -583,5 +631,22 @@ impl ToolPort for ToolRegistry {
 
     fn record_refusal(&self, invocation: Invocation, reason: String) -> BoxFuture<'_, ()> {
         Box::pin(ToolRegistry::record_refusal(self, invocation, reason))
+    }
+}
+
+/// Replaces every configured secret in the strings (and keys) of `value`.
+fn redact_value(redactor: &wright_core::Redactor, value: &mut Value) {
+    match value {
+        Value::String(text) if redactor.finds_secret_in(text) => *text = redactor.redact(text),
+        Value::Array(items) => items.iter_mut().for_each(|item| redact_value(redactor, item)),
+        Value::Object(fields) if fields.keys().any(|key| redactor.finds_secret_in(key)) => {
+            let taken = std::mem::take(fields);
+            for (key, mut item) in taken {
+                redact_value(redactor, &mut item);
+                fields.insert(redactor.redact(&key), item);
+            }
+        }
+        Value::Object(fields) => fields.values_mut().for_each(|item| redact_value(redactor, item)),
+        _ => {}
     }
 }

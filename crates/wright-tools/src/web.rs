@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use wright_egress::{EgressError, EgressRequest, SearchKind, SearchRequest};
 
 use crate::ToolError;
-use crate::builtin::{Builtin, READS_OUTSIDE, Tool, with_effects};
+use crate::builtin::{Builtin, READS_OUTSIDE, REQUESTS_URL, Tool, with_effects};
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
@@ -99,7 +99,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                     })
                 },
             ),
-            READS_OUTSIDE,
+            REQUESTS_URL,
         ),
         with_effects(
             Builtin::<SearchArgs>::boxed(

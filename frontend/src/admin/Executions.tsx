@@ -180,6 +180,11 @@ export function Executions({ agent }: { agent: string }) {
                     <td>{when(row.created_at)}</td>
                     <td>
                       <code>{row.tool_name}</code>
+                      {row.outside_origin && (
+                        <span className="tool-origin" title="Its result is content from outside: instructions in it are not the person's.">
+                          from {row.outside_origin}
+                        </span>
+                      )}
                     </td>
                     <td>{row.caller}</td>
                     <td className={row.success ? 'ok' : 'failed'}>{row.success ? 'ok' : (row.error_category ?? 'error')}</td>

@@ -1524,6 +1524,13 @@ export interface components {
             name: string;
             output: unknown;
             success: boolean;
+            /**
+             * @description Where its content came from when it is outside content (a page's host, the hosts
+             *     code fetched from, the MCP tool or search that answered); absent when it came from
+             *     the agent's own stores. The person's messages are the person's, the assistant's
+             *     text and calls the agent's (by their kind).
+             */
+            outside_origin?: string | null;
             /** @enum {string} */
             kind: "tool_result";
         } | (components["schemas"]["Notice"] & {
@@ -1562,6 +1569,11 @@ export interface components {
             duration_us: number;
             decided_by?: null | components["schemas"]["DecidedBy"];
             created_at: string;
+            /**
+             * @description Where the result came from when it is outside content (a page's host, the hosts code
+             *     fetched from, the MCP tool or search that answered); null for the agent's own stores.
+             */
+            outside_origin?: string | null;
         };
         ExportedView: {
             bundle: unknown;

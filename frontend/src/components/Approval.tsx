@@ -1,12 +1,24 @@
 // A call the agent's policy says to ask about (a tool with effects outside the agent's own
 // data, or one the person set to `ask`): shown with its arguments, run only if the person
 // approves. Answers {decision: "approve" | "deny" | "always", arguments?}: "approve" may carry
-// the person's edit of the arguments; "always" also allows the tool from now on.
+// the person's edit of the arguments; "always" also allows the tool from now on. When the host
+// asks although the tool's policy would let it run (the run read content from outside), the
+// card says why, naming where that content came from.
 import { useState } from 'react';
 
 export type ApprovalAnswer = { decision: 'approve' | 'deny' | 'always'; arguments?: Record<string, unknown> };
 
-export function Approval({ tool, args, onAnswer }: { tool: string; args: unknown; onAnswer: (answer: ApprovalAnswer) => Promise<void> }) {
+export function Approval({
+  tool,
+  args,
+  reason,
+  onAnswer,
+}: {
+  tool: string;
+  args: unknown;
+  reason?: string | null;
+  onAnswer: (answer: ApprovalAnswer) => Promise<void>;
+}) {
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState(() => JSON.stringify(args ?? {}, null, 2));
   const [busy, setBusy] = useState(false);
@@ -42,6 +54,11 @@ export function Approval({ tool, args, onAnswer }: { tool: string; args: unknown
   return (
     <div className="ask-user approval" role="group" aria-label={`Approve ${tool}?`}>
       <div className="ask-label">The agent wants to run {tool}</div>
+      {reason && (
+        <div className="approval-reason" role="note" aria-label="Why this asks">
+          Asked because {reason}: what it read may have told the agent to do this.
+        </div>
+      )}
       {editing ? (
         <textarea
           className="approval-arguments"

@@ -234,7 +234,13 @@ export function Chat({
           />
         )}
         {approvals.map((call) => (
-          <Approval key={call.tool_call_id} tool={call.tool_name} args={call.args} onAnswer={(answer) => onAnswer(call.tool_call_id, answer)} />
+          <Approval
+            key={call.tool_call_id}
+            tool={call.tool_name}
+            args={call.args}
+            reason={call.shown?.type === 'approval' ? call.shown.reason : null}
+            onAnswer={(answer) => onAnswer(call.tool_call_id, answer)}
+          />
         ))}
       </div>
       <div className="composer">

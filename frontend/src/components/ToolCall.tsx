@@ -1,7 +1,9 @@
 // One tool call in the transcript: name, arguments and result, folded by default.
 // Errors open by themselves; an image result (a screenshot) is shown as the image. A call
 // that never finished (the run was cancelled, or the server stopped) has an error result
-// whose output names why: `{error, category: "cancelled" | "interrupted" | "failed"}`.
+// whose output names why: `{error, category: "cancelled" | "interrupted" | "failed"}`. A result
+// of outside content (a page, search results, an MCP tool) carries a small marker with its
+// origin: what it says is someone else's words, not the agent's or the person's.
 import { useState } from 'react';
 import type { ToolResultEvent } from '../api/client';
 import { imageInResult } from '../blocks/image';
@@ -28,6 +30,8 @@ export interface ToolResultInfo {
   output: unknown;
   /** Set when the call never finished: why, and the server's sentence about it. */
   unfinished: { reason: Unfinished; message: string } | null;
+  /** Where its content came from when it is outside content (a host, or the tool). */
+  outsideOrigin: string | null;
 }
 
 function unfinishedOf(output: unknown): ToolResultInfo['unfinished'] {
@@ -41,7 +45,12 @@ function unfinishedOf(output: unknown): ToolResultInfo['unfinished'] {
 export function resultInfo(result: ToolResultEvent | null): ToolResultInfo | null {
   if (!result) return null;
   const output = parseOutput(result.output ?? result.content);
-  return { success: result.success, output, unfinished: result.success ? null : unfinishedOf(output) };
+  return {
+    success: result.success,
+    output,
+    unfinished: result.success ? null : unfinishedOf(output),
+    outsideOrigin: result.outside_origin ?? null,
+  };
 }
 
 function Value({ value }: { value: unknown }) {
@@ -78,6 +87,11 @@ export function ToolCall({ name, args, result, waiting, running }: { name: strin
         </span>
         <span className="tool-name">{name}</span>
         <span className="tool-summary">{summary(args)}</span>
+        {info?.outsideOrigin && (
+          <span className="tool-origin" title={`Content from outside: ${info.outsideOrigin}. Instructions in it are not yours.`}>
+            from {info.outsideOrigin}
+          </span>
+        )}
         <span className={`tool-state state-${state}`}>{stateLabel}</span>
       </button>
       {image && !open && <img className="tool-image" src={image.src} alt={`${name} result`} />}

@@ -11,7 +11,7 @@ use super::view::ModelView;
 use super::{Run, stored};
 use crate::AgentError;
 use crate::dispatch::{Dispatched, dispatch, dispatch_asking};
-use crate::policy::{CallDecision, CallView, Reply, ResultView, TurnView, name_note};
+use crate::policy::{CallDecision, CallView, Reply, ResultView, TurnView, name_note, result_origin};
 use crate::ports::{Finish, ModelToolCall, ParkedCall, RunOutcome};
 use crate::surface::{LOAD_TOOLS, load};
 
@@ -50,6 +50,8 @@ impl Run<'_> {
                     outcome.hints.extend(name_note(reply, &call.id, &call.name));
                     let success = outcome.success;
                     let output = outcome.into_output();
+                    let spec = all_tools.iter().find(|spec| spec.name == call.name);
+                    let outside_origin = result_origin(spec, call.arguments.as_ref().ok(), &output);
                     let result = NewEvent::new(
                         transcript_line(&output),
                         EventBody::ToolResult {
@@ -57,6 +59,7 @@ impl Run<'_> {
                             name: call.name.clone(),
                             output,
                             success,
+                            outside_origin,
                         },
                     );
                     if index + 1 == reply.calls.len() && parked {

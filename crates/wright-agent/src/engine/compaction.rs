@@ -21,6 +21,7 @@ pub(super) async fn compact(
     view: &ModelView,
     keep_recent_chars: usize,
     cancel: &CancellationToken,
+    fence: impl FnOnce(&mut [Event]),
 ) -> Result<bool, AgentError> {
     let history = &view.history;
     let mut kept = 0;
@@ -36,6 +37,8 @@ pub(super) async fn compact(
     }
     let Some(cut) = cut else { return Ok(false) };
     let mut older = history[..cut].to_vec();
+    // The summary becomes part of the system message: outside content is fenced here too.
+    fence(&mut older);
     let instruction = match &view.summary {
         Some(summary) => format!(
             "Here is the summary of even earlier turns:\n{summary}\n\nWrite one summary of everything above, for yourself, \

@@ -7,6 +7,7 @@
 
 mod calls;
 mod compaction;
+mod fence;
 mod request;
 mod view;
 
@@ -18,6 +19,7 @@ use wright_core::{
     AgentId, EventBody, EventKind, Hint, NewEvent, Notice, ToolPort, ToolSettings, ToolSpec, transcript_line,
 };
 
+use self::fence::Fence;
 use self::request::Prepared;
 use self::view::ModelView;
 use crate::AgentError;
@@ -26,7 +28,7 @@ use crate::context::{SystemText, system_text};
 use crate::dispatch::{CallSite, run_approved};
 use crate::policy::{
     Documents, EndView, NextRequest, Policy, Reply, ReplyView, RunFacts, RunView, StartView, repeating_tail,
-    without_repeats,
+    result_origin, without_repeats,
 };
 use crate::ports::{Model, ModelError, ModelReply, RunOutcome, Transcript};
 
@@ -81,6 +83,8 @@ struct Run<'a> {
     facts: RunFacts,
     /// What the next request adds, as the policy decided.
     next: NextRequest,
+    /// The marker outside content is fenced with in this run's requests.
+    fence: Fence,
 }
 
 /// How a model turn came back.
@@ -125,6 +129,7 @@ impl<'a> Run<'a> {
             max_output_tokens: window.map(|_| u32::try_from(config.reserve_output_tokens).unwrap_or(u32::MAX)),
             facts: RunFacts { documents, ..RunFacts::default() },
             next: NextRequest::default(),
+            fence: Fence::random(),
         };
         run.run_approved_calls().await?;
         let all_tools = run.specs().await?;
@@ -157,7 +162,7 @@ impl<'a> Run<'a> {
         }
         let all_tools = self.specs().await?;
         let prepared = self.prepare(&all_tools).await?;
-        let (reply, provider) = match self.ask(&prepared).await? {
+        let (reply, provider) = match self.ask(&prepared, &all_tools).await? {
             Turned::Reply(ModelReply { text, tool_calls, data }) => {
                 let calls = if prepared.tools_enabled { tool_calls } else { Vec::new() };
                 (Reply { text, calls, renamed: Vec::new() }, data)
@@ -204,7 +209,7 @@ impl<'a> Run<'a> {
     /// Asks the model. The reply is watched as it streams: a model that has fallen into
     /// repeating itself is stopped (its own token, under the run's) and keeps what it wrote up
     /// to the repeats.
-    async fn ask(&self, prepared: &Prepared) -> Result<Turned, AgentError> {
+    async fn ask(&self, prepared: &Prepared, all_tools: &[ToolSpec]) -> Result<Turned, AgentError> {
         let request_cancel = self.cancel.child_token();
         let streamed = std::sync::Mutex::new(String::new());
         let watch = |text: &str| {
@@ -215,7 +220,8 @@ impl<'a> Run<'a> {
                 request_cancel.cancel();
             }
         };
-        let history = self.view.as_sent();
+        let mut history = self.view.as_sent();
+        self.fenced(&mut history, all_tools);
         let outcome = self.model.reply(prepared.request(&history), &watch, &request_cancel).await;
         let so_far = std::mem::take(&mut *streamed.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         let stopped_repeating = request_cancel.is_cancelled() && !self.cancel.is_cancelled();
@@ -276,6 +282,7 @@ impl<'a> Run<'a> {
                     if *id == approved.tool_call_id && *arguments != approved.arguments)
             });
             let ran_with = edited.then(|| approved.arguments.clone());
+            let arguments = approved.arguments.clone();
             let mut outcome =
                 run_approved(&self.site, &approved.tool_call_id, &approved.tool_name, approved.arguments).await;
             if let Some(arguments) = ran_with {
@@ -283,6 +290,9 @@ impl<'a> Run<'a> {
             }
             let success = outcome.success;
             let output = outcome.into_output();
+            let specs = self.specs().await?;
+            let spec = specs.iter().find(|spec| spec.name == approved.tool_name);
+            let outside_origin = result_origin(spec, Some(&arguments), &output);
             let result = NewEvent::new(
                 transcript_line(&output),
                 EventBody::ToolResult {
@@ -290,11 +300,19 @@ impl<'a> Run<'a> {
                     name: approved.tool_name,
                     output,
                     success,
+                    outside_origin,
                 },
             );
             self.view.extend(self.transcript.append(vec![result]).await.map_err(stored)?);
         }
         Ok(())
+    }
+
+    /// Fences the outside content of `events` (as sent), unless switched off.
+    fn fenced(&self, events: &mut [wright_core::Event], all_tools: &[ToolSpec]) {
+        if self.config.untrusted.fence_outside_content {
+            self.fence.apply(events, all_tools);
+        }
     }
 
     /// Ends the run with `outcome` (anything but parking, which may continue).

@@ -79,7 +79,10 @@ impl Run<'_> {
             _ => self.config.keep_recent_chars,
         };
         if (self.view.chars > self.config.compact_above_chars || self.over(&fitted))
-            && compact(self.model, self.transcript, &self.view, keep_recent, self.cancel).await?
+            && compact(self.model, self.transcript, &self.view, keep_recent, self.cancel, |older| {
+                self.fenced(older, all_tools)
+            })
+            .await?
         {
             self.view = ModelView::load(self.transcript).await.map_err(stored)?;
             (self.system, self.facts.documents) = system_for(self.transcript, &self.view, self.config).await?;

@@ -46,6 +46,7 @@ pub use echo::ECHO_NOTE;
 pub(crate) use names::name_note;
 pub(crate) use repeats::RecentCalls;
 pub(crate) use repetition::{repeating_tail, without_repeats};
+pub(crate) use untrusted::{origin_of_call, result_origin};
 
 /// What the run has done so far that rules read: kept by the driver, one turn to the next.
 #[derive(Debug, Default)]

@@ -46,7 +46,7 @@ fn account(history: &[Event]) -> String {
     let mut worked: Vec<String> = Vec::new();
     let mut failed: Vec<String> = Vec::new();
     for event in &history[since..] {
-        let EventBody::ToolResult { tool_call_id, name, output, success } = &event.body else { continue };
+        let EventBody::ToolResult { tool_call_id, name, output, success, .. } = &event.body else { continue };
         let arguments = history[since..].iter().find_map(|call| match &call.body {
             EventBody::ToolCall { id, arguments, .. } if id == tool_call_id => Some(arguments.clone()),
             _ => None,

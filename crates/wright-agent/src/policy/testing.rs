@@ -68,7 +68,13 @@ impl Scene {
     /// A call and its result, as the run stored them.
     pub(crate) fn call_and_result(&mut self, id: &str, name: &str, arguments: Value, output: Value, success: bool) {
         self.push(EventBody::ToolCall { id: id.into(), name: name.into(), arguments, provider: Value::Null });
-        self.push(EventBody::ToolResult { tool_call_id: id.into(), name: name.into(), output, success });
+        self.push(EventBody::ToolResult {
+            tool_call_id: id.into(),
+            name: name.into(),
+            output,
+            success,
+            outside_origin: None,
+        });
     }
 
     fn run(&self) -> RunView<'_> {

@@ -149,6 +149,8 @@ async fn stdio_server_lists_calls_and_starts_with_an_empty_environment() {
     let echo = clients.tool("mcp__py__echo").unwrap();
     assert_eq!(echo.tool, "echo");
     assert_eq!(echo.description, "Returns the text it was given.");
+    assert!(echo.read_only, "the server marked it readOnlyHint");
+    assert!(!clients.tool("mcp__py__env").unwrap().read_only, "not marked: counted as able to send out");
     assert_eq!(echo.input_schema["properties"]["text"]["type"], "string", "{}", echo.input_schema);
     assert_eq!(clients.status()[0].state, ServerState::Up { tools: tools.len() });
 

@@ -7,7 +7,7 @@ Over HTTP the SDK's DNS-rebinding protection stays on; it answers `Host: 127.0.0
 `localhost` and `[::1]` on any port, and the HOST names given (for tests that reach the server
 under a name that only their own resolution knows).
 
-Tools: echo, env (the variable names the process sees), big (a result of N bytes), die (the
+Tools: echo (marked read-only), env (the variable names the process sees), big (a result of N bytes), die (the
 process exits in the middle of the call), slow (answers after N seconds), grow / shrink (add or
 remove the tool `added_later`, then send notifications/tools/list_changed).
 """
@@ -18,11 +18,12 @@ import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ToolAnnotations
 
 server = MCPServer("wright-test-server")
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def echo(text: str) -> str:
     """Returns the text it was given."""
     return text

@@ -60,6 +60,9 @@ pub(super) struct ExecutionView {
     /// own calls, to which no policy applies.
     pub decided_by: Option<DecidedBy>,
     pub created_at: String,
+    /// Where the result came from when it is outside content (a page's host, the hosts code
+    /// fetched from, the MCP tool or search that answered); null for the agent's own stores.
+    pub outside_origin: Option<String>,
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -206,6 +209,7 @@ pub(super) async fn list_executions(
                 duration_us: execution.duration_us,
                 decided_by: execution.decided_by.as_deref().map(DecidedBy::parse).transpose().map_err(stored)?,
                 created_at: execution.created_at,
+                outside_origin: execution.outside_origin,
             })
         })
         .collect::<Result<Vec<_>, ApiError>>()?;

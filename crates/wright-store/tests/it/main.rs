@@ -275,6 +275,7 @@ async fn executions_are_recorded_and_filtered() {
         outcome,
         decided_by: None,
         duration_us: 42,
+        outside_origin: None,
     };
     store.record_execution(&record("get_state", Ok(json!({"value": null})))).await.unwrap();
     store.record_execution(&record("get_state", Err(("boom".into(), "validation".into())))).await.unwrap();
@@ -297,6 +298,11 @@ async fn executions_are_recorded_and_filtered() {
     store.record_execution(&agent_tool).await.unwrap();
     let latest = store.list_executions(&agent, &ExecutionFilter::default()).await.unwrap();
     assert_eq!((latest[0].tool_version, latest[1].tool_version), (Some(3), None));
+    // A result of outside content keeps its origin in the log.
+    let page = ExecutionRecord { outside_origin: Some("example.com".into()), ..record("fetch_url", Ok(json!({}))) };
+    store.record_execution(&page).await.unwrap();
+    let latest = store.list_executions(&agent, &ExecutionFilter::default()).await.unwrap();
+    assert_eq!((latest[0].outside_origin.as_deref(), latest[1].outside_origin.as_deref()), (Some("example.com"), None));
 }
 
 mod conversations {

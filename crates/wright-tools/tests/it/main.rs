@@ -961,11 +961,16 @@ mod code_and_web {
         let result = fixture.call("run_sandbox_code", json!({"code": code})).await.unwrap();
         assert_eq!(result["result"]["answer"], 42);
         assert_eq!(result["result"]["type"], "application/json");
+        // What the code fetched is outside content: the result names the hosts, for the rules.
+        assert_eq!(result["fetched"], json!(["127.0.0.1"]), "{result}");
+        let computed = fixture.call("run_sandbox_code", json!({"code": "17 * 23"})).await.unwrap();
+        assert!(computed.get("fetched").is_none(), "{computed}");
         let denied = fixture
             .call("run_sandbox_code", json!({"code": "try { await fetch('http://169.254.169.254/'); return 'reached'; } catch (error) { return String(error.message); }"}))
             .await
             .unwrap();
         assert!(denied["result"].as_str().unwrap().contains("denied"), "{denied}");
+        assert_eq!(denied["fetched"], json!(["169.254.169.254"]), "a refused fetch was still meant to leave");
     }
 
     #[tokio::test]
@@ -1226,7 +1231,11 @@ mod mcp {
         let echo = listed.iter().find(|tool| tool.name == "mcp__py__echo").expect("listed");
         assert_eq!(echo.kind, wright_core::ToolKind::Mcp);
         let specs = fixture.registry.specs(&agent).await.unwrap();
-        assert!(specs.iter().any(|spec| spec.name == "mcp__py__echo"));
+        let effects = |name: &str| specs.iter().find(|spec| spec.name == name).expect(name).effects;
+        // Every MCP result is outside content; only a tool the server marked read-only
+        // (`readOnlyHint`) is not counted as sending out.
+        assert!(effects("mcp__py__echo").reads_outside && !effects("mcp__py__echo").sends_out);
+        assert!(effects("mcp__py__env").reads_outside && effects("mcp__py__env").sends_out);
 
         let result = fixture.call("mcp__py__echo", json!({"text": "via the registry"})).await.unwrap();
         assert_eq!(result["content"][0]["text"], "via the registry", "{result}");
@@ -1361,6 +1370,13 @@ fn tools_declare_whether_they_read_outside_and_what_their_calls_change() {
         assert!(effects(out).sends_out, "{out}");
     }
     assert!(effects("schedule").schedules);
+    // A request of a URL sends out when it carries a body or goes to a new host (the rule
+    // judges the call); code's fetch may send anything, and a result that fetched was read.
+    for request in ["fetch_url", "browser_navigate"] {
+        assert!(effects(request).requests_url, "{request}");
+    }
+    let code = effects("run_sandbox_code");
+    assert!(code.sends_out && code.fetches && !code.reads_outside);
     for plain in ["get_state", "set_state", "db_sql", "ask_user", "read_system_prompt"] {
         assert!(effects(plain).is_none(), "{plain}");
     }
