@@ -22,3 +22,47 @@ CREATE TABLE budgets (
     notify_at_percent INTEGER CHECK (notify_at_percent BETWEEN 1 AND 100),
     updated_at        INTEGER NOT NULL
 ) STRICT;
+
+-- A scheduled time not run because a budget was spent: `skipped_budget`. SQLite cannot change a
+-- CHECK, so the table is rebuilt as it was with the new outcome (nothing references it).
+CREATE TABLE schedule_runs_new (
+    id              INTEGER PRIMARY KEY,
+    schedule_id     INTEGER NOT NULL REFERENCES schedules(id),
+    due_at          INTEGER NOT NULL,
+    fired_at        INTEGER NOT NULL,
+    outcome         TEXT NOT NULL
+        CHECK (outcome IN ('started', 'finished', 'failed', 'missed', 'skipped_limit', 'skipped_budget')),
+    missed_count    INTEGER NOT NULL DEFAULT 0,
+    conversation_id TEXT
+) STRICT;
+INSERT INTO schedule_runs_new (id, schedule_id, due_at, fired_at, outcome, missed_count, conversation_id)
+    SELECT id, schedule_id, due_at, fired_at, outcome, missed_count, conversation_id FROM schedule_runs;
+DROP TABLE schedule_runs;
+ALTER TABLE schedule_runs_new RENAME TO schedule_runs;
+CREATE INDEX schedule_runs_open ON schedule_runs (id) WHERE outcome = 'started';
+CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule_id, id);
+CREATE INDEX schedule_runs_by_time ON schedule_runs (fired_at);
+
+-- Notifications of budgets (a soft threshold reached, a budget spent): source `budget`.
+-- Rebuilt as it was with the new source, for the same reason.
+CREATE TABLE notifications_new (
+    id              INTEGER PRIMARY KEY,
+    agent_id        TEXT NOT NULL REFERENCES agents(id),
+    source          TEXT NOT NULL CHECK (source IN ('agent', 'schedule', 'budget')),
+    title           TEXT NOT NULL,
+    text            TEXT NOT NULL,
+    conversation_id TEXT,
+    schedule_id     INTEGER,
+    created_at      INTEGER NOT NULL,
+    read_at         INTEGER,
+    telegram        TEXT NOT NULL DEFAULT 'pending' CHECK (telegram IN ('pending', 'sent', 'failed', 'skipped'))
+) STRICT;
+INSERT INTO notifications_new (id, agent_id, source, title, text, conversation_id, schedule_id, created_at, read_at,
+        telegram)
+    SELECT id, agent_id, source, title, text, conversation_id, schedule_id, created_at, read_at, telegram
+    FROM notifications;
+DROP TABLE notifications;
+ALTER TABLE notifications_new RENAME TO notifications;
+CREATE INDEX notifications_by_agent ON notifications (agent_id, id);
+CREATE INDEX notifications_by_agent_source_time ON notifications (agent_id, source, created_at);
+CREATE INDEX notifications_for_telegram ON notifications (id) WHERE telegram = 'pending';

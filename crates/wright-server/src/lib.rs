@@ -47,6 +47,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub hub: Arc<domain::hub::Hub>,
     pub runs: Arc<domain::runs::Runs>,
+    /// The usage ledger, prices and budgets.
+    pub ledger: Arc<domain::usage::Ledger>,
     /// The models of agents, read from the settings on every run.
     pub models: Arc<domain::models::Models>,
     /// Keys of the connections added in the canvas.
@@ -97,6 +99,11 @@ impl AppState {
         let registry = registry.panicking_in(config.fault_panic_tool.clone());
         let tools = Arc::new(registry);
         let hub = Arc::new(domain::hub::Hub::default());
+        let ledger = Arc::new(domain::usage::Ledger::new(
+            store.clone(),
+            config.budget.settings(),
+            config.agents.iter().map(|(agent, section)| (agent.clone(), section.budget.settings())).collect(),
+        ));
         let owner = domain::owner::RunOwner::acquire(&config.data_dir)?;
         let runs = Arc::new(
             domain::runs::Runs::new(
@@ -104,6 +111,7 @@ impl AppState {
                 Arc::clone(&hub),
                 Arc::clone(&tools),
                 Arc::clone(&models),
+                Arc::clone(&ledger),
                 config.agent.clone(),
                 config.runs.clone(),
                 owner,
@@ -124,6 +132,7 @@ impl AppState {
             config: Arc::new(config),
             hub,
             runs,
+            ledger,
             models,
             secrets,
             redactor,

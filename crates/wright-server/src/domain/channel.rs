@@ -10,7 +10,7 @@
 //! stream and the Telegram chat bound to the conversation both follow it.
 
 use serde_json::Value;
-use wright_core::{AgentId, iso_from_ms};
+use wright_core::{AgentId, UsageCaller, iso_from_ms};
 use wright_store::{ExecutionFilter, ExecutionStats, StoredExecution};
 
 use super::DomainError;
@@ -76,13 +76,19 @@ pub enum Reply {
 
 /// Reads the person's (or a component's) message to a conversation: a command is carried out,
 /// anything else is sent to the agent. Only the person's messages can be commands.
-pub async fn send(state: &AppState, conversation_id: &str, text: &str, sender: Sender) -> Result<Reply, DomainError> {
+pub async fn send(
+    state: &AppState,
+    conversation_id: &str,
+    text: &str,
+    sender: Sender,
+    caller: UsageCaller,
+) -> Result<Reply, DomainError> {
     if matches!(sender, Sender::Person)
         && let Some(command) = parse_command(text, None)
     {
         return run_command(state, conversation_id, command).await;
     }
-    state.runs.send_message(conversation_id, text, sender).await?;
+    state.runs.send_message(conversation_id, text, sender, caller).await?;
     Ok(Reply::RunStarted)
 }
 
