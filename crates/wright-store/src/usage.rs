@@ -171,6 +171,8 @@ pub struct ConversationUsage {
     pub totals: UsageTotals,
     /// The prompt tokens of the conversation's last request (what the context held).
     pub last_prompt_tokens: Option<i64>,
+    /// Its completion tokens (the reply, which the next request sends too).
+    pub last_completion_tokens: Option<i64>,
 }
 
 /// A price per million tokens, set on the Settings page for a connection and model.
@@ -229,6 +231,37 @@ pub fn period_start(now_ms: i64, period: BudgetPeriod) -> (i64, String) {
         .map(|start| start.as_millisecond())
         .unwrap_or(0);
     (start, name)
+}
+
+/// When a usage report begins: `7d`, `24h` (ago), a UTC day `2026-11-01`, or an RFC 3339 time.
+/// None: the start of the current UTC month.
+pub fn parse_since(since: Option<&str>, now_ms: i64) -> Result<i64, String> {
+    let Some(since) = since.map(str::trim).filter(|since| !since.is_empty()) else {
+        return Ok(period_start(now_ms, BudgetPeriod::Month).0);
+    };
+    let ago = |count: &str, unit_ms: i64| {
+        count.parse::<i64>().ok().filter(|count| *count >= 0).map(|count| now_ms - count.saturating_mul(unit_ms))
+    };
+    let relative = if let Some(days) = since.strip_suffix('d') {
+        ago(days, 86_400_000)
+    } else if let Some(hours) = since.strip_suffix('h') {
+        ago(hours, 3_600_000)
+    } else {
+        None
+    };
+    if let Some(at) = relative {
+        return Ok(at);
+    }
+    if let Ok(date) = since.parse::<jiff::civil::Date>() {
+        return jiff::tz::TimeZone::UTC
+            .to_ambiguous_timestamp(date.to_datetime(jiff::civil::Time::midnight()))
+            .compatible()
+            .map(|at| at.as_millisecond())
+            .map_err(|error| error.to_string());
+    }
+    since.parse::<jiff::Timestamp>().map(|at| at.as_millisecond()).map_err(|_| {
+        format!("`since` is `7d`, `24h`, a day like `2026-11-01` or a time like `2026-11-01T08:00:00Z`, not {since:?}")
+    })
 }
 
 fn measured(measure: BudgetMeasure, tokens: i64, cost_usd: f64) -> f64 {
@@ -401,14 +434,21 @@ impl Store {
     /// A conversation's usage so far.
     pub async fn conversation_usage(&self, conversation_id: &str) -> Result<ConversationUsage, StoreError> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {TOTALS}, (SELECT prompt_tokens FROM usage_records WHERE conversation_id = ?1 \
-               AND purpose = 'turn' ORDER BY id DESC LIMIT 1) AS last_prompt_tokens \
+            "SELECT {TOTALS}, \
+               (SELECT prompt_tokens FROM usage_records WHERE conversation_id = ?1 AND purpose = 'turn' \
+                  ORDER BY id DESC LIMIT 1) AS last_prompt_tokens, \
+               (SELECT completion_tokens FROM usage_records WHERE conversation_id = ?1 AND purpose = 'turn' \
+                  ORDER BY id DESC LIMIT 1) AS last_completion_tokens \
              FROM usage_records WHERE conversation_id = ?1"
         )))
         .bind(conversation_id)
         .fetch_one(&self.reader)
         .await?;
-        Ok(ConversationUsage { totals: totals_of(&row)?, last_prompt_tokens: row.try_get("last_prompt_tokens")? })
+        Ok(ConversationUsage {
+            totals: totals_of(&row)?,
+            last_prompt_tokens: row.try_get("last_prompt_tokens")?,
+            last_completion_tokens: row.try_get("last_completion_tokens")?,
+        })
     }
 
     /// Every ledger row since `since_ms`, oldest first (the CSV export).

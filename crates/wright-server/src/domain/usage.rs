@@ -530,3 +530,36 @@ impl Provider for MeteredProvider {
         self.inner.server_facts()
     }
 }
+
+/// A usage report as text, for a terminal or a chat: one line per group and the totals.
+pub fn report_text(
+    rows: &[wright_store::UsageRow],
+    totals: &wright_store::UsageTotals,
+    by: wright_store::UsageGrouping,
+    since_ms: i64,
+) -> String {
+    let by = match by {
+        wright_store::UsageGrouping::Agent => "agent",
+        wright_store::UsageGrouping::Model => "model",
+        wright_store::UsageGrouping::Day => "day",
+        wright_store::UsageGrouping::Caller => "caller",
+    };
+    let since = wright_core::iso_from_ms(since_ms);
+    let mut text = format!("Usage since {} UTC, by {by}:\n", since.get(..16).unwrap_or(&since).replace('T', " "));
+    let line = |key: &str, totals: &wright_store::UsageTotals| {
+        let estimated =
+            if totals.estimated_requests > 0 { format!(" ({} estimated)", totals.estimated_requests) } else { String::new() };
+        format!(
+            "{key}: {} requests{estimated}, {} prompt tokens ({} cached), {} completion tokens, ${:.4}\n",
+            totals.requests, totals.prompt_tokens, totals.cached_prompt_tokens, totals.completion_tokens, totals.cost_usd
+        )
+    };
+    if rows.is_empty() {
+        text.push_str("no model requests\n");
+    }
+    for row in rows {
+        text.push_str(&format!("  {}", line(&row.key, &row.totals)));
+    }
+    text.push_str(&line("Total", totals));
+    text
+}
