@@ -197,7 +197,7 @@ async fn a_budget_stops_the_next_request_while_another_conversation_runs_and_a_c
         let titles: Vec<&str> = budget.iter().map(|item| item["title"].as_str().unwrap()).collect();
         assert_eq!(budget.len(), 2, "{wire:?}: {titles:?}");
         assert!(titles.iter().any(|title| title.contains("100 %")), "{wire:?}: {titles:?}");
-        assert!(titles.iter().any(|title| title.contains("is spent")), "{wire:?}: {titles:?}");
+        assert!(titles.iter().any(|title| title.contains("is reached")), "{wire:?}: {titles:?}");
     }
 }
 

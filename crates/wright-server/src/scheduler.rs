@@ -71,7 +71,7 @@ async fn start(state: &AppState, schedule: &Schedule, run: &ScheduleRun) {
     let Ok(agent) = AgentId::parse(&schedule.agent_id) else { return };
     // A budget already spent: the time is skipped and the person told, rather than a run
     // started only to stop at its first request.
-    match state.ledger.spent_budget(&agent).await {
+    match state.ledger.spent_budget(&agent, state.config.agent.reserve_output_tokens as u64).await {
         Ok(Some(why)) => {
             let notification = NewNotification {
                 source: NotificationSource::Schedule,

@@ -88,15 +88,21 @@ impl Ledger {
         Ok(price_of(&set, connection, kind, model))
     }
 
-    /// Why `agent` may not start anything now — a budget already spent — or None. For the
-    /// scheduler, which skips a scheduled run rather than start one that stops at once.
-    pub async fn spent_budget(&self, agent: &AgentId) -> Result<Option<String>, StoreError> {
+    /// Why `agent` may not start anything now — a budget with less left than a reply's
+    /// `output_cap` tokens, so no request could fit — or None. For the scheduler, which skips
+    /// a scheduled run rather than start one that stops at its first request.
+    pub async fn spent_budget(&self, agent: &AgentId, output_cap: u64) -> Result<Option<String>, StoreError> {
         let limits = self.limits(Some(agent.as_str())).await?;
         if limits.is_empty() {
             return Ok(None);
         }
-        // The smallest request there is: one token, the smallest sum of money.
-        let probe = UsageReservation { agent_id: Some(agent.as_str().to_owned()), tokens: 1, cost_usd: f64::MIN_POSITIVE };
+        // The smallest request there is: no prompt, a reply of the output cap, the smallest sum
+        // of money (the model's price is the run's to know).
+        let probe = UsageReservation {
+            agent_id: Some(agent.as_str().to_owned()),
+            tokens: output_cap as i64,
+            cost_usd: f64::MIN_POSITIVE,
+        };
         match self.store.reserve_usage(&probe, &limits).await? {
             Reserved::Granted { id, .. } => {
                 self.store.release_usage(id).await?;
@@ -133,7 +139,7 @@ impl Ledger {
                     standing.limit.section()
                 ),
             ),
-            NoticeLevel::Exceeded => (format!("⛔ {} is spent", budget_title(&standing.limit)), refusal_text(standing)),
+            NoticeLevel::Exceeded => (format!("⛔ {} is reached", budget_title(&standing.limit)), refusal_text(standing)),
         };
         let notification =
             NewNotification { source: NotificationSource::Budget, title, text, conversation_id: None, schedule_id: None };
