@@ -36,9 +36,9 @@ export function Usage() {
         the moment. Requests whose server reported no usage are estimated.
       </p>
       <div className="usage-chart-controls">
-        <div className="tabs" role="tablist" aria-label="Group by">
+        <div className="usage-groupings" role="group" aria-label="Group by">
           {GROUPINGS.map((grouping) => (
-            <button key={grouping.id} role="tab" className="tab" aria-selected={by === grouping.id} onClick={() => setBy(grouping.id)}>
+            <button key={grouping.id} type="button" className={`button ${by === grouping.id ? 'primary' : ''}`} aria-pressed={by === grouping.id} onClick={() => setBy(grouping.id)}>
               {grouping.label}
             </button>
           ))}

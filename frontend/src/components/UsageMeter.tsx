@@ -1,8 +1,9 @@
 // Beside the chat's input: how full the model's context is (what the next request will send
 // against the model's window) and what the conversation has used and cost so far. Read from
 // `GET /api/conversations/{id}/usage`, fetched again whenever the conversation gains an event
-// or changes status, so it follows a conversation as it goes.
+// or changes status (and once more just after), so it follows a conversation as it goes.
 import { useQuery } from '@tanstack/react-query';
+import { useEffect } from 'react';
 import { api } from '../api/client';
 
 function tokens(count: number): string {
@@ -21,6 +22,13 @@ export function UsageMeter({ conversation, revision }: { conversation: string; r
     queryFn: () => api.conversationUsage(conversation),
     placeholderData: (previous) => previous,
   });
+  // The ledger writes a request's row beside the stream's end, so the fetch the end caused can
+  // come a moment early: ask once more after it.
+  const { refetch } = usage;
+  useEffect(() => {
+    const again = setTimeout(() => void refetch(), 700);
+    return () => clearTimeout(again);
+  }, [revision, refetch]);
   const data = usage.data;
   if (!data) return null;
   const used = data.context_tokens ?? 0;
