@@ -601,7 +601,8 @@ async fn with_embedder(store: Store, config: &Config) -> anyhow::Result<Store> {
     let redactor = models.redactor().clone();
     let models =
         models.with_settings(store.clone(), Arc::new(crate::secrets::Secrets::new(&config.data_dir, redactor)));
-    let embedder = crate::embedder::ConnectionEmbedder::new(Arc::new(models), embeddings.clone());
+    let ledger = Arc::new(crate::domain::usage::Ledger::for_config(store.clone(), config));
+    let embedder = crate::embedder::ConnectionEmbedder::new(Arc::new(models), ledger, embeddings.clone());
     Ok(store.with_embedder(Arc::new(embedder)).await?)
 }
 

@@ -75,8 +75,10 @@ impl AppState {
         // embedder reads its connection through the models.
         let models = Arc::new(models.with_settings(services.store.clone(), Arc::clone(&secrets)));
         let shutdown = CancellationToken::new();
+        let ledger = Arc::new(domain::usage::Ledger::for_config(services.store.clone(), &config));
         if let Some(embeddings) = &config.memory.embeddings {
-            let embedder = embedder::ConnectionEmbedder::new(Arc::clone(&models), embeddings.clone());
+            let embedder =
+                embedder::ConnectionEmbedder::new(Arc::clone(&models), Arc::clone(&ledger), embeddings.clone());
             services.store = services.store.clone().with_embedder(Arc::new(embedder)).await?;
             tracing::info!(connection = %embeddings.connection, space = %embeddings.space(),
                 "memories are embedded: recall ranks by full text and vectors");
@@ -99,11 +101,6 @@ impl AppState {
         let registry = registry.panicking_in(config.fault_panic_tool.clone());
         let tools = Arc::new(registry);
         let hub = Arc::new(domain::hub::Hub::default());
-        let ledger = Arc::new(domain::usage::Ledger::new(
-            store.clone(),
-            config.budget.settings(),
-            config.agents.iter().map(|(agent, section)| (agent.clone(), section.budget.settings())).collect(),
-        ));
         let owner = domain::owner::RunOwner::acquire(&config.data_dir)?;
         let runs = Arc::new(
             domain::runs::Runs::new(

@@ -286,6 +286,13 @@ pub(crate) struct EmbeddingRequest<'a> {
 #[derive(Debug, Deserialize)]
 pub(crate) struct EmbeddingResponse {
     pub data: Vec<EmbeddingData>,
+    /// `{"prompt_tokens", "total_tokens"}`; some compatible servers leave it out.
+    pub usage: Option<EmbeddingUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct EmbeddingUsage {
+    pub prompt_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

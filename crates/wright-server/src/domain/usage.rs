@@ -55,8 +55,13 @@ impl Ledger {
         Self { store, all, agents }
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// With the budgets of `config` (`[budget]`, `[agents.<id>.budget]`).
+    pub fn for_config(store: Store, config: &crate::config::Config) -> Self {
+        Self::new(
+            store,
+            config.budget.settings(),
+            config.agents.iter().map(|(agent, section)| (agent.clone(), section.budget.settings())).collect(),
+        )
     }
 
     /// The limits a request of `agent` is held to: all agents' and the agent's own, each
@@ -109,6 +114,34 @@ impl Ledger {
                 Ok(None)
             }
             Reserved::Refused(standing) => Ok(Some(refusal_text(&standing))),
+        }
+    }
+
+    /// Checks the budgets of `agent` (all agents' with None) for a request of `tokens` and
+    /// `cost_usd` at most, and reserves it: the reservation's id, None when no budget applies,
+    /// or the refusal's text (the person told once). For requests made outside a run
+    /// (embeddings); a run's go through [`MeteredProvider`].
+    pub async fn reserve(&self, agent: Option<&str>, tokens: u64, cost_usd: f64) -> Result<Option<i64>, String> {
+        let limits = self.limits(agent).await.map_err(|error| format!("Not sent: the budgets cannot be read ({error})"))?;
+        if limits.is_empty() {
+            return Ok(None);
+        }
+        let asked = UsageReservation { agent_id: agent.map(str::to_owned), tokens: tokens as i64, cost_usd };
+        match self.store.reserve_usage(&asked, &limits).await {
+            Ok(Reserved::Granted { id, .. }) => Ok(Some(id)),
+            Ok(Reserved::Refused(standing)) => {
+                let notified = agent.unwrap_or(AgentId::DEFAULT);
+                self.notify_once(notified, &standing, NoticeLevel::Exceeded).await;
+                Err(refusal_text(&standing))
+            }
+            Err(error) => Err(format!("Not sent: the budgets cannot be checked ({error})")),
+        }
+    }
+
+    /// Writes a request's row and settles its reservation.
+    pub async fn record(&self, reservation: Option<i64>, record: &UsageRecord) {
+        if let Err(error) = self.store.settle_usage(reservation, record).await {
+            tracing::error!(%error, "a model request could not be written to the usage ledger");
         }
     }
 
@@ -568,4 +601,28 @@ pub fn report_text(
     }
     text.push_str(&line("Total", totals));
     text
+}
+
+/// The model a learning round talks to: metered as caller `learning` and purpose `learning`,
+/// under the agent's budgets and the loop guard, like a run's. The learning rounds (built on
+/// another branch) call the model through this, so their requests are checked and recorded.
+pub fn learning_model(
+    ledger: &Arc<Ledger>,
+    model: &crate::domain::models::ConfiguredModel,
+    agent: &AgentId,
+    loop_config: &wright_agent::LoopConfig,
+) -> wright_agent::ProviderModel {
+    let metering = Metering {
+        agent: Some(agent.as_str().to_owned()),
+        conversation_id: None,
+        run_id: None,
+        caller: UsageCaller::Learning,
+        purpose: UsagePurpose::Learning,
+        connection: model.connection.clone(),
+        kind: model.kind.clone(),
+        model: model.name.clone(),
+        default_output_cap: loop_config.reserve_output_tokens as u64,
+        max_run_tokens: Some(loop_config.run_token_limit(model.context_window.map(u64::from))),
+    };
+    wright_agent::ProviderModel(Arc::new(MeteredProvider::new(Arc::clone(&model.provider), Arc::clone(ledger), metering)))
 }
