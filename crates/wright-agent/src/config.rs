@@ -54,6 +54,12 @@ pub struct LoopConfig {
     /// tool. Off by default: a capable model decides well by itself, and a message that only
     /// mentions a tool's subject would get a call it did not need.
     pub require_first_call: bool,
+    /// The loop guard: a run that has spent this many tokens (prompt and completion, every
+    /// request of the run, compaction included) ends with a notice before its next request,
+    /// whatever the budgets say. Unset: [`RUN_TOKENS_PER_WINDOW`] times the model's context
+    /// window (or 128k tokens when it is unknown). Enforced where requests are metered (the
+    /// server), not by the driver.
+    pub max_run_tokens: Option<u64>,
     /// The sampling temperature of every request (a turn asked again samples wider); the
     /// provider's configured one when unset. The model profile sets 0 for small local models.
     pub temperature: Option<f32>,
@@ -107,6 +113,20 @@ impl Default for UntrustedConfig {
     }
 }
 
+/// How many full context windows a run may spend when `max_run_tokens` is not set: a run that
+/// fills its window this many times over is looping, not working.
+pub const RUN_TOKENS_PER_WINDOW: u64 = 20;
+
+impl LoopConfig {
+    /// The loop guard's limit for a model with `context_window` tokens (see `max_run_tokens`).
+    pub fn run_token_limit(&self, context_window: Option<u64>) -> u64 {
+        self.max_run_tokens.unwrap_or_else(|| {
+            context_window.or(self.context_window.map(|window| window as u64)).unwrap_or(128_000)
+                * RUN_TOKENS_PER_WINDOW
+        })
+    }
+}
+
 impl Default for LoopConfig {
     fn default() -> Self {
         Self {
@@ -124,6 +144,7 @@ impl Default for LoopConfig {
             resample_failed_repeats: 2,
             require_first_call: false,
             temperature: None,
+            max_run_tokens: None,
             context_budget: None,
             guard_document_replace: false,
             name_undone_steps: false,

@@ -41,7 +41,7 @@ pub mod profile;
 mod provider_model;
 mod surface;
 
-pub use config::{CHARS_PER_TOKEN, LoopConfig, RESAMPLE_TEMPERATURE, UntrustedConfig, limit_reached};
+pub use config::{CHARS_PER_TOKEN, LoopConfig, RESAMPLE_TEMPERATURE, RUN_TOKENS_PER_WINDOW, UntrustedConfig, limit_reached};
 pub use context::{ContextMemory, DEFAULT_MEMORY_CHARS, SystemParts, WorkspaceParts, system_message};
 pub use dispatch::cap_output;
 pub use engine::{RunContext, run};

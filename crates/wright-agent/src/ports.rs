@@ -59,6 +59,10 @@ pub enum ModelError {
     Failed { kind: String, message: String },
     #[error("cancelled")]
     Cancelled,
+    /// The request was not sent: a usage budget or the run's token limit would be passed. The
+    /// message names the limit and how to raise it; the run ends with it.
+    #[error("{0}")]
+    NotSent(String),
 }
 
 /// The model, as the loop sees it: one turn, with text streamed to `on_text` as it arrives.

@@ -39,6 +39,7 @@ impl Model for ProviderModel {
             let reply = match self.0.complete(llm_request, cancel.clone(), &on_event).await {
                 Ok(reply) => reply,
                 Err(LlmError::Cancelled) => return Err(ModelError::Cancelled),
+                Err(LlmError::NotSent(message)) => return Err(ModelError::NotSent(message)),
                 Err(error) => {
                     return Err(ModelError::Failed { kind: error.class().to_owned(), message: error.to_string() });
                 }

@@ -146,6 +146,31 @@ string_enum!(
 );
 
 string_enum!(
+    /// On whose behalf a model request was made, as the usage ledger records it: the person
+    /// (the canvas, a connection test), a schedule, a channel (Telegram), a learning round, an
+    /// MCP client calling Wright's tools.
+    UsageCaller, "usage caller" {
+        Person => "person",
+        Schedule => "schedule",
+        Channel => "channel",
+        Learning => "learning",
+        Mcp => "mcp",
+    }
+);
+
+string_enum!(
+    /// What a model request was for, as the usage ledger records it: a turn of a run
+    /// (compaction summaries included: they are the run's requests), an embedding batch, a
+    /// connection test, a learning round.
+    UsagePurpose, "usage purpose" {
+        Turn => "turn",
+        Embedding => "embedding",
+        ConnectionTest => "connection_test",
+        Learning => "learning",
+    }
+);
+
+string_enum!(
     /// The versioned text documents every agent has.
     DocumentKind, "document" {
         SystemPrompt => "system_prompt",

@@ -84,14 +84,26 @@ pub struct ThinkingBlock {
     pub redacted: Option<String>,
 }
 
-/// Token counts, normalized. `output_tokens` excludes reasoning where the provider counts it
-/// apart (Gemini `thoughtsTokenCount`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Token counts, normalized. `input_tokens` is every prompt token, those read from or written
+/// to the provider's cache included (Anthropic counts them apart; they are added here), so a
+/// sum of `input_tokens` is what was sent. `output_tokens` excludes reasoning where the
+/// provider counts it apart (Gemini `thoughtsTokenCount`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub total_tokens: Option<u64>,
     pub reasoning_tokens: Option<u64>,
+    /// Prompt tokens the provider read from its cache (OpenAI `cached_tokens`, Anthropic
+    /// `cache_read_input_tokens`, Gemini `cachedContentTokenCount`, llama.cpp `cache_n`);
+    /// part of `input_tokens`.
+    pub cached_input_tokens: Option<u64>,
+    /// Prompt tokens written to the cache (Anthropic `cache_creation_input_tokens`), billed
+    /// above the input price; part of `input_tokens`.
+    pub cache_write_tokens: Option<u64>,
+    /// The provider's own id of the request (`chatcmpl-…`, `msg_…`, `resp_…`, Gemini's
+    /// `responseId`), for finding it in the vendor's console.
+    pub request_id: Option<String>,
 }
 
 /// Why generation stopped, normalized; the provider's own word is kept in [`Finish::raw`].

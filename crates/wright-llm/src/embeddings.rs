@@ -98,13 +98,31 @@ impl Embedder {
 
     /// One vector per text, in the order given. An error has the key it was sent redacted.
     pub async fn embed(&self, texts: &[&str], purpose: EmbedPurpose) -> Result<Vec<Vec<f32>>, LlmError> {
+        self.embed_counted(texts, purpose).await.map(|(vectors, _)| vectors)
+    }
+
+    /// [`Embedder::embed`], with the tokens the server says it read (OpenAI's and compatible
+    /// servers' `usage.prompt_tokens`, Ollama's `prompt_eval_count`); None when a batch's
+    /// answer did not say (Gemini never does).
+    pub async fn embed_counted(
+        &self,
+        texts: &[&str],
+        purpose: EmbedPurpose,
+    ) -> Result<(Vec<Vec<f32>>, Option<u64>), LlmError> {
         self.embed_as_sent(texts, purpose).await.map_err(|error| error.redacted(&self.connection.redactor()))
     }
 
-    async fn embed_as_sent(&self, texts: &[&str], purpose: EmbedPurpose) -> Result<Vec<Vec<f32>>, LlmError> {
+    async fn embed_as_sent(
+        &self,
+        texts: &[&str],
+        purpose: EmbedPurpose,
+    ) -> Result<(Vec<Vec<f32>>, Option<u64>), LlmError> {
         let mut vectors = Vec::with_capacity(texts.len());
+        let mut tokens = Some(0);
         for batch in texts.chunks(self.batch_size()) {
-            vectors.extend(self.embed_batch(batch, purpose).await?);
+            let (batch_vectors, batch_tokens) = self.embed_batch(batch, purpose).await?;
+            vectors.extend(batch_vectors);
+            tokens = tokens.zip(batch_tokens).map(|(sum, more)| sum + more);
         }
         let width = vectors.first().map(Vec::len);
         if let Some(width) = width {
@@ -119,10 +137,14 @@ impl Embedder {
                 )));
             }
         }
-        Ok(vectors)
+        Ok((vectors, tokens))
     }
 
-    async fn embed_batch(&self, texts: &[&str], purpose: EmbedPurpose) -> Result<Vec<Vec<f32>>, LlmError> {
+    async fn embed_batch(
+        &self,
+        texts: &[&str],
+        purpose: EmbedPurpose,
+    ) -> Result<(Vec<Vec<f32>>, Option<u64>), LlmError> {
         let base = self.connection.base_url();
         let key = self.connection.key();
         let request = match self.connection.kind {
@@ -189,7 +211,7 @@ impl Embedder {
             return Err(wire.classify(status, &headers, &body));
         }
         let invalid = |error: serde_json::Error| LlmError::InvalidResponse(format!("embeddings: {error}"));
-        let vectors: Vec<Vec<f32>> = match self.connection.kind {
+        let (vectors, tokens): (Vec<Vec<f32>>, Option<u64>) = match self.connection.kind {
             ConnectionKind::Openai | ConnectionKind::OpenaiCompatible => {
                 let mut answer: crate::openai::wire::EmbeddingResponse =
                     serde_json::from_slice(&body).map_err(invalid)?;
@@ -197,15 +219,16 @@ impl Embedder {
                 if answer.data.iter().enumerate().any(|(position, data)| data.index != position) {
                     return Err(LlmError::InvalidResponse("embeddings: the indexes are not 0..n".to_owned()));
                 }
-                answer.data.into_iter().map(|data| data.embedding).collect()
+                let tokens = answer.usage.and_then(|usage| usage.prompt_tokens);
+                (answer.data.into_iter().map(|data| data.embedding).collect(), tokens)
             }
             ConnectionKind::Gemini | ConnectionKind::Anthropic => {
                 let answer: crate::gemini::wire::BatchEmbedResponse = serde_json::from_slice(&body).map_err(invalid)?;
-                answer.embeddings.into_iter().map(|embedding| embedding.values).collect()
+                (answer.embeddings.into_iter().map(|embedding| embedding.values).collect(), None)
             }
             ConnectionKind::Ollama => {
                 let answer: crate::ollama::wire::EmbedResponse = serde_json::from_slice(&body).map_err(invalid)?;
-                answer.embeddings
+                (answer.embeddings, answer.prompt_eval_count)
             }
         };
         if vectors.len() != texts.len() {
@@ -220,6 +243,6 @@ impl Embedder {
                 "embeddings: a vector holds a value that is not a number".to_owned(),
             ));
         }
-        Ok(vectors)
+        Ok((vectors, tokens))
     }
 }

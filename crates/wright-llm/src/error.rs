@@ -97,6 +97,10 @@ pub enum LlmError {
     /// The caller's cancellation token fired.
     #[error("cancelled")]
     Cancelled,
+    /// Wright did not send the request: a usage budget or a run's token limit would be passed.
+    /// The message names the limit and how to raise it. Not retried.
+    #[error("{0}")]
+    NotSent(String),
 }
 
 impl LlmError {
@@ -116,6 +120,7 @@ impl LlmError {
             LlmError::Transport(_) => "transport",
             LlmError::InvalidResponse(_) => "invalid_response",
             LlmError::Config(_) => "config",
+            LlmError::NotSent(_) => "not_sent",
             LlmError::Cancelled => "cancelled",
         }
     }
@@ -175,6 +180,8 @@ impl LlmError {
             LlmError::InvalidResponse(text) => LlmError::InvalidResponse(redactor.redact(&text)),
             LlmError::Config(text) => LlmError::Config(redactor.redact(&text)),
             LlmError::Cancelled => LlmError::Cancelled,
+            // Wright's own words, naming no secret.
+            LlmError::NotSent(text) => LlmError::NotSent(text),
         }
     }
 

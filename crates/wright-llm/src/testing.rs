@@ -36,6 +36,19 @@ use serde_json::{Value, json};
 
 use crate::{ProviderConfig, ProviderKind, RetryPolicy};
 
+/// What the fake reports for every turn that finishes, on every wire that reports usage
+/// (OpenAI-compatible streams are not asked and say nothing): prompt tokens, of which cached,
+/// and completion tokens.
+pub const FAKE_USAGE: FakeUsage = FakeUsage { prompt_tokens: 10, cached_prompt_tokens: 4, completion_tokens: 5 };
+
+/// Token counts the fake reports (see [`FAKE_USAGE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FakeUsage {
+    pub prompt_tokens: u64,
+    pub cached_prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
 /// One scripted model turn.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Turn {
@@ -695,7 +708,8 @@ fn openai_events(text: &str, calls: &[FakeCall], ending: &Ending, include_usage:
             events.push(chunk(json!({}), json!(if calls.is_empty() { "stop" } else { "tool_calls" })));
             if include_usage {
                 events.push(sse(&json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})));
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
+                        "prompt_tokens_details": {"cached_tokens": 4}}})));
             }
             events.push("data: [DONE]\n\n".to_owned());
         }
@@ -725,7 +739,7 @@ fn responses_output(text: &str, calls: &[FakeCall]) -> Vec<Value> {
 
 fn responses_whole(output: &[Value]) -> Value {
     json!({"id": "resp_fake", "object": "response", "status": "completed", "model": "fake-model", "output": output,
-        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}})
+        "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 5, "total_tokens": 15}})
 }
 
 /// The Responses stream as OpenAI sends it: named events, text deltas keyed by item, a
@@ -781,7 +795,7 @@ fn with_responses_ending(mut events: Vec<String>, ending: &Ending) -> Vec<String
 fn anthropic_events(text: &str, calls: &[FakeCall], ending: &Ending) -> Vec<String> {
     let mut events = vec![named_sse(&json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message",
         "role": "assistant", "model": "fake-model", "content": [], "stop_reason": null,
-        "usage": {"input_tokens": 10, "output_tokens": 1}}}))];
+        "usage": {"input_tokens": 6, "cache_read_input_tokens": 4, "cache_creation_input_tokens": 0, "output_tokens": 1}}}))];
     let mut index = 0;
     if !text.is_empty() {
         events.push(named_sse(
@@ -830,7 +844,7 @@ fn with_anthropic_ending(mut events: Vec<String>, ending: &Ending) -> Vec<String
 fn gemini_events(text: &str, calls: &[FakeCall], ending: &Ending) -> Vec<String> {
     // Gemini ends events with CRLF CRLF.
     let event = |value: Value| format!("data: {value}\r\n\r\n");
-    let usage = json!({"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15});
+    let usage = json!({"promptTokenCount": 10, "cachedContentTokenCount": 4, "candidatesTokenCount": 5, "totalTokenCount": 15});
     let mut events: Vec<String> = pieces(text)
         .iter()
         .map(|piece| {
@@ -879,7 +893,7 @@ fn openai_whole(text: &str, calls: &[FakeCall]) -> Value {
             "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) },
             "tool_calls": if tool_calls.is_empty() { Value::Null } else { json!(tool_calls) }},
             "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15, "prompt_tokens_details": {"cached_tokens": 4}}})
 }
 
 fn anthropic_whole(text: &str, calls: &[FakeCall]) -> Value {
@@ -894,7 +908,7 @@ fn anthropic_whole(text: &str, calls: &[FakeCall]) -> Value {
     }
     json!({"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model", "content": content,
         "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
-        "usage": {"input_tokens": 10, "output_tokens": 5}})
+        "usage": {"input_tokens": 6, "cache_read_input_tokens": 4, "output_tokens": 5}})
 }
 
 fn gemini_whole(text: &str, calls: &[FakeCall]) -> Value {
@@ -906,7 +920,7 @@ fn gemini_whole(text: &str, calls: &[FakeCall]) -> Value {
         parts.push(json!({"functionCall": {"name": call.name, "args": object_arguments(call)}}));
     }
     json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}})
+        "usageMetadata": {"promptTokenCount": 10, "cachedContentTokenCount": 4, "candidatesTokenCount": 5, "totalTokenCount": 15}})
 }
 
 fn error_response(format: Format, error: &FakeError) -> Response {

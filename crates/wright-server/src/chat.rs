@@ -30,7 +30,7 @@ pub async fn chat(state: AppState, agent: &AgentId) -> anyhow::Result<()> {
         let mut updates = state.hub.subscribe(&id);
         state
             .runs
-            .send_message(&id, &line, crate::domain::runs::Sender::Person)
+            .send_message(&id, &line, crate::domain::runs::Sender::Person, wright_core::UsageCaller::Person)
             .await
             .map_err(|error| anyhow::anyhow!("{error}"))?;
         loop {

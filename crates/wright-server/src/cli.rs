@@ -76,6 +76,18 @@ enum Command {
         #[command(subcommand)]
         command: MemoryCommand,
     },
+    /// What model requests used and cost, from the usage ledger.
+    Usage {
+        /// `7d`, `24h`, a UTC day (`2026-11-01`) or an RFC 3339 time; default: this month.
+        #[arg(long)]
+        since: Option<String>,
+        /// Group by agent, model, day or caller.
+        #[arg(long, default_value = "day")]
+        by: String,
+        /// Print the JSON of `GET /api/usage`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the OpenAPI document of the HTTP API.
     Openapi,
 }
@@ -349,6 +361,23 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             memories.store().close().await;
             result.map(|()| ExitCode::SUCCESS)
         }
+        Command::Usage { since, by, json } => {
+            let by: crate::api::usage::GroupingView = serde_json::from_value(Value::String(by.clone()))
+                .map_err(|_| anyhow::anyhow!("--by is agent, model, day or caller, not {by:?}"))?;
+            let store = open_store(&config).await?;
+            let since = wright_store::usage::parse_since(since.as_deref(), store.clock().now_ms())
+                .map_err(|error| anyhow::anyhow!(error))?;
+            let summary = store.usage_summary(since, by.into()).await;
+            store.close().await;
+            let (rows, totals) = summary?;
+            if json {
+                let report = crate::api::usage::report_view(since, by, &rows, &totals);
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", crate::domain::usage::report_text(&rows, &totals, by.into(), since));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Openapi => {
             println!("{}", serde_json::to_string_pretty(&crate::api::openapi())?);
             Ok(ExitCode::SUCCESS)
@@ -573,7 +602,8 @@ async fn with_embedder(store: Store, config: &Config) -> anyhow::Result<wright_m
     let redactor = models.redactor().clone();
     let models =
         models.with_settings(store.clone(), Arc::new(crate::secrets::Secrets::new(&config.data_dir, redactor)));
-    let embedder = crate::embedder::ConnectionEmbedder::new(Arc::new(models), embeddings.clone());
+    let ledger = Arc::new(crate::domain::usage::Ledger::for_config(store.clone(), config));
+    let embedder = crate::embedder::ConnectionEmbedder::new(Arc::new(models), ledger, embeddings.clone());
     Ok(memories.with_embedder(Arc::new(embedder)).await?)
 }
 

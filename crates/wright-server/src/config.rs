@@ -69,6 +69,8 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// `[schedules]`: limits of the schedules agents make, the missed-run window, the tick.
     pub schedules: wright_schedules::ScheduleConfig,
+    /// `[budget]`: usage budgets over all agents (`[agents.<id>.budget]` per agent).
+    pub budget: BudgetConfig,
     /// Where every time that decides behaviour comes from (schedules, the notify limit, memory
     /// expiry): the system clock, a fixed one in tests.
     pub clock: std::sync::Arc<dyn wright_core::Clock>,
@@ -333,6 +335,7 @@ struct ConfigFile {
     telegram: TelegramConfig,
     notify: NotifyConfig,
     schedules: wright_schedules::ScheduleConfig,
+    budget: BudgetConfig,
 }
 
 /// One agent's section, `[agents.<id>]`.
@@ -341,6 +344,49 @@ struct ConfigFile {
 pub struct AgentConfig {
     /// `[agents.<id>.tools]`: toolsets and tool loading, used until the API sets them.
     pub tools: wright_core::ToolSettings,
+    /// `[agents.<id>.budget]`: this agent's usage budgets.
+    pub budget: BudgetConfig,
+}
+
+/// `[budget]` and `[agents.<id>.budget]`: limits on what model requests spend, per UTC day and
+/// month, in tokens (prompt and completion) or dollars (at the prices of the Settings page).
+/// Unset: no limit. Budgets set on the Settings page take the place of these for their scope.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetConfig {
+    pub tokens_per_day: Option<i64>,
+    pub tokens_per_month: Option<i64>,
+    pub usd_per_day: Option<f64>,
+    pub usd_per_month: Option<f64>,
+    /// Notify the person once when this share of a budget is spent (80 by default when any
+    /// budget is set).
+    pub notify_at_percent: Option<u8>,
+}
+
+impl BudgetConfig {
+    pub fn settings(&self) -> wright_store::BudgetSettings {
+        wright_store::BudgetSettings {
+            tokens_per_day: self.tokens_per_day,
+            tokens_per_month: self.tokens_per_month,
+            usd_per_day: self.usd_per_day,
+            usd_per_month: self.usd_per_month,
+            notify_at_percent: self.notify_at_percent,
+        }
+    }
+
+    fn check(&self, section: &str) -> anyhow::Result<()> {
+        let negative = self.tokens_per_day.is_some_and(|value| value < 0)
+            || self.tokens_per_month.is_some_and(|value| value < 0)
+            || self.usd_per_day.is_some_and(|value| !value.is_finite() || value < 0.0)
+            || self.usd_per_month.is_some_and(|value| !value.is_finite() || value < 0.0);
+        if negative {
+            anyhow::bail!("{section}: a budget is 0 or more");
+        }
+        if self.notify_at_percent.is_some_and(|percent| !(1..=100).contains(&percent)) {
+            anyhow::bail!("{section}: notify_at_percent is between 1 and 100");
+        }
+        Ok(())
+    }
 }
 
 impl Config {
@@ -354,6 +400,11 @@ impl Config {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
             Err(error) => return Err(anyhow::anyhow!("{}: {error}", path.display())),
         };
+        let located = |error: anyhow::Error| anyhow::anyhow!("{}: {error}", path.display());
+        file.budget.check("[budget]").map_err(located)?;
+        for (agent, agent_config) in &file.agents {
+            agent_config.budget.check(&format!("[agents.{agent}.budget]")).map_err(located)?;
+        }
         let program =
             std::env::current_exe().map_err(|error| anyhow::anyhow!("cannot find the wright binary: {error}"))?;
         let mut sandbox = file.sandbox;
@@ -394,6 +445,7 @@ impl Config {
             telegram: file.telegram,
             notify: file.notify,
             schedules: file.schedules,
+            budget: file.budget,
             clock: std::sync::Arc::new(wright_core::SystemClock),
             #[cfg(debug_assertions)]
             fault_panic_tool: None,

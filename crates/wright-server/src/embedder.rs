@@ -10,26 +10,31 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use wright_core::EmbedPurpose;
+use wright_core::{EmbedPurpose, UsageCaller, UsagePurpose};
 use wright_llm::{Connection, Embedder, LlmError};
 use wright_memory::{EmbedFailure, EmbedFuture, Memories, MemoryEmbedder};
-use wright_store::MemoryEmbeddingsConfig;
+use wright_store::{MemoryEmbeddingsConfig, UsageRecord};
 
 use crate::domain::models::Models;
+use crate::domain::prices::{Price, Tokens};
+use crate::domain::usage::Ledger;
 
 pub struct ConnectionEmbedder {
     models: Arc<Models>,
+    /// Every embedding request is checked against all agents' budgets and written to the
+    /// usage ledger (purpose `embedding`; the store's embedder knows no agent).
+    ledger: Arc<Ledger>,
     config: MemoryEmbeddingsConfig,
     /// The last connection resolved and its embedder; held only to read or replace it.
     built: Mutex<Option<(Connection, Embedder)>>,
 }
 
 impl ConnectionEmbedder {
-    pub fn new(models: Arc<Models>, config: MemoryEmbeddingsConfig) -> Self {
-        Self { models, config, built: Mutex::new(None) }
+    pub fn new(models: Arc<Models>, ledger: Arc<Ledger>, config: MemoryEmbeddingsConfig) -> Self {
+        Self { models, ledger, config, built: Mutex::new(None) }
     }
 
-    async fn embedder(&self) -> Result<Embedder, EmbedFailure> {
+    async fn embedder(&self) -> Result<(Embedder, &'static str), EmbedFailure> {
         let connection = self
             .models
             .connection(&self.config.connection)
@@ -43,10 +48,11 @@ impl ConnectionEmbedder {
                 ))
             })?;
         let mut built = self.built.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let kind = connection.kind.as_str();
         if let Some((known, embedder)) = built.as_ref()
             && *known == connection
         {
-            return Ok(embedder.clone());
+            return Ok((embedder.clone(), kind));
         }
         // The longer of the two timeouts: the store bounds each call itself.
         let timeout = Duration::from_millis(self.config.timeout_ms.max(self.config.query_timeout_ms));
@@ -54,16 +60,51 @@ impl ConnectionEmbedder {
             .embedder(&self.config.model, self.config.dimensions, timeout)
             .map_err(|error| EmbedFailure::Unavailable(error.to_string()))?;
         *built = Some((connection, embedder.clone()));
-        Ok(embedder)
+        Ok((embedder, kind))
     }
 }
 
 impl MemoryEmbedder for ConnectionEmbedder {
     fn embed<'a>(&'a self, texts: &'a [String], purpose: EmbedPurpose) -> EmbedFuture<'a> {
         Box::pin(async move {
-            let embedder = self.embedder().await?;
+            let (embedder, kind) = self.embedder().await?;
             let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-            embedder.embed(&texts, purpose).await.map_err(|error| match error {
+            let (connection, model) = (self.config.connection.as_str(), self.config.model.as_str());
+            // Four characters a token: the estimate reserved, and recorded when the server
+            // does not count (Gemini).
+            let estimate = texts.iter().map(|text| text.len() as u64).sum::<u64>().div_ceil(4);
+            let price = self.ledger.price(connection, kind, model).await.unwrap_or(Price::FREE);
+            let cost = |prompt: u64| price.cost(&Tokens { prompt, ..Tokens::default() });
+            // Over budget: the memories stay queued and are embedded once the budget allows.
+            let reservation =
+                self.ledger.reserve(None, estimate, cost(estimate)).await.map_err(EmbedFailure::Unavailable)?;
+            let started = std::time::Instant::now();
+            let answer = embedder.embed_counted(&texts, purpose).await;
+            let (counted, cut) = match &answer {
+                Ok((_, tokens)) => (*tokens, false),
+                Err(_) => (None, true),
+            };
+            let prompt = counted.unwrap_or(estimate);
+            let record = UsageRecord {
+                agent_id: None,
+                conversation_id: None,
+                run_id: None,
+                caller: UsageCaller::Person,
+                purpose: UsagePurpose::Embedding,
+                connection: connection.to_owned(),
+                model: model.to_owned(),
+                prompt_tokens: prompt as i64,
+                cached_prompt_tokens: 0,
+                completion_tokens: 0,
+                reasoning_tokens: None,
+                request_id: None,
+                duration_ms: started.elapsed().as_millis() as i64,
+                cost_usd: cost(prompt),
+                estimated: counted.is_none(),
+                cut,
+            };
+            self.ledger.record(reservation, &record).await;
+            answer.map(|(vectors, _)| vectors).map_err(|error| match error {
                 LlmError::InvalidRequest(_) | LlmError::ContextLengthExceeded(_) => {
                     EmbedFailure::Refused(error.to_string())
                 }

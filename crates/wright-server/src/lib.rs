@@ -51,6 +51,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub hub: Arc<domain::hub::Hub>,
     pub runs: Arc<domain::runs::Runs>,
+    /// The usage ledger, prices and budgets.
+    pub ledger: Arc<domain::usage::Ledger>,
     /// The models of agents, read from the settings on every run.
     pub models: Arc<domain::models::Models>,
     /// Keys of the connections added in the canvas.
@@ -79,8 +81,10 @@ impl AppState {
         // embedder reads its connection through the models.
         let models = Arc::new(models.with_settings(services.store.clone(), Arc::clone(&secrets)));
         let shutdown = CancellationToken::new();
+        let ledger = Arc::new(domain::usage::Ledger::for_config(services.store.clone(), &config));
         if let Some(embeddings) = &config.memory.embeddings {
-            let embedder = embedder::ConnectionEmbedder::new(Arc::clone(&models), embeddings.clone());
+            let embedder =
+                embedder::ConnectionEmbedder::new(Arc::clone(&models), Arc::clone(&ledger), embeddings.clone());
             services.memories = services.memories.clone().with_embedder(Arc::new(embedder)).await?;
             tracing::info!(connection = %embeddings.connection, space = %embeddings.space(),
                 "memories are embedded: recall ranks by full text and vectors");
@@ -112,6 +116,7 @@ impl AppState {
                 Arc::clone(&hub),
                 Arc::clone(&tools),
                 Arc::clone(&models),
+                Arc::clone(&ledger),
                 config.agent.clone(),
                 config.runs.clone(),
                 owner,
@@ -134,6 +139,7 @@ impl AppState {
             config: Arc::new(config),
             hub,
             runs,
+            ledger,
             models,
             secrets,
             redactor,

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use wright_core::{AgentId, ConversationStatus, EventBody};
+use wright_core::{AgentId, ConversationStatus, EventBody, UsageCaller};
 use wright_store::{NewNotification, NotificationSource, RunOutcome, Schedule, ScheduleRun};
 
 use crate::AppState;
@@ -69,6 +69,26 @@ fn prompt_message(schedule: &Schedule, run: &ScheduleRun) -> String {
 
 async fn start(state: &AppState, schedule: &Schedule, run: &ScheduleRun) {
     let Ok(agent) = AgentId::parse(&schedule.agent_id) else { return };
+    // A budget already spent: the time is skipped and the person told, rather than a run
+    // started only to stop at its first request.
+    match state.ledger.spent_budget(&agent, state.config.agent.reserve_output_tokens as u64).await {
+        Ok(Some(why)) => {
+            let notification = NewNotification {
+                source: NotificationSource::Schedule,
+                title: format!("⏰ {} skipped: over budget", schedule.name),
+                text: why,
+                conversation_id: None,
+                schedule_id: Some(schedule.id),
+            };
+            match state.store.complete_schedule_run(&agent, run.id, RunOutcome::SkippedBudget, &notification).await {
+                Ok(_) => tracing::info!(schedule = schedule.id, "a scheduled run was skipped: a budget is spent"),
+                Err(error) => tracing::warn!(%error, "could not record a scheduled run skipped over budget"),
+            }
+            return;
+        }
+        Ok(None) => {}
+        Err(error) => tracing::warn!(%error, "cannot check the budgets before a scheduled run; running it"),
+    }
     let conversation_id = uuid::Uuid::now_v7().to_string();
     let title = format!("⏰ {}", schedule.name);
     let started = async {
@@ -81,7 +101,10 @@ async fn start(state: &AppState, schedule: &Schedule, run: &ScheduleRun) {
         tracing::warn!(%error, schedule = schedule.id, "could not open the scheduled run's conversation");
         return;
     }
-    if let Err(error) = state.runs.send_message(&conversation_id, &prompt_message(schedule, run), Sender::Person).await
+    if let Err(error) = state
+        .runs
+        .send_message(&conversation_id, &prompt_message(schedule, run), Sender::Person, UsageCaller::Schedule)
+        .await
     {
         // No model, most likely: the person hears why at once.
         let notification = NewNotification {

@@ -362,7 +362,7 @@ impl TelegramChannel {
             }
             return;
         }
-        if let Err(error) = channel::send(state, &conversation_id, &text, Sender::Person).await {
+        if let Err(error) = channel::send(state, &conversation_id, &text, Sender::Person, wright_core::UsageCaller::Channel).await {
             let message = match error {
                 DomainError::RunInProgress => {
                     "I am still working on your last message. Wait for it, or send /cancel to stop it.".to_owned()

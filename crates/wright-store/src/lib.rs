@@ -42,6 +42,7 @@ pub mod schedules;
 mod sessions;
 pub mod state;
 pub mod telegram_outbox;
+pub mod usage;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -74,6 +75,10 @@ pub use schedules::{
 };
 pub use state::StateLimits;
 pub use telegram_outbox::OutboxItem;
+pub use usage::{
+    BudgetLimit, BudgetMeasure, BudgetPeriod, BudgetScope, BudgetSettings, BudgetStanding, ConversationUsage,
+    ModelPrice, Reserved, UsageGrouping, UsageRecord, UsageReservation, UsageRow, UsageTotals,
+};
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the
 /// rest (a bug, a full disk, a corrupt file) and is never shown in detail to an HTTP client.

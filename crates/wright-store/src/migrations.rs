@@ -32,7 +32,9 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     // 14 is taken by work on another branch.
     (15, "memory_vectors", include_str!("../../../migrations/0015_memory_vectors.sql")),
     (16, "telegram_outbox", include_str!("../../../migrations/0016_telegram_outbox.sql")),
-    // 17–23 and 25–27 are taken by work on other branches.
+    // 17–21 and 25–27 are taken by work on other branches.
+    (22, "usage_ledger", include_str!("../../../migrations/0022_usage_ledger.sql")),
+    (23, "prices_and_budgets", include_str!("../../../migrations/0023_prices_and_budgets.sql")),
     (24, "execution_outside_origin", include_str!("../../../migrations/0024_execution_outside_origin.sql")),
     (28, "model_profile_overrides", include_str!("../../../migrations/0028_model_profile_overrides.sql")),
 ];

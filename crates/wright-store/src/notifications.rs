@@ -38,6 +38,8 @@ pub enum NotificationSource {
     /// The scheduler: a schedule's result, or a missed schedule. Bounded by the schedules' own
     /// limits, so not counted against `notify`.
     Schedule,
+    /// A usage budget: its soft threshold reached, or spent. Once per budget and period.
+    Budget,
 }
 
 impl NotificationSource {
@@ -45,6 +47,7 @@ impl NotificationSource {
         match self {
             NotificationSource::Agent => "agent",
             NotificationSource::Schedule => "schedule",
+            NotificationSource::Budget => "budget",
         }
     }
 }
@@ -77,7 +80,11 @@ fn from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Notification, StoreError> {
     Ok(Notification {
         id: row.try_get("id")?,
         agent_id: row.try_get("agent_id")?,
-        source: if source == "schedule" { NotificationSource::Schedule } else { NotificationSource::Agent },
+        source: match source.as_str() {
+            "schedule" => NotificationSource::Schedule,
+            "budget" => NotificationSource::Budget,
+            _ => NotificationSource::Agent,
+        },
         title: row.try_get("title")?,
         text: row.try_get("text")?,
         conversation_id: row.try_get("conversation_id")?,

@@ -70,6 +70,8 @@ pub enum RunOutcome {
     Missed,
     /// Not run: the agent's `max_runs_per_day` was used up.
     SkippedLimit,
+    /// Not run: a usage budget of the agent (or of all agents) was spent.
+    SkippedBudget,
 }
 
 impl RunOutcome {
@@ -80,6 +82,7 @@ impl RunOutcome {
             RunOutcome::Failed => "failed",
             RunOutcome::Missed => "missed",
             RunOutcome::SkippedLimit => "skipped_limit",
+            RunOutcome::SkippedBudget => "skipped_budget",
         }
     }
 
@@ -90,6 +93,7 @@ impl RunOutcome {
             "failed" => RunOutcome::Failed,
             "missed" => RunOutcome::Missed,
             "skipped_limit" => RunOutcome::SkippedLimit,
+            "skipped_budget" => RunOutcome::SkippedBudget,
             other => return Err(StoreError::InvalidEdit(format!("unknown schedule run outcome {other:?}"))),
         })
     }

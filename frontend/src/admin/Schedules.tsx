@@ -14,6 +14,7 @@ const OUTCOMES: Record<string, string> = {
   failed: 'failed',
   missed: 'missed (Wright was not running)',
   skipped_limit: 'skipped (runs per day used up)',
+  skipped_budget: 'skipped (a budget is spent)',
 };
 
 function timing(schedule: Schedule): string {

@@ -55,6 +55,13 @@ export type Schedule = Schemas['ScheduleView'];
 export type ScheduleRun = Schemas['ScheduleRunView'];
 export type MemoryLayer = Schemas['MemoryLayer'];
 export type McpServer = Schemas['McpServerView'];
+export type UsageReport = Schemas['UsageReportView'];
+export type UsageGrouping = Schemas['GroupingView'];
+export type ConversationUsage = Schemas['ConversationUsageView'];
+export type Prices = Schemas['PricesView'];
+export type Price = Schemas['PriceView'];
+export type ScopedBudget = Schemas['ScopedBudgetView'];
+export type Budget = Schemas['BudgetView'];
 /** Which memories the memory page lists; absent ones do not filter. */
 export interface MemoryFilter {
   layer?: MemoryLayer;
@@ -198,6 +205,14 @@ export const api = {
   setSchedulePaused: (agent: string, id: number, paused: boolean) => call(client.PUT('/api/agents/{agent}/schedules/{id}/paused', { ...numbered(agent, id), body: { paused } })),
   deleteSchedule: (agent: string, id: number) => call(client.DELETE('/api/agents/{agent}/schedules/{id}', numbered(agent, id))),
   scheduleRuns: (agent: string, id: number) => call(client.GET('/api/agents/{agent}/schedules/{id}/runs', numbered(agent, id))),
+
+  usage: (by: UsageGrouping, since?: string) => call(client.GET('/api/usage', { params: { query: set({ by, since }) } })),
+  usageExportUrl: (since?: string) => `/api/usage/export${since ? `?since=${enc(since)}` : ''}`,
+  conversationUsage: (id: string) => call(client.GET('/api/conversations/{id}/usage', { params: { path: { id } } })),
+  prices: () => call(client.GET('/api/settings/prices')),
+  setPrice: (body: Price) => call(client.PUT('/api/settings/prices', { body })),
+  budgets: () => call(client.GET('/api/settings/budgets')),
+  setBudget: (scope: string, body: Budget) => call(client.PUT('/api/settings/budgets/{scope}', { params: { path: { scope } }, body })),
 
   sessions: (agent: string) => call(client.GET('/api/agents/{agent}/sessions', at(agent))),
   startSession: (agent: string, name: string | null) => call(client.POST('/api/agents/{agent}/sessions', { ...at(agent), body: { name } })),

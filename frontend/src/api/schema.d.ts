@@ -511,19 +511,12 @@ export interface paths {
         };
         /**
          * The profile the agent's next run uses: chosen from what the model's server says, with
-         *     `[model_profiles]` of config.toml, the Settings page's settings and `WRIGHT_TEMPERATURE` on
-         *     top.
+         *     `[model_profiles]` of config.toml and `WRIGHT_TEMPERATURE` on top.
          */
         get: operations["model_profile"];
-        /**
-         * Sets the profile of the agent's model, or any of its settings, by hand: kept per model
-         *     (`provider/model`), so every agent on that model gets it; the next run uses it. Fields left
-         *     out keep what the profile (and config.toml) decide.
-         */
-        put: operations["set_model_profile"];
+        put?: never;
         post?: never;
-        /** Removes what the Settings page set for the agent's model: the chosen profile applies again. */
-        delete: operations["clear_model_profile"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -930,6 +923,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/conversations/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tokens and cost of a conversation, and its context meter. */
+        get: operations["conversation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/health": {
         parameters: {
             query?: never;
@@ -1047,7 +1057,7 @@ export interface paths {
             cookie?: never;
         };
         /** A listing version as a bundle file for another installation. */
-        get: operations["export"];
+        get: operations["market_export"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1103,6 +1113,40 @@ export interface paths {
         /** The document, served to the canvas app so it can check its generated types. */
         get: operations["openapi_document"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The budgets in force, by scope: the Settings page's, else config.toml's. */
+        get: operations["budgets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings/budgets/{scope}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Sets the budgets of `all` agents or of one agent; they take the place of config.toml's. */
+        put: operations["set_budget"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1215,6 +1259,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/settings/prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The prices requests are costed at. */
+        get: operations["prices"];
+        /** Sets the price of a connection's model. Requests made before keep the cost they had. */
+        put: operations["set_price"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/status": {
         parameters: {
             query?: never;
@@ -1224,6 +1286,40 @@ export interface paths {
         };
         /** Whether the agent has a model for its next run, and how to configure one when it has not. */
         get: operations["status"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What model requests used and cost since a time, grouped. */
+        get: operations["report"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/usage/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every model request since a time, one CSV line each. */
+        get: operations["usage_export"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1291,6 +1387,22 @@ export interface components {
              */
             content: unknown;
         };
+        /** @description The budgets of one scope; null is no limit. */
+        BudgetView: {
+            /** Format: int64 */
+            tokens_per_day?: number | null;
+            /** Format: int64 */
+            tokens_per_month?: number | null;
+            /** Format: double */
+            usd_per_day?: number | null;
+            /** Format: double */
+            usd_per_month?: number | null;
+            /**
+             * Format: int32
+             * @description Tell the person once when this share is spent (80 when unset).
+             */
+            notify_at_percent?: number | null;
+        };
         /**
          * @description Who made a tool call, as the execution log records it: the agent's model in a run,
          *     the operator's command line, the HTTP API, or an MCP client of Wright's own server.
@@ -1305,7 +1417,7 @@ export interface components {
         ChoiceInput: {
             connection_id: string;
             model: string;
-            tool_calls?: components["schemas"]["ToolCallMode"];
+            tool_calls?: components["schemas"]["ToolCalls"];
             /**
              * Format: int32
              * @description Tokens, for a provider that does not say.
@@ -1317,7 +1429,7 @@ export interface components {
             agent?: string | null;
             connection_id: string;
             model: string;
-            tool_calls: components["schemas"]["ToolCallMode"];
+            tool_calls: components["schemas"]["ToolCalls"];
             /** Format: int32 */
             context_window?: number | null;
         };
@@ -1405,6 +1517,21 @@ export interface components {
          * @enum {string}
          */
         ConversationStatus: "idle" | "running" | "waiting" | "error";
+        /** @description A conversation's usage, and how full the model's context is. */
+        ConversationUsageView: components["schemas"]["TotalsView"] & {
+            /**
+             * Format: int64
+             * @description What the next request will send, about: the last request's prompt and its reply
+             *     (null before the first request).
+             */
+            context_tokens?: number | null;
+            /**
+             * Format: int64
+             * @description The model's context window, when known (the Settings page, the model's server, or
+             *     `[agent] context_window`).
+             */
+            context_window?: number | null;
+        };
         ConversationView: {
             id: string;
             agent_id: string;
@@ -1524,13 +1651,6 @@ export interface components {
             name: string;
             output: unknown;
             success: boolean;
-            /**
-             * @description Where its content came from when it is outside content (a page's host, the hosts
-             *     code fetched from, the MCP tool or search that answered); absent when it came from
-             *     the agent's own stores. The person's messages are the person's, the assistant's
-             *     text and calls the agent's (by their kind).
-             */
-            outside_origin?: string | null;
             /** @enum {string} */
             kind: "tool_result";
         } | (components["schemas"]["Notice"] & {
@@ -1569,11 +1689,6 @@ export interface components {
             duration_us: number;
             decided_by?: null | components["schemas"]["DecidedBy"];
             created_at: string;
-            /**
-             * @description Where the result came from when it is outside content (a page's host, the hosts code
-             *     fetched from, the MCP tool or search that answered); null for the agent's own stores.
-             */
-            outside_origin?: string | null;
         };
         ExportedView: {
             bundle: unknown;
@@ -1582,6 +1697,11 @@ export interface components {
             listing_version: number;
             publisher_agent: string;
         };
+        /**
+         * @description How a report groups its rows.
+         * @enum {string}
+         */
+        GroupingView: "agent" | "model" | "day" | "caller";
         Health: {
             status: string;
             version: string;
@@ -1615,6 +1735,19 @@ export interface components {
          * @enum {string}
          */
         Kind: "openai" | "anthropic" | "gemini" | "openai_compatible" | "ollama";
+        /** @description A vendor's list price, used when no price is set for a connection's model. */
+        ListPriceView: {
+            /** @description openai, anthropic or gemini. */
+            vendor: string;
+            /** @description Models whose id begins with this (the longest match wins). */
+            model_prefix: string;
+            /** Format: double */
+            input_per_mtok: number;
+            /** Format: double */
+            cached_input_per_mtok: number;
+            /** Format: double */
+            output_per_mtok: number;
+        };
         ListingDetail: {
             listing: components["schemas"]["ListingView"];
             versions: components["schemas"]["ListingVersionView"][];
@@ -1854,7 +1987,7 @@ export interface components {
          * @description Where a notification came from.
          * @enum {string}
          */
-        NotificationSourceView: "agent" | "schedule";
+        NotificationSourceView: "agent" | "schedule" | "budget";
         NotificationView: {
             /** Format: int64 */
             id: number;
@@ -1923,32 +2056,23 @@ export interface components {
              */
             component?: string | null;
         };
-        /**
-         * @description A model's profile and any of its settings, by hand: `config.toml`'s
-         *     `[model_profiles."<model>"]`, or the Settings page's (stored per `provider/model`).
-         */
-        ProfileOverride: {
-            /** @default null */
-            profile: null | components["schemas"]["ModelProfileKind"];
-            /**
-             * Format: float
-             * @default null
-             */
-            temperature: number | null;
-            /** @default null */
-            require_first_call: boolean | null;
-            /** @default null */
-            preload_tools: number | null;
-            /**
-             * @description The reply cap, in tokens.
-             * @default null
-             */
-            reply_tokens: number | null;
-            /**
-             * @description The context budget, in tokens (at most what the server says it has).
-             * @default null
-             */
-            context_tokens: number | null;
+        /** @description A price per million tokens. */
+        PriceView: {
+            /** @description A connection's id (`env:openai`, or one added on this page). */
+            connection: string;
+            model: string;
+            /** Format: double */
+            input_per_mtok: number;
+            /** Format: double */
+            cached_input_per_mtok: number;
+            /** Format: double */
+            output_per_mtok: number;
+        };
+        PricesView: {
+            /** @description Prices set here, by connection and model. */
+            set: components["schemas"]["PriceView"][];
+            /** @description The defaults for the hosted vendors' models; local servers cost 0 unless set. */
+            defaults: components["schemas"]["ListPriceView"][];
         };
         /** @description The settings a profile decides, as the Settings page shows them. */
         ProfileSettings: {
@@ -1979,7 +2103,6 @@ export interface components {
         ProfileView: components["schemas"]["ChosenProfile"] & {
             /** @description `provider/model`. */
             model: string;
-            saved?: null | components["schemas"]["ProfileOverride"];
         };
         ProviderView: {
             kind: string;
@@ -2012,7 +2135,7 @@ export interface components {
             reason?: string | null;
         };
         /** @enum {string} */
-        RunOutcomeView: "started" | "finished" | "failed" | "missed" | "skipped_limit";
+        RunOutcomeView: "started" | "finished" | "failed" | "missed" | "skipped_limit" | "skipped_budget";
         ScheduleRunView: {
             /** Format: int64 */
             id: number;
@@ -2044,6 +2167,13 @@ export interface components {
             created_by: string;
             created_at: string;
             last_run?: null | components["schemas"]["ScheduleRunView"];
+        };
+        ScopedBudgetView: {
+            /** @description `all`, or an agent's id. */
+            scope: string;
+            /** @description Where the budgets in force come from: `settings` (this page) or `config` (config.toml). */
+            source: string;
+            budget: components["schemas"]["BudgetView"];
         };
         /**
          * @description Who started a session.
@@ -2129,11 +2259,10 @@ export interface components {
             error?: string | null;
         };
         /**
-         * @description How a model is asked to call tools: the API's own tool calling, or a delimited text
-         *     protocol for models without it.
+         * @description How a model is asked to call tools.
          * @enum {string}
          */
-        ToolCallMode: "native" | "text";
+        ToolCalls: "native" | "text";
         /**
          * @description Where a tool comes from: built into Wright, written by an agent, or offered by one of
          *     the operator's MCP servers (`mcp__<server>__<tool>`).
@@ -2215,6 +2344,30 @@ export interface components {
          * @enum {string}
          */
         Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace" | "schedules";
+        /** @description Sums of model requests. */
+        TotalsView: {
+            /** Format: int64 */
+            requests: number;
+            /**
+             * Format: int64
+             * @description Every prompt token, cached ones included.
+             */
+            prompt_tokens: number;
+            /** Format: int64 */
+            cached_prompt_tokens: number;
+            /** Format: int64 */
+            completion_tokens: number;
+            /**
+             * Format: double
+             * @description At the prices of the moment each request was made.
+             */
+            cost_usd: number;
+            /**
+             * Format: int64
+             * @description Requests whose wire reported no usage: their tokens are estimates.
+             */
+            estimated_requests: number;
+        };
         Uninstalled: {
             deleted: boolean;
         };
@@ -2229,6 +2382,16 @@ export interface components {
         UpdateRequest: {
             /** Format: int64 */
             version?: number | null;
+        };
+        UsageReportView: {
+            since: string;
+            by: components["schemas"]["GroupingView"];
+            rows: components["schemas"]["UsageRowView"][];
+            totals: components["schemas"]["TotalsView"];
+        };
+        UsageRowView: components["schemas"]["TotalsView"] & {
+            /** @description The agent, `connection model`, the UTC day or the caller; `-` for none. */
+            key: string;
         };
         ValueView: {
             /** @description The stored JSON value; null when the key does not exist. */
@@ -3266,92 +3429,6 @@ export interface operations {
             };
         };
     };
-    set_model_profile: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ProfileOverride"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProfileView"];
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    clear_model_profile: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProfileView"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
     notifications_list: {
         parameters: {
             query?: {
@@ -4230,6 +4307,35 @@ export interface operations {
             };
         };
     };
+    conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationUsageView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     health: {
         parameters: {
             query?: never;
@@ -4436,7 +4542,7 @@ export interface operations {
             };
         };
     };
-    export: {
+    market_export: {
         parameters: {
             query?: {
                 /** @description A listing version; the latest when absent. */
@@ -4518,6 +4624,58 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    budgets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScopedBudgetView"][];
+                };
+            };
+        };
+    };
+    set_budget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scope: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetView"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };
@@ -4785,6 +4943,56 @@ export interface operations {
             };
         };
     };
+    prices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PricesView"];
+                };
+            };
+        };
+    };
+    set_price: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PriceView"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PriceView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     status: {
         parameters: {
             query?: {
@@ -4803,6 +5011,71 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StatusView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    report: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `7d`, `24h`, a UTC day (`2026-11-01`) or an RFC 3339 time; the start of this month
+                 *     (UTC) when absent.
+                 */
+                since?: string;
+                /** @description agent, model, day (default) or caller. */
+                by?: components["schemas"]["GroupingView"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReportView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    usage_export: {
+        parameters: {
+            query?: {
+                /** @description As for the report. */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
                 };
             };
             400: {

@@ -3,7 +3,8 @@
 // each with its version timeline, diffs and rollback; the tool execution log with filters, the
 // latest failures and the last 7 days' statistics (admin/Executions.tsx); the agent's schedules
 // (admin/Schedules.tsx); and the installation's Settings (provider connections and models,
-// admin/Settings.tsx; the MCP servers' states, admin/McpServers.tsx). One module per page; this
+// admin/Settings.tsx, with budgets and prices, admin/Budgets.tsx; the MCP servers' states,
+// admin/McpServers.tsx); and the installation's usage and cost (admin/Usage.tsx). One module per page; this
 // one only picks the page.
 import { ADMIN_SECTIONS } from './Sidebar';
 import { Components } from '../admin/Components';
@@ -13,6 +14,8 @@ import { McpServers } from '../admin/McpServers';
 import { Memories } from '../admin/Memory';
 import { Schedules } from '../admin/Schedules';
 import { Settings } from '../admin/Settings';
+import { Budgets, PricesCard } from '../admin/Budgets';
+import { Usage } from '../admin/Usage';
 import { Policies, Tools } from '../admin/Tools';
 import { Toolsets } from '../admin/Toolsets';
 
@@ -25,15 +28,19 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
       <header className="workspace-head">
         <h1 className="conversation-title">
           {label}
-          {agent && section !== 'settings' && <span className="muted"> · {agent}</span>}
+          {agent && section !== 'settings' && section !== 'usage' && <span className="muted"> · {agent}</span>}
         </h1>
       </header>
       <div className="admin-body" key={`${section}/${agent}`}>
         {section === 'settings' ? (
           <>
             <Settings />
+            <Budgets />
+            <PricesCard />
             <McpServers />
           </>
+        ) : section === 'usage' ? (
+          <Usage />
         ) : !agent ? (
           <p className="muted">Choose an agent.</p>
         ) : section === 'prompt' ? (

@@ -8,6 +8,7 @@ import { Approval } from './Approval';
 import { AskUser } from './AskUser';
 import { ProviderNotice } from './ProviderNotice';
 import { ToolCall, resultInfo } from './ToolCall';
+import { UsageMeter } from './UsageMeter';
 
 const CANVAS_TOOLS = new Set(['render_blocks', 'render_and_wait']);
 
@@ -118,6 +119,7 @@ export function Chat({
   onAnswer,
   onShowCanvas,
   commandReply = null,
+  conversationId,
 }: {
   state: ConversationState;
   status: Status | null;
@@ -127,6 +129,8 @@ export function Chat({
   onShowCanvas: (toolCallId: string) => void;
   /** The answer of a command typed here (`/codestats`, …): shown, not stored. */
   commandReply?: string | null;
+  /** The conversation's id, for its usage meter (none: no meter). */
+  conversationId?: string;
 }) {
   const [draft, setDraft] = useState('');
   const [sendError, setSendError] = useState<string | null>(null);
@@ -270,6 +274,7 @@ export function Chat({
             </button>
           )}
         </div>
+        {conversationId && <UsageMeter conversation={conversationId} revision={`${state.events.length}/${state.status}`} />}
       </div>
     </section>
   );

@@ -75,6 +75,7 @@ export function ConversationView({ agent, id, status, onChanged }: { agent: stri
       </header>
       <div className="panes">
         <Chat
+          conversationId={id}
           state={state}
           status={status}
           onSend={sendOrStart}

@@ -238,7 +238,11 @@ impl<'a> Run<'a> {
                 Turned::Ended(self.end(RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await?)
             }
             Err(error) => {
-                let message = AgentError::from(error).to_string();
+                // A request Wright held back says so itself (which limit, how to raise it).
+                let message = match error {
+                    ModelError::NotSent(message) => message,
+                    error => AgentError::from(error).to_string(),
+                };
                 let notice = NewEvent::notice(Notice::Error { message: message.clone() });
                 Turned::Ended(self.end(RunOutcome::Failed { message }, vec![notice]).await?)
             }

@@ -192,7 +192,7 @@ impl Wire for MessagesWire {
             }
         }
         if let Some(usage) = response.usage {
-            out.push(StreamEvent::Usage(usage_of(usage, usage.input_tokens.unwrap_or(0))));
+            out.push(StreamEvent::Usage(usage_of(usage, response.id)));
         }
         let raw = response.stop_reason.unwrap_or_else(|| "end_turn".to_owned());
         out.push(StreamEvent::Finish(finish(raw, had_calls)));
@@ -204,8 +204,20 @@ fn finish(raw: String, had_calls: bool) -> Finish {
     Finish { reason: if had_calls { FinishReason::ToolCalls } else { finish_reason_of(&raw) }, raw }
 }
 
-fn usage_of(usage: WireUsage, input_tokens: u64) -> Usage {
-    Usage { input_tokens, output_tokens: usage.output_tokens.unwrap_or(0), total_tokens: None, reasoning_tokens: None }
+/// Anthropic counts cached prompt tokens apart from `input_tokens`; the canonical count holds
+/// them all.
+fn usage_of(usage: WireUsage, request_id: Option<String>) -> Usage {
+    let read = usage.cache_read_input_tokens.unwrap_or(0);
+    let written = usage.cache_creation_input_tokens.unwrap_or(0);
+    Usage {
+        input_tokens: usage.input_tokens.unwrap_or(0) + read + written,
+        output_tokens: usage.output_tokens.unwrap_or(0),
+        total_tokens: None,
+        reasoning_tokens: None,
+        cached_input_tokens: usage.cache_read_input_tokens,
+        cache_write_tokens: usage.cache_creation_input_tokens,
+        request_id,
+    }
 }
 
 /// Classifies by the error type, which is precise on Anthropic; context overflow has no type
@@ -259,8 +271,8 @@ enum OpenBlock {
 #[derive(Debug, Default)]
 struct MessagesDecoder {
     blocks: BTreeMap<u32, OpenBlock>,
-    input_tokens: u64,
     usage: Option<WireUsage>,
+    request_id: Option<String>,
     stop_reason: Option<String>,
     had_calls: bool,
 }
@@ -276,8 +288,8 @@ impl Decoder for MessagesDecoder {
         };
         match event {
             WireEvent::MessageStart { message } => {
+                self.request_id = message.id;
                 if let Some(usage) = message.usage {
-                    self.input_tokens = usage.input_tokens.unwrap_or(0);
                     self.usage = Some(usage);
                 }
             }
@@ -314,13 +326,12 @@ impl Decoder for MessagesDecoder {
                 }
                 if let Some(usage) = usage {
                     // Cumulative counts: the latest replaces, never adds.
-                    if let Some(input_tokens) = usage.input_tokens {
-                        self.input_tokens = input_tokens;
-                    }
                     let mut latest = self.usage.unwrap_or_default();
-                    if usage.output_tokens.is_some() {
-                        latest.output_tokens = usage.output_tokens;
-                    }
+                    latest.input_tokens = usage.input_tokens.or(latest.input_tokens);
+                    latest.output_tokens = usage.output_tokens.or(latest.output_tokens);
+                    latest.cache_read_input_tokens = usage.cache_read_input_tokens.or(latest.cache_read_input_tokens);
+                    latest.cache_creation_input_tokens =
+                        usage.cache_creation_input_tokens.or(latest.cache_creation_input_tokens);
                     self.usage = Some(latest);
                 }
             }
@@ -340,7 +351,7 @@ impl Decoder for MessagesDecoder {
             self.close(block, out);
         }
         if let Some(usage) = self.usage {
-            out.push(StreamEvent::Usage(usage_of(usage, self.input_tokens)));
+            out.push(StreamEvent::Usage(usage_of(usage, self.request_id.take())));
         }
         out.push(StreamEvent::Finish(finish(raw, self.had_calls)));
         Ok(())

@@ -104,6 +104,8 @@ pub(crate) enum StreamEvent {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct MessageStart {
+    /// `msg_…`: the provider's id of the request.
+    pub id: Option<String>,
     pub usage: Option<WireUsage>,
 }
 
@@ -140,13 +142,17 @@ pub(crate) struct MessageDeltaBody {
 
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub(crate) struct WireUsage {
+    /// Prompt tokens neither read from nor written to the cache.
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    pub cache_read_input_tokens: Option<u64>,
+    pub cache_creation_input_tokens: Option<u64>,
 }
 
 /// A whole (non-streamed) response.
 #[derive(Debug, Deserialize)]
 pub(crate) struct MessageResponse {
+    pub id: Option<String>,
     #[serde(default)]
     pub content: Vec<Block>,
     pub stop_reason: Option<String>,

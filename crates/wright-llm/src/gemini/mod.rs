@@ -243,6 +243,7 @@ fn classify(error: GoogleError, http_status: Option<u16>, header_retry: Option<s
 struct GeminiDecoder {
     finish_reason: Option<String>,
     usage: Option<UsageMetadata>,
+    request_id: Option<String>,
     text_signature: Option<String>,
     had_calls: bool,
 }
@@ -259,6 +260,9 @@ impl Decoder for GeminiDecoder {
         }
         if let Some(usage) = response.usage_metadata {
             self.usage = Some(usage);
+        }
+        if response.response_id.is_some() {
+            self.request_id = response.response_id;
         }
         if response.candidates.is_empty()
             && let Some(reason) = response.prompt_feedback.and_then(|feedback| feedback.block_reason)
@@ -316,6 +320,9 @@ impl Decoder for GeminiDecoder {
                 output_tokens: usage.candidates_token_count.unwrap_or(0),
                 total_tokens: usage.total_token_count,
                 reasoning_tokens: usage.thoughts_token_count,
+                cached_input_tokens: usage.cached_content_token_count,
+                cache_write_tokens: None,
+                request_id: self.request_id.take(),
             }));
         }
         let reason = if self.had_calls { FinishReason::ToolCalls } else { finish_reason_of(&raw) };

@@ -97,6 +97,8 @@ pub(crate) struct GenerateResponse {
     #[serde(default)]
     pub candidates: Vec<Candidate>,
     pub usage_metadata: Option<UsageMetadata>,
+    /// The provider's id of the request, the same in every chunk.
+    pub response_id: Option<String>,
     pub prompt_feedback: Option<PromptFeedback>,
     pub error: Option<GoogleError>,
 }
@@ -115,6 +117,8 @@ pub(crate) struct UsageMetadata {
     pub candidates_token_count: Option<u64>,
     pub total_token_count: Option<u64>,
     pub thoughts_token_count: Option<u64>,
+    /// Prompt tokens served from a cached context; part of `prompt_token_count`.
+    pub cached_content_token_count: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -30,4 +30,6 @@ pub(crate) struct EmbedRequest<'a> {
 pub(crate) struct EmbedResponse {
     #[serde(default)]
     pub embeddings: Vec<Vec<f32>>,
+    /// Ollama's own count of the tokens it read.
+    pub prompt_eval_count: Option<u64>,
 }

@@ -28,7 +28,7 @@ use crate::tool_schema::{self, SchemaDialect};
 use crate::transport::{Decoder, HttpCall, Wire};
 use wire::{
     ChatChunk, ChatCompletion, ChatFunction, ChatFunctionCall, ChatMessage, ChatRequest, ChatTool, ChatToolCall,
-    ChatUsage, ErrorEnvelope, ErrorField, ErrorObject, StreamOptions, ToolCallDelta,
+    ChatUsage, ErrorEnvelope, Timings, ErrorField, ErrorObject, StreamOptions, ToolCallDelta,
 };
 
 /// Which dialect: OpenAI's own API, or a compatible server.
@@ -187,8 +187,8 @@ impl Wire for ChatWire {
         let calls = accumulator.finish();
         let had_calls = !calls.is_empty();
         out.extend(calls.into_iter().map(StreamEvent::ToolCall));
-        if let Some(usage) = completion.usage {
-            out.push(StreamEvent::Usage(usage_of(&usage)));
+        if let Some(usage) = usage_reported(completion.usage.as_ref(), completion.timings, completion.id) {
+            out.push(StreamEvent::Usage(usage));
         }
         let raw = choice.finish_reason.unwrap_or_else(|| "stop".to_owned());
         out.push(StreamEvent::Finish(finish(raw, had_calls)));
@@ -201,6 +201,25 @@ pub(crate) fn finish(raw: String, had_calls: bool) -> Finish {
     Finish { reason, raw }
 }
 
+/// The usage a response reported: the `usage` object, else llama.cpp's `timings` (its own
+/// counts, sent without being asked), else none.
+fn usage_reported(usage: Option<&ChatUsage>, timings: Option<Timings>, request_id: Option<String>) -> Option<Usage> {
+    let mut usage = match (usage, timings) {
+        (Some(usage), timings) => {
+            let mut counted = usage_of(usage);
+            // llama.cpp's usage object has no cache details; its timings do.
+            if counted.cached_input_tokens.is_none() {
+                counted.cached_input_tokens = timings.and_then(|timings| timings.cache_n);
+            }
+            counted
+        }
+        (None, Some(timings)) => usage_of_timings(timings),
+        (None, None) => return None,
+    };
+    usage.request_id = request_id;
+    Some(usage)
+}
+
 fn usage_of(usage: &ChatUsage) -> Usage {
     let input_tokens = usage.prompt_tokens.unwrap_or(0);
     let output_tokens = usage.completion_tokens.unwrap_or(0);
@@ -209,6 +228,22 @@ fn usage_of(usage: &ChatUsage) -> Usage {
         output_tokens,
         total_tokens: Some(usage.total_tokens.unwrap_or(input_tokens + output_tokens)),
         reasoning_tokens: usage.completion_tokens_details.as_ref().and_then(|details| details.reasoning_tokens),
+        cached_input_tokens: usage.prompt_tokens_details.as_ref().and_then(|details| details.cached_tokens),
+        ..Usage::default()
+    }
+}
+
+/// llama.cpp's counts: the prompt is what it evaluated plus what its cache held.
+fn usage_of_timings(timings: Timings) -> Usage {
+    let cached = timings.cache_n.unwrap_or(0);
+    let input_tokens = timings.prompt_n.unwrap_or(0) + cached;
+    let output_tokens = timings.predicted_n.unwrap_or(0);
+    Usage {
+        input_tokens,
+        output_tokens,
+        total_tokens: Some(input_tokens + output_tokens),
+        cached_input_tokens: timings.cache_n,
+        ..Usage::default()
     }
 }
 
@@ -279,7 +314,9 @@ impl CallAccumulator {
 struct ChatDecoder {
     calls: CallAccumulator,
     finish_reason: Option<String>,
-    usage: Option<Usage>,
+    usage: Option<ChatUsage>,
+    timings: Option<Timings>,
+    request_id: Option<String>,
 }
 
 impl Decoder for ChatDecoder {
@@ -298,8 +335,14 @@ impl Decoder for ChatDecoder {
         }
         let chunk: ChatChunk = serde_json::from_str(data)
             .map_err(|error| LlmError::InvalidResponse(format!("chat completion chunk: {error}: {data}")))?;
-        if let Some(usage) = &chunk.usage {
-            self.usage = Some(usage_of(usage));
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage;
+        }
+        if chunk.timings.is_some() {
+            self.timings = chunk.timings;
+        }
+        if self.request_id.is_none() {
+            self.request_id = chunk.id.filter(|id| !id.is_empty());
         }
         if let Some(error) = chunk.error {
             return Err(classify_in_stream(error));
@@ -330,7 +373,7 @@ impl Decoder for ChatDecoder {
         let calls = self.calls.finish();
         let had_calls = !calls.is_empty();
         out.extend(calls.into_iter().map(StreamEvent::ToolCall));
-        if let Some(usage) = self.usage.take() {
+        if let Some(usage) = usage_reported(self.usage.as_ref(), self.timings, self.request_id.take()) {
             out.push(StreamEvent::Usage(usage));
         }
         out.push(StreamEvent::Finish(finish(raw, had_calls)));

@@ -84,9 +84,13 @@ pub(crate) struct ChatFunction {
 /// One `chat.completion.chunk`. Azure's first chunk has `choices: []`; the usage chunk too.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ChatChunk {
+    /// `chatcmpl-…`: the provider's id of the request, the same in every chunk.
+    pub id: Option<String>,
     #[serde(default)]
     pub choices: Vec<ChunkChoice>,
     pub usage: Option<ChatUsage>,
+    /// llama.cpp's own counts, on the last chunk, whether usage was asked for or not.
+    pub timings: Option<Timings>,
     /// OpenRouter puts an error object inside an otherwise normal chunk.
     pub error: Option<ErrorField>,
 }
@@ -130,6 +134,21 @@ pub(crate) struct ChatUsage {
     pub completion_tokens: Option<u64>,
     pub total_tokens: Option<u64>,
     pub completion_tokens_details: Option<CompletionTokensDetails>,
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct PromptTokensDetails {
+    pub cached_tokens: Option<u64>,
+}
+
+/// llama.cpp's `timings`: `prompt_n` tokens were evaluated, `cache_n` came from its prompt
+/// cache, `predicted_n` were generated.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub(crate) struct Timings {
+    pub cache_n: Option<u64>,
+    pub prompt_n: Option<u64>,
+    pub predicted_n: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -140,9 +159,11 @@ pub(crate) struct CompletionTokensDetails {
 /// A whole `chat.completion`.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ChatCompletion {
+    pub id: Option<String>,
     #[serde(default)]
     pub choices: Vec<CompletionChoice>,
     pub usage: Option<ChatUsage>,
+    pub timings: Option<Timings>,
     pub error: Option<ErrorField>,
 }
 
@@ -291,6 +312,13 @@ pub(crate) struct EmbeddingRequest<'a> {
 #[derive(Debug, Deserialize)]
 pub(crate) struct EmbeddingResponse {
     pub data: Vec<EmbeddingData>,
+    /// `{"prompt_tokens", "total_tokens"}`; some compatible servers leave it out.
+    pub usage: Option<EmbeddingUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct EmbeddingUsage {
+    pub prompt_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -124,7 +124,7 @@ impl Wire for ResponsesWire {
             }
         }
         if let Some(usage) = response.usage {
-            out.push(StreamEvent::Usage(usage_of(usage)));
+            out.push(StreamEvent::Usage(usage_of(usage, response.id)));
         }
         out.push(StreamEvent::Finish(finish(response.status.unwrap_or_else(|| "completed".to_owned()), had_calls)));
         Ok(())
@@ -141,7 +141,7 @@ fn call_of(item: OutputItem, streamed_arguments: String) -> ToolCallEvent {
     }
 }
 
-fn usage_of(usage: ResponsesUsage) -> Usage {
+fn usage_of(usage: ResponsesUsage, request_id: Option<String>) -> Usage {
     let input_tokens = usage.input_tokens.unwrap_or(0);
     let output_tokens = usage.output_tokens.unwrap_or(0);
     Usage {
@@ -149,6 +149,9 @@ fn usage_of(usage: ResponsesUsage) -> Usage {
         output_tokens,
         total_tokens: Some(usage.total_tokens.unwrap_or(input_tokens + output_tokens)),
         reasoning_tokens: usage.output_tokens_details.and_then(|details| details.reasoning_tokens),
+        cached_input_tokens: usage.input_tokens_details.and_then(|details| details.cached_tokens),
+        cache_write_tokens: None,
+        request_id,
     }
 }
 
@@ -193,6 +196,7 @@ struct ResponsesDecoder {
     calls: BTreeMap<u32, PendingCall>,
     status: Option<String>,
     usage: Option<ResponsesUsage>,
+    request_id: Option<String>,
     had_calls: bool,
 }
 
@@ -254,6 +258,7 @@ impl Decoder for ResponsesDecoder {
             "response.completed" | "response.incomplete" => {
                 let response = event.response.unwrap_or_default();
                 self.usage = response.usage;
+                self.request_id = response.id;
                 self.status =
                     Some(response.status.unwrap_or_else(|| event.kind.trim_start_matches("response.").to_owned()));
                 return Ok(true);
@@ -290,7 +295,7 @@ impl Decoder for ResponsesDecoder {
             }
         }
         if let Some(usage) = self.usage.take() {
-            out.push(StreamEvent::Usage(usage_of(usage)));
+            out.push(StreamEvent::Usage(usage_of(usage, self.request_id.take())));
         }
         out.push(StreamEvent::Finish(finish(raw, self.had_calls)));
         Ok(())

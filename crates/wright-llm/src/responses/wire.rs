@@ -82,6 +82,8 @@ pub(crate) struct ContentPart {
 
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct ResponseObject {
+    /// `resp_…`: the provider's id of the request.
+    pub id: Option<String>,
     pub status: Option<String>,
     pub usage: Option<ResponsesUsage>,
     pub error: Option<ErrorObject>,
@@ -95,6 +97,12 @@ pub(crate) struct ResponsesUsage {
     pub output_tokens: Option<u64>,
     pub total_tokens: Option<u64>,
     pub output_tokens_details: Option<OutputTokensDetails>,
+    pub input_tokens_details: Option<InputTokensDetails>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub(crate) struct InputTokensDetails {
+    pub cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]

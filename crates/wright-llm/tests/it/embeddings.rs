@@ -34,11 +34,18 @@ async fn each_wire_answers_one_vector_per_text_in_order() {
     let texts = ["Anna drives a red Volvo", "the dog sleeps", "Anna drives a red Volvo"];
     for kind in KINDS {
         let embedder = connection(&fake, kind).embedder(FAKE_EMBEDDING_MODEL, None, Duration::from_secs(5)).unwrap();
-        let vectors = embedder.embed(&texts, EmbedPurpose::Document).await.unwrap();
+        let (vectors, tokens) = embedder.embed_counted(&texts, EmbedPurpose::Document).await.unwrap();
         assert_eq!(vectors.len(), 3, "{kind:?}");
         assert!(same(&vectors[0], &fake_embedding(texts[0], 64)), "{kind:?}");
         assert!(same(&vectors[1], &fake_embedding(texts[1], 64)), "{kind:?}");
         assert_eq!(vectors[0], vectors[2]);
+        // The tokens each server says it read (the fake: four characters a token); Gemini's
+        // batch answer says none.
+        let fake_count: u64 = texts.iter().map(|text| text.chars().count().div_ceil(4) as u64).sum();
+        match kind {
+            ConnectionKind::Gemini => assert_eq!(tokens, None),
+            _ => assert_eq!(tokens, Some(fake_count), "{kind:?}"),
+        }
         // Shortened on request, by each wire's own field.
         let short = connection(&fake, kind).embedder(FAKE_EMBEDDING_MODEL, Some(16), Duration::from_secs(5)).unwrap();
         let vectors = short.embed(&texts[..1], EmbedPurpose::Query).await.unwrap();

@@ -97,6 +97,16 @@ async fn parallel_calls_with_split_arguments_arrive_whole_on_every_adapter() {
             // Compatible servers are not asked for the usage chunk (see the openai module).
             let usage_asked = !(kind == ProviderKind::OpenaiCompatible && config.streaming);
             assert_eq!(reply.usage.is_some(), usage_asked, "{kind:?} streaming={}", config.streaming);
+            if let Some(usage) = &reply.usage {
+                let fake = wright_llm::testing::FAKE_USAGE;
+                let counted = (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens);
+                assert_eq!(
+                    counted,
+                    (fake.prompt_tokens, Some(fake.cached_prompt_tokens), fake.completion_tokens),
+                    "{kind:?} streaming={}",
+                    config.streaming
+                );
+            }
         }
     }
 }

@@ -25,6 +25,7 @@ pub(crate) mod sessions;
 mod settings;
 mod state;
 mod tools;
+pub(crate) mod usage;
 
 use axum::error_handling::HandleErrorLayer;
 use axum::http::StatusCode;
@@ -143,7 +144,13 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(market::update))
         .routes(routes!(market::uninstall))
         .routes(routes!(market::export))
-        .routes(routes!(market::import));
+        .routes(routes!(market::import))
+        .routes(routes!(usage::report))
+        .routes(routes!(usage::export))
+        .routes(routes!(usage::conversation))
+        .routes(routes!(usage::prices, usage::set_price))
+        .routes(routes!(usage::budgets))
+        .routes(routes!(usage::set_budget));
     (public, protected)
 }
 

@@ -29,6 +29,8 @@ pub(crate) enum NotificationSourceView {
     Agent,
     /// A schedule: its run's result, or a time it missed.
     Schedule,
+    /// A usage budget: its soft threshold reached, or spent.
+    Budget,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -54,6 +56,7 @@ impl From<Notification> for NotificationView {
             source: match notification.source {
                 NotificationSource::Agent => NotificationSourceView::Agent,
                 NotificationSource::Schedule => NotificationSourceView::Schedule,
+                NotificationSource::Budget => NotificationSourceView::Budget,
             },
             title: notification.title,
             text: notification.text,

@@ -35,6 +35,8 @@ pub(super) enum RunOutcomeView {
     Missed,
     /// Not run: the agent's runs per day were used up.
     SkippedLimit,
+    /// Not run: a usage budget was spent.
+    SkippedBudget,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -78,6 +80,7 @@ impl From<ScheduleRun> for ScheduleRunView {
                 RunOutcome::Failed => RunOutcomeView::Failed,
                 RunOutcome::Missed => RunOutcomeView::Missed,
                 RunOutcome::SkippedLimit => RunOutcomeView::SkippedLimit,
+                RunOutcome::SkippedBudget => RunOutcomeView::SkippedBudget,
             },
             missed_count: run.missed_count,
             conversation_id: run.conversation_id,

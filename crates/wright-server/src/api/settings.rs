@@ -320,7 +320,30 @@ pub(super) async fn test_connection(
     Path(id): Path<String>,
 ) -> Result<Json<TestView>, ApiError> {
     let connection = found(&state, &id).await?;
-    Ok(Json(match connection.list_models(PROVIDER_TIMEOUT).await {
+    let started = std::time::Instant::now();
+    let listed = connection.list_models(PROVIDER_TIMEOUT).await;
+    // The test lists the provider's models: a request to it, of no tokens, in the ledger all
+    // the same (what was asked of each provider, and when, is there).
+    let record = wright_store::UsageRecord {
+        agent_id: None,
+        conversation_id: None,
+        run_id: None,
+        caller: wright_core::UsageCaller::Person,
+        purpose: wright_core::UsagePurpose::ConnectionTest,
+        connection: id.clone(),
+        model: "-".to_owned(),
+        prompt_tokens: 0,
+        cached_prompt_tokens: 0,
+        completion_tokens: 0,
+        reasoning_tokens: None,
+        request_id: None,
+        duration_ms: started.elapsed().as_millis() as i64,
+        cost_usd: 0.0,
+        estimated: false,
+        cut: listed.is_err(),
+    };
+    state.ledger.record(None, &record).await;
+    Ok(Json(match listed {
         Ok(models) => TestView { ok: true, model_count: Some(models.len()), error: None },
         Err(error) => TestView { ok: false, model_count: None, error: Some(provider_message(&error, &state)) },
     }))

@@ -1,6 +1,6 @@
 //! The one way into a conversation, whichever channel the person talks through — the canvas
 //! (the HTTP API) or Telegram. A message is read here: a command (`/newsession [name]`,
-//! `/cancel`, `/codestats`, `/codefailures [n]`, `/help`) is carried out and answered with
+//! `/cancel`, `/codestats`, `/codefailures [n]`, `/usage [since]`, `/help`) is carried out and answered with
 //! text; anything else starts a run through [`Runs`](crate::domain::runs::Runs). Answers to pending
 //! calls and cancels go through the same functions, so a conversation's runs, pauses, limits
 //! and "answered once" behave the same from either place: the store decides, whichever place
@@ -10,7 +10,7 @@
 //! stream and the Telegram chat bound to the conversation both follow it.
 
 use serde_json::Value;
-use wright_core::{AgentId, iso_from_ms};
+use wright_core::{AgentId, UsageCaller, iso_from_ms};
 use wright_store::{ExecutionFilter, ExecutionStats, StoredExecution};
 
 use super::DomainError;
@@ -29,6 +29,8 @@ pub enum Command {
     CodeStats,
     /// `/codefailures [n]`: the last n failed calls (default 5, at most 20).
     CodeFailures(usize),
+    /// `/usage [since]`: tokens and cost by agent, since the start of the month (or `7d`, a day).
+    Usage(Option<String>),
     /// `/help` (and Telegram's `/start`).
     Help,
 }
@@ -58,6 +60,7 @@ pub fn parse_command(text: &str, bot: Option<&str>) -> Option<Command> {
             let count = argument.parse::<usize>().unwrap_or(DEFAULT_FAILURES).clamp(1, MAX_FAILURES);
             Command::CodeFailures(count)
         }
+        "usage" => Command::Usage((!argument.is_empty()).then(|| argument.to_owned())),
         "help" | "start" => Command::Help,
         _ => return None,
     })
@@ -76,13 +79,19 @@ pub enum Reply {
 
 /// Reads the person's (or a component's) message to a conversation: a command is carried out,
 /// anything else is sent to the agent. Only the person's messages can be commands.
-pub async fn send(state: &AppState, conversation_id: &str, text: &str, sender: Sender) -> Result<Reply, DomainError> {
+pub async fn send(
+    state: &AppState,
+    conversation_id: &str,
+    text: &str,
+    sender: Sender,
+    caller: UsageCaller,
+) -> Result<Reply, DomainError> {
     if matches!(sender, Sender::Person)
         && let Some(command) = parse_command(text, None)
     {
         return run_command(state, conversation_id, command).await;
     }
-    state.runs.send_message(conversation_id, text, sender).await?;
+    state.runs.send_message(conversation_id, text, sender, caller).await?;
     Ok(Reply::RunStarted)
 }
 
@@ -109,6 +118,23 @@ pub async fn run_command(state: &AppState, conversation_id: &str, command: Comma
                 ExecutionFilter { success: Some(false), limit: Some(count as i64), ..ExecutionFilter::default() };
             Ok(Reply::Text(code_failures(&state.store.list_executions(&agent, &filter).await?)))
         }
+        Command::Usage(since) => {
+            let since = match wright_store::usage::parse_since(since.as_deref(), state.store.clock().now_ms()) {
+                Ok(since) => since,
+                Err(problem) => return Ok(Reply::Text(vec![problem])),
+            };
+            let (rows, totals) = state.store.usage_summary(since, wright_store::UsageGrouping::Agent).await?;
+            let mut text = crate::domain::usage::report_text(&rows, &totals, wright_store::UsageGrouping::Agent, since);
+            let this = state.store.conversation_usage(conversation_id).await?;
+            text.push_str(&format!(
+                "This conversation: {} prompt tokens ({} cached), {} completion tokens, ${:.4}",
+                this.totals.prompt_tokens,
+                this.totals.cached_prompt_tokens,
+                this.totals.completion_tokens,
+                this.totals.cost_usd
+            ));
+            Ok(Reply::Text(vec![text]))
+        }
         Command::Help => Ok(Reply::Text(vec![HELP.to_owned()])),
     }
 }
@@ -133,6 +159,7 @@ pub const HELP: &str = "Talk to me as you would in the canvas. Commands:\n\
 /cancel — stop what I am doing\n\
 /codestats — tool calls of the last 7 days\n\
 /codefailures [n] — the last n failed tool calls (default 5)\n\
+/usage [since] — tokens and cost by agent (this month, or 7d, 24h, a day)\n\
 /help — this list";
 
 /// Seed 001's `/codestats` text, over the tool calls the admin page counts.
@@ -216,6 +243,8 @@ mod tests {
         assert_eq!(parse_command("/cancel@wright_bot", Some("wright_bot")), Some(Command::Cancel));
         assert_eq!(parse_command("/cancel@other_bot", Some("wright_bot")), None);
         assert_eq!(parse_command("/start", None), Some(Command::Help));
+        assert_eq!(parse_command("/usage", None), Some(Command::Usage(None)));
+        assert_eq!(parse_command("/usage 7d", None), Some(Command::Usage(Some("7d".into()))));
         assert_eq!(parse_command("/newsessions", None), None);
         assert_eq!(parse_command("please /cancel", None), None);
     }

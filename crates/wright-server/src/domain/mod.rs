@@ -6,6 +6,8 @@
 //! - [`channel`]: the one path every channel shares (commands, messages, answers, cancel).
 //! - [`models`]: which model an agent's run uses, from the configured connections.
 //! - [`sessions`]: starting a session by the person.
+//! - [`usage`]: the usage ledger, budgets and the loop guard, as a decorator of a run's
+//!   provider; [`prices`]: what tokens cost.
 //! - [`hub`]: live updates of conversations and notifications; [`owner`]: this process's
 //!   claim on its runs.
 //!
@@ -19,7 +21,9 @@ mod error;
 pub mod hub;
 pub mod models;
 pub mod owner;
+pub mod prices;
 pub mod runs;
 pub mod sessions;
+pub mod usage;
 
 pub use error::DomainError;

@@ -29,6 +29,10 @@ use crate::secrets::Secrets;
 #[derive(Clone)]
 pub struct ConfiguredModel {
     pub model: Arc<dyn wright_agent::Model>,
+    /// The provider under `model`, for a run to meter ([`crate::domain::usage`]).
+    pub provider: Arc<dyn wright_llm::Provider>,
+    /// The connection's id: a Settings page connection, or `env:<kind>`.
+    pub connection: String,
     pub kind: String,
     pub name: String,
     /// Tokens the model takes, where the person said (the provider's list, or by hand); the
@@ -115,6 +119,7 @@ pub struct EnvConnection {
 
 fn configured(
     config: &ProviderConfig,
+    connection: Option<&str>,
     context_window: Option<u32>,
     redactor: &wright_core::Redactor,
 ) -> Result<ConfiguredModel, LlmError> {
@@ -122,7 +127,9 @@ fn configured(
     config.redactor = redactor.clone();
     let provider = config.build()?;
     Ok(ConfiguredModel {
-        model: Arc::new(ProviderModel(provider)),
+        model: Arc::new(ProviderModel(Arc::clone(&provider))),
+        provider,
+        connection: connection.map_or_else(|| format!("env:{}", config.kind.as_str()), str::to_owned),
         kind: config.kind.as_str().to_owned(),
         name: config.model.clone(),
         context_window,
@@ -148,7 +155,7 @@ impl Models {
     /// One model for every agent (tests against a fake provider).
     pub fn single(config: &ProviderConfig) -> Result<Self, LlmError> {
         let redactor = wright_core::Redactor::default();
-        Ok(Self { default: Some(configured(config, None, &redactor)?), redactor, ..Self::default() })
+        Ok(Self { default: Some(configured(config, None, None, &redactor)?), redactor, ..Self::default() })
     }
 
     /// From the environment and `[models]`; a local Ollama is probed only when nothing else
@@ -159,7 +166,7 @@ impl Models {
         );
         let mut models = Self { env: env.clone(), redactor: redactor.clone(), ..Self::default() };
         match config_from_env(env) {
-            Ok(config) => match configured(&config, None, &redactor) {
+            Ok(config) => match configured(&config, None, None, &redactor) {
                 Ok(model) => models.default = Some(model),
                 Err(error) => models.problem = Some(error.to_string()),
             },
@@ -176,7 +183,7 @@ impl Models {
         for (agent, choice) in per_agent {
             let mut agent_env = env.clone();
             agent_env.wright_model = Some(choice.clone());
-            match config_from_env(&agent_env).and_then(|config| configured(&config, None, &redactor)) {
+            match config_from_env(&agent_env).and_then(|config| configured(&config, None, None, &redactor)) {
                 Ok(model) => {
                     models.per_agent.insert(agent.clone(), model);
                 }
@@ -228,7 +235,8 @@ impl Models {
         let mut config = found.provider_config(&choice.model, tool_calls);
         // `WRIGHT_TEMPERATURE` is the machine's choice for every model, chosen here or not.
         config.temperature = self.env.temperature().map_err(|error| cannot(error.to_string()))?;
-        configured(&config, choice.context_window, &self.redactor).map_err(|error| cannot(error.to_string()))
+        configured(&config, Some(&choice.connection_id), choice.context_window, &self.redactor)
+            .map_err(|error| cannot(error.to_string()))
     }
 
     /// The secrets every provider of these models redacts from its errors (shared: a secret
@@ -338,7 +346,7 @@ async fn local_ollama(probe: bool, redactor: &wright_core::Redactor) -> Option<C
     let host = wright_llm::DEFAULT_OLLAMA_HOST;
     let names = wright_llm::ollama_models(host, Duration::from_millis(300)).await.ok()?;
     let first = names.first()?;
-    configured(&wright_llm::ollama_config(host, first), None, redactor).ok()
+    configured(&wright_llm::ollama_config(host, first), None, None, redactor).ok()
 }
 
 /// The provider variables of the environment, read here, in the binary, once.

@@ -24,7 +24,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wright_agent::profile::ProfileOverride;
 use wright_agent::{ContextMemory, Finish, LoopConfig, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript};
-use wright_core::Invocation;
+use wright_core::{Invocation, UsageCaller, UsagePurpose};
 use wright_core::{
     AgentId, ApprovedCall, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice,
     PendingKind, ToolPolicy, ToolSettings, Unfinished,
@@ -39,6 +39,7 @@ use crate::config::RunsConfig;
 use crate::domain::hub::{Hub, Update};
 use crate::domain::models::{ConfiguredModel, Models};
 use crate::domain::owner::RunOwner;
+use crate::domain::usage::{Ledger, MeteredProvider, Metering};
 
 /// The loop's settings for a model: compaction starts before the history outgrows the model's
 /// context window. About four characters make a token; three per token leaves room for the
@@ -71,6 +72,8 @@ struct ActiveRun {
 
 pub struct Runs {
     store: Store,
+    /// The usage ledger and budgets every run's requests pass.
+    ledger: Arc<Ledger>,
     hub: Arc<Hub>,
     tools: Arc<ToolRegistry>,
     models: Arc<Models>,
@@ -97,12 +100,14 @@ impl Runs {
         hub: Arc<Hub>,
         tools: Arc<ToolRegistry>,
         models: Arc<Models>,
+        ledger: Arc<Ledger>,
         config: LoopConfig,
         runs_config: RunsConfig,
         owner: RunOwner,
     ) -> Self {
         Self {
             store,
+            ledger,
             hub,
             tools,
             models,
@@ -278,6 +283,7 @@ impl Runs {
         conversation_id: &str,
         text: &str,
         sender: Sender,
+        caller: UsageCaller,
     ) -> Result<(), DomainError> {
         let conversation = self.store.conversation(conversation_id).await?;
         let agent = AgentId::parse(&conversation.agent_id)?;
@@ -299,7 +305,7 @@ impl Runs {
         }
         let Claim::Claimed(events) = claim else { return Err(Self::busy()) };
         self.publish_events(conversation_id, events);
-        self.spawn_run(agent, conversation_id.to_owned(), model);
+        self.spawn_run(agent, conversation_id.to_owned(), model, caller);
         Ok(())
     }
 
@@ -406,7 +412,8 @@ impl Runs {
     async fn resume(self: &Arc<Self>, agent: AgentId, conversation_id: &str) -> Result<(), DomainError> {
         match self.models.for_agent(&agent).await {
             Ok(model) => {
-                self.spawn_run(agent, conversation_id.to_owned(), model);
+                // A run resumed by an answer is the person's.
+                self.spawn_run(agent, conversation_id.to_owned(), model, UsageCaller::Person);
                 Ok(())
             }
             Err(problem) => {
@@ -419,7 +426,7 @@ impl Runs {
     }
 
     /// Runs the loop on a task for a run this process has claimed in the store.
-    fn spawn_run(self: &Arc<Self>, agent: AgentId, conversation_id: String, model: ConfiguredModel) {
+    fn spawn_run(self: &Arc<Self>, agent: AgentId, conversation_id: String, model: ConfiguredModel, caller: UsageCaller) {
         let run = self.next_run.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let cancel = CancellationToken::new();
         self.active
@@ -449,6 +456,26 @@ impl Runs {
             };
             let profile = runs.profile_of(&model).await;
             let loop_config = fitted_to(&profile.apply(&runs.config), model.context_window);
+            // Every request of this run (its turns and compaction summaries) is metered: the
+            // budgets and the loop guard hold before it is sent, and the ledger records it.
+            let window = match model.context_window {
+                Some(window) => Some(u64::from(window)),
+                None => model.provider.context_window().await.map(u64::from),
+            };
+            let metering = Metering {
+                agent: Some(agent.as_str().to_owned()),
+                conversation_id: Some(conversation_id.clone()),
+                run_id: Some(uuid::Uuid::now_v7().to_string()),
+                caller,
+                purpose: UsagePurpose::Turn,
+                connection: model.connection.clone(),
+                kind: model.kind.clone(),
+                model: model.name.clone(),
+                default_output_cap: loop_config.reserve_output_tokens as u64,
+                max_run_tokens: Some(loop_config.run_token_limit(window)),
+            };
+            let metered = MeteredProvider::new(Arc::clone(&model.provider), Arc::clone(&runs.ledger), metering);
+            let metered_model = wright_agent::ProviderModel(Arc::new(metered));
             let context = RunContext {
                 agent: &agent,
                 conversation_id: &conversation_id,
@@ -458,7 +485,7 @@ impl Runs {
                 cancel: &cancel,
             };
             let outcome =
-                AssertUnwindSafe(wright_agent::run(model.model.as_ref(), &transcript, context)).catch_unwind().await;
+                AssertUnwindSafe(wright_agent::run(&metered_model, &transcript, context)).catch_unwind().await;
             let failure = match outcome {
                 Ok(Ok(_)) => return,
                 Ok(Err(error)) => error.to_string(),

@@ -787,3 +787,37 @@ async fn after_the_daily_division_the_next_message_starts_a_new_conversation() {
         .collect();
     assert!(texts == ["hello again"] || texts == ["hello"], "{texts:?}");
 }
+
+/// Issue 34: a schedule whose agent's budget is spent is skipped and reported (canvas and
+/// Telegram), no request sent; the person sends `/usage` and reads the month's spend.
+#[tokio::test]
+async fn a_schedule_over_budget_is_skipped_and_reported_and_usage_answers_in_the_chat() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![Turn::text("Hello from the model.")]).await;
+    // One token a day: nothing fits, not even the smallest request.
+    let installation = Installation::new(&bot, "\n[agents.default.budget]\ntokens_per_day = 1\n");
+    installation.set_time("2026-11-24T06:00:00Z");
+    let server = installation.serve(&fake);
+    let ada = owner(&bot);
+    bot.send_text(&ada, "/usage");
+    let usage = bot_says(&bot, 0, "Usage since").await;
+    assert!(usage.text.contains("no model requests"), "{}", usage.text);
+
+    let (ok, created) = installation.tool(
+        &fake,
+        "schedule",
+        json!({"action": "create", "name": "digest", "prompt": "Summarise my day", "cron": "0 7 * * *", "time_zone": "UTC"}),
+    );
+    assert!(ok, "{created}");
+    installation.set_time("2026-11-24T07:00:00Z");
+    let skipped = bot_says(&bot, 0, "skipped: over budget").await;
+    assert!(skipped.text.contains("tokens_per_day"), "{}", skipped.text);
+    let schedules = server.get("/api/agents/default/schedules").await;
+    assert_eq!(schedules[0]["last_run"]["outcome"], "skipped_budget", "{schedules}");
+    assert!(fake.requests().is_empty(), "a skipped time sends no request");
+    let canvas = server.get("/api/agents/default/notifications").await;
+    assert!(
+        canvas.as_array().unwrap().iter().any(|item| item["title"].as_str().unwrap_or_default().contains("skipped")),
+        "{canvas}"
+    );
+}

@@ -1,0 +1,628 @@
+//! The usage ledger at the seam where Wright calls a model: [`MeteredProvider`] wraps the
+//! provider a run (or a learning round) talks to, so every request the loop makes — turns and
+//! compaction summaries alike — passes through it, and the driver knows nothing of it.
+//!
+//! For each request, in order:
+//! 1. the loop guard: a run that has spent `[agent] max_run_tokens` is not sent further;
+//! 2. the budgets ([`Ledger::limits`]: `[budget]`, `[agents.<id>.budget]`, or the Settings
+//!    page's in their place) are checked against what is spent plus this request's prompt and
+//!    output cap, and that much reserved — one transaction in the store, so two runs at once
+//!    cannot overspend together. A request that would pass a budget is not sent: the run ends
+//!    with a notice that names the budget and how to raise it, and the person is told once;
+//! 3. the request streams through untouched; its usage is read as the wire reports it;
+//! 4. the row is written and the reservation settled, before the stream's last event reaches
+//!    the loop (so the next request's check sees it), also when the stream was cut or dropped.
+//!    A wire that reported no usage (or a cut stream) is estimated from characters and marked.
+//!
+//! Without any budget the check is skipped (there is nothing to hold) and the row is written
+//! beside the stream, off the loop's path.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+use wright_core::{AgentId, EventBody, UsageCaller, UsagePurpose};
+use wright_llm::{EventStream, LlmError, Provider, Request, ServerFacts, StreamEvent};
+use wright_store::{
+    BudgetLimit, BudgetMeasure, BudgetPeriod, BudgetScope, BudgetSettings, BudgetStanding, ModelPrice,
+    NewNotification, NotificationSource, Reserved, Store, StoreError, UsageRecord, UsageReservation,
+};
+
+use crate::domain::prices::{Price, Tokens, price_of};
+
+/// The share of a budget at which the person is told, when a budget is set without
+/// `notify_at_percent`.
+pub const DEFAULT_NOTIFY_AT_PERCENT: u8 = 80;
+
+/// Characters per token when a request's tokens are estimated (the wire reported none).
+const CHARS_PER_TOKEN: u64 = 4;
+
+/// The budgets of config.toml, and the store where the Settings page's and the ledger live.
+pub struct Ledger {
+    store: Store,
+    /// `[budget]`.
+    all: BudgetSettings,
+    /// `[agents.<id>.budget]`, by agent.
+    agents: BTreeMap<String, BudgetSettings>,
+}
+
+impl Ledger {
+    pub fn new(store: Store, all: BudgetSettings, agents: BTreeMap<String, BudgetSettings>) -> Self {
+        Self { store, all, agents }
+    }
+
+    /// With the budgets of `config` (`[budget]`, `[agents.<id>.budget]`).
+    pub fn for_config(store: Store, config: &crate::config::Config) -> Self {
+        Self::new(
+            store,
+            config.budget.settings(),
+            config.agents.iter().map(|(agent, section)| (agent.clone(), section.budget.settings())).collect(),
+        )
+    }
+
+    /// The limits a request of `agent` is held to: all agents' and the agent's own, each
+    /// from the Settings page when set there, else from config.toml.
+    pub async fn limits(&self, agent: Option<&str>) -> Result<Vec<BudgetLimit>, StoreError> {
+        let set = self.store.budget_settings().await?;
+        let of = |scope: &BudgetScope| set.iter().find(|(set_scope, _)| set_scope == scope).map(|(_, set)| set.clone());
+        let mut limits = limits_of(None, &of(&BudgetScope::All).unwrap_or_else(|| self.all.clone()));
+        if let Some(agent) = agent {
+            let configured = self.agents.get(agent).cloned().unwrap_or_default();
+            let settings = of(&BudgetScope::Agent(agent.to_owned())).unwrap_or(configured);
+            limits.extend(limits_of(Some(agent), &settings));
+        }
+        Ok(limits)
+    }
+
+    /// The budgets as config.toml sets them, by scope (for the Settings page to show).
+    pub fn configured(&self) -> Vec<(BudgetScope, BudgetSettings)> {
+        let mut configured = vec![(BudgetScope::All, self.all.clone())];
+        configured.extend(
+            self.agents.iter().map(|(agent, settings)| (BudgetScope::Agent(agent.clone()), settings.clone())),
+        );
+        configured
+    }
+
+    /// The price of `model` over `connection` now.
+    pub async fn price(&self, connection: &str, kind: &str, model: &str) -> Result<Price, StoreError> {
+        let set: Vec<ModelPrice> = self.store.model_prices().await?;
+        Ok(price_of(&set, connection, kind, model))
+    }
+
+    /// Why `agent` may not start anything now — a budget with less left than a reply's
+    /// `output_cap` tokens, so no request could fit — or None. For the scheduler, which skips
+    /// a scheduled run rather than start one that stops at its first request.
+    pub async fn spent_budget(&self, agent: &AgentId, output_cap: u64) -> Result<Option<String>, StoreError> {
+        let limits = self.limits(Some(agent.as_str())).await?;
+        if limits.is_empty() {
+            return Ok(None);
+        }
+        // The smallest request there is: no prompt, a reply of the output cap, the smallest sum
+        // of money (the model's price is the run's to know).
+        let probe = UsageReservation {
+            agent_id: Some(agent.as_str().to_owned()),
+            tokens: output_cap as i64,
+            cost_usd: f64::MIN_POSITIVE,
+        };
+        match self.store.reserve_usage(&probe, &limits).await? {
+            Reserved::Granted { id, .. } => {
+                self.store.release_usage(id).await?;
+                Ok(None)
+            }
+            Reserved::Refused(standing) => Ok(Some(refusal_text(&standing))),
+        }
+    }
+
+    /// Checks the budgets of `agent` (all agents' with None) for a request of `tokens` and
+    /// `cost_usd` at most, and reserves it: the reservation's id, None when no budget applies,
+    /// or the refusal's text (the person told once). For requests made outside a run
+    /// (embeddings); a run's go through [`MeteredProvider`].
+    pub async fn reserve(&self, agent: Option<&str>, tokens: u64, cost_usd: f64) -> Result<Option<i64>, String> {
+        let limits = self.limits(agent).await.map_err(|error| format!("Not sent: the budgets cannot be read ({error})"))?;
+        if limits.is_empty() {
+            return Ok(None);
+        }
+        let asked = UsageReservation { agent_id: agent.map(str::to_owned), tokens: tokens as i64, cost_usd };
+        match self.store.reserve_usage(&asked, &limits).await {
+            Ok(Reserved::Granted { id, .. }) => Ok(Some(id)),
+            Ok(Reserved::Refused(standing)) => {
+                let notified = agent.unwrap_or(AgentId::DEFAULT);
+                self.notify_once(notified, &standing, NoticeLevel::Exceeded).await;
+                Err(refusal_text(&standing))
+            }
+            Err(error) => Err(format!("Not sent: the budgets cannot be checked ({error})")),
+        }
+    }
+
+    /// Writes a request's row and settles its reservation.
+    pub async fn record(&self, reservation: Option<i64>, record: &UsageRecord) {
+        if let Err(error) = self.store.settle_usage(reservation, record).await {
+            tracing::error!(%error, "a model request could not be written to the usage ledger");
+        }
+    }
+
+    /// Tells the person, once per budget and period, that a budget reached its soft
+    /// threshold or was spent (canvas and Telegram, through the notifications).
+    async fn notify_once(&self, agent: &str, standing: &BudgetStanding, level: NoticeLevel) {
+        let name = standing.limit.name();
+        let first = match self.store.first_budget_notice(&name, &standing.period, level.as_str()).await {
+            Ok(first) => first,
+            Err(error) => {
+                tracing::warn!(%error, budget = %name, "cannot record a budget notice");
+                return;
+            }
+        };
+        if !first {
+            return;
+        }
+        let Ok(agent_id) = AgentId::parse(agent) else { return };
+        let (title, text) = match level {
+            NoticeLevel::Soft => (
+                format!("💰 {} of {} used", percent(standing), budget_title(&standing.limit)),
+                format!(
+                    "{} spent of {} ({} in {}). Requests stop when it is spent; raise it on the Settings page or in \
+                     config.toml.",
+                    amount(standing.limit.measure, standing.spent + standing.asked),
+                    amount(standing.limit.measure, standing.limit.limit),
+                    standing.limit.key(),
+                    standing.limit.section()
+                ),
+            ),
+            NoticeLevel::Exceeded => (format!("⛔ {} is reached", budget_title(&standing.limit)), refusal_text(standing)),
+        };
+        let notification =
+            NewNotification { source: NotificationSource::Budget, title, text, conversation_id: None, schedule_id: None };
+        if let Err(error) = self.store.add_notification(&agent_id, &notification).await {
+            tracing::warn!(%error, budget = %name, "cannot store a budget notification");
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum NoticeLevel {
+    Soft,
+    Exceeded,
+}
+
+impl NoticeLevel {
+    fn as_str(self) -> &'static str {
+        match self {
+            NoticeLevel::Soft => "soft",
+            NoticeLevel::Exceeded => "exceeded",
+        }
+    }
+}
+
+fn limits_of(agent: Option<&str>, settings: &BudgetSettings) -> Vec<BudgetLimit> {
+    let percent = Some(settings.notify_at_percent.unwrap_or(DEFAULT_NOTIFY_AT_PERCENT));
+    let limit = |period, measure, value: Option<f64>| {
+        value.map(|limit| BudgetLimit {
+            agent: agent.map(str::to_owned),
+            period,
+            measure,
+            limit,
+            notify_at_percent: percent,
+        })
+    };
+    [
+        limit(BudgetPeriod::Day, BudgetMeasure::Tokens, settings.tokens_per_day.map(|value| value as f64)),
+        limit(BudgetPeriod::Month, BudgetMeasure::Tokens, settings.tokens_per_month.map(|value| value as f64)),
+        limit(BudgetPeriod::Day, BudgetMeasure::Usd, settings.usd_per_day),
+        limit(BudgetPeriod::Month, BudgetMeasure::Usd, settings.usd_per_month),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn amount(measure: BudgetMeasure, value: f64) -> String {
+    match measure {
+        BudgetMeasure::Tokens => format!("{} tokens", value.round() as i64),
+        BudgetMeasure::Usd => format!("${value:.4}"),
+    }
+}
+
+fn percent(standing: &BudgetStanding) -> String {
+    let share = if standing.limit.limit > 0.0 { (standing.spent + standing.asked) / standing.limit.limit } else { 1.0 };
+    format!("{:.0} %", share * 100.0)
+}
+
+fn budget_title(limit: &BudgetLimit) -> String {
+    let period = match limit.period {
+        BudgetPeriod::Day => "daily",
+        BudgetPeriod::Month => "monthly",
+    };
+    let measure = match limit.measure {
+        BudgetMeasure::Tokens => "token",
+        BudgetMeasure::Usd => "spending",
+    };
+    match &limit.agent {
+        None => format!("the {period} {measure} budget of all agents"),
+        Some(agent) => format!("the {period} {measure} budget of agent {agent}"),
+    }
+}
+
+/// The notice a refused request ends its run with.
+fn refusal_text(standing: &BudgetStanding) -> String {
+    let limit = &standing.limit;
+    let next = match limit.period {
+        BudgetPeriod::Day => "tomorrow (UTC)",
+        BudgetPeriod::Month => "next month (UTC)",
+    };
+    format!(
+        "Not sent: {} ({}, `{}` in {}) would be passed — {} spent, and this request may take up to {}. Raise `{}` on \
+         the Settings page (Budgets) or in {} of config.toml, or wait until {next}.",
+        budget_title(limit),
+        amount(limit.measure, limit.limit),
+        limit.key(),
+        limit.section(),
+        amount(limit.measure, standing.spent),
+        amount(limit.measure, standing.asked),
+        limit.key(),
+        limit.section(),
+    )
+}
+
+/// Who a metered provider's requests are for.
+#[derive(Debug, Clone)]
+pub struct Metering {
+    pub agent: Option<String>,
+    pub conversation_id: Option<String>,
+    pub run_id: Option<String>,
+    pub caller: UsageCaller,
+    pub purpose: UsagePurpose,
+    /// The connection's id (`env:openai`, a Settings page connection).
+    pub connection: String,
+    /// The provider kind (`openai`, `anthropic`, …), for the list prices.
+    pub kind: String,
+    pub model: String,
+    /// The output cap a request without its own is reserved for.
+    pub default_output_cap: u64,
+    /// The loop guard: tokens this provider's requests may spend together (a run); None for
+    /// no guard.
+    pub max_run_tokens: Option<u64>,
+}
+
+/// A provider whose every request is checked against the budgets and written to the ledger.
+pub struct MeteredProvider {
+    inner: Arc<dyn Provider>,
+    ledger: Arc<Ledger>,
+    metering: Arc<Metering>,
+    /// Tokens spent by this provider's requests so far (the run's, for the loop guard).
+    spent: Arc<AtomicU64>,
+    /// The estimated size of the last tool list, by its address: the loop sends the same list
+    /// turn after turn, so it is measured once.
+    tools_chars: Arc<Mutex<Option<(usize, u64)>>>,
+}
+
+impl MeteredProvider {
+    pub fn new(inner: Arc<dyn Provider>, ledger: Arc<Ledger>, metering: Metering) -> Self {
+        Self {
+            inner,
+            ledger,
+            metering: Arc::new(metering),
+            spent: Arc::new(AtomicU64::new(0)),
+            tools_chars: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Tokens this provider's requests have spent.
+    pub fn spent(&self) -> u64 {
+        self.spent.load(Ordering::Relaxed)
+    }
+
+    /// The prompt's size in characters (system, history, tool schemas), for estimates.
+    fn prompt_chars(&self, request: &Request) -> u64 {
+        let history: usize = request.history.iter().map(event_chars).sum();
+        let tools_address = request.tools.as_ptr() as usize;
+        let tools = {
+            let mut cached = self.tools_chars.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match *cached {
+                Some((address, chars)) if address == tools_address => chars,
+                _ => {
+                    let chars = request
+                        .tools
+                        .iter()
+                        .map(|tool| {
+                            (tool.name.len() + tool.description.len() + tool.parameters.to_string().len()) as u64
+                        })
+                        .sum();
+                    *cached = Some((tools_address, chars));
+                    chars
+                }
+            }
+        };
+        (request.system.len() + history) as u64 + tools
+    }
+}
+
+fn event_chars(event: &wright_core::Event) -> usize {
+    match &event.body {
+        EventBody::User { text, .. } => text.len(),
+        EventBody::Assistant { text, .. } => text.len(),
+        EventBody::ToolCall { name, arguments, .. } => name.len() + arguments.to_string().len(),
+        EventBody::ToolResult { output, .. } => match output {
+            serde_json::Value::String(text) => text.len(),
+            other => other.to_string().len(),
+        },
+        _ => 0,
+    }
+}
+
+/// What streamed of one request, for its row.
+#[derive(Default)]
+struct Seen {
+    usage: Option<wright_llm::Usage>,
+    output_chars: u64,
+}
+
+impl Seen {
+    fn see(&mut self, event: &StreamEvent) {
+        match event {
+            StreamEvent::TextDelta(text) | StreamEvent::ThinkingDelta(text) => self.output_chars += text.len() as u64,
+            StreamEvent::ToolCall(call) => self.output_chars += (call.name.len() + call.arguments_json.len()) as u64,
+            StreamEvent::Usage(usage) => self.usage = Some(usage.clone()),
+            StreamEvent::Thinking(_) | StreamEvent::Finish(_) => {}
+        }
+    }
+
+    /// The tokens to record, whether they were estimated, and the provider's id.
+    fn tokens(&self, prompt_chars: u64) -> (Tokens, Option<u64>, bool, Option<String>) {
+        match &self.usage {
+            Some(usage) => {
+                // Gemini counts reasoning apart from the answer (its total says so); it is
+                // generated, and billed, all the same.
+                let reasoning_apart = usage.reasoning_tokens.is_some_and(|reasoning| {
+                    usage.total_tokens == Some(usage.input_tokens + usage.output_tokens + reasoning)
+                });
+                let completion = usage.output_tokens + if reasoning_apart { usage.reasoning_tokens.unwrap_or(0) } else { 0 };
+                let tokens = Tokens {
+                    prompt: usage.input_tokens,
+                    cached_prompt: usage.cached_input_tokens.unwrap_or(0),
+                    cache_written: usage.cache_write_tokens.unwrap_or(0),
+                    completion,
+                };
+                (tokens, usage.reasoning_tokens, false, usage.request_id.clone())
+            }
+            None => {
+                let tokens = Tokens {
+                    prompt: prompt_chars.div_ceil(CHARS_PER_TOKEN),
+                    completion: self.output_chars.div_ceil(CHARS_PER_TOKEN),
+                    ..Tokens::default()
+                };
+                (tokens, None, true, None)
+            }
+        }
+    }
+}
+
+/// One request between its check and its row.
+struct Pending {
+    ledger: Arc<Ledger>,
+    metering: Arc<Metering>,
+    spent: Arc<AtomicU64>,
+    price: Price,
+    reservation: Option<i64>,
+    prompt_chars: u64,
+    started: Instant,
+    seen: Seen,
+}
+
+impl Pending {
+    /// Writes the row and settles the reservation; `cut` when the stream did not finish.
+    async fn settle(self, cut: bool) {
+        let (tokens, reasoning, estimated, request_id) = self.seen.tokens(self.prompt_chars);
+        self.spent.fetch_add(tokens.prompt + tokens.completion, Ordering::Relaxed);
+        let metering = &self.metering;
+        let record = UsageRecord {
+            agent_id: metering.agent.clone(),
+            conversation_id: metering.conversation_id.clone(),
+            run_id: metering.run_id.clone(),
+            caller: metering.caller,
+            purpose: metering.purpose,
+            connection: metering.connection.clone(),
+            model: metering.model.clone(),
+            prompt_tokens: tokens.prompt as i64,
+            cached_prompt_tokens: tokens.cached_prompt as i64,
+            completion_tokens: tokens.completion as i64,
+            reasoning_tokens: reasoning.map(|reasoning| reasoning as i64),
+            request_id,
+            duration_ms: self.started.elapsed().as_millis() as i64,
+            cost_usd: self.price.cost(&tokens),
+            estimated,
+            cut,
+        };
+        if let Err(error) = self.ledger.store.settle_usage(self.reservation, &record).await {
+            tracing::error!(%error, "a model request could not be written to the usage ledger");
+        }
+    }
+}
+
+impl Provider for MeteredProvider {
+    fn stream(&self, request: Request, cancel: CancellationToken) -> EventStream {
+        let inner = Arc::clone(&self.inner);
+        let ledger = Arc::clone(&self.ledger);
+        let metering = Arc::clone(&self.metering);
+        let spent = Arc::clone(&self.spent);
+        let prompt_chars = self.prompt_chars(&request);
+        let output_cap = request.max_output_tokens.map(u64::from).unwrap_or(metering.default_output_cap);
+        let (sender, receiver) = tokio::sync::mpsc::channel::<Result<StreamEvent, LlmError>>(64);
+        // The task owns the request from its check to its row: it ends when the provider's
+        // stream ends, or when the loop drops the stream (the receiver), which drops the
+        // provider's stream and so the HTTP request; either way the row is written.
+        tokio::spawn(async move {
+            let prompt_tokens = prompt_chars.div_ceil(CHARS_PER_TOKEN);
+            let reserved_tokens = prompt_tokens + output_cap;
+            if let Some(limit) = metering.max_run_tokens {
+                let so_far = spent.load(Ordering::Relaxed);
+                if so_far + reserved_tokens > limit {
+                    let message = format!(
+                        "Not sent: this run has used {so_far} tokens, and the next request may take up to \
+                         {reserved_tokens} more, past the run's limit of {limit} (`max_run_tokens` in [agent] of \
+                         config.toml). The run ends here; send a message to go on, or raise the limit."
+                    );
+                    sender.send(Err(LlmError::NotSent(message))).await.ok();
+                    return;
+                }
+            }
+            let price = match ledger.price(&metering.connection, &metering.kind, &metering.model).await {
+                Ok(price) => price,
+                Err(error) => {
+                    tracing::error!(%error, "cannot read the prices; the request is costed at 0");
+                    Price::FREE
+                }
+            };
+            let limits = match ledger.limits(metering.agent.as_deref()).await {
+                Ok(limits) => limits,
+                Err(error) => {
+                    sender.send(Err(LlmError::NotSent(format!("Not sent: the budgets cannot be read ({error})")))).await.ok();
+                    return;
+                }
+            };
+            let mut reservation = None;
+            if !limits.is_empty() {
+                let asked = UsageReservation {
+                    agent_id: metering.agent.clone(),
+                    tokens: reserved_tokens as i64,
+                    cost_usd: price.cost(&Tokens { prompt: prompt_tokens, completion: output_cap, ..Tokens::default() }),
+                };
+                match ledger.store.reserve_usage(&asked, &limits).await {
+                    Ok(Reserved::Granted { id, standings }) => {
+                        reservation = Some(id);
+                        for standing in standings {
+                            let threshold = f64::from(standing.limit.notify_at_percent.unwrap_or(100)) / 100.0;
+                            if standing.spent + standing.asked >= standing.limit.limit * threshold
+                                && let Some(agent) = &metering.agent
+                            {
+                                ledger.notify_once(agent, &standing, NoticeLevel::Soft).await;
+                            }
+                        }
+                    }
+                    Ok(Reserved::Refused(standing)) => {
+                        if let Some(agent) = &metering.agent {
+                            ledger.notify_once(agent, &standing, NoticeLevel::Exceeded).await;
+                        }
+                        sender.send(Err(LlmError::NotSent(refusal_text(&standing)))).await.ok();
+                        return;
+                    }
+                    Err(error) => {
+                        sender
+                            .send(Err(LlmError::NotSent(format!("Not sent: the budgets cannot be checked ({error})"))))
+                            .await
+                            .ok();
+                        return;
+                    }
+                }
+            }
+            let held = reservation.is_some();
+            let mut pending =
+                Pending { ledger, metering, spent, price, reservation, prompt_chars, started: Instant::now(), seen: Seen::default() };
+            let mut stream = inner.stream(request, cancel);
+            while let Some(item) = stream.next().await {
+                let last = matches!(item, Ok(StreamEvent::Finish(_)) | Err(_));
+                if let Ok(event) = &item {
+                    pending.seen.see(event);
+                }
+                if last {
+                    let cut = item.is_err();
+                    // A budget's next check must see this row: written before the loop hears
+                    // the end. Without budgets nothing waits on it.
+                    if held {
+                        pending.settle(cut).await;
+                    } else {
+                        tokio::spawn(pending.settle(cut));
+                    }
+                    sender.send(item).await.ok();
+                    return;
+                }
+                if sender.send(item).await.is_err() {
+                    // The loop went away mid-stream (cancelled, or it stopped a repeating
+                    // reply): what streamed so far is recorded as a cut request.
+                    drop(stream);
+                    pending.settle(true).await;
+                    return;
+                }
+            }
+            // The provider's stream ended without a finish or an error (it never does, by its
+            // contract; recorded as cut all the same).
+            pending.settle(true).await;
+        });
+        futures::stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|item| (item, receiver))
+        })
+        .boxed()
+    }
+
+    fn label(&self) -> String {
+        self.inner.label()
+    }
+
+    fn context_window(&self) -> BoxFuture<'_, Option<u32>> {
+        self.inner.context_window()
+    }
+
+    fn server_facts(&self) -> BoxFuture<'_, ServerFacts> {
+        self.inner.server_facts()
+    }
+}
+
+/// A usage report as text, for a terminal or a chat: one line per group and the totals.
+pub fn report_text(
+    rows: &[wright_store::UsageRow],
+    totals: &wright_store::UsageTotals,
+    by: wright_store::UsageGrouping,
+    since_ms: i64,
+) -> String {
+    let by = match by {
+        wright_store::UsageGrouping::Agent => "agent",
+        wright_store::UsageGrouping::Model => "model",
+        wright_store::UsageGrouping::Day => "day",
+        wright_store::UsageGrouping::Caller => "caller",
+    };
+    let since = wright_core::iso_from_ms(since_ms);
+    let mut text = format!("Usage since {} UTC, by {by}:\n", since.get(..16).unwrap_or(&since).replace('T', " "));
+    let line = |key: &str, totals: &wright_store::UsageTotals| {
+        let estimated =
+            if totals.estimated_requests > 0 { format!(" ({} estimated)", totals.estimated_requests) } else { String::new() };
+        format!(
+            "{key}: {} requests{estimated}, {} prompt tokens ({} cached), {} completion tokens, ${:.4}\n",
+            totals.requests, totals.prompt_tokens, totals.cached_prompt_tokens, totals.completion_tokens, totals.cost_usd
+        )
+    };
+    if rows.is_empty() {
+        text.push_str("no model requests\n");
+    }
+    for row in rows {
+        text.push_str(&format!("  {}", line(&row.key, &row.totals)));
+    }
+    text.push_str(&line("Total", totals));
+    text
+}
+
+/// The model a learning round talks to: metered as caller `learning` and purpose `learning`,
+/// under the agent's budgets and the loop guard, like a run's. The learning rounds (built on
+/// another branch) call the model through this, so their requests are checked and recorded.
+pub fn learning_model(
+    ledger: &Arc<Ledger>,
+    model: &crate::domain::models::ConfiguredModel,
+    agent: &AgentId,
+    loop_config: &wright_agent::LoopConfig,
+) -> wright_agent::ProviderModel {
+    let metering = Metering {
+        agent: Some(agent.as_str().to_owned()),
+        conversation_id: None,
+        run_id: None,
+        caller: UsageCaller::Learning,
+        purpose: UsagePurpose::Learning,
+        connection: model.connection.clone(),
+        kind: model.kind.clone(),
+        model: model.name.clone(),
+        default_output_cap: loop_config.reserve_output_tokens as u64,
+        max_run_tokens: Some(loop_config.run_token_limit(model.context_window.map(u64::from))),
+    };
+    wright_agent::ProviderModel(Arc::new(MeteredProvider::new(Arc::clone(&model.provider), Arc::clone(ledger), metering)))
+}
