@@ -32,6 +32,10 @@ pub const SMALL_REPLY_TOKENS: usize = 1024;
 /// context poorly, and every token is read at tens of tokens a second on a CPU.
 pub const SMALL_CONTEXT_TOKENS: usize = 8192;
 
+/// The skill text the small-model profile's host loads into a run's system message, in tokens:
+/// a skill of a page or two, an eighth of [`SMALL_CONTEXT_TOKENS`].
+pub const SMALL_SKILL_TOKENS: usize = 1024;
+
 /// What Wright knows about a model when a run starts.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelFacts {
@@ -51,6 +55,8 @@ pub struct ProfileOverride {
     pub temperature: Option<f32>,
     pub require_first_call: Option<bool>,
     pub preload_tools: Option<usize>,
+    /// Tokens of skill text loaded into the first request.
+    pub preload_skill_tokens: Option<usize>,
     /// The reply cap, in tokens.
     pub reply_tokens: Option<usize>,
     /// The context budget, in tokens (at most what the server says it has).
@@ -79,6 +85,8 @@ pub struct ProfileSettings {
     pub stable_tool_list: bool,
     /// The system message lists the agent's state keys and database tables.
     pub list_agent_data: bool,
+    /// Tokens of the best-fitting skills the host loads into the run's system message (0: none).
+    pub preload_skill_tokens: usize,
 }
 
 /// The profile a model got, its settings, and why.
@@ -115,6 +123,7 @@ pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> 
             catalogue_descriptions: false,
             stable_tool_list: true,
             list_agent_data: false,
+            preload_skill_tokens: SMALL_SKILL_TOKENS,
         },
         ModelProfileKind::Standard => ProfileSettings {
             temperature: base.temperature,
@@ -127,6 +136,7 @@ pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> 
             catalogue_descriptions: base.catalogue_descriptions,
             stable_tool_list: base.stable_tool_list,
             list_agent_data: base.list_agent_data,
+            preload_skill_tokens: base.preload_skill_tokens,
         },
     };
     let mut overridden = Vec::new();
@@ -141,6 +151,10 @@ pub fn choose(facts: &ModelFacts, over: &ProfileOverride, base: &LoopConfig) -> 
     if let Some(preload) = over.preload_tools {
         settings.preload_tools = preload;
         overridden.push("preload_tools");
+    }
+    if let Some(tokens) = over.preload_skill_tokens {
+        settings.preload_skill_tokens = tokens;
+        overridden.push("preload_skill_tokens");
     }
     if let Some(reply) = over.reply_tokens {
         settings.reply_tokens = reply;
@@ -264,6 +278,7 @@ impl ChosenProfile {
         applied.catalogue_descriptions = settings.catalogue_descriptions;
         applied.stable_tool_list = settings.stable_tool_list;
         applied.list_agent_data = settings.list_agent_data;
+        applied.preload_skill_tokens = settings.preload_skill_tokens;
         applied
     }
 }
