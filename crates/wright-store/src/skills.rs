@@ -69,6 +69,8 @@ pub struct SkillVersion {
 /// A change to one skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkillChange {
+    /// A new skill: fails with [`StoreError::ItemExists`] when one of this name exists.
+    Create { content: String, resources: SkillResources },
     /// Write SKILL.md whole (creating the skill if it does not exist, or was deleted). With
     /// `resources`, they replace all the skill's files; `None` keeps them.
     Write { content: String, resources: Option<SkillResources> },
@@ -157,7 +159,10 @@ impl Store {
         check_reason(meta, &self.text_limits)?;
         let limits = &self.text_limits;
         // Refuse an oversized write before queueing for the write lock.
-        if let SkillChange::Write { content, .. } | SkillChange::Edit(DocumentEdit::Replace { content }) = &change {
+        if let SkillChange::Write { content, .. }
+        | SkillChange::Create { content, .. }
+        | SkillChange::Edit(DocumentEdit::Replace { content }) = &change
+        {
             check_size("SKILL.md", content.len() as u64, limits.max_skill_bytes, "max_skill_bytes")?;
         }
         let mut transaction = self.begin_write().await?;
@@ -169,6 +174,12 @@ impl Store {
         let current = read_state(&mut transaction, agent, name).await?;
         let live = current.as_ref().filter(|(_, state)| !state.deleted);
         let next = match (change, live) {
+            (SkillChange::Create { .. }, Some(_)) => {
+                return Err(StoreError::ItemExists { kind: "skill", name: name.to_owned() });
+            }
+            (SkillChange::Create { content, resources }, None) => {
+                State { content, resources, enabled: true, deleted: false }
+            }
             (SkillChange::Write { content, resources }, live) => {
                 let resources = match (resources, live) {
                     (Some(resources), _) => resources,

@@ -6,6 +6,7 @@
 //! - [`channel`]: the one path every channel shares (commands, messages, answers, cancel).
 //! - [`models`]: which model an agent's run uses, from the configured connections.
 //! - [`sessions`]: starting a session by the person.
+//! - [`skills`]: skill folders (Agent Skills layout) imported and exported.
 //! - [`hub`]: live updates of conversations and notifications; [`owner`]: this process's
 //!   claim on its runs.
 //!
@@ -21,5 +22,6 @@ pub mod models;
 pub mod owner;
 pub mod runs;
 pub mod sessions;
+pub mod skills;
 
 pub use error::DomainError;
