@@ -203,8 +203,7 @@ pub(crate) fn system_text(parts: &SystemParts) -> SystemText {
 /// One line per skill (`- name: description`), each cut to [`MAX_SKILL_LINE_CHARS`], at most
 /// [`MAX_SKILLS_LISTED`].
 fn skills_section(skills: &[ContextSkill]) -> String {
-    let mut section =
-        "Load a skill with load_skill before a task it fits, then follow its instructions:".to_owned();
+    let mut section = "Load a skill with load_skill before a task it fits, then follow its instructions:".to_owned();
     for skill in skills.iter().take(MAX_SKILLS_LISTED) {
         let description = skill.description.replace(['\n', '\r'], " ");
         let mut line: String = description.chars().take(MAX_SKILL_LINE_CHARS).collect();

@@ -279,12 +279,9 @@ pub(crate) fn fitting<'a>(
     limit: usize,
     include: impl Fn(&ToolSpec) -> bool,
 ) -> Vec<&'a ToolSpec> {
-    let specs: Vec<&ToolSpec> =
-        all.iter().filter(|spec| settings.enables(spec.toolset) && include(spec)).collect();
-    let words: Vec<(BTreeSet<String>, BTreeSet<String>)> = specs
-        .iter()
-        .map(|spec| (keywords(&spec.name.replace('_', " ")), keywords(&spec.description)))
-        .collect();
+    let specs: Vec<&ToolSpec> = all.iter().filter(|spec| settings.enables(spec.toolset) && include(spec)).collect();
+    let words: Vec<(BTreeSet<String>, BTreeSet<String>)> =
+        specs.iter().map(|spec| (keywords(&spec.name.replace('_', " ")), keywords(&spec.description))).collect();
     let mut scored: Vec<(f64, &ToolSpec)> =
         word_scores(&words, message).into_iter().zip(specs).filter(|(score, _)| *score > 0.0).collect();
     // Stable: equal scores keep the registry's order.

@@ -104,7 +104,9 @@ impl SkillFile {
         check_skill_name(&name)?;
         let description = field("description").unwrap_or_default().trim().to_owned();
         if description.is_empty() {
-            return Err(invalid("the front matter has no 'description': say what the skill does and when to use it".into()));
+            return Err(invalid(
+                "the front matter has no 'description': say what the skill does and when to use it".into(),
+            ));
         }
         if description.chars().count() > MAX_SKILL_DESCRIPTION_CHARS {
             return Err(invalid(format!(
@@ -222,7 +224,8 @@ mod tests {
         for good in ["pdf", "expense-report", "a1", &"a".repeat(64)] {
             assert!(check_skill_name(good).is_ok(), "{good}");
         }
-        for bad in ["", "PDF", "expense_report", "-pdf", "pdf-", "two--hyphens", "with space", "ümlaut", &"a".repeat(65)]
+        for bad in
+            ["", "PDF", "expense_report", "-pdf", "pdf-", "two--hyphens", "with space", "ümlaut", &"a".repeat(65)]
         {
             assert!(check_skill_name(bad).is_err(), "{bad}");
         }
@@ -258,7 +261,10 @@ mod tests {
 
         let folded = "---\r\nname: 'web-research'\r\ndescription: >-\r\n  Finds sources on the web\r\n  and cites them.\r\n\r\n---\r\n# Steps\r\n";
         let skill = SkillFile::parse(folded).unwrap();
-        assert_eq!((skill.name.as_str(), skill.description.as_str()), ("web-research", "Finds sources on the web and cites them."));
+        assert_eq!(
+            (skill.name.as_str(), skill.description.as_str()),
+            ("web-research", "Finds sources on the web and cites them.")
+        );
         assert_eq!(skill.body, "# Steps\r\n");
 
         let literal = "---\nname: notes\ndescription: |\n  Line one\n  Line two\n---\n";
@@ -293,6 +299,9 @@ mod tests {
         let description = "Quotes \" and backslashes \\ and: colons";
         let text = SkillFile::render("round-trip", description, "# Body\n");
         let skill = SkillFile::parse(&text).unwrap();
-        assert_eq!((skill.name.as_str(), skill.description.as_str(), skill.body.as_str()), ("round-trip", description, "# Body\n"));
+        assert_eq!(
+            (skill.name.as_str(), skill.description.as_str(), skill.body.as_str()),
+            ("round-trip", description, "# Body\n")
+        );
     }
 }

@@ -215,10 +215,10 @@ impl Store {
         let row: Option<(String, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT content, version, updated_at FROM {current} WHERE agent_id = ? AND kind = ?"
         )))
-                .bind(agent.as_str())
-                .bind(kind.as_str())
-                .fetch_optional(&self.reader)
-                .await?;
+        .bind(agent.as_str())
+        .bind(kind.as_str())
+        .fetch_optional(&self.reader)
+        .await?;
         row.map(|(content, version, updated_at)| Document { content, version, updated_at })
             .ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))
     }
@@ -250,10 +250,10 @@ impl Store {
         let current: Option<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT content, version FROM {table} WHERE agent_id = ? AND kind = ?"
         )))
-                .bind(agent.as_str())
-                .bind(kind.as_str())
-                .fetch_optional(&mut *transaction)
-                .await?;
+        .bind(agent.as_str())
+        .bind(kind.as_str())
+        .fetch_optional(&mut *transaction)
+        .await?;
         let (content, version) = current.ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))?;
         let new_content = edit.apply(&content, self.text_limits.max_document_bytes, kind)?;
         let new_version = version + 1;
@@ -274,19 +274,19 @@ impl Store {
         let (table, history) = tables(kind);
         let current: Option<(i64,)> =
             sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT version FROM {table} WHERE agent_id = ? AND kind = ?")))
-            .bind(agent.as_str())
-            .bind(kind.as_str())
-            .fetch_optional(&mut *transaction)
-            .await?;
+                .bind(agent.as_str())
+                .bind(kind.as_str())
+                .fetch_optional(&mut *transaction)
+                .await?;
         let (version,) = current.ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))?;
         let old: Option<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT content FROM {history} WHERE agent_id = ? AND kind = ? AND version = ?"
         )))
-                .bind(agent.as_str())
-                .bind(kind.as_str())
-                .bind(to_version)
-                .fetch_optional(&mut *transaction)
-                .await?;
+        .bind(agent.as_str())
+        .bind(kind.as_str())
+        .bind(to_version)
+        .fetch_optional(&mut *transaction)
+        .await?;
         let (content,) = old.ok_or(StoreError::VersionNotFound { kind: kind.as_str(), version: to_version })?;
         // An old version may predate a lowered cap; rolling back to it is an edit like any other.
         check_size(

@@ -192,7 +192,8 @@ impl Store {
             }
             (_, None) => return Err(not_found(name)),
             (SkillChange::Edit(edit), Some((_, state))) => {
-                let content = edit.apply(&state.content, limits.max_skill_bytes, wright_core::DocumentKind::LearnedNotes)
+                let content = edit
+                    .apply(&state.content, limits.max_skill_bytes, wright_core::DocumentKind::LearnedNotes)
                     .map_err(|error| match error {
                         // The document's wording names the notes; say what it is.
                         StoreError::LimitExceeded(_) => StoreError::LimitExceeded(format!(
@@ -254,12 +255,8 @@ impl Store {
         let mut transaction = self.begin_write().await?;
         let (version, _) = read_state(&mut transaction, agent, name).await?.ok_or_else(|| not_found(name))?;
         let old = read_version(&mut transaction, agent, name, to_version).await?;
-        let state = State {
-            content: old.content,
-            resources: old.resources,
-            enabled: old.enabled,
-            deleted: old.deleted,
-        };
+        let state =
+            State { content: old.content, resources: old.resources, enabled: old.enabled, deleted: old.deleted };
         // An old version may predate lowered caps; rolling back to it is a write like any other.
         self.check_state(name, &state)?;
         write_state(&mut transaction, agent, name, version + 1, &state, &meta).await?;
@@ -343,7 +340,12 @@ impl Store {
         let mut total = state.content.len() as u64;
         for (path, content) in &state.resources {
             check_resource_path(path).map_err(invalid)?;
-            check_size(&format!("the resource {path}"), content.len() as u64, limits.max_skill_bytes, "max_skill_bytes")?;
+            check_size(
+                &format!("the resource {path}"),
+                content.len() as u64,
+                limits.max_skill_bytes,
+                "max_skill_bytes",
+            )?;
             total += content.len() as u64;
         }
         check_size("the skill's folder", total, limits.max_skill_folder_bytes, "max_skill_folder_bytes")
@@ -377,7 +379,10 @@ async fn read_state(
     .fetch_optional(&mut *connection)
     .await?;
     row.map(|(version, content, resources, enabled, deleted)| {
-        Ok((version, State { content, resources: parse_resources(&resources)?, enabled: enabled != 0, deleted: deleted != 0 }))
+        Ok((
+            version,
+            State { content, resources: parse_resources(&resources)?, enabled: enabled != 0, deleted: deleted != 0 },
+        ))
     })
     .transpose()
 }
@@ -422,7 +427,8 @@ async fn write_state(
     state: &State,
     meta: &VersionMeta,
 ) -> Result<(), StoreError> {
-    let resources = serde_json::to_string(&state.resources).map_err(|error| StoreError::InvalidEdit(error.to_string()))?;
+    let resources =
+        serde_json::to_string(&state.resources).map_err(|error| StoreError::InvalidEdit(error.to_string()))?;
     sqlx::query(
         "INSERT INTO skills (agent_id, name, content, resources, enabled, deleted, version) VALUES (?, ?, ?, ?, ?, ?, ?) \
          ON CONFLICT (agent_id, name) DO UPDATE SET content = excluded.content, resources = excluded.resources, \

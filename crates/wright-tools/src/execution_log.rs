@@ -64,7 +64,11 @@ fn shown(value: &Value) -> Value {
         Value::String(text) => Value::String(cut(text, MAX_FIELD_CHARS)),
         other => {
             let text = other.to_string();
-            if text.chars().count() <= MAX_FIELD_CHARS { other.clone() } else { Value::String(cut(&text, MAX_FIELD_CHARS)) }
+            if text.chars().count() <= MAX_FIELD_CHARS {
+                other.clone()
+            } else {
+                Value::String(cut(&text, MAX_FIELD_CHARS))
+            }
         }
     }
 }
@@ -85,7 +89,9 @@ async fn read_log(context: ToolContext, args: LogArgs) -> Result<Value, ToolErro
         if !looks_like_time {
             return Err(ToolError::InvalidArguments {
                 tool: "read_execution_log".into(),
-                problems: vec![format!("since {since:?} is not a date or time like 2026-11-27 or 2026-11-27T09:00:00Z")],
+                problems: vec![format!(
+                    "since {since:?} is not a date or time like 2026-11-27 or 2026-11-27T09:00:00Z"
+                )],
             });
         }
     }

@@ -90,7 +90,11 @@ async fn missing(context: &ToolContext, name: &str) -> ToolError {
         Ok(skills) => skills.into_iter().map(|(name, _)| name).collect(),
         Err(error) => return error.into(),
     };
-    let known = if names.is_empty() { "you have no skills yet".to_owned() } else { format!("your skills: {}", names.join(", ")) };
+    let known = if names.is_empty() {
+        "you have no skills yet".to_owned()
+    } else {
+        format!("your skills: {}", names.join(", "))
+    };
     ToolError::NotFound(format!("no skill named {name:?}; {known}"))
 }
 
@@ -117,7 +121,11 @@ async fn load(context: ToolContext, args: LoadArgs) -> Result<Value, ToolError> 
             None => Err(ToolError::NotFound(format!(
                 "the skill {:?} has no file {path:?}; its files: {}",
                 skill.name,
-                if files.is_empty() { "none".to_owned() } else { files.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ") }
+                if files.is_empty() {
+                    "none".to_owned()
+                } else {
+                    files.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ")
+                }
             ))),
         },
     }
@@ -127,14 +135,22 @@ async fn write(context: ToolContext, args: WriteArgs) -> Result<Value, ToolError
     wright_core::check_skill_name(&args.name).map_err(|error| ToolError::Rejected(error.to_string()))?;
     let content = SkillFile::render(&args.name, &args.description, &args.body);
     let change = SkillChange::Write { content, resources: None };
-    let version = context.services.store.change_skill(&context.agent, &args.name, change, &meta(&context, args.reason)).await?;
+    let version =
+        context.services.store.change_skill(&context.agent, &args.name, change, &meta(&context, args.reason)).await?;
     Ok(json!({"name": args.name, "version": version, "created": version == 1}))
 }
 
 async fn edit(context: ToolContext, args: EditArgs) -> Result<Value, ToolError> {
-    let edit = DocumentEdit::FindReplace { find: args.find, replace: args.replace, replace_all: args.replace_all.unwrap_or(false) };
-    let result =
-        context.services.store.change_skill(&context.agent, &args.name, SkillChange::Edit(edit), &meta(&context, args.reason)).await;
+    let edit = DocumentEdit::FindReplace {
+        find: args.find,
+        replace: args.replace,
+        replace_all: args.replace_all.unwrap_or(false),
+    };
+    let result = context
+        .services
+        .store
+        .change_skill(&context.agent, &args.name, SkillChange::Edit(edit), &meta(&context, args.reason))
+        .await;
     match result {
         Ok(version) => Ok(json!({"name": args.name, "version": version})),
         Err(StoreError::ItemNotFound { .. }) => Err(missing(&context, &args.name).await),
@@ -146,7 +162,8 @@ async fn write_file(context: ToolContext, args: FileArgs) -> Result<Value, ToolE
     let content = (!args.content.is_empty()).then_some(args.content);
     let removed = content.is_none();
     let change = SkillChange::Resource { path: args.path.clone(), content };
-    let result = context.services.store.change_skill(&context.agent, &args.name, change, &meta(&context, args.reason)).await;
+    let result =
+        context.services.store.change_skill(&context.agent, &args.name, change, &meta(&context, args.reason)).await;
     match result {
         Ok(version) => Ok(json!({"name": args.name, "path": args.path, "removed": removed, "version": version})),
         Err(StoreError::ItemNotFound { kind: "skill", .. }) => Err(missing(&context, &args.name).await),
@@ -155,8 +172,11 @@ async fn write_file(context: ToolContext, args: FileArgs) -> Result<Value, ToolE
 }
 
 async fn delete(context: ToolContext, args: DeleteArgs) -> Result<Value, ToolError> {
-    let result =
-        context.services.store.change_skill(&context.agent, &args.name, SkillChange::Delete, &meta(&context, args.reason)).await;
+    let result = context
+        .services
+        .store
+        .change_skill(&context.agent, &args.name, SkillChange::Delete, &meta(&context, args.reason))
+        .await;
     match result {
         Ok(version) => Ok(json!({"name": args.name, "deleted": true, "version": version})),
         Err(StoreError::ItemNotFound { .. }) => Err(missing(&context, &args.name).await),

@@ -35,14 +35,13 @@ impl StartRule for PreloadSkills {
             let EventBody::User { text, .. } = &event.body else { continue };
             let scores = word_scores(&words, text);
             // The first of the best, so equal scores keep the list's (name) order.
-            let best = scores
-                .iter()
-                .enumerate()
-                .filter(|(_, score)| **score > 0.0)
-                .fold(None::<(usize, f64)>, |best, (index, score)| match best {
+            let best = scores.iter().enumerate().filter(|(_, score)| **score > 0.0).fold(
+                None::<(usize, f64)>,
+                |best, (index, score)| match best {
                     Some((_, top)) if top >= *score => best,
                     _ => Some((index, *score)),
-                });
+                },
+            );
             if let Some((index, _)) = best
                 && !chosen.contains(&skills[index].name)
             {

@@ -244,7 +244,10 @@ mod tests {
         assert_eq!(parse_command("/codefailures 999", None), failures(MAX_FAILURES, FailureScope::Agent));
         assert_eq!(parse_command("/codefailures", None), failures(DEFAULT_FAILURES, FailureScope::Agent));
         assert_eq!(parse_command("/codefailures 2 session", None), failures(2, FailureScope::Session));
-        assert_eq!(parse_command("/codefailures conversation", None), failures(DEFAULT_FAILURES, FailureScope::Conversation));
+        assert_eq!(
+            parse_command("/codefailures conversation", None),
+            failures(DEFAULT_FAILURES, FailureScope::Conversation)
+        );
         assert_eq!(parse_command("/cancel@wright_bot", Some("wright_bot")), Some(Command::Cancel));
         assert_eq!(parse_command("/cancel@other_bot", Some("wright_bot")), None);
         assert_eq!(parse_command("/start", None), Some(Command::Help));

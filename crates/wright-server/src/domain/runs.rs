@@ -23,7 +23,9 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wright_agent::profile::ProfileOverride;
-use wright_agent::{ContextMemory, ContextSkill, Finish, LoopConfig, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript};
+use wright_agent::{
+    ContextMemory, ContextSkill, Finish, LoopConfig, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
+};
 use wright_core::Invocation;
 use wright_core::{
     AgentId, ApprovedCall, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice,

@@ -26,15 +26,19 @@ pub struct Folder {
 
 /// Reads a folder from its files (path → bytes).
 pub fn folder(files: BTreeMap<String, Vec<u8>>) -> Result<Folder, DomainError> {
-    let files: BTreeMap<String, Vec<u8>> =
-        files.into_iter().map(|(path, bytes)| (path.replace('\\', "/").trim_start_matches("./").to_owned(), bytes)).collect();
+    let files: BTreeMap<String, Vec<u8>> = files
+        .into_iter()
+        .map(|(path, bytes)| (path.replace('\\', "/").trim_start_matches("./").to_owned(), bytes))
+        .collect();
     // A folder copied whole arrives as `name/SKILL.md`, `name/references/…`: strip that top.
     let prefix = if files.contains_key(SKILL_FILE) {
         String::new()
     } else {
         let tops: Vec<&str> = files.keys().filter_map(|path| path.split_once('/').map(|(top, _)| top)).collect();
         match tops.first() {
-            Some(top) if tops.iter().all(|other| other == top) && files.contains_key(&format!("{top}/{SKILL_FILE}")) => {
+            Some(top)
+                if tops.iter().all(|other| other == top) && files.contains_key(&format!("{top}/{SKILL_FILE}")) =>
+            {
                 format!("{top}/")
             }
             _ => {
@@ -72,7 +76,12 @@ pub fn folder(files: BTreeMap<String, Vec<u8>>) -> Result<Folder, DomainError> {
 
 /// Imports a folder as a skill of `agent`: a new skill, or a new version of the one of that
 /// name (its files replaced). Returns the version written.
-pub async fn import(store: &Store, agent: &AgentId, folder: &Folder, reason: Option<String>) -> Result<i64, DomainError> {
+pub async fn import(
+    store: &Store,
+    agent: &AgentId,
+    folder: &Folder,
+    reason: Option<String>,
+) -> Result<i64, DomainError> {
     let reason = reason.or_else(|| Some("imported".to_owned()));
     let meta = VersionMeta::new(Author::Admin).with_reason(reason);
     let change = SkillChange::Write { content: folder.content.clone(), resources: Some(folder.resources.clone()) };
