@@ -30,7 +30,7 @@ pub(crate) struct WriteArgs {
     /// Lowercase letters, digits and hyphens, e.g. `monthly-expense-report`.
     name: String,
     /// One or two sentences: what the skill does and when to use it (shown in your
-    /// instructions; it is how you will find the skill again).
+    /// instructions; it is how you will find the skill later).
     description: String,
     /// The instructions in Markdown: the steps, the tools to call, what to check.
     body: String,
@@ -196,8 +196,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         with_effects(
             Builtin::<WriteArgs>::boxed(
                 "write_skill",
-                "Write a skill: reusable instructions for a kind of task that you worked out, so next time you \
-                 follow them instead of working it out again. Creates the skill or replaces its instructions \
+                "Write a skill: reusable instructions for a kind of task that you worked out, to follow the next \
+                 time instead of working it out from scratch. Creates the skill or replaces its instructions \
                  (its files stay). Every write is a version the person can review and roll back. Returns the \
                  version.",
                 |context, args| Box::pin(write(context, args)),

@@ -953,8 +953,9 @@ async fn a_request_too_big_for_the_window_is_sent_with_the_catalogue_instead_of_
     assert!(system.contains("## More tools"));
 
     // The config's window is used when the server says none; a roomy one changes nothing.
+    // (4,500: the catalogue of every built-in and the longer history fit without compaction.)
     let model = ScriptedModel::new(vec![text("Hi.")]);
-    let config = LoopConfig { context_window: Some(4_000), ..LoopConfig::default() };
+    let config = LoopConfig { context_window: Some(4_500), ..LoopConfig::default() };
     fixture.transcript.store.append_events("c1", &[user("again")]).await.unwrap();
     fixture.run(&model, &config, &CancellationToken::new()).await;
     assert_eq!(model.seen()[0].2, 1);
