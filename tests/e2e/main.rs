@@ -15,3 +15,4 @@ mod binary;
 mod mcp_server;
 mod model_loop;
 mod real_model;
+mod skills;
