@@ -321,7 +321,7 @@ export interface paths {
             cookie?: never;
         };
         /** A unified diff between two versions. */
-        get: operations["diff"];
+        get: operations["documents_diff"];
         put?: never;
         post?: never;
         delete?: never;
@@ -340,7 +340,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Makes an old version current again by writing it as a new version (author `rollback`). */
-        post: operations["rollback"];
+        post: operations["documents_rollback"];
         delete?: never;
         options?: never;
         head?: never;
@@ -355,7 +355,7 @@ export interface paths {
             cookie?: never;
         };
         /** The history, newest first. */
-        get: operations["versions"];
+        get: operations["documents_versions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -372,7 +372,7 @@ export interface paths {
             cookie?: never;
         };
         /** One version in full. */
-        get: operations["version"];
+        get: operations["documents_version"];
         put?: never;
         post?: never;
         delete?: never;
@@ -656,6 +656,148 @@ export interface paths {
         put?: never;
         /** Starts a new session (the open one ends, with its session memories) and a conversation in it. */
         post: operations["sessions_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's skills, by name. */
+        get: operations["skills_list"];
+        put?: never;
+        /** Creates a skill from its SKILL.md and files. */
+        post: operations["skills_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Imports a folder in the Agent Skills layout, given as its files: a new skill, or a new
+         *     version of the one its SKILL.md names.
+         */
+        post: operations["skills_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One skill as it is now. */
+        get: operations["skills_detail"];
+        /** Changes a skill: SKILL.md, its files, or its switch (each given part is one version). */
+        put: operations["skills_update"];
+        post?: never;
+        /** Deletes a skill (a version: its history stays and a rollback restores it). */
+        delete: operations["skills_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A unified diff of the folder between two versions. */
+        get: operations["skills_diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The skill's folder as files, to import elsewhere. */
+        get: operations["skills_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Makes an old version current again (folder, switch and deletion), as a new version. */
+        post: operations["skills_rollback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The skill's history, newest first. */
+        get: operations["skills_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version in full. */
+        get: operations["skills_version"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -971,7 +1113,7 @@ export interface paths {
          *     is installed. Only the bundle and its hash are read: who published it and where is not
          *     taken from the file.
          */
-        post: operations["import"];
+        post: operations["market_import"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1040,7 +1182,7 @@ export interface paths {
             cookie?: never;
         };
         /** A listing version as a bundle file for another installation. */
-        get: operations["export"];
+        get: operations["market_export"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1415,6 +1557,14 @@ export interface components {
         CreateConversation: {
             title?: string | null;
         };
+        /** @description A new skill: its SKILL.md (whose front matter names it) and resource files. */
+        CreateSkill: {
+            content: string;
+            resources?: {
+                [key: string]: string;
+            };
+            reason?: string | null;
+        };
         /**
          * @description Who let a call run or refused it, kept in the execution log.
          * @enum {string}
@@ -1556,6 +1706,13 @@ export interface components {
             decided_by?: null | components["schemas"]["DecidedBy"];
             created_at: string;
         };
+        ExportView: {
+            name: string;
+            /** @description path → text, SKILL.md included. */
+            files: {
+                [key: string]: string;
+            };
+        };
         ExportedView: {
             bundle: unknown;
             hash: string;
@@ -1566,6 +1723,20 @@ export interface components {
         Health: {
             status: string;
             version: string;
+        };
+        /** @description A skill folder's files, path → text (`SKILL.md` at the root or under one top folder). */
+        ImportRequest: {
+            files: {
+                [key: string]: string;
+            };
+            reason?: string | null;
+        };
+        Imported: {
+            name: string;
+            /** Format: int64 */
+            version: number;
+            /** @description Files left out (hidden, or not text), with why. */
+            skipped: string[];
         };
         InstallRequest: {
             agent: string;
@@ -1928,6 +2099,8 @@ export interface components {
             stable_tool_list: boolean;
             /** @description The system message lists the agent's state keys and database tables. */
             list_agent_data: boolean;
+            /** @description Tokens of the best-fitting skills the host loads into the run's system message (0: none). */
+            preload_skill_tokens: number;
         };
         /** @description The profile an agent's model gets, and why (wright-agent's `profile`). */
         ProfileView: components["schemas"]["ChosenProfile"] & {
@@ -2055,6 +2228,50 @@ export interface components {
             /** @enum {string} */
             type: "approval";
         };
+        SkillSummaryView: {
+            name: string;
+            description: string;
+            /** @description Only enabled skills are listed to the model. */
+            enabled: boolean;
+            /** Format: int64 */
+            version: number;
+            updated_at: string;
+            /** @description Paths of the resource files. */
+            resources: string[];
+        };
+        SkillVersionView: {
+            /** Format: int64 */
+            version: number;
+            content: string;
+            resources: {
+                [key: string]: string;
+            };
+            enabled: boolean;
+            /** @description This version deleted the skill. */
+            deleted: boolean;
+            /** @description agent, admin, rollback or install. */
+            author: string;
+            reason?: string | null;
+            conversation_id?: string | null;
+            tool_call_id?: string | null;
+            created_at: string;
+        };
+        SkillView: {
+            name: string;
+            description: string;
+            /** @description SKILL.md whole: front matter and body. */
+            content: string;
+            /** @description The instructions after the front matter. */
+            body: string;
+            /** @description Resource files, path → text. */
+            resources: {
+                [key: string]: string;
+            };
+            enabled: boolean;
+            /** Format: int64 */
+            version: number;
+            updated_at: string;
+        };
         StatsView: {
             /** Format: int64 */
             days: number;
@@ -2122,7 +2339,8 @@ export interface components {
              *       "canvas",
              *       "web",
              *       "memory",
-             *       "schedules"
+             *       "schedules",
+             *       "skills"
              *     ]
              */
             toolsets: components["schemas"]["Toolset"][];
@@ -2166,7 +2384,7 @@ export interface components {
          *     acting later or on its own (schedule, notify).
          * @enum {string}
          */
-        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace" | "schedules";
+        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace" | "schedules" | "skills";
         Uninstalled: {
             deleted: boolean;
         };
@@ -2181,6 +2399,15 @@ export interface components {
         UpdateRequest: {
             /** Format: int64 */
             version?: number | null;
+        };
+        /** @description A change to a skill: any of SKILL.md (whole), the resource files (all of them), the switch. */
+        UpdateSkill: {
+            content?: string | null;
+            resources?: {
+                [key: string]: string;
+            } | null;
+            enabled?: boolean | null;
+            reason?: string | null;
         };
         ValueView: {
             /** @description The stored JSON value; null when the key does not exist. */
@@ -2694,7 +2921,7 @@ export interface operations {
             header?: never;
             path: {
                 agent: string;
-                /** @description system_prompt or learned_notes */
+                /** @description system_prompt, learned_notes or db_notes */
                 kind: string;
             };
             cookie?: never;
@@ -2753,7 +2980,7 @@ export interface operations {
             };
         };
     };
-    diff: {
+    documents_diff: {
         parameters: {
             query: {
                 from: number;
@@ -2786,7 +3013,7 @@ export interface operations {
             };
         };
     };
-    rollback: {
+    documents_rollback: {
         parameters: {
             query?: never;
             header?: never;
@@ -2820,7 +3047,7 @@ export interface operations {
             };
         };
     };
-    versions: {
+    documents_versions: {
         parameters: {
             query?: never;
             header?: never;
@@ -2842,7 +3069,7 @@ export interface operations {
             };
         };
     };
-    version: {
+    documents_version: {
         parameters: {
             query?: never;
             header?: never;
@@ -2879,6 +3106,12 @@ export interface operations {
                 tool?: string;
                 success?: boolean;
                 error_category?: components["schemas"]["ErrorCategory"];
+                /** @description Only calls made in this conversation. */
+                conversation_id?: string;
+                /** @description Only calls made in the conversations of this session. */
+                session_id?: number;
+                /** @description Only calls recorded at or after this time (ISO-8601 UTC). */
+                since?: string;
                 /** @description At most this many, newest first (default 100, at most 1,000). */
                 limit?: number;
             };
@@ -3511,6 +3744,371 @@ export interface operations {
             };
         };
     };
+    skills_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillSummaryView"][];
+                };
+            };
+        };
+    };
+    skills_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSkill"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Imported"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_import: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImportRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Imported"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_detail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSkill"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewVersion"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_delete: {
+        parameters: {
+            query?: {
+                reason?: string;
+            };
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewVersion"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_diff: {
+        parameters: {
+            query: {
+                from: number;
+                to: number;
+            };
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_rollback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RollbackRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewVersion"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionSummaryView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillVersionView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_keys: {
         parameters: {
             query?: {
@@ -3987,7 +4585,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The message was a command (`/cancel`, `/codestats`, `/codefailures [n]`, `/help`): its answer */
+            /** @description The message was a command (`/cancel`, `/codestats`, `/codefailures [n] [conversation|session]`, `/help`): its answer */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4192,7 +4790,7 @@ export interface operations {
             };
         };
     };
-    import: {
+    market_import: {
         parameters: {
             query?: {
                 /**
@@ -4302,7 +4900,7 @@ export interface operations {
             };
         };
     };
-    export: {
+    market_export: {
         parameters: {
             query?: {
                 /** @description A listing version; the latest when absent. */
