@@ -44,3 +44,23 @@ BEFORE DELETE ON skill_versions
 BEGIN
     SELECT RAISE(ABORT, 'skill history is append-only');
 END;
+
+-- The marketplace carries skills too: `market_listings`' CHECK gains 'skill'. SQLite cannot
+-- change a CHECK in place, so the table is rebuilt. Its versions reference it by id: with
+-- foreign keys deferred, dropping it leaves them dangling only until every row is back under
+-- the same id, before this migration's transaction commits (and checks them).
+PRAGMA defer_foreign_keys = ON;
+CREATE TABLE market_listings_before_skills AS SELECT * FROM market_listings;
+DROP TABLE market_listings;
+CREATE TABLE market_listings (
+    id              INTEGER PRIMARY KEY,
+    kind            TEXT NOT NULL CHECK (kind IN ('tool', 'component', 'skill')),
+    name            TEXT NOT NULL,
+    publisher_agent TEXT NOT NULL,
+    created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    origin          TEXT NOT NULL DEFAULT 'local' CHECK (origin IN ('local', 'import')),
+    UNIQUE (kind, name)
+) STRICT;
+INSERT INTO market_listings (id, kind, name, publisher_agent, created_at, origin)
+    SELECT id, kind, name, publisher_agent, created_at, origin FROM market_listings_before_skills;
+DROP TABLE market_listings_before_skills;

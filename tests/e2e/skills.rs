@@ -3,7 +3,8 @@
 //! a folder in the Agent Skills layout imported with `wright skill import` and through the API,
 //! exported again; a small-model run whose first request already carries the matching skill;
 //! the agent reading its own execution log with filters (and `/codefailures` per
-//! conversation); the agent's notes on its database tables in its context.
+//! conversation); the agent's notes on its database tables in its context; a skill published
+//! to the marketplace and installed into another agent, off until the person switches it on.
 
 use std::path::Path;
 use std::process::Command;
@@ -415,4 +416,63 @@ async fn the_agents_notes_on_its_tables_reach_its_context_versioned_like_its_not
     let (status, _) = server.post("/api/agents/default/documents/db_notes/rollback", json!({"version": 1})).await;
     assert_eq!(status, 200);
     assert_eq!(server.get("/api/agents/default/documents/db_notes").await["content"], "");
+}
+
+#[tokio::test]
+async fn a_skill_from_the_marketplace_is_pinned_by_hash_and_off_until_switched_on() {
+    let fake = FakeProvider::start(vec![Turn::text("No skill yet."), Turn::text("Now I have it.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    all_tools_config(dir.path(), "");
+    let server = Server::start(dir.path(), &fake, Wire::Openai);
+    let content = format!(
+        "---\nname: expense-report\ndescription: Summarise the month's expenses into a report.\n---\n{EXPENSE_BODY}"
+    );
+    let (status, _) = server
+        .post(
+            "/api/agents/default/skills",
+            json!({"content": content, "resources": {"template.md": "| category | total |"}}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (status, published) = server
+        .post("/api/market/publish", json!({"agent": "default", "kind": "skill", "name": "expense-report"}))
+        .await;
+    assert_eq!(status, 200, "{published}");
+    let hash = published["hash"].as_str().unwrap().to_owned();
+    let listing = server.get("/api/market/listings/skill/expense-report").await;
+    assert_eq!(listing["versions"][0]["bundle"]["content"], content.as_str(), "{listing}");
+    assert_eq!(listing["listing"]["latest_hash"], hash.as_str());
+
+    let (status, _) = server.post("/api/agents", json!({"id": "shopper"})).await;
+    assert_eq!(status, 201);
+    let (status, installed) = server
+        .post("/api/market/install", json!({"agent": "shopper", "kind": "skill", "listing": "expense-report"}))
+        .await;
+    assert_eq!(status, 200, "{installed}");
+    assert_eq!((installed["enabled"].as_bool(), installed["hash"].as_str()), (Some(false), Some(hash.as_str())));
+    let skill = server.get("/api/agents/shopper/skills/expense-report").await;
+    assert_eq!(
+        (skill["enabled"].as_bool(), skill["content"].as_str()),
+        (Some(false), Some(content.as_str())),
+        "{skill}"
+    );
+    assert_eq!(skill["resources"], json!({"template.md": "| category | total |"}));
+    let versions = server.get("/api/agents/shopper/skills/expense-report/versions").await;
+    assert_eq!(versions[0]["author"], "install");
+    assert_eq!(versions[0]["reason"], format!("installed expense-report v1 (sha256 {hash})").as_str());
+
+    let (status, created) = server.post("/api/agents/shopper/conversations", json!({"title": "shop"})).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    server.say(&id, "Make my expense report").await;
+    assert!(!system_of(&fake, 0).contains("expense-report"), "not listed before review: {}", system_of(&fake, 0));
+    let (status, _) =
+        put(&server, "/api/agents/shopper/skills/expense-report", json!({"enabled": true, "reason": "read it"})).await;
+    assert_eq!(status, 200);
+    server.say(&id, "Make my expense report").await;
+    assert!(system_of(&fake, 1).contains("- expense-report: Summarise"), "{}", system_of(&fake, 1));
+    let (status, again) = server
+        .post("/api/market/install", json!({"agent": "shopper", "kind": "skill", "listing": "expense-report"}))
+        .await;
+    assert!((400..500).contains(&status), "{status} {again}");
 }

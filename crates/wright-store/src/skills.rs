@@ -69,8 +69,9 @@ pub struct SkillVersion {
 /// A change to one skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkillChange {
-    /// A new skill: fails with [`StoreError::ItemExists`] when one of this name exists.
-    Create { content: String, resources: SkillResources },
+    /// A new skill, switched on or not (one installed from the marketplace starts off until a
+    /// person has read it): fails with [`StoreError::ItemExists`] when one of this name exists.
+    Create { content: String, resources: SkillResources, enabled: bool },
     /// Write SKILL.md whole (creating the skill if it does not exist, or was deleted). With
     /// `resources`, they replace all the skill's files; `None` keeps them.
     Write { content: String, resources: Option<SkillResources> },
@@ -177,8 +178,8 @@ impl Store {
             (SkillChange::Create { .. }, Some(_)) => {
                 return Err(StoreError::ItemExists { kind: "skill", name: name.to_owned() });
             }
-            (SkillChange::Create { content, resources }, None) => {
-                State { content, resources, enabled: true, deleted: false }
+            (SkillChange::Create { content, resources, enabled }, None) => {
+                State { content, resources, enabled, deleted: false }
             }
             (SkillChange::Write { content, resources }, live) => {
                 let resources = match (resources, live) {

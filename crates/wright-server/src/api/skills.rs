@@ -158,7 +158,7 @@ pub(super) async fn create(
 ) -> Result<(StatusCode, Json<Imported>), ApiError> {
     let agent = existing_agent(&state, &agent).await?;
     let name = wright_core::SkillFile::parse(&request.content)?.name;
-    let change = SkillChange::Create { content: request.content, resources: request.resources };
+    let change = SkillChange::Create { content: request.content, resources: request.resources, enabled: true };
     let version = state.store.change_skill(&agent, &name, change, &admin(request.reason)).await?;
     Ok((StatusCode::CREATED, Json(Imported { name, version, skipped: Vec::new() })))
 }
