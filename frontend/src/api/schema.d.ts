@@ -2113,7 +2113,7 @@ export interface components {
         };
         PublishRequest: {
             agent: string;
-            /** @description tool or component. */
+            /** @description tool, component or skill. */
             kind: string;
             name: string;
         };
