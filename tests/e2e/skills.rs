@@ -71,6 +71,7 @@ async fn a_skill_written_by_the_agent_is_listed_loaded_edited_versioned_and_roll
         vec![(
             "edit_skill",
             json!({
+                "operation": "find_replace",
                 "name": "expense-report",
                 "find": "1. Query the expenses table",
                 "replace": "1. SELECT the month's rows from the expenses table",

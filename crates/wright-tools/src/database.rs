@@ -118,8 +118,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         ),
         Builtin::<NoArgs>::boxed(
             "db_schema",
-            "List the tables of your own database with their columns (name, type, notnull, pk) and row counts, \
-             and your notes on what each table is for.",
+            "List the tables of your own database with their columns (name, type, notnull, pk) and row counts. \
+             Also returns your notes on what each table is for (table_notes).",
             |context, _| {
                 Box::pin(async move {
                     let mut schema = context.services.databases.schema(&context.agent).await.map_err(database_error)?;
@@ -134,8 +134,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         with_effects(
             Builtin::<DescribeArgs>::boxed(
                 "describe_db_table",
-                "Note what one of your database tables is for (one line), so you and later conversations use it \
-                 right: shown with the table list in your instructions. Call it after creating a table or changing \
+                "Note what a table is for. The note (one line) on one of your database tables is shown with the table list in \
+                 your instructions, so you and later conversations use the table right. Call it after creating a table or changing \
                  what it holds; an empty purpose removes the note. Returns the notes' new version.",
                 |context, args| Box::pin(describe(context, args)),
             ),

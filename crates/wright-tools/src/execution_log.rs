@@ -145,8 +145,8 @@ async fn read_log(context: ToolContext, args: LogArgs) -> Result<Value, ToolErro
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![Builtin::<LogArgs>::boxed(
         "read_execution_log",
-        "Read your own past tool calls, newest first: which tool, its arguments, whether it worked, its result or \
-         error. Filter by tool, success, error_category, scope (all, conversation, session) and since. Use it to \
+        "Read your past tool calls. Newest first, each with the tool, its arguments, whether it worked, its \
+         result or error. Filter by tool, success, error_category, scope (all, conversation, session) and since. Use it to \
          find what went wrong before and do better (then note the lesson or write a skill).",
         |context, args| Box::pin(read_log(context, args)),
     )]

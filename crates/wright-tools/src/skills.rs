@@ -1,8 +1,8 @@
 //! The agent's skills (toolset `skills`): instructions in the Agent Skills layout it loads when
 //! a task fits one (`load_skill`, which also lists and reads resource files as text — a
 //! resource is never run on the host: code a skill needs runs in the agent's own sandboxed
-//! tools), and writes, edits and deletes as it learns (`write_skill`, `edit_skill`,
-//! `write_skill_file`, `delete_skill`). Every write is a version authored by the agent with the
+//! tools), writes as it learns (`write_skill`), and edits, adds files to and deletes
+//! (`edit_skill`, one operation a call). Every write is a version authored by the agent with the
 //! conversation and tool call that made it, which the person can review and roll back.
 
 use schemars::JsonSchema;
@@ -38,41 +38,44 @@ pub(crate) struct WriteArgs {
     reason: Option<String>,
 }
 
+// One shape per operation, tagged by `operation`, as the document edit tools are: a server
+// that turns schemas into a grammar then only lets a model write a complete edit.
+/// One change to a skill: `operation` says which, and which fields it takes.
 #[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct EditArgs {
-    /// The skill to edit.
-    name: String,
-    /// The exact text of SKILL.md to replace (case-sensitive).
-    find: String,
-    /// The replacement text.
-    replace: String,
-    /// Replace every occurrence instead of the first. Default: false.
-    replace_all: Option<bool>,
-    /// Why you are changing it; kept with the version.
-    reason: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FileArgs {
-    /// The skill the file belongs to.
-    name: String,
-    /// The file's path inside the skill's folder, e.g. `references/checklist.md`.
-    path: String,
-    /// The file's text; an empty text removes the file.
-    content: String,
-    /// Why; kept with the version.
-    reason: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct DeleteArgs {
-    /// The skill to delete (the person can restore it from its history).
-    name: String,
-    /// Why; kept with the version.
-    reason: Option<String>,
+#[serde(tag = "operation", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum EditArgs {
+    /// Replace an exact text of the skill's SKILL.md (case-sensitive).
+    FindReplace {
+        /// The skill to edit.
+        name: String,
+        /// The exact text to replace.
+        find: String,
+        /// The replacement text.
+        replace: String,
+        /// Replace every occurrence instead of the first. Default: false.
+        replace_all: Option<bool>,
+        /// Why you are changing it; kept with the version.
+        reason: Option<String>,
+    },
+    /// Add or replace a text file in the skill's folder (a checklist, a template, reference
+    /// notes its instructions point to); an empty content removes the file.
+    WriteFile {
+        /// The skill the file belongs to.
+        name: String,
+        /// The file's path inside the skill's folder, e.g. `references/checklist.md`.
+        path: String,
+        /// The file's text; empty removes the file.
+        content: String,
+        /// Why; kept with the version.
+        reason: Option<String>,
+    },
+    /// Delete the skill (the person can restore it).
+    Delete {
+        /// The skill to delete.
+        name: String,
+        /// Why; kept with the version.
+        reason: Option<String>,
+    },
 }
 
 fn meta(context: &ToolContext, reason: Option<String>) -> VersionMeta {
@@ -141,45 +144,27 @@ async fn write(context: ToolContext, args: WriteArgs) -> Result<Value, ToolError
 }
 
 async fn edit(context: ToolContext, args: EditArgs) -> Result<Value, ToolError> {
-    let edit = DocumentEdit::FindReplace {
-        find: args.find,
-        replace: args.replace,
-        replace_all: args.replace_all.unwrap_or(false),
+    let (name, change, reason, done) = match args {
+        EditArgs::FindReplace { name, find, replace, replace_all, reason } => {
+            let edit = DocumentEdit::FindReplace { find, replace, replace_all: replace_all.unwrap_or(false) };
+            (name, SkillChange::Edit(edit), reason, json!({}))
+        }
+        EditArgs::WriteFile { name, path, content, reason } => {
+            let removed = content.is_empty();
+            let content = (!removed).then_some(content);
+            let done = json!({"path": path, "removed": removed});
+            (name, SkillChange::Resource { path, content }, reason, done)
+        }
+        EditArgs::Delete { name, reason } => (name, SkillChange::Delete, reason, json!({"deleted": true})),
     };
-    let result = context
-        .services
-        .store
-        .change_skill(&context.agent, &args.name, SkillChange::Edit(edit), &meta(&context, args.reason))
-        .await;
-    match result {
-        Ok(version) => Ok(json!({"name": args.name, "version": version})),
-        Err(StoreError::ItemNotFound { .. }) => Err(missing(&context, &args.name).await),
-        Err(error) => Err(error.into()),
-    }
-}
-
-async fn write_file(context: ToolContext, args: FileArgs) -> Result<Value, ToolError> {
-    let content = (!args.content.is_empty()).then_some(args.content);
-    let removed = content.is_none();
-    let change = SkillChange::Resource { path: args.path.clone(), content };
-    let result =
-        context.services.store.change_skill(&context.agent, &args.name, change, &meta(&context, args.reason)).await;
-    match result {
-        Ok(version) => Ok(json!({"name": args.name, "path": args.path, "removed": removed, "version": version})),
-        Err(StoreError::ItemNotFound { kind: "skill", .. }) => Err(missing(&context, &args.name).await),
-        Err(error) => Err(error.into()),
-    }
-}
-
-async fn delete(context: ToolContext, args: DeleteArgs) -> Result<Value, ToolError> {
-    let result = context
-        .services
-        .store
-        .change_skill(&context.agent, &args.name, SkillChange::Delete, &meta(&context, args.reason))
-        .await;
-    match result {
-        Ok(version) => Ok(json!({"name": args.name, "deleted": true, "version": version})),
-        Err(StoreError::ItemNotFound { .. }) => Err(missing(&context, &args.name).await),
+    match context.services.store.change_skill(&context.agent, &name, change, &meta(&context, reason)).await {
+        Ok(version) => {
+            let mut answer = done;
+            answer["name"] = json!(name);
+            answer["version"] = json!(version);
+            Ok(answer)
+        }
+        Err(StoreError::ItemNotFound { kind: "skill", .. }) => Err(missing(&context, &name).await),
         Err(error) => Err(error.into()),
     }
 }
@@ -188,16 +173,16 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
         Builtin::<LoadArgs>::boxed(
             "load_skill",
-            "Load one of your skills (listed under \"Your skills\" in your instructions) before a task it fits: \
-             returns its instructions and the names of its files. With `resource`, returns that file's text. \
-             Files are only read, never run: do what a skill's code does with your own tools.",
+            "Load a skill. Load one of yours (listed under \"Your skills\" in your instructions) before a task it \
+             fits: returns its instructions and the names of its files; with `resource`, that file's text. Files \
+             are only read, never run: do what a skill's code does with your own tools.",
             |context, args| Box::pin(load(context, args)),
         ),
         with_effects(
             Builtin::<WriteArgs>::boxed(
                 "write_skill",
-                "Write a skill: reusable instructions for a kind of task that you worked out, to follow the next \
-                 time instead of working it out from scratch. Creates the skill or replaces its instructions \
+                "Write a skill. A skill is reusable instructions for a kind of task that you \
+                 worked out, to follow the next time instead of working it out from scratch. Creates the skill or replaces its instructions \
                  (its files stay). Every write is a version the person can review and roll back. Returns the \
                  version.",
                 |context, args| Box::pin(write(context, args)),
@@ -207,28 +192,31 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         with_effects(
             Builtin::<EditArgs>::boxed(
                 "edit_skill",
-                "Change part of a skill's SKILL.md: replace an exact text (find) with another (replace). Fails \
-                 without changing anything when the text is not found. Returns the new version.",
+                "Edit or delete a skill. Operations: find_replace (exact text of SKILL.md; fails without changing \
+                 anything when it is not found), write_file (add, replace or, with an empty content, remove a \
+                 text file of the skill), delete (the person can restore it). Returns the new version.",
                 |context, args| Box::pin(edit(context, args)),
             ),
             CHANGES_AGENT,
         ),
-        with_effects(
-            Builtin::<FileArgs>::boxed(
-                "write_skill_file",
-                "Add, replace or (with an empty content) remove a text file in a skill's folder: a checklist, a \
-                 template, reference notes the skill's instructions point to. Returns the new version.",
-                |context, args| Box::pin(write_file(context, args)),
-            ),
-            CHANGES_AGENT,
-        ),
-        with_effects(
-            Builtin::<DeleteArgs>::boxed(
-                "delete_skill",
-                "Delete one of your skills that is wrong or no longer useful. The person can restore it.",
-                |context, args| Box::pin(delete(context, args)),
-            ),
-            CHANGES_AGENT,
-        ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn each_edit_operation_requires_its_own_fields_in_the_schema() {
+        let schema = crate::schema::schema_for::<EditArgs>();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        assert!(validator.is_valid(&json!({"operation": "find_replace", "name": "a", "find": "x", "replace": "y"})));
+        assert!(validator.is_valid(&json!({"operation": "write_file", "name": "a", "path": "p.md", "content": ""})));
+        assert!(validator.is_valid(&json!({"operation": "delete", "name": "a"})));
+        assert!(!validator.is_valid(&json!({"operation": "find_replace", "name": "a", "find": "x"})));
+        assert!(!validator.is_valid(&json!({"operation": "write_file", "name": "a", "content": "x"})));
+        assert!(!validator.is_valid(&json!({"operation": "rename", "name": "a"})));
+    }
 }
