@@ -85,6 +85,9 @@ pub enum SkillChange {
     Delete,
 }
 
+/// version, author, reason, conversation id, tool call id, time, size in bytes.
+type VersionSummaryRow = (i64, String, Option<String>, Option<String>, Option<String>, String, i64);
+
 /// The state of a skill as one version stores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct State {
@@ -268,7 +271,7 @@ impl Store {
     /// The skill's history, newest first (`size`: bytes of SKILL.md and resources).
     pub async fn skill_versions(&self, agent: &AgentId, name: &str) -> Result<Vec<VersionSummary>, StoreError> {
         self.require_agent(agent).await?;
-        let rows: Vec<(i64, String, Option<String>, Option<String>, Option<String>, String, i64)> = sqlx::query_as(
+        let rows: Vec<VersionSummaryRow> = sqlx::query_as(
             "SELECT version, author, reason, conversation_id, tool_call_id, created_at, \
              length(CAST(content AS BLOB)) + length(CAST(resources AS BLOB)) \
              FROM skill_versions WHERE agent_id = ? AND name = ? ORDER BY version DESC",
