@@ -314,14 +314,28 @@ fn stored(error: String) -> AgentError {
     AgentError::Transcript(error)
 }
 
-/// The skills the host loads into a run's system message: each one's instructions under its
-/// name, in order, within `tokens` in all; the first that does not fit whole is cut (if a
-/// useful part fits) with a note that `load_skill` returns it whole, and the rest are left.
+/// The skills the host loads into a run's system message (see [`fit_skills`]); a name whose
+/// skill is gone or switched off is passed over.
 async fn loaded_skills(transcript: &dyn Transcript, names: &[String], tokens: usize) -> Result<String, AgentError> {
+    if tokens == 0 {
+        return Ok(String::new());
+    }
+    let mut bodies = Vec::new();
+    for name in names {
+        if let Some(body) = transcript.skill_body(name).await.map_err(stored)? {
+            bodies.push((name.clone(), body));
+        }
+    }
+    Ok(fit_skills(&bodies, tokens))
+}
+
+/// Each skill's instructions under its name, in order, within `tokens` in all; the first that
+/// does not fit whole is cut (if a useful part fits) with a note that `load_skill` returns it
+/// whole, and the rest are left out.
+fn fit_skills(bodies: &[(String, String)], tokens: usize) -> String {
     let mut room = tokens.saturating_mul(CHARS_PER_TOKEN);
     let mut section = String::new();
-    for name in names {
-        let Some(body) = transcript.skill_body(name).await.map_err(stored)? else { continue };
+    for (name, body) in bodies {
         let heading = format!("\n\n## Skill {name} (loaded for this request: follow it)\n");
         let body = body.trim();
         let whole = heading.len() + body.len();
@@ -333,9 +347,8 @@ async fn loaded_skills(transcript: &dyn Transcript, names: &[String], tokens: us
         }
         let note = format!("\n[cut here; load_skill {name} returns it whole]");
         // A cut below a few lines would mislead more than help.
-        if room > heading.len() + note.len() + 200 {
-            let keep = room - heading.len() - note.len();
-            let mut end = keep.min(body.len());
+        if room > heading.len() + note.len() + MIN_SKILL_CUT_CHARS {
+            let mut end = room - heading.len() - note.len();
             while !body.is_char_boundary(end) {
                 end -= 1;
             }
@@ -345,8 +358,11 @@ async fn loaded_skills(transcript: &dyn Transcript, names: &[String], tokens: us
         }
         break;
     }
-    Ok(section)
+    section
 }
+
+/// The least of a skill worth loading cut, in characters.
+const MIN_SKILL_CUT_CHARS: usize = 200;
 
 /// The changing part of the system message with the loaded skills at its end.
 fn with_skills(changing: &str, loaded_skills: &str) -> String {
