@@ -268,6 +268,51 @@ async fn a_skill_folder_is_imported_by_the_cli_and_the_api_loaded_switched_off_a
         );
     }
     assert!(!out.join("pdf-forms/assets/logo.png").exists());
+
+    // The same folder zipped by Python's zipfile (deflated), as skills are shared: through the
+    // API's upload and the CLI. The imported skill is the same, as a new version.
+    let archive = dir.path().join("pdf-forms.zip");
+    let zipped = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, zipfile, pathlib\n\
+             root = pathlib.Path(sys.argv[1])\n\
+             with zipfile.ZipFile(sys.argv[2], 'w', zipfile.ZIP_DEFLATED) as archive:\n\
+             \x20   for path in sorted(root.rglob('*')):\n\
+             \x20       archive.write(path, path.relative_to(root.parent))\n",
+        )
+        .arg(&folder)
+        .arg(&archive)
+        .status()
+        .unwrap();
+    assert!(zipped.success());
+    let response = server
+        .client
+        .post(format!("{}/api/agents/default/skills/import-zip?reason=shared%20as%20a%20zip", server.url))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/zip")
+        .body(std::fs::read(&archive).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let imported: Value = response.json().await.unwrap();
+    assert_eq!((imported["name"].as_str(), imported["version"].as_i64()), (Some("pdf-forms"), Some(2)), "{imported}");
+    assert_eq!(imported["skipped"], json!(["assets/logo.png (not text: resources are read as text, never run)"]));
+    let skill = server.get("/api/agents/default/skills/pdf-forms").await;
+    assert_eq!(skill["content"], std::fs::read_to_string(folder.join("SKILL.md")).unwrap().as_str());
+    assert_eq!(skill["resources"].as_object().unwrap().len(), 2, "{skill}");
+    let (ok, said) = wright(dir.path(), &["skill", "import", archive.to_str().unwrap(), "--agent", "default"]);
+    assert!(ok && said.contains("skill pdf-forms of default is now version 3"), "{said}");
+    let not_zip = server
+        .client
+        .post(format!("{}/api/agents/default/skills/import-zip", server.url))
+        .bearer_auth(TOKEN)
+        .body("not a zip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_zip.status().as_u16(), 400);
 }
 
 #[tokio::test]

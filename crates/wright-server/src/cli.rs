@@ -237,9 +237,9 @@ enum ToolCommand {
 
 #[derive(Subcommand)]
 enum SkillCommand {
-    /// Import a skill folder (SKILL.md and resource files) as a skill of the agent.
+    /// Import a skill folder (SKILL.md and resource files), or a ZIP of one, as a skill of the agent.
     Import {
-        /// The folder.
+        /// The folder, or a .zip file of it.
         path: std::path::PathBuf,
         #[arg(long, default_value = AgentId::DEFAULT)]
         agent: String,
@@ -713,7 +713,8 @@ const MAX_FOLDER_BYTES: u64 = 16 * 1024 * 1024;
 /// followed.
 fn read_folder(root: &std::path::Path) -> anyhow::Result<std::collections::BTreeMap<String, Vec<u8>>> {
     if root.extension().is_some_and(|extension| extension.eq_ignore_ascii_case("zip")) {
-        anyhow::bail!("zip archives are not read yet: unzip it and import the folder");
+        let archive = std::fs::read(root).with_context(|| format!("cannot read {}", root.display()))?;
+        return Ok(crate::domain::zip::unzip(&archive)?);
     }
     let mut files = std::collections::BTreeMap::new();
     let mut total = 0u64;

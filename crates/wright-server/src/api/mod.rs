@@ -88,6 +88,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(documents::rollback))
         .routes(routes!(skills::list, skills::create))
         .routes(routes!(skills::import))
+        .routes(routes!(skills::import_zip))
         .routes(routes!(skills::detail, skills::update, skills::delete))
         .routes(routes!(skills::versions))
         .routes(routes!(skills::version))

@@ -1,6 +1,6 @@
 //! An agent's skills (Agent Skills layout): list, read, create, write, switch on and off,
 //! delete; history, one version, diff and rollback as for documents; import from a JSON of a
-//! folder's files and export to one. Every write is a version authored by `admin` (a rollback
+//! folder's files or a ZIP of the folder, and export to a JSON of files. Every write is a version authored by `admin` (a rollback
 //! by `rollback`).
 
 use std::collections::BTreeMap;
@@ -321,6 +321,27 @@ pub(super) async fn import(
     let files = request.files.into_iter().map(|(path, text)| (path, text.into_bytes())).collect();
     let folder = skills::folder(files)?;
     let version = skills::import(&state.store, &agent, &folder, request.reason).await?;
+    Ok(Json(Imported { name: folder.name, version, skipped: folder.skipped }))
+}
+
+/// Imports a ZIP archive of a folder in the Agent Skills layout (the body is the archive).
+#[utoipa::path(
+    post, path = "/api/agents/{agent}/skills/import-zip", tag = "skills",
+    request_body(content = Vec<u8>, content_type = "application/zip"),
+    params(("agent" = String, Path), ReasonQuery),
+    responses((status = 200, body = Imported), (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)),
+)]
+pub(super) async fn import_zip(
+    State(state): State<AppState>,
+    Path(agent): Path<String>,
+    Query(query): Query<ReasonQuery>,
+    body: axum::body::Bytes,
+) -> Result<Json<Imported>, ApiError> {
+    let agent = existing_agent(&state, &agent).await?;
+    let folder = skills::folder(crate::domain::zip::unzip(&body)?)?;
+    let version =
+        skills::import(&state.store, &agent, &folder, query.reason.or_else(|| Some("imported from a ZIP".into())))
+            .await?;
     Ok(Json(Imported { name: folder.name, version, skipped: folder.skipped }))
 }
 

@@ -6,7 +6,8 @@
 //! - [`channel`]: the one path every channel shares (commands, messages, answers, cancel).
 //! - [`models`]: which model an agent's run uses, from the configured connections.
 //! - [`sessions`]: starting a session by the person.
-//! - [`skills`]: skill folders (Agent Skills layout) imported and exported.
+//! - [`skills`]: skill folders (Agent Skills layout) imported and exported; [`zip`]: reading a
+//!   zipped one.
 //! - [`hub`]: live updates of conversations and notifications; [`owner`]: this process's
 //!   claim on its runs.
 //!
@@ -23,5 +24,6 @@ pub mod owner;
 pub mod runs;
 pub mod sessions;
 pub mod skills;
+pub mod zip;
 
 pub use error::DomainError;
