@@ -17,3 +17,4 @@ mod mcp_server;
 mod model_loop;
 mod real_model;
 mod usage;
+mod skills;

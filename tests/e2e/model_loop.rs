@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use wright_llm::ProviderKind;
 use wright_llm::testing::{FakeCall, FakeError, FakeProvider, Turn};
 
-const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
+pub(crate) const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
 pub(crate) const TOKEN: &str = "loop-token";
 
 #[derive(Clone, Copy, Debug)]
@@ -103,7 +103,7 @@ fn kinds(detail: &Value) -> Vec<String> {
     detail["events"].as_array().unwrap().iter().map(|event| event["kind"].as_str().unwrap().to_owned()).collect()
 }
 
-fn results(detail: &Value) -> Vec<Value> {
+pub(crate) fn results(detail: &Value) -> Vec<Value> {
     detail["events"].as_array().unwrap().iter().filter(|event| event["kind"] == "tool_result").cloned().collect()
 }
 

@@ -90,6 +90,12 @@ pub struct LoopConfig {
     /// everything after the first change: the small-model profile leaves them out (the agent
     /// reaches them with `list_state_keys` and `db_schema`; a small model ignored the list).
     pub list_agent_data: bool,
+    /// The host loads the skill that best fits each of the person's messages (by its words, as
+    /// tools are preselected) into the run's system message, up to this many tokens of skill
+    /// text in all: a small model then follows a skill without spending a turn on
+    /// `load_skill`, which it rarely calls. 0 turns this off (the standard profile: a capable
+    /// model loads what it needs).
+    pub preload_skill_tokens: usize,
     /// What the host decides once a run's context holds content from outside (`[agent.untrusted]`).
     pub untrusted: UntrustedConfig,
 }
@@ -151,6 +157,7 @@ impl Default for LoopConfig {
             catalogue_descriptions: true,
             stable_tool_list: false,
             list_agent_data: true,
+            preload_skill_tokens: 0,
             untrusted: UntrustedConfig::default(),
         }
     }

@@ -1,8 +1,8 @@
-//! The system message: who the agent is (its prompt), what it has learned (its notes), what it
-//! remembers (long-term and active mid-term memories), what it keeps (state keys, its own
-//! database's tables), where it can work on the host (its workspace, allowed roots, shell,
-//! network) and, after compaction, what was said before. Pure: the parts are read by the
-//! caller.
+//! The system message: who the agent is (its prompt), what it has learned (its notes), which
+//! skills it can load (one line each), what it remembers (long-term and active mid-term
+//! memories), what it keeps (state keys, its own database's tables with its notes on what each
+//! is for), where it can work on the host (its workspace, allowed roots, shell, network) and,
+//! after compaction, what was said before. Pure: the parts are read by the caller.
 
 use wright_core::MemoryLayer;
 
@@ -11,6 +11,19 @@ use wright_core::MemoryLayer;
 pub(crate) const MAX_NOTES_CHARS: usize = 4_000;
 /// At most this many state keys are listed.
 pub(crate) const MAX_STATE_KEYS: usize = 50;
+/// At most this many skills are listed (the store caps how many an agent has, higher).
+pub(crate) const MAX_SKILLS_LISTED: usize = 50;
+/// Longest skill description in the list, in characters (the layout allows 1,024).
+pub(crate) const MAX_SKILL_LINE_CHARS: usize = 240;
+/// Longest database notes put in the context; `db_schema` returns them whole.
+pub(crate) const MAX_DB_NOTES_CHARS: usize = 2_000;
+
+/// One enabled skill as the system message lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextSkill {
+    pub name: String,
+    pub description: String,
+}
 
 /// Characters of memory in the system message unless configured (`[memory] context_chars`);
 /// seed 000 caps its memory blob at 4,000.
@@ -37,6 +50,10 @@ pub struct SystemParts {
     pub state_keys: Vec<String>,
     /// One line per table of the agent's own database, e.g. `expenses (42 rows)`.
     pub database_summary: String,
+    /// The agent's notes on what each of its tables is for (one line a table).
+    pub database_notes: String,
+    /// The enabled skills, by name.
+    pub skills: Vec<ContextSkill>,
     /// The summary of compacted turns, if the conversation was compacted.
     pub earlier_summary: Option<String>,
     /// The agent's files and shell; none where the caller has no workspace to describe.
@@ -65,6 +82,8 @@ impl Default for SystemParts {
             max_memory_chars: DEFAULT_MEMORY_CHARS,
             state_keys: Vec::new(),
             database_summary: String::new(),
+            database_notes: String::new(),
+            skills: Vec::new(),
             earlier_summary: None,
             workspace: None,
         }
@@ -143,6 +162,10 @@ pub(crate) fn system_text(parts: &SystemParts) -> SystemText {
             message.push_str("\n[notes cut here; read_learned_notes returns them whole]");
         }
     }
+    if !parts.skills.is_empty() {
+        message.push_str("\n\n## Your skills\n");
+        message.push_str(&skills_section(&parts.skills));
+    }
     if !parts.memories.is_empty() {
         message.push_str("\n\n## Memories\n");
         message.push_str(memory_section(&parts.memories, parts.max_memory_chars).trim_end());
@@ -156,15 +179,43 @@ pub(crate) fn system_text(parts: &SystemParts) -> SystemText {
         }
     }
     let database = parts.database_summary.trim();
-    if !database.is_empty() {
+    let database_notes = parts.database_notes.trim();
+    if !database.is_empty() || !database_notes.is_empty() {
         message.push_str("\n\n## Your database\n");
         message.push_str(database);
+        if !database_notes.is_empty() {
+            message.push_str(if database.is_empty() { "" } else { "\n" });
+            message.push_str("What each table is for (your notes, describe_db_table):\n");
+            let cut: String = database_notes.chars().take(MAX_DB_NOTES_CHARS).collect();
+            message.push_str(&cut);
+            if cut.len() < database_notes.len() {
+                message.push_str("\n[notes cut here; db_schema returns them whole]");
+            }
+        }
     }
     if let Some(summary) = &parts.earlier_summary {
         message.push_str("\n\n## Earlier in this conversation (summary)\n");
         message.push_str(summary.trim());
     }
     SystemText { fixed: fixed.trim().to_owned(), changing: message.trim().to_owned() }
+}
+
+/// One line per skill (`- name: description`), each cut to [`MAX_SKILL_LINE_CHARS`], at most
+/// [`MAX_SKILLS_LISTED`].
+fn skills_section(skills: &[ContextSkill]) -> String {
+    let mut section = "Load a skill with load_skill before a task it fits, then follow its instructions:".to_owned();
+    for skill in skills.iter().take(MAX_SKILLS_LISTED) {
+        let description = skill.description.replace(['\n', '\r'], " ");
+        let mut line: String = description.chars().take(MAX_SKILL_LINE_CHARS).collect();
+        if line.len() < description.len() {
+            line.push('…');
+        }
+        section.push_str(&format!("\n- {}: {}", skill.name, line.trim()));
+    }
+    if skills.len() > MAX_SKILLS_LISTED {
+        section.push_str(&format!("\n… and {} more", skills.len() - MAX_SKILLS_LISTED));
+    }
+    section
 }
 
 fn workspace_section(workspace: &WorkspaceParts) -> String {
@@ -240,6 +291,36 @@ mod tests {
         // What the operator set comes before what the agent changes as it works (the cached
         // prefix lasts longer).
         assert!(full.find("## Your workspace") < full.find("## Learned notes"), "{full}");
+    }
+
+    #[test]
+    fn skills_are_listed_one_line_each_and_database_notes_follow_the_tables() {
+        let skills = vec![
+            ContextSkill { name: "expense-report".into(), description: "Monthly expenses\nas a table.".into() },
+            ContextSkill { name: "long".into(), description: "d".repeat(MAX_SKILL_LINE_CHARS + 10) },
+        ];
+        let message = system_message(&SystemParts {
+            prompt: "You help.".into(),
+            skills,
+            database_summary: "expenses (3 rows): id, amount".into(),
+            database_notes: "- expenses: one row per expense, in euros".into(),
+            ..Default::default()
+        });
+        assert!(message.contains("## Your skills\nLoad a skill with load_skill"), "{message}");
+        assert!(message.contains("\n- expense-report: Monthly expenses as a table."), "{message}");
+        assert!(message.contains(&format!("- long: {}…", "d".repeat(MAX_SKILL_LINE_CHARS))), "{message}");
+        assert!(
+            message.contains(
+                "## Your database\nexpenses (3 rows): id, amount\nWhat each table is for (your notes, describe_db_table):\n\
+                 - expenses: one row per expense, in euros"
+            ),
+            "{message}"
+        );
+        let many: Vec<ContextSkill> = (0..MAX_SKILLS_LISTED + 3)
+            .map(|index| ContextSkill { name: format!("s{index}"), description: "x".into() })
+            .collect();
+        let listed = system_message(&SystemParts { skills: many, ..Default::default() });
+        assert!(listed.contains("… and 3 more") && !listed.contains(&format!("s{MAX_SKILLS_LISTED}:")), "{listed}");
     }
 
     fn memory(id: i64, layer: MemoryLayer, content: &str) -> ContextMemory {

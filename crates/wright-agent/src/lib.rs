@@ -42,7 +42,7 @@ mod provider_model;
 mod surface;
 
 pub use config::{CHARS_PER_TOKEN, LoopConfig, RESAMPLE_TEMPERATURE, RUN_TOKENS_PER_WINDOW, UntrustedConfig, limit_reached};
-pub use context::{ContextMemory, DEFAULT_MEMORY_CHARS, SystemParts, WorkspaceParts, system_message};
+pub use context::{ContextMemory, ContextSkill, DEFAULT_MEMORY_CHARS, SystemParts, WorkspaceParts, system_message};
 pub use dispatch::cap_output;
 pub use engine::{RunContext, run};
 pub use policy::ECHO_NOTE;

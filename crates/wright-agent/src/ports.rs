@@ -99,6 +99,11 @@ pub trait Transcript: Send + Sync {
     fn sent_at(&self) -> BoxFuture<'_, Result<std::collections::BTreeMap<i64, String>, String>> {
         Box::pin(async { Ok(std::collections::BTreeMap::new()) })
     }
+    /// The instructions (SKILL.md's body) of one of the agent's enabled skills, for the host to
+    /// load into a run's system message; `None` when there is no such skill. None by default.
+    fn skill_body<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Result<Option<String>, String>> {
+        Box::pin(async { Ok(None) })
+    }
     /// Stores events in order and returns them numbered.
     fn append(&self, events: Vec<NewEvent>) -> BoxFuture<'_, Result<Vec<Event>, String>>;
     /// Records a call that waits for the person, with what the canvas will render for it.

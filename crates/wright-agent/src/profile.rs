@@ -33,6 +33,10 @@ pub const SMALL_REPLY_TOKENS: usize = 1024;
 /// context poorly, and every token is read at tens of tokens a second on a CPU.
 pub const SMALL_CONTEXT_TOKENS: usize = 8192;
 
+/// The skill text the small-model profile's host loads into a run's system message, in tokens:
+/// a skill of a page or two, an eighth of [`SMALL_CONTEXT_TOKENS`].
+pub const SMALL_SKILL_TOKENS: usize = 1024;
+
 /// What Wright knows about a model when a run starts.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelFacts {
@@ -53,6 +57,8 @@ pub struct ProfileOverride {
     pub temperature: Option<f32>,
     pub require_first_call: Option<bool>,
     pub preload_tools: Option<usize>,
+    /// Tokens of skill text loaded into the first request.
+    pub preload_skill_tokens: Option<usize>,
     /// The reply cap, in tokens.
     pub reply_tokens: Option<usize>,
     /// The context budget, in tokens (at most what the server says it has).
@@ -81,6 +87,8 @@ pub struct ProfileSettings {
     pub stable_tool_list: bool,
     /// The system message lists the agent's state keys and database tables.
     pub list_agent_data: bool,
+    /// Tokens of the best-fitting skills the host loads into the run's system message (0: none).
+    pub preload_skill_tokens: usize,
 }
 
 /// The profile a model got, its settings, and why.
@@ -102,6 +110,9 @@ impl ProfileOverride {
         }
         if self.preload_tools.is_some_and(|preload| preload > 32) {
             return Some("preload_tools may be at most 32".into());
+        }
+        if self.preload_skill_tokens.is_some_and(|tokens| tokens > 8_000) {
+            return Some("preload_skill_tokens may be at most 8,000".into());
         }
         if self.reply_tokens.is_some_and(|reply| !(16..=1_000_000).contains(&reply)) {
             return Some("reply_tokens must be between 16 and 1,000,000".into());
@@ -141,6 +152,7 @@ pub fn choose(facts: &ModelFacts, overrides: &[(&str, &ProfileOverride)], base: 
             catalogue_descriptions: false,
             stable_tool_list: true,
             list_agent_data: false,
+            preload_skill_tokens: SMALL_SKILL_TOKENS,
         },
         ModelProfileKind::Standard => ProfileSettings {
             temperature: base.temperature,
@@ -153,6 +165,7 @@ pub fn choose(facts: &ModelFacts, overrides: &[(&str, &ProfileOverride)], base: 
             catalogue_descriptions: base.catalogue_descriptions,
             stable_tool_list: base.stable_tool_list,
             list_agent_data: base.list_agent_data,
+            preload_skill_tokens: base.preload_skill_tokens,
         },
     };
     for (source, over) in overrides {
@@ -179,6 +192,10 @@ impl ProfileOverride {
         if let Some(preload) = self.preload_tools {
             settings.preload_tools = preload;
             overridden.push("preload_tools");
+        }
+        if let Some(tokens) = self.preload_skill_tokens {
+            settings.preload_skill_tokens = tokens;
+            overridden.push("preload_skill_tokens");
         }
         if let Some(reply) = self.reply_tokens {
             settings.reply_tokens = reply;
@@ -307,6 +324,7 @@ impl ChosenProfile {
         applied.catalogue_descriptions = settings.catalogue_descriptions;
         applied.stable_tool_list = settings.stable_tool_list;
         applied.list_agent_data = settings.list_agent_data;
+        applied.preload_skill_tokens = settings.preload_skill_tokens;
         applied
     }
 }

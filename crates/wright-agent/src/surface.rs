@@ -279,17 +279,26 @@ pub(crate) fn fitting<'a>(
     limit: usize,
     include: impl Fn(&ToolSpec) -> bool,
 ) -> Vec<&'a ToolSpec> {
-    let candidates: Vec<(&ToolSpec, BTreeSet<String>, BTreeSet<String>)> = all
-        .iter()
-        .filter(|spec| settings.enables(spec.toolset) && include(spec))
-        .map(|spec| (spec, keywords(&spec.name.replace('_', " ")), keywords(&spec.description)))
-        .collect();
+    let specs: Vec<&ToolSpec> = all.iter().filter(|spec| settings.enables(spec.toolset) && include(spec)).collect();
+    let words: Vec<(BTreeSet<String>, BTreeSet<String>)> =
+        specs.iter().map(|spec| (keywords(&spec.name.replace('_', " ")), keywords(&spec.description))).collect();
+    let mut scored: Vec<(f64, &ToolSpec)> =
+        word_scores(&words, message).into_iter().zip(specs).filter(|(score, _)| *score > 0.0).collect();
+    // Stable: equal scores keep the registry's order.
+    scored.sort_by(|left, right| right.0.total_cmp(&left.0));
+    scored.into_iter().take(limit).map(|(_, spec)| spec).collect()
+}
+
+/// How well each candidate — the words of its name and of its description — fits `message`:
+/// a word of the message scores its rarity among the candidates (`ln(1 + n/df)`), twice when
+/// it is part of the name. 0: no word shared.
+pub(crate) fn word_scores(candidates: &[(BTreeSet<String>, BTreeSet<String>)], message: &str) -> Vec<f64> {
     let wanted = keywords(message);
     let count = candidates.len() as f64;
-    let mut scored: Vec<(f64, &ToolSpec)> = candidates
+    candidates
         .iter()
-        .map(|(spec, name, description)| {
-            let score = wanted
+        .map(|(name, description)| {
+            wanted
                 .iter()
                 .map(|word| {
                     let weight = if name.contains(word) {
@@ -299,17 +308,12 @@ pub(crate) fn fitting<'a>(
                     } else {
                         return 0.0;
                     };
-                    let df = candidates.iter().filter(|(_, n, d)| n.contains(word) || d.contains(word)).count() as f64;
+                    let df = candidates.iter().filter(|(n, d)| n.contains(word) || d.contains(word)).count() as f64;
                     weight * (1.0 + count / df).ln()
                 })
-                .sum::<f64>();
-            (score, *spec)
+                .sum::<f64>()
         })
-        .filter(|(score, _)| *score > 0.0)
-        .collect();
-    // Stable: equal scores keep the registry's order.
-    scored.sort_by(|left, right| right.0.total_cmp(&left.0));
-    scored.into_iter().take(limit).map(|(_, spec)| spec).collect()
+        .collect()
 }
 
 /// The first sentence of a description, at most [`CATALOGUE_LINE_CHARS`] characters.

@@ -12,6 +12,7 @@
 //! - [`ToolPort`], [`Invocation`], [`ToolFailure`], [`ErrorCategory`], [`ToolOutcome`]: the
 //!   contract between the loop and the tools (see `tools`);
 //! - [`Clock`]: the time wherever time decides behaviour (expiry), injectable in tests;
+//! - [`SkillFile`]: a skill's `SKILL.md` in the Agent Skills layout, and its name rule;
 //! - [`Redactor`]: the configured secrets, removed from foreign text (provider and MCP errors).
 //!
 //! Invariants: an [`AgentId`] can only be built through [`AgentId::parse`], so code that
@@ -25,6 +26,10 @@ use std::fmt;
 
 mod redact;
 pub use redact::{REDACTED, Redactor};
+mod skill;
+pub use skill::{
+    MAX_SKILL_DESCRIPTION_CHARS, MAX_SKILL_NAME_CHARS, SKILL_FILE, SkillFile, check_resource_path, check_skill_name,
+};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,6 +43,9 @@ pub enum CoreError {
     Unknown { what: &'static str, value: String },
     #[error("invalid event: {0}")]
     InvalidEvent(String),
+    /// A skill's name, file or resource that does not meet the Agent Skills layout.
+    #[error("invalid skill: {0}")]
+    InvalidSkill(String),
 }
 
 /// The name of an agent: 1–64 of `[a-z0-9_-]`, starting with a letter or digit.
@@ -171,10 +179,12 @@ string_enum!(
 );
 
 string_enum!(
-    /// The versioned text documents every agent has.
+    /// The versioned text documents every agent has: its prompt, its learned notes, and its
+    /// notes about its own database (what each table is for).
     DocumentKind, "document" {
         SystemPrompt => "system_prompt",
         LearnedNotes => "learned_notes",
+        DbNotes => "db_notes",
     }
 );
 
@@ -474,6 +484,7 @@ string_enum!(
         Memory => "memory",
         Workspace => "workspace",
         Schedules => "schedules",
+        Skills => "skills",
     }
 );
 
@@ -489,6 +500,7 @@ impl Toolset {
         Toolset::Web,
         Toolset::Memory,
         Toolset::Schedules,
+        Toolset::Skills,
     ];
 }
 

@@ -56,6 +56,16 @@ enum Command {
         #[command(subcommand)]
         command: DocumentCommand,
     },
+    /// Inspect and roll back an agent's notes on its database tables.
+    DbNotes {
+        #[command(subcommand)]
+        command: DocumentCommand,
+    },
+    /// Import, export and list an agent's skills (folders in the Agent Skills layout).
+    Skill {
+        #[command(subcommand)]
+        command: SkillCommand,
+    },
     /// Run a JavaScript file in the sandbox, with timings.
     Sandbox {
         #[command(subcommand)]
@@ -238,6 +248,31 @@ enum ToolCommand {
 }
 
 #[derive(Subcommand)]
+enum SkillCommand {
+    /// Import a skill folder (SKILL.md and resource files), or a ZIP of one, as a skill of the agent.
+    Import {
+        /// The folder, or a .zip file of it.
+        path: std::path::PathBuf,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Write a skill's folder into DIR/<name>.
+    Export {
+        name: String,
+        dir: std::path::PathBuf,
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
+    /// The agent's skills.
+    List {
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum DocumentCommand {
     /// The history, newest first.
     Log {
@@ -335,6 +370,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tool { command: ToolCommand::Surface { agent } } => tool_surface(config, &agent).await,
         Command::Prompt { command } => document_command(config, DocumentKind::SystemPrompt, command).await,
         Command::Notes { command } => document_command(config, DocumentKind::LearnedNotes, command).await,
+        Command::DbNotes { command } => document_command(config, DocumentKind::DbNotes, command).await,
+        Command::Skill { command } => {
+            let store = open_store(&config).await?;
+            let result = skill_command(&store, command).await;
+            store.close().await;
+            result.map(|()| ExitCode::SUCCESS)
+        }
         Command::Market { command } => market_command(config, command).await,
         Command::Sandbox { command: SandboxCommand::Run { file, args, input, repeat, warmup, json, agent } } => {
             let code = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
@@ -690,6 +732,87 @@ async fn market_command(config: Config, command: MarketCommand) -> anyhow::Resul
     .await;
     store.close().await;
     outcome.map(|()| ExitCode::SUCCESS)
+}
+
+/// Most files read from a skill folder, and most bytes in all: far above what a skill may
+/// hold (`[limits] max_skill_files`, `max_skill_folder_bytes`), so the store's own message
+/// says what is over; this only keeps a wrong path (a home directory) from being read whole.
+const MAX_FOLDER_FILES: usize = 256;
+const MAX_FOLDER_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The files of a folder, path (relative, `/`-separated) → bytes; symbolic links are not
+/// followed.
+fn read_folder(root: &std::path::Path) -> anyhow::Result<std::collections::BTreeMap<String, Vec<u8>>> {
+    if root.extension().is_some_and(|extension| extension.eq_ignore_ascii_case("zip")) {
+        let archive = std::fs::read(root).with_context(|| format!("cannot read {}", root.display()))?;
+        return Ok(crate::domain::zip::unzip(&archive)?);
+    }
+    let mut files = std::collections::BTreeMap::new();
+    let mut total = 0u64;
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(directory) = pending.pop() {
+        for entry in std::fs::read_dir(&directory).with_context(|| format!("cannot read {}", directory.display()))? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                let path = entry.path();
+                let relative = path
+                    .strip_prefix(root)?
+                    .components()
+                    .map(|part| part.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                total += entry.metadata()?.len();
+                if files.len() >= MAX_FOLDER_FILES || total > MAX_FOLDER_BYTES {
+                    anyhow::bail!(
+                        "{} holds more than {MAX_FOLDER_FILES} files or {MAX_FOLDER_BYTES} bytes: is it a skill folder?",
+                        root.display()
+                    );
+                }
+                files.insert(relative, std::fs::read(&path)?);
+            }
+        }
+    }
+    Ok(files)
+}
+
+async fn skill_command(store: &Store, command: SkillCommand) -> anyhow::Result<()> {
+    match command {
+        SkillCommand::Import { path, agent, reason } => {
+            let agent = AgentId::parse(&agent)?;
+            let folder = crate::domain::skills::folder(read_folder(&path)?)?;
+            let reason = reason.or_else(|| Some(format!("imported from {}", path.display())));
+            let version = crate::domain::skills::import(store, &agent, &folder, reason).await?;
+            println!("skill {} of {agent} is now version {version}", folder.name);
+            for skipped in folder.skipped {
+                println!("  left out: {skipped}");
+            }
+        }
+        SkillCommand::Export { name, dir, agent } => {
+            let agent = AgentId::parse(&agent)?;
+            let files = crate::domain::skills::export(store, &agent, &name).await?;
+            let target = dir.join(&name);
+            for (path, content) in files {
+                // The store only keeps relative paths without `..` (check_resource_path).
+                let file = target.join(&path);
+                if let Some(parent) = file.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(&file, content).with_context(|| format!("cannot write {}", file.display()))?;
+            }
+            println!("wrote {}", target.display());
+        }
+        SkillCommand::List { agent } => {
+            let agent = AgentId::parse(&agent)?;
+            for skill in store.skills(&agent).await? {
+                let state = if skill.enabled { "on " } else { "off" };
+                println!("{state} v{:<4} {}: {}", skill.version, skill.name, skill.description);
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn document_command(config: Config, kind: DocumentKind, command: DocumentCommand) -> anyhow::Result<ExitCode> {

@@ -138,17 +138,25 @@ async fn insert_agent(transaction: &mut sqlx::SqliteConnection, agent: &AgentId,
         .bind(name)
         .execute(&mut *transaction)
         .await?;
-    for (kind, content) in [(DocumentKind::SystemPrompt, DEFAULT_SYSTEM_PROMPT), (DocumentKind::LearnedNotes, "")] {
-        sqlx::query("INSERT INTO documents (agent_id, kind, content, version) VALUES (?, ?, ?, 1)")
-            .bind(agent.as_str())
-            .bind(kind.as_str())
-            .bind(content)
-            .execute(&mut *transaction)
-            .await?;
-        sqlx::query(
-            "INSERT INTO document_versions (agent_id, kind, version, content, author, reason) \
-             VALUES (?, ?, 1, ?, ?, 'initial version')",
-        )
+    let documents = [
+        (DocumentKind::SystemPrompt, DEFAULT_SYSTEM_PROMPT),
+        (DocumentKind::LearnedNotes, ""),
+        (DocumentKind::DbNotes, ""),
+    ];
+    for (kind, content) in documents {
+        let (table, history) = crate::documents::tables(kind);
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO {table} (agent_id, kind, content, version) VALUES (?, ?, ?, 1)"
+        )))
+        .bind(agent.as_str())
+        .bind(kind.as_str())
+        .bind(content)
+        .execute(&mut *transaction)
+        .await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO {history} (agent_id, kind, version, content, author, reason) \
+             VALUES (?, ?, 1, ?, ?, 'initial version')"
+        )))
         .bind(agent.as_str())
         .bind(kind.as_str())
         .bind(content)

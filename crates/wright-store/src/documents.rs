@@ -1,4 +1,5 @@
-//! Versioned documents: the system prompt and the learned notes of each agent.
+//! Versioned documents: the system prompt, the learned notes and the database notes of each
+//! agent.
 //!
 //! An edit is read-modify-write inside one `BEGIN IMMEDIATE` transaction on the single writer
 //! connection: read the current text, apply the [`DocumentEdit`], write the new text and a
@@ -175,6 +176,16 @@ fn join_lines(first: &str, second: &str) -> String {
     }
 }
 
+/// The tables a document lives in: the prompt and the notes in `documents`, the database
+/// notes in their own pair with the same columns (see migration 0018). Only these literal
+/// names are ever formatted into SQL.
+pub(crate) fn tables(kind: DocumentKind) -> (&'static str, &'static str) {
+    match kind {
+        DocumentKind::SystemPrompt | DocumentKind::LearnedNotes => ("documents", "document_versions"),
+        DocumentKind::DbNotes => ("db_notes", "db_note_versions"),
+    }
+}
+
 type VersionRow = (i64, String, String, Option<String>, Option<String>, Option<String>, String);
 
 fn version_from_row(row: VersionRow) -> Result<DocumentVersion, StoreError> {
@@ -200,12 +211,14 @@ type VersionSummaryRow = (i64, String, Option<String>, Option<String>, Option<St
 impl Store {
     /// The current text and version.
     pub async fn document(&self, agent: &AgentId, kind: DocumentKind) -> Result<Document, StoreError> {
-        let row: Option<(String, i64, String)> =
-            sqlx::query_as("SELECT content, version, updated_at FROM documents WHERE agent_id = ? AND kind = ?")
-                .bind(agent.as_str())
-                .bind(kind.as_str())
-                .fetch_optional(&self.reader)
-                .await?;
+        let (current, _) = tables(kind);
+        let row: Option<(String, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT content, version, updated_at FROM {current} WHERE agent_id = ? AND kind = ?"
+        )))
+        .bind(agent.as_str())
+        .bind(kind.as_str())
+        .fetch_optional(&self.reader)
+        .await?;
         row.map(|(content, version, updated_at)| Document { content, version, updated_at })
             .ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))
     }
@@ -233,12 +246,14 @@ impl Store {
             )?;
         }
         let mut transaction = self.begin_write().await?;
-        let current: Option<(String, i64)> =
-            sqlx::query_as("SELECT content, version FROM documents WHERE agent_id = ? AND kind = ?")
-                .bind(agent.as_str())
-                .bind(kind.as_str())
-                .fetch_optional(&mut *transaction)
-                .await?;
+        let (table, _) = tables(kind);
+        let current: Option<(String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT content, version FROM {table} WHERE agent_id = ? AND kind = ?"
+        )))
+        .bind(agent.as_str())
+        .bind(kind.as_str())
+        .fetch_optional(&mut *transaction)
+        .await?;
         let (content, version) = current.ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))?;
         let new_content = edit.apply(&content, self.text_limits.max_document_bytes, kind)?;
         let new_version = version + 1;
@@ -256,19 +271,22 @@ impl Store {
         reason: Option<String>,
     ) -> Result<i64, StoreError> {
         let mut transaction = self.begin_write().await?;
-        let current: Option<(i64,)> = sqlx::query_as("SELECT version FROM documents WHERE agent_id = ? AND kind = ?")
-            .bind(agent.as_str())
-            .bind(kind.as_str())
-            .fetch_optional(&mut *transaction)
-            .await?;
-        let (version,) = current.ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))?;
-        let old: Option<(String,)> =
-            sqlx::query_as("SELECT content FROM document_versions WHERE agent_id = ? AND kind = ? AND version = ?")
+        let (table, history) = tables(kind);
+        let current: Option<(i64,)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT version FROM {table} WHERE agent_id = ? AND kind = ?")))
                 .bind(agent.as_str())
                 .bind(kind.as_str())
-                .bind(to_version)
                 .fetch_optional(&mut *transaction)
                 .await?;
+        let (version,) = current.ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))?;
+        let old: Option<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT content FROM {history} WHERE agent_id = ? AND kind = ? AND version = ?"
+        )))
+        .bind(agent.as_str())
+        .bind(kind.as_str())
+        .bind(to_version)
+        .fetch_optional(&mut *transaction)
+        .await?;
         let (content,) = old.ok_or(StoreError::VersionNotFound { kind: kind.as_str(), version: to_version })?;
         // An old version may predate a lowered cap; rolling back to it is an edit like any other.
         check_size(
@@ -293,10 +311,11 @@ impl Store {
         kind: DocumentKind,
     ) -> Result<Vec<VersionSummary>, StoreError> {
         self.require_agent(agent).await?;
-        let rows: Vec<VersionSummaryRow> = sqlx::query_as(
+        let (_, history) = tables(kind);
+        let rows: Vec<VersionSummaryRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT version, author, reason, conversation_id, tool_call_id, created_at, length(CAST(content AS BLOB)) \
-             FROM document_versions WHERE agent_id = ? AND kind = ? ORDER BY version DESC",
-        )
+             FROM {history} WHERE agent_id = ? AND kind = ? ORDER BY version DESC"
+        )))
         .bind(agent.as_str())
         .bind(kind.as_str())
         .fetch_all(&self.reader)
@@ -323,10 +342,11 @@ impl Store {
         version: i64,
     ) -> Result<DocumentVersion, StoreError> {
         self.require_agent(agent).await?;
-        let row: Option<VersionRow> = sqlx::query_as(
+        let (_, history) = tables(kind);
+        let row: Option<VersionRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT version, content, author, reason, conversation_id, tool_call_id, created_at \
-             FROM document_versions WHERE agent_id = ? AND kind = ? AND version = ?",
-        )
+             FROM {history} WHERE agent_id = ? AND kind = ? AND version = ?"
+        )))
         .bind(agent.as_str())
         .bind(kind.as_str())
         .bind(version)
@@ -357,20 +377,21 @@ async fn write_version(
     content: &str,
     meta: &VersionMeta,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE documents SET content = ?, version = ?, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
-         WHERE agent_id = ? AND kind = ?",
-    )
+    let (table, history) = tables(kind);
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE {table} SET content = ?, version = ?, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
+         WHERE agent_id = ? AND kind = ?"
+    )))
     .bind(content)
     .bind(version)
     .bind(agent.as_str())
     .bind(kind.as_str())
     .execute(&mut *transaction)
     .await?;
-    sqlx::query(
-        "INSERT INTO document_versions (agent_id, kind, version, content, author, reason, conversation_id, tool_call_id) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    )
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {history} (agent_id, kind, version, content, author, reason, conversation_id, tool_call_id) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    )))
     .bind(agent.as_str())
     .bind(kind.as_str())
     .bind(version)

@@ -59,6 +59,13 @@ pub struct ExecutionFilter {
     pub tool_name: Option<String>,
     pub success: Option<bool>,
     pub error_category: Option<String>,
+    /// Calls made in this conversation.
+    pub conversation_id: Option<String>,
+    /// Calls made in the conversations of this session.
+    pub session_id: Option<i64>,
+    /// Calls recorded at or after this time (ISO-8601 UTC, as `created_at` is written; a date
+    /// alone means its midnight).
+    pub since: Option<String>,
     pub limit: Option<i64>,
 }
 
@@ -124,13 +131,18 @@ impl Store {
             "SELECT id, tool_name, tool_kind, tool_version, caller, conversation_id, tool_call_id, args, result, error, \
              error_category, success, duration_us, created_at, decided_by, outside_origin FROM tool_executions \
              WHERE agent_id = ?1 AND (?2 IS NULL OR tool_name = ?2) AND (?3 IS NULL OR success = ?3) \
-             AND (?4 IS NULL OR error_category = ?4) ORDER BY id DESC LIMIT ?5",
+             AND (?4 IS NULL OR error_category = ?4) AND (?6 IS NULL OR conversation_id = ?6) \
+             AND (?7 IS NULL OR conversation_id IN (SELECT id FROM conversations WHERE session_id = ?7)) \
+             AND (?8 IS NULL OR created_at >= ?8) ORDER BY id DESC LIMIT ?5",
         )
         .bind(agent.as_str())
         .bind(filter.tool_name.as_deref())
         .bind(filter.success)
         .bind(filter.error_category.as_deref())
         .bind(limit)
+        .bind(filter.conversation_id.as_deref())
+        .bind(filter.session_id)
+        .bind(filter.since.as_deref())
         .fetch_all(&self.reader)
         .await?;
         Ok(rows
@@ -157,6 +169,18 @@ impl Store {
                 }
             })
             .collect())
+    }
+}
+
+impl Store {
+    /// The session a conversation belongs to, if it is in one.
+    pub async fn session_of_conversation(&self, conversation_id: &str) -> Result<Option<i64>, StoreError> {
+        let row: Option<(Option<i64>,)> = sqlx::query_as("SELECT session_id FROM conversations WHERE id = ?")
+            .bind(conversation_id)
+            .fetch_optional(&self.reader)
+            .await?;
+        let (session,) = row.ok_or_else(|| StoreError::ConversationNotFound(conversation_id.to_owned()))?;
+        Ok(session)
     }
 }
 

@@ -8,6 +8,7 @@
 //! and learned notes, [`documents`]), the agent's key-value state ([`state`]) and the record
 //! of every tool call ([`executions`]), layered memory ([`memory`]), schedules
 //! ([`schedules`]), notifications ([`notifications`]) and what channels keep ([`channels`]),
+//! skills in the Agent Skills layout, versioned like documents ([`skills`]),
 //! provider connections and the model each agent talks
 //! to ([`StoredConnection`], [`ModelChoice`]; keys are kept outside the database).
 //!
@@ -40,6 +41,7 @@ pub mod notifications;
 mod providers;
 pub mod schedules;
 mod sessions;
+pub mod skills;
 pub mod state;
 pub mod telegram_outbox;
 pub mod usage;
@@ -73,6 +75,7 @@ pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnectio
 pub use schedules::{
     Due, Firing, FiringPlan, RunOutcome, Schedule, ScheduleAuthor, ScheduleRow, ScheduleRun, ScheduleStatus,
 };
+pub use skills::{Skill, SkillChange, SkillResources, SkillSummary, SkillVersion};
 pub use state::StateLimits;
 pub use telegram_outbox::OutboxItem;
 pub use usage::{

@@ -39,6 +39,14 @@ pub struct TextLimits {
     pub diff_timeout_ms: u64,
     /// Diffs computed at the same time, each on a blocking thread; others wait their turn.
     pub max_concurrent_diffs: usize,
+    /// Largest `SKILL.md` of a skill, and largest one of its resource files, in bytes.
+    pub max_skill_bytes: usize,
+    /// Most resource files one skill may hold.
+    pub max_skill_files: usize,
+    /// Largest skill folder (SKILL.md and every resource), in bytes.
+    pub max_skill_folder_bytes: usize,
+    /// Most skills one agent may have (a large library makes a model pick the wrong one).
+    pub max_skills: usize,
 }
 
 impl Default for TextLimits {
@@ -52,6 +60,10 @@ impl Default for TextLimits {
             max_diff_bytes: 2 * 1024 * 1024,
             diff_timeout_ms: 2_000,
             max_concurrent_diffs: 2,
+            max_skill_bytes: 64 * 1024,
+            max_skill_files: 32,
+            max_skill_folder_bytes: 512 * 1024,
+            max_skills: 200,
         }
     }
 }

@@ -32,7 +32,9 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     // 14 is taken by work on another branch.
     (15, "memory_vectors", include_str!("../../../migrations/0015_memory_vectors.sql")),
     (16, "telegram_outbox", include_str!("../../../migrations/0016_telegram_outbox.sql")),
-    // 17–21 and 25–27 are taken by work on other branches.
+    (17, "skills", include_str!("../../../migrations/0017_skills.sql")),
+    (18, "db_notes", include_str!("../../../migrations/0018_db_notes.sql")),
+    // 19–21 and 25–27 are taken by work on other branches.
     (22, "usage_ledger", include_str!("../../../migrations/0022_usage_ledger.sql")),
     (23, "prices_and_budgets", include_str!("../../../migrations/0023_prices_and_budgets.sql")),
     (24, "execution_outside_origin", include_str!("../../../migrations/0024_execution_outside_origin.sql")),
@@ -49,4 +51,67 @@ pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateE
         .collect();
     let migrator = Migrator { migrations: Cow::Owned(migrations), ..Migrator::DEFAULT };
     migrator.run(pool).await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+
+    use super::*;
+
+    /// Migration 0017 rebuilds `market_listings` (to allow the kind `skill`) under deferred
+    /// foreign keys: a database that already has listings and versions keeps them, with their
+    /// ids, and the versions still reference them.
+    #[tokio::test]
+    async fn the_market_rebuild_keeps_existing_listings_and_their_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .unwrap()
+            .filename(dir.path().join("old.db"))
+            .create_if_missing(true)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
+        let before_skills: Vec<Migration> = MIGRATIONS
+            .iter()
+            .filter(|(version, _, _)| *version < 17)
+            .map(|(version, description, sql)| {
+                let sql = sqlx::SqlSafeStr::into_sql_str(*sql);
+                Migration::new(*version, Cow::Borrowed(*description), MigrationType::Simple, sql, false)
+            })
+            .collect();
+        Migrator { migrations: Cow::Owned(before_skills), ..Migrator::DEFAULT }.run(&pool).await.unwrap();
+        sqlx::query("INSERT INTO market_listings (id, kind, name, publisher_agent) VALUES (7, 'tool', 'shout', 'a')")
+            .execute(&pool)
+            .await
+            .unwrap();
+        sqlx::query(
+            "INSERT INTO market_listing_versions (listing_id, version, description, bundle, hash, publisher_agent, source) \
+             VALUES (7, 1, 'Shouts.', '{}', 'h', 'a', 'agent')",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+
+        run(&pool).await.unwrap();
+        let listings: Vec<(i64, String, String)> =
+            sqlx::query_as("SELECT id, kind, origin FROM market_listings").fetch_all(&pool).await.unwrap();
+        assert_eq!(listings, [(7, "tool".to_owned(), "local".to_owned())]);
+        let dangling: Vec<(String,)> =
+            sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check").fetch_all(&pool).await.unwrap();
+        assert!(dangling.is_empty(), "{dangling:?}");
+        sqlx::query("INSERT INTO market_listings (kind, name, publisher_agent) VALUES ('skill', 'pdf', 'a')")
+            .execute(&pool)
+            .await
+            .unwrap();
+        // Foreign keys are enforced again after the migration.
+        let orphan = sqlx::query(
+            "INSERT INTO market_listing_versions (listing_id, version, description, bundle, hash, publisher_agent, source) \
+             VALUES (99, 1, 'x', '{}', 'h', 'a', 'agent')",
+        )
+        .execute(&pool)
+        .await;
+        assert!(orphan.is_err());
+    }
 }

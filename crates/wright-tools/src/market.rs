@@ -1,9 +1,10 @@
-//! The marketplace: publish an agent's tool or component as a bundle, install a pinned
+//! The marketplace: publish an agent's tool, component or skill as a bundle, install a pinned
 //! version into another agent, update explicitly with a diff, uninstall, and move bundles
 //! between installations as files.
 //!
 //! A bundle is JSON that can carry only sandbox code, JSON Schemas and text — nothing that
-//! runs outside the sandbox or the component frame. Its hash is the SHA-256 of its canonical
+//! runs outside the sandbox or the component frame (a skill's files are text the agent reads,
+//! never runs). Its hash is the SHA-256 of its canonical
 //! form (keys sorted at every level, no whitespace). Every bundle is checked the same way on
 //! publish, import and install — name, schema, code — before anything is written, and an
 //! installed tool starts disabled until a person enables it after seeing its code.
@@ -105,7 +106,8 @@ pub fn check_bundle(services: &Services, bundle: &Value) -> Result<&'static str,
     let allowed: &[&str] = match text_field(bundle, "kind")? {
         "tool" => &["format", "kind", "name", "description", "parameter_schema", "code"],
         "component" => &["format", "kind", "name", "description", "code", "props_schema"],
-        other => return Err(reject(format!("unknown bundle kind {other:?}: expected tool or component"))),
+        "skill" => &["format", "kind", "name", "description", "content", "resources"],
+        other => return Err(reject(format!("unknown bundle kind {other:?}: expected tool, component or skill"))),
     };
     if let Some(extra) = object.keys().find(|key| !allowed.contains(&key.as_str())) {
         return Err(reject(format!("the bundle has a field `{extra}` that bundles do not carry")));
@@ -116,6 +118,10 @@ pub fn check_bundle(services: &Services, bundle: &Value) -> Result<&'static str,
         return Err(reject("the bundle's description is empty"));
     }
     crate::tool_management::check_description_size(services, description)?;
+    if text_field(bundle, "kind")? == "skill" {
+        check_skill_bundle(bundle, name, description)?;
+        return Ok("skill");
+    }
     let code = text_field(bundle, "code")?;
     if text_field(bundle, "kind")? == "tool" {
         crate::tool_management::check_name(name)?;
@@ -136,7 +142,29 @@ pub fn check_bundle(services: &Services, bundle: &Value) -> Result<&'static str,
     }
 }
 
-/// Publishes the agent's current tool or component `name` as the next version of its listing.
+/// A skill bundle: SKILL.md (`content`) that names the skill as the bundle does and says the
+/// bundle's description, and `resources` as path → text with paths inside the folder. The
+/// store checks the caps when it is installed.
+fn check_skill_bundle(bundle: &Value, name: &str, description: &str) -> Result<(), ToolError> {
+    let file =
+        wright_core::SkillFile::parse(text_field(bundle, "content")?).map_err(|error| reject(error.to_string()))?;
+    if file.name != name || file.description != description {
+        return Err(reject("the skill bundle's name and description must be those of its SKILL.md"));
+    }
+    let Some(resources) = bundle.get("resources").and_then(Value::as_object) else {
+        return Err(reject("the skill bundle's resources must be an object of path -> text"));
+    };
+    for (path, text) in resources {
+        wright_core::check_resource_path(path).map_err(|error| reject(error.to_string()))?;
+        if !text.is_string() {
+            return Err(reject(format!("the skill bundle's file {path:?} is not text")));
+        }
+    }
+    Ok(())
+}
+
+/// Publishes the agent's current tool, component or skill `name` as the next version of its
+/// listing.
 pub async fn publish(
     services: &Services,
     agent: &AgentId,
@@ -162,7 +190,12 @@ pub async fn publish(
             json!({"format": BUNDLE_FORMAT, "kind": "component", "name": component.name, "description": component.description,
                    "code": component.code, "props_schema": component.props_schema})
         }
-        other => return Err(reject(format!("unknown kind {other:?}: expected tool or component"))),
+        "skill" => {
+            let skill = store.skill(agent, name).await?;
+            json!({"format": BUNDLE_FORMAT, "kind": "skill", "name": skill.name, "description": skill.description,
+                   "content": skill.content, "resources": skill.resources})
+        }
+        other => return Err(reject(format!("unknown kind {other:?}: expected tool, component or skill"))),
     };
     check_bundle(services, &bundle)?;
     let hash = bundle_hash(&bundle);
@@ -220,6 +253,9 @@ pub async fn install(
         OnConflict::Refuse => listing.to_owned(),
         OnConflict::Rename(new_name) => new_name.clone(),
     };
+    if kind == "skill" {
+        return install_skill(services, agent, listing, &picked, &name).await;
+    }
     let exists = match kind {
         "tool" => {
             crate::tool_management::check_name(&name)?;
@@ -262,6 +298,47 @@ pub async fn install(
         listing: listing.to_owned(),
         version: picked.version,
         hash: picked.hash,
+        enabled: false,
+    })
+}
+
+/// Installs a skill bundle as a new skill of `agent`, switched off until a person has read it
+/// and switched it on; the version names the listing version and the hash it was pinned by.
+/// A skill's name is its SKILL.md's, so it installs under the listing's name only.
+async fn install_skill(
+    services: &Services,
+    agent: &AgentId,
+    listing: &str,
+    picked: &ListingVersion,
+    name: &str,
+) -> Result<Installed, ToolError> {
+    if name != listing {
+        return Err(reject(
+            "a skill installs under its own name (its SKILL.md names it): rename the existing skill instead",
+        ));
+    }
+    let bundle = &picked.bundle;
+    let resources: wright_store::SkillResources = serde_json::from_value(bundle["resources"].clone())
+        .map_err(|error| reject(format!("the skill bundle's resources: {error}")))?;
+    let change = wright_store::SkillChange::Create {
+        content: text_field(bundle, "content")?.to_owned(),
+        resources,
+        enabled: false,
+    };
+    let reason = format!("installed {listing} v{} (sha256 {})", picked.version, picked.hash);
+    let meta = VersionMeta::new(Author::Install).with_reason(Some(reason));
+    services.store.change_skill(agent, name, change, &meta).await.map_err(|error| match error {
+        wright_store::StoreError::ItemExists { .. } => {
+            reject(format!("agent {agent} already has a skill named {name:?}; delete it first"))
+        }
+        other => other.into(),
+    })?;
+    Ok(Installed {
+        kind: "skill".to_owned(),
+        name: name.to_owned(),
+        listing: listing.to_owned(),
+        version: picked.version,
+        hash: picked.hash.clone(),
         enabled: false,
     })
 }

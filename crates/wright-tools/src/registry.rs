@@ -32,7 +32,7 @@ pub struct ToolInfo {
 
 /// Every built-in tool, freshly built, each in its toolset (a module's tools share one).
 fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
-    let groups: [(Toolset, Vec<Box<dyn Tool>>); 13] = [
+    let groups: [(Toolset, Vec<Box<dyn Tool>>); 15] = [
         (Toolset::SelfModification, crate::self_modification::tools()),
         (Toolset::State, crate::state::tools()),
         (Toolset::Tools, crate::tool_management::tools()),
@@ -46,6 +46,8 @@ fn all_builtins() -> impl Iterator<Item = Box<dyn Tool>> {
         (Toolset::Memory, crate::memory::tools()),
         (Toolset::Workspace, crate::workspace::tools()),
         (Toolset::Schedules, crate::proactive::tools()),
+        (Toolset::Skills, crate::skills::tools()),
+        (Toolset::SelfModification, crate::execution_log::tools()),
     ];
     groups.into_iter().flat_map(|(toolset, tools)| {
         tools.into_iter().map(move |mut tool| {

@@ -1,4 +1,4 @@
-// The system prompt and learned notes of an agent: the current text, an edit with a reason, and
+// The system prompt, learned notes and database notes (what each table is for) of an agent: the current text, an edit with a reason, and
 // the version timeline with diffs and rollback.
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { api, type DocumentKind, type DocumentView } from '../api/client';
@@ -19,7 +19,7 @@ export function DocumentCard({ agent, kind }: { agent: string; kind: DocumentKin
     }),
     [agent, kind],
   );
-  const title = kind === 'system_prompt' ? 'System prompt' : 'Learned notes';
+  const title = kind === 'system_prompt' ? 'System prompt' : kind === 'learned_notes' ? 'Learned notes' : 'Database notes';
   const [draft, setDraft] = useState<string | null>(null);
   const [reason, setReason] = useState('');
   // Remounting the timeline after an edit reloads it with the new version.

@@ -1,7 +1,7 @@
-// The tool execution log of an agent, with filters and the latest failures, and the last days'
-// statistics per tool.
+// The tool execution log of an agent, with filters (tool, status, category, session,
+// conversation) and the latest failures of what is chosen, and the last days' statistics per tool.
 import { useEffect, useMemo, useState } from 'react';
-import { api, type ErrorCategory, type Execution, type ExecutionFilter, type Stats } from '../api/client';
+import { api, type ErrorCategory, type Execution, type ExecutionFilter, type Session, type Stats } from '../api/client';
 import { useTools } from '../api/queries';
 import { when } from './History';
 import { Stat, pretty } from './parts';
@@ -101,9 +101,15 @@ export function Executions({ agent }: { agent: string }) {
   const toolList = useTools(agent).data;
   const tools = useMemo(() => (toolList ?? []).map((tool) => tool.name).sort(), [toolList]);
   const [error, setError] = useState<string | null>(null);
+  const [sessions, setSessions] = useState<Session[]>([]);
   useEffect(() => {
-    api.executions(agent, { success: false, limit: 5 }).then(setFailures, (failure: Error) => setError(failure.message));
+    api.sessions(agent).then(setSessions, (failure: Error) => setError(failure.message));
   }, [agent]);
+  // The latest failures follow the conversation or session chosen below.
+  const { conversation_id, session_id } = filter;
+  useEffect(() => {
+    api.executions(agent, { success: false, limit: 5, conversation_id, session_id }).then(setFailures, (failure: Error) => setError(failure.message));
+  }, [agent, conversation_id, session_id]);
   useEffect(() => {
     setRows(null);
     api.executions(agent, { ...filter, limit: 200 }).then(setRows, (failure: Error) => setError(failure.message));
@@ -144,6 +150,24 @@ export function Executions({ agent }: { agent: string }) {
             <option value="true">Succeeded</option>
             <option value="false">Failed</option>
           </select>
+          <select
+            aria-label="Session"
+            value={filter.session_id ?? ''}
+            onChange={(event) => setFilter({ ...filter, session_id: event.target.value === '' ? undefined : Number(event.target.value) })}
+          >
+            <option value="">Any session</option>
+            {sessions.map((session) => (
+              <option key={session.id} value={session.id}>
+                {session.name}
+              </option>
+            ))}
+          </select>
+          <input
+            aria-label="Conversation"
+            placeholder="Conversation id"
+            value={filter.conversation_id ?? ''}
+            onChange={(event) => setFilter({ ...filter, conversation_id: event.target.value.trim() || undefined })}
+          />
           <select
             aria-label="Error category"
             value={filter.error_category ?? ''}

@@ -44,7 +44,9 @@ export type ConnectionTest = Schemas['TestView'];
 export type ModelChoice = Schemas['ChoiceView'];
 export type ModelChoices = Schemas['ChoicesView'];
 export type ChoiceInput = Schemas['ChoiceInput'];
-export type DocumentKind = 'system_prompt' | 'learned_notes';
+export type DocumentKind = 'system_prompt' | 'learned_notes' | 'db_notes';
+export type SkillSummary = Schemas['SkillSummaryView'];
+export type Skill = Schemas['SkillView'];
 export type Memory = Schemas['MemoryView'];
 export type Session = Schemas['SessionView'];
 export type NewSession = Schemas['NewSessionView'];
@@ -74,6 +76,10 @@ export interface ExecutionFilter {
   tool?: string;
   success?: boolean;
   error_category?: ErrorCategory;
+  /** Only calls made in this conversation. */
+  conversation_id?: string;
+  /** Only calls made in the conversations of this session. */
+  session_id?: number;
   limit?: number;
 }
 /** Why a tool call failed: the server's closed set (`wright_core::ErrorCategory`). */
@@ -197,6 +203,20 @@ export const api = {
   editDocument: (agent: string, kind: DocumentKind, body: Schemas['EditRequest']) => call(client.POST('/api/agents/{agent}/documents/{kind}', { params: { path: { agent, kind } }, body })),
   rollbackDocument: (agent: string, kind: DocumentKind, version: number, reason: string | null) =>
     call(client.POST('/api/agents/{agent}/documents/{kind}/rollback', { params: { path: { agent, kind } }, body: { version, reason } })),
+
+  skills: (agent: string) => call(client.GET('/api/agents/{agent}/skills', at(agent))),
+  skill: (agent: string, name: string) => call(client.GET('/api/agents/{agent}/skills/{name}', named(agent, name))),
+  createSkill: (agent: string, body: Schemas['CreateSkill']) => call(client.POST('/api/agents/{agent}/skills', { ...at(agent), body })),
+  updateSkill: (agent: string, name: string, body: Schemas['UpdateSkill']) => call(client.PUT('/api/agents/{agent}/skills/{name}', { ...named(agent, name), body })),
+  deleteSkill: (agent: string, name: string, reason: string | null) =>
+    call(client.DELETE('/api/agents/{agent}/skills/{name}', { params: { path: { agent, name }, query: set({ reason: reason ?? undefined }) } })),
+  skillVersions: (agent: string, name: string) => call(client.GET('/api/agents/{agent}/skills/{name}/versions', named(agent, name))),
+  skillDiff: (agent: string, name: string, from: number, to: number) =>
+    call(client.GET('/api/agents/{agent}/skills/{name}/diff', { params: { path: { agent, name }, query: { from, to } } })),
+  rollbackSkill: (agent: string, name: string, version: number, reason: string | null) =>
+    call(client.POST('/api/agents/{agent}/skills/{name}/rollback', { ...named(agent, name), body: { version, reason } })),
+  importSkill: (agent: string, files: Record<string, string>, reason: string | null) =>
+    call(client.POST('/api/agents/{agent}/skills/import', { ...at(agent), body: { files, reason } })),
 
   notifications: (agent: string) => call(client.GET('/api/agents/{agent}/notifications', at(agent))),
   markNotificationRead: (agent: string, id: number) => call(client.POST('/api/agents/{agent}/notifications/{id}/read', numbered(agent, id))),

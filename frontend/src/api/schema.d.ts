@@ -321,7 +321,7 @@ export interface paths {
             cookie?: never;
         };
         /** A unified diff between two versions. */
-        get: operations["diff"];
+        get: operations["documents_diff"];
         put?: never;
         post?: never;
         delete?: never;
@@ -340,7 +340,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Makes an old version current again by writing it as a new version (author `rollback`). */
-        post: operations["rollback"];
+        post: operations["documents_rollback"];
         delete?: never;
         options?: never;
         head?: never;
@@ -355,7 +355,7 @@ export interface paths {
             cookie?: never;
         };
         /** The history, newest first. */
-        get: operations["versions"];
+        get: operations["documents_versions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -372,7 +372,7 @@ export interface paths {
             cookie?: never;
         };
         /** One version in full. */
-        get: operations["version"];
+        get: operations["documents_version"];
         put?: never;
         post?: never;
         delete?: never;
@@ -662,6 +662,165 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/skills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's skills, by name. */
+        get: operations["skills_list"];
+        put?: never;
+        /** Creates a skill from its SKILL.md and files. */
+        post: operations["skills_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Imports a folder in the Agent Skills layout, given as its files: a new skill, or a new
+         *     version of the one its SKILL.md names.
+         */
+        post: operations["skills_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/import-zip": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Imports a ZIP archive of a folder in the Agent Skills layout (the body is the archive). */
+        post: operations["import_zip"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One skill as it is now. */
+        get: operations["skills_detail"];
+        /** Changes a skill: SKILL.md, its files, or its switch (each given part is one version). */
+        put: operations["skills_update"];
+        post?: never;
+        /** Deletes a skill (a version: its history stays and a rollback restores it). */
+        delete: operations["skills_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A unified diff of the folder between two versions. */
+        get: operations["skills_diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The skill's folder as files, to import elsewhere. */
+        get: operations["skills_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Makes an old version current again (folder, switch and deletion), as a new version. */
+        post: operations["skills_rollback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The skill's history, newest first. */
+        get: operations["skills_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version in full. */
+        get: operations["skills_version"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/state": {
         parameters: {
             query?: never;
@@ -923,23 +1082,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/conversations/{id}/usage": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The tokens and cost of a conversation, and its context meter. */
-        get: operations["conversation"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/health": {
         parameters: {
             query?: never;
@@ -988,7 +1130,7 @@ export interface paths {
          *     is installed. Only the bundle and its hash are read: who published it and where is not
          *     taken from the file.
          */
-        post: operations["import"];
+        post: operations["market_import"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1120,40 +1262,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/settings/budgets": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The budgets in force, by scope: the Settings page's, else config.toml's. */
-        get: operations["budgets"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/settings/budgets/{scope}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /** Sets the budgets of `all` agents or of one agent; they take the place of config.toml's. */
-        put: operations["set_budget"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/settings/connections": {
         parameters: {
             query?: never;
@@ -1259,24 +1367,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/settings/prices": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The prices requests are costed at. */
-        get: operations["prices"];
-        /** Sets the price of a connection's model. Requests made before keep the cost they had. */
-        put: operations["set_price"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/status": {
         parameters: {
             query?: never;
@@ -1286,40 +1376,6 @@ export interface paths {
         };
         /** Whether the agent has a model for its next run, and how to configure one when it has not. */
         get: operations["status"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/usage": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** What model requests used and cost since a time, grouped. */
-        get: operations["report"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/usage/export": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Every model request since a time, one CSV line each. */
-        get: operations["usage_export"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1386,22 +1442,6 @@ export interface components {
              *     {description, code, props_schema}.
              */
             content: unknown;
-        };
-        /** @description The budgets of one scope; null is no limit. */
-        BudgetView: {
-            /** Format: int64 */
-            tokens_per_day?: number | null;
-            /** Format: int64 */
-            tokens_per_month?: number | null;
-            /** Format: double */
-            usd_per_day?: number | null;
-            /** Format: double */
-            usd_per_month?: number | null;
-            /**
-             * Format: int32
-             * @description Tell the person once when this share is spent (80 when unset).
-             */
-            notify_at_percent?: number | null;
         };
         /**
          * @description Who made a tool call, as the execution log records it: the agent's model in a run,
@@ -1517,21 +1557,6 @@ export interface components {
          * @enum {string}
          */
         ConversationStatus: "idle" | "running" | "waiting" | "error";
-        /** @description A conversation's usage, and how full the model's context is. */
-        ConversationUsageView: components["schemas"]["TotalsView"] & {
-            /**
-             * Format: int64
-             * @description What the next request will send, about: the last request's prompt and its reply
-             *     (null before the first request).
-             */
-            context_tokens?: number | null;
-            /**
-             * Format: int64
-             * @description The model's context window, when known (the Settings page, the model's server, or
-             *     `[agent] context_window`).
-             */
-            context_window?: number | null;
-        };
         ConversationView: {
             id: string;
             agent_id: string;
@@ -1548,6 +1573,14 @@ export interface components {
         };
         CreateConversation: {
             title?: string | null;
+        };
+        /** @description A new skill: its SKILL.md (whose front matter names it) and resource files. */
+        CreateSkill: {
+            content: string;
+            resources?: {
+                [key: string]: string;
+            };
+            reason?: string | null;
         };
         /**
          * @description Who let a call run or refused it, kept in the execution log.
@@ -1690,6 +1723,13 @@ export interface components {
             decided_by?: null | components["schemas"]["DecidedBy"];
             created_at: string;
         };
+        ExportView: {
+            name: string;
+            /** @description path → text, SKILL.md included. */
+            files: {
+                [key: string]: string;
+            };
+        };
         ExportedView: {
             bundle: unknown;
             hash: string;
@@ -1697,14 +1737,23 @@ export interface components {
             listing_version: number;
             publisher_agent: string;
         };
-        /**
-         * @description How a report groups its rows.
-         * @enum {string}
-         */
-        GroupingView: "agent" | "model" | "day" | "caller";
         Health: {
             status: string;
             version: string;
+        };
+        /** @description A skill folder's files, path → text (`SKILL.md` at the root or under one top folder). */
+        ImportRequest: {
+            files: {
+                [key: string]: string;
+            };
+            reason?: string | null;
+        };
+        Imported: {
+            name: string;
+            /** Format: int64 */
+            version: number;
+            /** @description Files left out (hidden, or not text), with why. */
+            skipped: string[];
         };
         InstallRequest: {
             agent: string;
@@ -1735,19 +1784,6 @@ export interface components {
          * @enum {string}
          */
         Kind: "openai" | "anthropic" | "gemini" | "openai_compatible" | "ollama";
-        /** @description A vendor's list price, used when no price is set for a connection's model. */
-        ListPriceView: {
-            /** @description openai, anthropic or gemini. */
-            vendor: string;
-            /** @description Models whose id begins with this (the longest match wins). */
-            model_prefix: string;
-            /** Format: double */
-            input_per_mtok: number;
-            /** Format: double */
-            cached_input_per_mtok: number;
-            /** Format: double */
-            output_per_mtok: number;
-        };
         ListingDetail: {
             listing: components["schemas"]["ListingView"];
             versions: components["schemas"]["ListingVersionView"][];
@@ -1987,7 +2023,7 @@ export interface components {
          * @description Where a notification came from.
          * @enum {string}
          */
-        NotificationSourceView: "agent" | "schedule" | "budget";
+        NotificationSourceView: "agent" | "schedule";
         NotificationView: {
             /** Format: int64 */
             id: number;
@@ -2056,24 +2092,6 @@ export interface components {
              */
             component?: string | null;
         };
-        /** @description A price per million tokens. */
-        PriceView: {
-            /** @description A connection's id (`env:openai`, or one added on this page). */
-            connection: string;
-            model: string;
-            /** Format: double */
-            input_per_mtok: number;
-            /** Format: double */
-            cached_input_per_mtok: number;
-            /** Format: double */
-            output_per_mtok: number;
-        };
-        PricesView: {
-            /** @description Prices set here, by connection and model. */
-            set: components["schemas"]["PriceView"][];
-            /** @description The defaults for the hosted vendors' models; local servers cost 0 unless set. */
-            defaults: components["schemas"]["ListPriceView"][];
-        };
         /** @description The settings a profile decides, as the Settings page shows them. */
         ProfileSettings: {
             /**
@@ -2098,6 +2116,8 @@ export interface components {
             stable_tool_list: boolean;
             /** @description The system message lists the agent's state keys and database tables. */
             list_agent_data: boolean;
+            /** @description Tokens of the best-fitting skills the host loads into the run's system message (0: none). */
+            preload_skill_tokens: number;
         };
         /** @description The profile an agent's model gets, and why (wright-agent's `profile`). */
         ProfileView: components["schemas"]["ChosenProfile"] & {
@@ -2110,7 +2130,7 @@ export interface components {
         };
         PublishRequest: {
             agent: string;
-            /** @description tool or component. */
+            /** @description tool, component or skill. */
             kind: string;
             name: string;
         };
@@ -2135,7 +2155,7 @@ export interface components {
             reason?: string | null;
         };
         /** @enum {string} */
-        RunOutcomeView: "started" | "finished" | "failed" | "missed" | "skipped_limit" | "skipped_budget";
+        RunOutcomeView: "started" | "finished" | "failed" | "missed" | "skipped_limit";
         ScheduleRunView: {
             /** Format: int64 */
             id: number;
@@ -2167,13 +2187,6 @@ export interface components {
             created_by: string;
             created_at: string;
             last_run?: null | components["schemas"]["ScheduleRunView"];
-        };
-        ScopedBudgetView: {
-            /** @description `all`, or an agent's id. */
-            scope: string;
-            /** @description Where the budgets in force come from: `settings` (this page) or `config` (config.toml). */
-            source: string;
-            budget: components["schemas"]["BudgetView"];
         };
         /**
          * @description Who started a session.
@@ -2231,6 +2244,50 @@ export interface components {
             reason?: string | null;
             /** @enum {string} */
             type: "approval";
+        };
+        SkillSummaryView: {
+            name: string;
+            description: string;
+            /** @description Only enabled skills are listed to the model. */
+            enabled: boolean;
+            /** Format: int64 */
+            version: number;
+            updated_at: string;
+            /** @description Paths of the resource files. */
+            resources: string[];
+        };
+        SkillVersionView: {
+            /** Format: int64 */
+            version: number;
+            content: string;
+            resources: {
+                [key: string]: string;
+            };
+            enabled: boolean;
+            /** @description This version deleted the skill. */
+            deleted: boolean;
+            /** @description agent, admin, rollback or install. */
+            author: string;
+            reason?: string | null;
+            conversation_id?: string | null;
+            tool_call_id?: string | null;
+            created_at: string;
+        };
+        SkillView: {
+            name: string;
+            description: string;
+            /** @description SKILL.md whole: front matter and body. */
+            content: string;
+            /** @description The instructions after the front matter. */
+            body: string;
+            /** @description Resource files, path → text. */
+            resources: {
+                [key: string]: string;
+            };
+            enabled: boolean;
+            /** Format: int64 */
+            version: number;
+            updated_at: string;
         };
         StatsView: {
             /** Format: int64 */
@@ -2299,7 +2356,8 @@ export interface components {
              *       "canvas",
              *       "web",
              *       "memory",
-             *       "schedules"
+             *       "schedules",
+             *       "skills"
              *     ]
              */
             toolsets: components["schemas"]["Toolset"][];
@@ -2343,31 +2401,7 @@ export interface components {
          *     acting later or on its own (schedule, notify).
          * @enum {string}
          */
-        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace" | "schedules";
-        /** @description Sums of model requests. */
-        TotalsView: {
-            /** Format: int64 */
-            requests: number;
-            /**
-             * Format: int64
-             * @description Every prompt token, cached ones included.
-             */
-            prompt_tokens: number;
-            /** Format: int64 */
-            cached_prompt_tokens: number;
-            /** Format: int64 */
-            completion_tokens: number;
-            /**
-             * Format: double
-             * @description At the prices of the moment each request was made.
-             */
-            cost_usd: number;
-            /**
-             * Format: int64
-             * @description Requests whose wire reported no usage: their tokens are estimates.
-             */
-            estimated_requests: number;
-        };
+        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace" | "schedules" | "skills";
         Uninstalled: {
             deleted: boolean;
         };
@@ -2383,15 +2417,14 @@ export interface components {
             /** Format: int64 */
             version?: number | null;
         };
-        UsageReportView: {
-            since: string;
-            by: components["schemas"]["GroupingView"];
-            rows: components["schemas"]["UsageRowView"][];
-            totals: components["schemas"]["TotalsView"];
-        };
-        UsageRowView: components["schemas"]["TotalsView"] & {
-            /** @description The agent, `connection model`, the UTC day or the caller; `-` for none. */
-            key: string;
+        /** @description A change to a skill: any of SKILL.md (whole), the resource files (all of them), the switch. */
+        UpdateSkill: {
+            content?: string | null;
+            resources?: {
+                [key: string]: string;
+            } | null;
+            enabled?: boolean | null;
+            reason?: string | null;
         };
         ValueView: {
             /** @description The stored JSON value; null when the key does not exist. */
@@ -2905,7 +2938,7 @@ export interface operations {
             header?: never;
             path: {
                 agent: string;
-                /** @description system_prompt or learned_notes */
+                /** @description system_prompt, learned_notes or db_notes */
                 kind: string;
             };
             cookie?: never;
@@ -2964,7 +2997,7 @@ export interface operations {
             };
         };
     };
-    diff: {
+    documents_diff: {
         parameters: {
             query: {
                 from: number;
@@ -2997,7 +3030,7 @@ export interface operations {
             };
         };
     };
-    rollback: {
+    documents_rollback: {
         parameters: {
             query?: never;
             header?: never;
@@ -3031,7 +3064,7 @@ export interface operations {
             };
         };
     };
-    versions: {
+    documents_versions: {
         parameters: {
             query?: never;
             header?: never;
@@ -3053,7 +3086,7 @@ export interface operations {
             };
         };
     };
-    version: {
+    documents_version: {
         parameters: {
             query?: never;
             header?: never;
@@ -3090,6 +3123,12 @@ export interface operations {
                 tool?: string;
                 success?: boolean;
                 error_category?: components["schemas"]["ErrorCategory"];
+                /** @description Only calls made in this conversation. */
+                conversation_id?: string;
+                /** @description Only calls made in the conversations of this session. */
+                session_id?: number;
+                /** @description Only calls recorded at or after this time (ISO-8601 UTC). */
+                since?: string;
                 /** @description At most this many, newest first (default 100, at most 1,000). */
                 limit?: number;
             };
@@ -3722,6 +3761,414 @@ export interface operations {
             };
         };
     };
+    skills_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillSummaryView"][];
+                };
+            };
+        };
+    };
+    skills_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSkill"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Imported"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_import: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImportRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Imported"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    import_zip: {
+        parameters: {
+            query?: {
+                reason?: string;
+            };
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/zip": number[];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Imported"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_detail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSkill"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewVersion"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_delete: {
+        parameters: {
+            query?: {
+                reason?: string;
+            };
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewVersion"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_diff: {
+        parameters: {
+            query: {
+                from: number;
+                to: number;
+            };
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_rollback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RollbackRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewVersion"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionSummaryView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillVersionView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_keys: {
         parameters: {
             query?: {
@@ -4198,7 +4645,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The message was a command (`/cancel`, `/codestats`, `/codefailures [n]`, `/help`): its answer */
+            /** @description The message was a command (`/cancel`, `/codestats`, `/codefailures [n] [conversation|session]`, `/help`): its answer */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4307,35 +4754,6 @@ export interface operations {
             };
         };
     };
-    conversation: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ConversationUsageView"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
     health: {
         parameters: {
             query?: never;
@@ -4432,7 +4850,7 @@ export interface operations {
             };
         };
     };
-    import: {
+    market_import: {
         parameters: {
             query?: {
                 /**
@@ -4624,58 +5042,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
-            };
-        };
-    };
-    budgets: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ScopedBudgetView"][];
-                };
-            };
-        };
-    };
-    set_budget: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                scope: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["BudgetView"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BudgetView"];
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
             };
         };
     };
@@ -4943,56 +5309,6 @@ export interface operations {
             };
         };
     };
-    prices: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PricesView"];
-                };
-            };
-        };
-    };
-    set_price: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["PriceView"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PriceView"];
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
     status: {
         parameters: {
             query?: {
@@ -5011,71 +5327,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StatusView"];
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    report: {
-        parameters: {
-            query?: {
-                /**
-                 * @description `7d`, `24h`, a UTC day (`2026-11-01`) or an RFC 3339 time; the start of this month
-                 *     (UTC) when absent.
-                 */
-                since?: string;
-                /** @description agent, model, day (default) or caller. */
-                by?: components["schemas"]["GroupingView"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["UsageReportView"];
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    usage_export: {
-        parameters: {
-            query?: {
-                /** @description As for the report. */
-                since?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/csv": string;
                 };
             };
             400: {

@@ -1,4 +1,5 @@
-// The admin section, per agent: the system prompt and learned notes (admin/Documents.tsx), the
+// The admin section, per agent: the system prompt, learned notes and database notes
+// (admin/Documents.tsx), the skills (admin/Skills.tsx), the
 // agent's memory, tools and toolsets (admin/Tools.tsx) and UI components (admin/Components.tsx),
 // each with its version timeline, diffs and rollback; the tool execution log with filters, the
 // latest failures and the last 7 days' statistics (admin/Executions.tsx); the agent's schedules
@@ -16,6 +17,7 @@ import { Schedules } from '../admin/Schedules';
 import { Settings } from '../admin/Settings';
 import { Budgets, PricesCard } from '../admin/Budgets';
 import { Usage } from '../admin/Usage';
+import { Skills } from '../admin/Skills';
 import { Policies, Tools } from '../admin/Tools';
 import { Toolsets } from '../admin/Toolsets';
 
@@ -47,6 +49,7 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
           <>
             <DocumentCard agent={agent} kind="system_prompt" />
             <DocumentCard agent={agent} kind="learned_notes" />
+            <DocumentCard agent={agent} kind="db_notes" />
           </>
         ) : section === 'memory' ? (
           <Memories agent={agent} />
@@ -56,6 +59,8 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
             <Policies agent={agent} />
             <Tools agent={agent} />
           </>
+        ) : section === 'skills' ? (
+          <Skills agent={agent} />
         ) : section === 'components' ? (
           <Components agent={agent} />
         ) : section === 'executions' ? (

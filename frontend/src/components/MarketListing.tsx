@@ -8,7 +8,17 @@ import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { when } from '../admin/History';
 import { ErrorAlert, Stat } from '../admin/parts';
 
-export type Bundle = { kind?: string; name?: string; description?: string; code?: string; parameter_schema?: unknown; props_schema?: unknown };
+export type Bundle = {
+  kind?: string;
+  name?: string;
+  description?: string;
+  code?: string;
+  parameter_schema?: unknown;
+  props_schema?: unknown;
+  /** A skill's SKILL.md and its files (path → text). */
+  content?: string;
+  resources?: Record<string, string>;
+};
 
 export function pretty(value: unknown): string {
   return JSON.stringify(value ?? null, null, 2);
@@ -197,10 +207,27 @@ export function ListingPage({ kind, name, agents, agent: defaultAgent }: { kind:
         <h2>
           v{version?.version} <span className="pill" title={version?.hash}>{version?.hash.slice(0, 16)}</span> <span className="pill">{version?.source}</span>
         </h2>
-        <div className="sub-label">Code</div>
-        <pre className="code listing-code">{bundle.code}</pre>
-        <div className="sub-label">Schema</div>
-        <pre className="code">{pretty(bundle.parameter_schema ?? bundle.props_schema)}</pre>
+        {bundle.kind === 'skill' ? (
+          <>
+            <div className="sub-label">SKILL.md</div>
+            <pre className="code listing-code">{bundle.content}</pre>
+            {Object.entries(bundle.resources ?? {}).map(([path, text]) => (
+              <details key={path}>
+                <summary>
+                  <code>{path}</code>
+                </summary>
+                <pre className="code">{text}</pre>
+              </details>
+            ))}
+          </>
+        ) : (
+          <>
+            <div className="sub-label">Code</div>
+            <pre className="code listing-code">{bundle.code}</pre>
+            <div className="sub-label">Schema</div>
+            <pre className="code">{pretty(bundle.parameter_schema ?? bundle.props_schema)}</pre>
+          </>
+        )}
       </section>
       <section className="admin-card" aria-label="Versions">
         <h2>Versions</h2>

@@ -10,6 +10,7 @@ export const ADMIN_SECTIONS: { id: string; label: string }[] = [
   { id: 'prompt', label: 'Prompt & notes' },
   { id: 'memory', label: 'Memory' },
   { id: 'tools', label: 'Tools' },
+  { id: 'skills', label: 'Skills' },
   { id: 'components', label: 'Components' },
   { id: 'executions', label: 'Executions' },
   { id: 'schedules', label: 'Schedules' },

@@ -74,6 +74,9 @@ struct Run<'a> {
     /// The system message, read at the start of a run and again when the conversation is
     /// compacted (seed 002: a mid-conversation edit of the prompt reaches the context then).
     system: SystemText,
+    /// The skills the host loaded for this run (`policy::skills`), as they end the system
+    /// message; kept so a compaction's fresh system message ends with them too.
+    loaded_skills: String,
     /// The settings this run uses: switched to on-demand loading when every schema would not fit.
     settings: ToolSettings,
     /// The request's room in the model's window, in characters, with room for the answer;
@@ -107,7 +110,7 @@ impl<'a> Run<'a> {
             (window, budget) => window.or(budget),
         };
         let view = ModelView::load(transcript).await.map_err(stored)?;
-        let (system, documents) = system_for(transcript, &view, config).await?;
+        let (system, documents, skills) = system_for(transcript, &view, config).await?;
         let mut run = Self {
             model,
             transcript,
@@ -123,11 +126,12 @@ impl<'a> Run<'a> {
             policy: Policy::standard(),
             view,
             system,
+            loaded_skills: String::new(),
             settings: context.tool_settings.clone(),
             budget_chars: window
                 .map(|tokens| tokens.saturating_sub(config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN)),
             max_output_tokens: window.map(|_| u32::try_from(config.reserve_output_tokens).unwrap_or(u32::MAX)),
-            facts: RunFacts { documents, ..RunFacts::default() },
+            facts: RunFacts { documents, skills, ..RunFacts::default() },
             next: NextRequest::default(),
             fence: Fence::random(),
         };
@@ -138,6 +142,8 @@ impl<'a> Run<'a> {
         run.facts.loaded.extend(decision.preload);
         run.facts.loaded.started();
         run.next.require_call = decision.require_call;
+        run.loaded_skills = loaded_skills(transcript, &decision.skills, config.preload_skill_tokens).await?;
+        run.system.changing = with_skills(&run.system.changing, &run.loaded_skills);
         Ok(run)
     }
 
@@ -330,21 +336,79 @@ fn stored(error: String) -> AgentError {
     AgentError::Transcript(error)
 }
 
+/// The skills the host loads into a run's system message (see [`fit_skills`]); a name whose
+/// skill is gone or switched off is passed over.
+async fn loaded_skills(transcript: &dyn Transcript, names: &[String], tokens: usize) -> Result<String, AgentError> {
+    if tokens == 0 {
+        return Ok(String::new());
+    }
+    let mut bodies = Vec::new();
+    for name in names {
+        if let Some(body) = transcript.skill_body(name).await.map_err(stored)? {
+            bodies.push((name.clone(), body));
+        }
+    }
+    Ok(fit_skills(&bodies, tokens))
+}
+
+/// Each skill's instructions under its name, in order, within `tokens` in all; the first that
+/// does not fit whole is cut (if a useful part fits) with a note that `load_skill` returns it
+/// whole, and the rest are left out.
+fn fit_skills(bodies: &[(String, String)], tokens: usize) -> String {
+    let mut room = tokens.saturating_mul(CHARS_PER_TOKEN);
+    let mut section = String::new();
+    for (name, body) in bodies {
+        let heading = format!("\n\n## Skill {name} (loaded for this request: follow it)\n");
+        let body = body.trim();
+        let whole = heading.len() + body.len();
+        if whole <= room {
+            section.push_str(&heading);
+            section.push_str(body);
+            room -= whole;
+            continue;
+        }
+        let note = format!("\n[cut here; load_skill {name} returns it whole]");
+        // A cut below a few lines would mislead more than help.
+        if room > heading.len() + note.len() + MIN_SKILL_CUT_CHARS {
+            let mut end = room - heading.len() - note.len();
+            while !body.is_char_boundary(end) {
+                end -= 1;
+            }
+            section.push_str(&heading);
+            section.push_str(&body[..end]);
+            section.push_str(&note);
+        }
+        break;
+    }
+    section
+}
+
+/// The least of a skill worth loading cut, in characters.
+const MIN_SKILL_CUT_CHARS: usize = 200;
+
+/// The changing part of the system message with the loaded skills at its end.
+fn with_skills(changing: &str, loaded_skills: &str) -> String {
+    format!("{changing}{loaded_skills}").trim().to_owned()
+}
+
 /// The system message, read fresh from the store, with the view's compaction summary.
-/// Also the agent's prompt and notes as they are now, for the rules that judge edits of them.
+/// Also the agent's prompt and notes as they are now, for the rules that judge edits of them,
+/// and its enabled skills.
 async fn system_for(
     transcript: &dyn Transcript,
     view: &ModelView,
     config: &LoopConfig,
-) -> Result<(SystemText, Documents), AgentError> {
+) -> Result<(SystemText, Documents, Vec<crate::context::ContextSkill>), AgentError> {
     let mut parts = transcript.system_parts().await.map_err(stored)?;
     parts.earlier_summary = view.summary.clone();
     if !config.list_agent_data {
         parts.state_keys.clear();
         parts.database_summary.clear();
+        parts.database_notes.clear();
     }
     let documents = Documents { prompt: parts.prompt.clone(), notes: parts.notes.clone() };
-    Ok((system_text(&parts), documents))
+    let skills = parts.skills.clone();
+    Ok((system_text(&parts), documents, skills))
 }
 
 #[cfg(test)]

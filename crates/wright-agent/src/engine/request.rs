@@ -85,7 +85,9 @@ impl Run<'_> {
             .await?
         {
             self.view = ModelView::load(self.transcript).await.map_err(stored)?;
-            (self.system, self.facts.documents) = system_for(self.transcript, &self.view, self.config).await?;
+            (self.system, self.facts.documents, self.facts.skills) =
+                system_for(self.transcript, &self.view, self.config).await?;
+            self.system.changing = super::with_skills(&self.system.changing, &self.loaded_skills);
         }
         let withholding = tools_enabled && !next.withhold.is_empty();
         let withheld_note = if withholding { withheld_note(&next.withhold) } else { String::new() };

@@ -953,8 +953,9 @@ async fn a_request_too_big_for_the_window_is_sent_with_the_catalogue_instead_of_
     assert!(system.contains("## More tools"));
 
     // The config's window is used when the server says none; a roomy one changes nothing.
+    // (4,500: the catalogue of every built-in and the longer history fit without compaction.)
     let model = ScriptedModel::new(vec![text("Hi.")]);
-    let config = LoopConfig { context_window: Some(4_000), ..LoopConfig::default() };
+    let config = LoopConfig { context_window: Some(4_500), ..LoopConfig::default() };
     fixture.transcript.store.append_events("c1", &[user("again")]).await.unwrap();
     fixture.run(&model, &config, &CancellationToken::new()).await;
     assert_eq!(model.seen()[0].2, 1);
@@ -1190,4 +1191,29 @@ async fn the_prompt_before_its_tail_only_grows_within_a_run_and_is_shared_across
     let system = |prefix: &str| prefix.split("\n<tools>\n").next().unwrap_or_default().to_owned();
     assert_eq!(system(&other), system(&prefixes[0]), "the system message differs between conversations");
     assert!(system(&other).contains("## More tools"), "{other}");
+}
+
+#[test]
+fn loaded_skills_stay_within_their_token_budget_and_a_cut_one_says_so() {
+    let skill = |name: &str, chars: usize| (name.to_owned(), "s".repeat(chars));
+    // 100 tokens are 300 characters: the first skill fits whole; what is left (under 200
+    // characters of the second after its heading and note) is too little to cut it to, and
+    // the skills after it are left out too.
+    let section = super::fit_skills(&[skill("short", 50), skill("long", 1_000), skill("never", 10)], 100);
+    assert!(section.contains("## Skill short (loaded for this request: follow it)\n"), "{section}");
+    assert!(!section.contains("long") && !section.contains("never"), "{section}");
+    assert!(section.len() <= 300, "{}", section.len());
+    // 200 tokens: the second is cut to the room left, and says so.
+    let section = super::fit_skills(&[skill("short", 50), skill("long", 1_000), skill("never", 10)], 200);
+    assert!(section.ends_with("[cut here; load_skill long returns it whole]"), "{section}");
+    assert!(!section.contains("never") && section.len() <= 600, "{}", section.len());
+    // With room, a skill over the budget is cut to it, with the note.
+    let cut = super::fit_skills(&[skill("long", 5_000)], 500);
+    assert!(cut.len() <= 1_500 && cut.ends_with("[cut here; load_skill long returns it whole]"), "{}", cut.len());
+    // Too little room for a useful part: nothing; and a budget of 0 loads nothing.
+    assert_eq!(super::fit_skills(&[skill("long", 5_000)], 60), "");
+    assert_eq!(super::fit_skills(&[skill("short", 10)], 0), "");
+    // Every whole skill that fits is there, in order.
+    let both = super::fit_skills(&[skill("a", 10), skill("b", 10)], 100);
+    assert!(both.find("## Skill a").unwrap() < both.find("## Skill b").unwrap(), "{both}");
 }

@@ -28,6 +28,7 @@ mod repeats;
 mod repetition;
 mod resample;
 mod silence;
+mod skills;
 mod steps;
 mod text_calls;
 mod untrusted;
@@ -64,6 +65,8 @@ pub(crate) struct RunFacts {
     pub(crate) counts: BTreeMap<Counter, usize>,
     /// The agent's prompt and notes as the run read them.
     pub(crate) documents: Documents,
+    /// The agent's enabled skills as the run read them.
+    pub(crate) skills: Vec<crate::context::ContextSkill>,
 }
 
 /// The agent's versioned documents as a run read them (for rules that judge edits of them).
@@ -148,6 +151,8 @@ pub(crate) struct StartDecision {
     /// Tools sent whole from the first request.
     pub(crate) preload: Vec<String>,
     pub(crate) require_call: bool,
+    /// Skills whose instructions the host puts in the run's system message, in this order.
+    pub(crate) skills: Vec<String>,
 }
 
 pub(crate) trait StartRule: Send + Sync {
@@ -293,7 +298,11 @@ impl Policy {
     /// Wright's rules; each reads its own switch in [`LoopConfig`].
     pub(crate) fn standard() -> Self {
         Self {
-            start: vec![Box::new(preselection::Preselect), Box::new(preselection::RequireFirstCall)],
+            start: vec![
+                Box::new(preselection::Preselect),
+                Box::new(preselection::RequireFirstCall),
+                Box::new(skills::PreloadSkills),
+            ],
             reply: vec![
                 Box::new(text_calls::RecoverTextCalls),
                 Box::new(echo::AskAgainAfterEcho),
@@ -325,9 +334,10 @@ impl Policy {
     pub(crate) fn start(&self, view: &StartView<'_>) -> StartDecision {
         let mut decision = StartDecision::default();
         for rule in &self.start {
-            let StartDecision { preload, require_call } = rule.decide(view);
+            let StartDecision { preload, require_call, skills } = rule.decide(view);
             decision.preload.extend(preload);
             decision.require_call |= require_call;
+            decision.skills.extend(skills);
         }
         decision
     }

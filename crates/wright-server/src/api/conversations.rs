@@ -259,7 +259,7 @@ pub(super) async fn detail(
     responses((status = 202, body = Accepted), (status = 201, body = super::sessions::NewSessionView,
                description = "The message was `/newsession [name]`: a new session and a conversation in it"),
                (status = 200, body = CommandReply,
-               description = "The message was a command (`/cancel`, `/codestats`, `/codefailures [n]`, `/help`): its answer"),
+               description = "The message was a command (`/cancel`, `/codestats`, `/codefailures [n] [conversation|session]`, `/help`): its answer"),
                (status = 409, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody)),
 )]
 pub(super) async fn post_message(

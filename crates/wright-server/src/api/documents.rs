@@ -1,5 +1,6 @@
 //! The versioned documents of an agent: current text, history, one version, diff, rollback
-//! and an admin's edit. `{kind}` is `system_prompt` or `learned_notes`.
+//! and an admin's edit. `{kind}` is `system_prompt`, `learned_notes` or `db_notes` (the agent's
+//! notes on what each table of its database is for).
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -124,7 +125,7 @@ fn parse_version(raw: &str) -> Result<i64, ApiError> {
 /// The current text and version.
 #[utoipa::path(
     get, path = "/api/agents/{agent}/documents/{kind}", tag = "documents",
-    params(("agent" = String, Path), ("kind" = String, Path, description = "system_prompt or learned_notes")),
+    params(("agent" = String, Path), ("kind" = String, Path, description = "system_prompt, learned_notes or db_notes")),
     responses((status = 200, body = DocumentView), (status = 404, body = super::error::ErrorBody)),
 )]
 pub(super) async fn current(
@@ -166,20 +167,21 @@ pub(super) async fn versions(
 ) -> Result<Json<Vec<VersionSummaryView>>, ApiError> {
     let agent = existing_agent(&state, &agent).await?;
     let history = state.store.document_versions(&agent, parse_kind(&kind)?).await?;
-    Ok(Json(
-        history
-            .into_iter()
-            .map(|entry| VersionSummaryView {
-                version: entry.version,
-                author: entry.author.as_str().to_owned(),
-                reason: entry.reason,
-                conversation_id: entry.conversation_id,
-                tool_call_id: entry.tool_call_id,
-                created_at: entry.created_at,
-                size: entry.size,
-            })
-            .collect(),
-    ))
+    Ok(Json(history.into_iter().map(VersionSummaryView::from).collect()))
+}
+
+impl From<wright_store::VersionSummary> for VersionSummaryView {
+    fn from(entry: wright_store::VersionSummary) -> Self {
+        VersionSummaryView {
+            version: entry.version,
+            author: entry.author.as_str().to_owned(),
+            reason: entry.reason,
+            conversation_id: entry.conversation_id,
+            tool_call_id: entry.tool_call_id,
+            created_at: entry.created_at,
+            size: entry.size,
+        }
+    }
 }
 
 /// One version in full.

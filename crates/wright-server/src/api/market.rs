@@ -100,7 +100,7 @@ pub(super) struct ImportQuery {
 #[derive(Deserialize, ToSchema)]
 pub(super) struct PublishRequest {
     pub agent: String,
-    /// tool or component.
+    /// tool, component or skill.
     pub kind: String,
     pub name: String,
 }

@@ -23,6 +23,7 @@ pub(crate) mod notifications;
 mod schedules;
 pub(crate) mod sessions;
 mod settings;
+mod skills;
 mod state;
 mod tools;
 pub(crate) mod usage;
@@ -86,6 +87,15 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(documents::version))
         .routes(routes!(documents::diff))
         .routes(routes!(documents::rollback))
+        .routes(routes!(skills::list, skills::create))
+        .routes(routes!(skills::import))
+        .routes(routes!(skills::import_zip))
+        .routes(routes!(skills::detail, skills::update, skills::delete))
+        .routes(routes!(skills::versions))
+        .routes(routes!(skills::version))
+        .routes(routes!(skills::diff))
+        .routes(routes!(skills::rollback))
+        .routes(routes!(skills::export))
         .routes(routes!(memory::list, memory::create))
         .routes(routes!(memory::edit))
         .routes(routes!(memory::forget))

@@ -71,6 +71,12 @@ pub(super) struct ExecutionQuery {
     pub tool: Option<String>,
     pub success: Option<bool>,
     pub error_category: Option<ErrorCategory>,
+    /// Only calls made in this conversation.
+    pub conversation_id: Option<String>,
+    /// Only calls made in the conversations of this session.
+    pub session_id: Option<i64>,
+    /// Only calls recorded at or after this time (ISO-8601 UTC).
+    pub since: Option<String>,
     /// At most this many, newest first (default 100, at most 1,000).
     pub limit: Option<i64>,
 }
@@ -180,6 +186,9 @@ pub(super) async fn list_executions(
         tool_name: query.tool,
         success: query.success,
         error_category: query.error_category.map(|category| category.as_str().to_owned()),
+        conversation_id: query.conversation_id,
+        session_id: query.session_id,
+        since: query.since,
         limit: query.limit,
     };
     let executions = state.store.list_executions(&agent, &filter).await?;

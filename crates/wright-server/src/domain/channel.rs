@@ -1,6 +1,6 @@
 //! The one way into a conversation, whichever channel the person talks through — the canvas
 //! (the HTTP API) or Telegram. A message is read here: a command (`/newsession [name]`,
-//! `/cancel`, `/codestats`, `/codefailures [n]`, `/usage [since]`, `/help`) is carried out and answered with
+//! `/cancel`, `/codestats`, `/codefailures [n] [conversation|session]`, `/usage [since]`, `/help`) is carried out and answered with
 //! text; anything else starts a run through [`Runs`](crate::domain::runs::Runs). Answers to pending
 //! calls and cancels go through the same functions, so a conversation's runs, pauses, limits
 //! and "answered once" behave the same from either place: the store decides, whichever place
@@ -27,12 +27,24 @@ pub enum Command {
     Cancel,
     /// `/codestats`: the last 7 days of tool calls.
     CodeStats,
-    /// `/codefailures [n]`: the last n failed calls (default 5, at most 20).
-    CodeFailures(usize),
+    /// `/codefailures [n] [conversation|session]`: the last n failed calls (default 5, at most
+    /// 20) of the agent, or only of this conversation or of its session.
+    CodeFailures { count: usize, scope: FailureScope },
     /// `/usage [since]`: tokens and cost by agent, since the start of the month (or `7d`, a day).
     Usage(Option<String>),
     /// `/help` (and Telegram's `/start`).
     Help,
+}
+
+/// Which failures `/codefailures` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureScope {
+    /// Every conversation of the agent.
+    Agent,
+    /// The conversation the command was typed in.
+    Conversation,
+    /// The conversations of that conversation's session.
+    Session,
 }
 
 pub const DEFAULT_FAILURES: usize = 5;
@@ -57,8 +69,16 @@ pub fn parse_command(text: &str, bot: Option<&str>) -> Option<Command> {
         "cancel" => Command::Cancel,
         "codestats" => Command::CodeStats,
         "codefailures" => {
-            let count = argument.parse::<usize>().unwrap_or(DEFAULT_FAILURES).clamp(1, MAX_FAILURES);
-            Command::CodeFailures(count)
+            let mut count = DEFAULT_FAILURES;
+            let mut scope = FailureScope::Agent;
+            for word in argument.split_whitespace() {
+                match word {
+                    "conversation" | "here" => scope = FailureScope::Conversation,
+                    "session" => scope = FailureScope::Session,
+                    number => count = number.parse::<usize>().unwrap_or(DEFAULT_FAILURES),
+                }
+            }
+            Command::CodeFailures { count: count.clamp(1, MAX_FAILURES), scope }
         }
         "usage" => Command::Usage((!argument.is_empty()).then(|| argument.to_owned())),
         "help" | "start" => Command::Help,
@@ -113,9 +133,18 @@ pub async fn run_command(state: &AppState, conversation_id: &str, command: Comma
             }]))
         }
         Command::CodeStats => Ok(Reply::Text(vec![code_stats(&state.store.execution_stats(&agent, 7).await?)])),
-        Command::CodeFailures(count) => {
-            let filter =
+        Command::CodeFailures { count, scope } => {
+            let mut filter =
                 ExecutionFilter { success: Some(false), limit: Some(count as i64), ..ExecutionFilter::default() };
+            match scope {
+                FailureScope::Agent => {}
+                FailureScope::Conversation => filter.conversation_id = Some(conversation_id.to_owned()),
+                FailureScope::Session => match state.store.session_of_conversation(conversation_id).await? {
+                    Some(session) => filter.session_id = Some(session),
+                    // Not in a session: its session is this conversation alone.
+                    None => filter.conversation_id = Some(conversation_id.to_owned()),
+                },
+            }
             Ok(Reply::Text(code_failures(&state.store.list_executions(&agent, &filter).await?)))
         }
         Command::Usage(since) => {
@@ -158,7 +187,7 @@ pub const HELP: &str = "Talk to me as you would in the canvas. Commands:\n\
 /newsession [name] — start a new session (and a new conversation)\n\
 /cancel — stop what I am doing\n\
 /codestats — tool calls of the last 7 days\n\
-/codefailures [n] — the last n failed tool calls (default 5)\n\
+/codefailures [n] [conversation|session] — the last n failed tool calls (default 5), of all or only here\n\
 /usage [since] — tokens and cost by agent (this month, or 7d, 24h, a day)\n\
 /help — this list";
 
@@ -237,9 +266,15 @@ mod tests {
     fn commands_are_read_as_telegram_and_the_canvas_send_them() {
         assert_eq!(parse_command("/newsession Tax return", None), Some(Command::NewSession(Some("Tax return".into()))));
         assert_eq!(parse_command("/newsession", None), Some(Command::NewSession(None)));
-        assert_eq!(parse_command("/codefailures 3", None), Some(Command::CodeFailures(3)));
-        assert_eq!(parse_command("/codefailures 999", None), Some(Command::CodeFailures(MAX_FAILURES)));
-        assert_eq!(parse_command("/codefailures", None), Some(Command::CodeFailures(DEFAULT_FAILURES)));
+        let failures = |count, scope| Some(Command::CodeFailures { count, scope });
+        assert_eq!(parse_command("/codefailures 3", None), failures(3, FailureScope::Agent));
+        assert_eq!(parse_command("/codefailures 999", None), failures(MAX_FAILURES, FailureScope::Agent));
+        assert_eq!(parse_command("/codefailures", None), failures(DEFAULT_FAILURES, FailureScope::Agent));
+        assert_eq!(parse_command("/codefailures 2 session", None), failures(2, FailureScope::Session));
+        assert_eq!(
+            parse_command("/codefailures conversation", None),
+            failures(DEFAULT_FAILURES, FailureScope::Conversation)
+        );
         assert_eq!(parse_command("/cancel@wright_bot", Some("wright_bot")), Some(Command::Cancel));
         assert_eq!(parse_command("/cancel@other_bot", Some("wright_bot")), None);
         assert_eq!(parse_command("/start", None), Some(Command::Help));

@@ -8,6 +8,8 @@
 //! - [`sessions`]: starting a session by the person.
 //! - [`usage`]: the usage ledger, budgets and the loop guard, as a decorator of a run's
 //!   provider; [`prices`]: what tokens cost.
+//! - [`skills`]: skill folders (Agent Skills layout) imported and exported; [`zip`]: reading a
+//!   zipped one.
 //! - [`hub`]: live updates of conversations and notifications; [`owner`]: this process's
 //!   claim on its runs.
 //!
@@ -25,5 +27,7 @@ pub mod prices;
 pub mod runs;
 pub mod sessions;
 pub mod usage;
+pub mod skills;
+pub mod zip;
 
 pub use error::DomainError;

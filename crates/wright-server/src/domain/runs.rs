@@ -23,7 +23,9 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wright_agent::profile::ProfileOverride;
-use wright_agent::{ContextMemory, Finish, LoopConfig, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript};
+use wright_agent::{
+    ContextMemory, ContextSkill, Finish, LoopConfig, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
+};
 use wright_core::{Invocation, UsageCaller, UsagePurpose};
 use wright_core::{
     AgentId, ApprovedCall, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice,
@@ -604,6 +606,17 @@ impl Transcript for StoreTranscript {
             } else {
                 String::new()
             };
+            let database_notes = if has(wright_core::Toolset::Database) {
+                self.store.document(&self.agent, DocumentKind::DbNotes).await.map_err(message)?.content
+            } else {
+                String::new()
+            };
+            let skills = if has(wright_core::Toolset::Skills) {
+                let enabled = self.store.enabled_skills(&self.agent).await.map_err(message)?;
+                enabled.into_iter().map(|(name, description)| ContextSkill { name, description }).collect()
+            } else {
+                Vec::new()
+            };
             Ok(SystemParts {
                 prompt: prompt.content,
                 notes: notes.content,
@@ -611,9 +624,24 @@ impl Transcript for StoreTranscript {
                 max_memory_chars,
                 state_keys,
                 database_summary,
+                database_notes,
+                skills,
                 earlier_summary: None,
                 workspace: has(wright_core::Toolset::Workspace).then(|| workspace_parts(&self.databases.workspaces)),
             })
+        })
+    }
+
+    fn skill_body<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<String>, String>> {
+        Box::pin(async move {
+            if !self.toolsets.contains(&wright_core::Toolset::Skills) {
+                return Ok(None);
+            }
+            match self.store.skill(&self.agent, name).await {
+                Ok(skill) if skill.enabled => Ok(Some(skill.body)),
+                Ok(_) | Err(StoreError::ItemNotFound { .. }) => Ok(None),
+                Err(error) => Err(message(error)),
+            }
         })
     }
 

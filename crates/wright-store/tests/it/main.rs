@@ -630,3 +630,58 @@ mod telegram_outbox {
         assert_eq!(store.outbox_prune(i64::MAX).await.unwrap(), 2);
     }
 }
+
+fn skill_md(name: &str, body: &str) -> String {
+    format!("---\nname: {name}\ndescription: A skill for tests.\n---\n{body}")
+}
+
+/// Issue 31: a skill's caps have defaults and are configurable (`[limits]`); each refuses the
+/// write before anything is stored, and says which knob to turn.
+#[tokio::test]
+async fn skill_limits_refuse_a_write_and_name_their_knob() {
+    use wright_store::{SkillChange, TextLimits};
+    let dir = tempfile::tempdir().unwrap();
+    let defaults = TextLimits::default();
+    assert_eq!(
+        (defaults.max_skill_bytes, defaults.max_skill_files, defaults.max_skill_folder_bytes, defaults.max_skills),
+        (64 * 1024, 32, 512 * 1024, 200)
+    );
+    let limits = TextLimits {
+        max_skill_bytes: 200,
+        max_skill_files: 1,
+        max_skill_folder_bytes: 220,
+        max_skills: 1,
+        ..TextLimits::default()
+    };
+    let store = open(&dir).await.with_text_limits(limits);
+    let agent = default_agent();
+    let write = |name: &str, body: &str| SkillChange::Write { content: skill_md(name, body), resources: None };
+    let refused = |error: StoreError, knob: &str| {
+        assert!(matches!(error, StoreError::LimitExceeded(_)), "{error:?}");
+        assert!(error.to_string().contains(knob), "{error}");
+    };
+    refused(
+        store.change_skill(&agent, "big", write("big", &"x".repeat(200)), &agent_meta()).await.unwrap_err(),
+        "max_skill_bytes",
+    );
+    assert_eq!(store.change_skill(&agent, "one", write("one", "Steps."), &agent_meta()).await.unwrap(), 1);
+    refused(store.change_skill(&agent, "two", write("two", "Steps."), &agent_meta()).await.unwrap_err(), "max_skills");
+    let file = |path: &str, size: usize| SkillChange::Resource { path: path.into(), content: Some("y".repeat(size)) };
+    assert_eq!(store.change_skill(&agent, "one", file("a.md", 150), &agent_meta()).await.unwrap(), 2);
+    refused(store.change_skill(&agent, "one", file("b.md", 10), &agent_meta()).await.unwrap_err(), "max_skill_files");
+    refused(
+        store.change_skill(&agent, "one", file("a.md", 199), &agent_meta()).await.unwrap_err(),
+        "max_skill_folder_bytes",
+    );
+    // Nothing refused was written; a name the layout forbids and a front matter naming
+    // another skill are refused too.
+    assert_eq!(store.skill_versions(&agent, "one").await.unwrap().len(), 2);
+    assert!(store.change_skill(&agent, "Bad_Name", write("bad", "x"), &agent_meta()).await.is_err());
+    let renamed = store.change_skill(&agent, "one", write("other", "x"), &agent_meta()).await.unwrap_err();
+    assert!(renamed.to_string().contains("must stay the folder's name"), "{renamed}");
+    // After a delete the agent has room again, and the deleted one can come back by rollback
+    // only while there is room.
+    assert_eq!(store.change_skill(&agent, "one", SkillChange::Delete, &agent_meta()).await.unwrap(), 3);
+    assert_eq!(store.change_skill(&agent, "two", write("two", "Steps."), &agent_meta()).await.unwrap(), 1);
+    assert!(store.skill(&agent, "one").await.is_err());
+}
