@@ -8,6 +8,7 @@
 //! and learned notes, [`documents`]), the agent's key-value state ([`state`]) and the record
 //! of every tool call ([`executions`]), layered memory ([`memory`]), schedules
 //! ([`schedules`]), notifications ([`notifications`]) and what channels keep ([`channels`]),
+//! learning from experience (run outcomes, cases, learned items, rounds: [`learning`]),
 //! provider connections and the model each agent talks
 //! to ([`StoredConnection`], [`ModelChoice`]; keys are kept outside the database).
 //!
@@ -32,6 +33,7 @@ pub mod conversation_sessions;
 pub mod conversations;
 pub mod documents;
 pub mod executions;
+pub mod learning;
 pub mod limits;
 mod market;
 pub mod memory;
@@ -61,6 +63,9 @@ pub use conversations::{
 };
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};
+pub use learning::{
+    Case, ItemChange, LearnedItem, LearningSettings, NewRunOutcome, Replay, Round, RoundCandidate, RunOutcomeRecord, RunRef,
+};
 pub use limits::TextLimits;
 pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSource};
 pub use memory::{
