@@ -86,6 +86,9 @@ pub struct LoopConfig {
     pub list_agent_data: bool,
     /// What the host decides once a run's context holds content from outside (`[agent.untrusted]`).
     pub untrusted: UntrustedConfig,
+    /// The most tokens the agent's learned items may add to a request (issue 31); a learning
+    /// round refuses a candidate that would not fit beside the live ones.
+    pub learned_budget_tokens: usize,
 }
 
 /// `[agent.untrusted]`: the rules about content from outside Wright (web pages, search results,
@@ -128,6 +131,7 @@ impl Default for LoopConfig {
             stable_tool_list: false,
             list_agent_data: true,
             untrusted: UntrustedConfig::default(),
+            learned_budget_tokens: 500,
         }
     }
 }

@@ -45,7 +45,7 @@ pub use config::{CHARS_PER_TOKEN, LoopConfig, RESAMPLE_TEMPERATURE, UntrustedCon
 pub use context::{ContextMemory, DEFAULT_MEMORY_CHARS, SystemParts, WorkspaceParts, system_message};
 pub use dispatch::cap_output;
 pub use engine::{RunContext, run};
-pub use policy::ECHO_NOTE;
+pub use policy::{ECHO_NOTE, LearnedText, choose_learned, content_words, item_tokens};
 pub use ports::{
     Finish, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunOutcome, Transcript,
 };

@@ -103,7 +103,7 @@ impl<'a> Run<'a> {
             (window, budget) => window.or(budget),
         };
         let view = ModelView::load(transcript).await.map_err(stored)?;
-        let (system, documents) = system_for(transcript, &view, config).await?;
+        let (system, documents, learned) = system_for(transcript, &view, config).await?;
         let mut run = Self {
             model,
             transcript,
@@ -123,7 +123,7 @@ impl<'a> Run<'a> {
             budget_chars: window
                 .map(|tokens| tokens.saturating_sub(config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN)),
             max_output_tokens: window.map(|_| u32::try_from(config.reserve_output_tokens).unwrap_or(u32::MAX)),
-            facts: RunFacts { documents, ..RunFacts::default() },
+            facts: RunFacts { documents, learned, ..RunFacts::default() },
             next: NextRequest::default(),
         };
         run.run_approved_calls().await?;
@@ -133,6 +133,7 @@ impl<'a> Run<'a> {
         run.facts.loaded.extend(decision.preload);
         run.facts.loaded.started();
         run.next.require_call = decision.require_call;
+        run.facts.standing_note = decision.standing_note;
         Ok(run)
     }
 
@@ -309,12 +310,13 @@ fn stored(error: String) -> AgentError {
 }
 
 /// The system message, read fresh from the store, with the view's compaction summary.
-/// Also the agent's prompt and notes as they are now, for the rules that judge edits of them.
+/// Also the agent's prompt and notes as they are now, for the rules that judge edits of them,
+/// and its live learned items, for the rule that says those that fit.
 async fn system_for(
     transcript: &dyn Transcript,
     view: &ModelView,
     config: &LoopConfig,
-) -> Result<(SystemText, Documents), AgentError> {
+) -> Result<(SystemText, Documents, Vec<crate::LearnedText>), AgentError> {
     let mut parts = transcript.system_parts().await.map_err(stored)?;
     parts.earlier_summary = view.summary.clone();
     if !config.list_agent_data {
@@ -322,7 +324,8 @@ async fn system_for(
         parts.database_summary.clear();
     }
     let documents = Documents { prompt: parts.prompt.clone(), notes: parts.notes.clone() };
-    Ok((system_text(&parts), documents))
+    let learned = std::mem::take(&mut parts.learned);
+    Ok((system_text(&parts), documents, learned))
 }
 
 #[cfg(test)]

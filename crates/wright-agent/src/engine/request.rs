@@ -82,7 +82,8 @@ impl Run<'_> {
             && compact(self.model, self.transcript, &self.view, keep_recent, self.cancel).await?
         {
             self.view = ModelView::load(self.transcript).await.map_err(stored)?;
-            (self.system, self.facts.documents) = system_for(self.transcript, &self.view, self.config).await?;
+            (self.system, self.facts.documents, self.facts.learned) =
+                system_for(self.transcript, &self.view, self.config).await?;
         }
         let withholding = tools_enabled && !next.withhold.is_empty();
         let withheld_note = if withholding { withheld_note(&next.withhold) } else { String::new() };
@@ -90,6 +91,7 @@ impl Run<'_> {
         // message and the tools stay a prefix the server has cached.
         let limit = if turns_left { String::new() } else { limit_reached(self.config.max_tool_turns) };
         let mut tail = vec![limit.as_str()];
+        tail.extend(self.facts.standing_note.as_deref());
         tail.extend(next.note.as_deref());
         if turns_left && next.answer_now {
             tail.push(ANSWER_NOTE);

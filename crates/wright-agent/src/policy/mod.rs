@@ -22,6 +22,7 @@
 mod answer_now;
 mod arguments;
 mod echo;
+mod learned;
 mod names;
 mod preselection;
 mod repeats;
@@ -43,6 +44,7 @@ use crate::surface::Loaded;
 
 pub(crate) use answer_now::ANSWER_NOTE;
 pub use echo::ECHO_NOTE;
+pub use learned::{LearnedText, choose_learned, content_words, item_tokens};
 pub(crate) use names::name_note;
 pub(crate) use repeats::RecentCalls;
 pub(crate) use repetition::{repeating_tail, without_repeats};
@@ -63,6 +65,10 @@ pub(crate) struct RunFacts {
     pub(crate) counts: BTreeMap<Counter, usize>,
     /// The agent's prompt and notes as the run read them.
     pub(crate) documents: Documents,
+    /// The agent's live learned items as the run read them.
+    pub(crate) learned: Vec<LearnedText>,
+    /// Said after the history in every request of the run (the start rules' standing notes).
+    pub(crate) standing_note: Option<String>,
 }
 
 /// The agent's versioned documents as a run read them (for rules that judge edits of them).
@@ -147,6 +153,8 @@ pub(crate) struct StartDecision {
     /// Tools sent whole from the first request.
     pub(crate) preload: Vec<String>,
     pub(crate) require_call: bool,
+    /// Said after the history in every request of the run.
+    pub(crate) standing_note: Option<String>,
 }
 
 pub(crate) trait StartRule: Send + Sync {
@@ -292,7 +300,11 @@ impl Policy {
     /// Wright's rules; each reads its own switch in [`LoopConfig`].
     pub(crate) fn standard() -> Self {
         Self {
-            start: vec![Box::new(preselection::Preselect), Box::new(preselection::RequireFirstCall)],
+            start: vec![
+                Box::new(preselection::Preselect),
+                Box::new(preselection::RequireFirstCall),
+                Box::new(learned::ApplyLearned),
+            ],
             reply: vec![
                 Box::new(text_calls::RecoverTextCalls),
                 Box::new(echo::AskAgainAfterEcho),
@@ -324,9 +336,13 @@ impl Policy {
     pub(crate) fn start(&self, view: &StartView<'_>) -> StartDecision {
         let mut decision = StartDecision::default();
         for rule in &self.start {
-            let StartDecision { preload, require_call } = rule.decide(view);
+            let StartDecision { preload, require_call, standing_note } = rule.decide(view);
             decision.preload.extend(preload);
             decision.require_call |= require_call;
+            decision.standing_note = match (decision.standing_note.take(), standing_note) {
+                (Some(first), Some(second)) => Some(format!("{first}\n\n{second}")),
+                (first, second) => first.or(second),
+            };
         }
         decision
     }

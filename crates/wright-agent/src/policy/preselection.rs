@@ -38,7 +38,7 @@ impl StartRule for Preselect {
                 _ => {}
             }
         }
-        StartDecision { preload: preload.names().to_vec(), require_call: false }
+        StartDecision { preload: preload.names().to_vec(), ..StartDecision::default() }
     }
 }
 
@@ -54,7 +54,7 @@ impl StartRule for RequireFirstCall {
             && run
                 .last_request()
                 .is_some_and(|request| !fitting(run.all_tools, run.settings, request, 1, |_| true).is_empty());
-        StartDecision { preload: Vec::new(), require_call }
+        StartDecision { require_call, ..StartDecision::default() }
     }
 }
 
