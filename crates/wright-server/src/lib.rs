@@ -111,7 +111,8 @@ impl AppState {
             .with_configured_tools(
                 config.agents.iter().map(|(agent, section)| (agent.clone(), section.tools.clone())).collect(),
             )
-            .with_profiles(config.model_profiles.clone()),
+            .with_profiles(config.model_profiles.clone())
+            .with_learning(config.learning.clone()),
         );
         runs.recover_orphaned().await.map_err(|error| anyhow::anyhow!("{error}"))?;
         runs.spawn_heartbeat();

@@ -489,6 +489,19 @@ impl Store {
         Ok(())
     }
 
+    /// Whether `run`'s requests carried item `id`.
+    pub async fn item_was_used(&self, id: i64, run: &RunRef) -> Result<bool, StoreError> {
+        let found: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM learned_item_uses WHERE item_id = ? AND conversation_id = ? AND user_seq = ?",
+        )
+        .bind(id)
+        .bind(&run.conversation_id)
+        .bind(run.user_seq)
+        .fetch_optional(&self.reader)
+        .await?;
+        Ok(found.is_some())
+    }
+
     // ---- rounds ----
 
     /// Starts a round, unless one of the agent's rounds is still running.

@@ -6,6 +6,7 @@
 //! - [`channel`]: the one path every channel shares (commands, messages, answers, cancel).
 //! - [`models`]: which model an agent's run uses, from the configured connections.
 //! - [`sessions`]: starting a session by the person.
+//! - `outcomes`: how a finished run went, from what it stored (issue 31).
 //! - [`hub`]: live updates of conversations and notifications; [`owner`]: this process's
 //!   claim on its runs.
 //!
@@ -18,6 +19,7 @@ pub mod channel;
 mod error;
 pub mod hub;
 pub mod models;
+pub(crate) mod outcomes;
 pub mod owner;
 pub mod runs;
 pub mod sessions;
