@@ -194,7 +194,7 @@ pub struct LearningConfig {
     pub recent_runs: i64,
     /// The most candidates one round replays (each costs a replay of every held-out case).
     pub max_candidates: usize,
-    /// The local hour (0–23) the nightly round of agents that turned it on starts after.
+    /// The hour (0–23, UTC) after which the nightly round of agents that turned it on starts.
     pub nightly_hour: u8,
 }
 

@@ -223,6 +223,14 @@ impl Store {
         &self.state_limits
     }
 
+    /// Writes a consistent copy of the whole database to `path` (`VACUUM INTO`): the scratch
+    /// copy a replay of a case works on (issue 31). `path` must not exist.
+    pub async fn copy_database_to(&self, path: &Path) -> Result<(), StoreError> {
+        let path = path.to_str().ok_or_else(|| StoreError::InvalidEdit("the copy's path is not UTF-8".into()))?;
+        sqlx::query("VACUUM INTO ?").bind(path).execute(&self.writer).await?;
+        Ok(())
+    }
+
     /// Closes both pools, waiting for queued writes to finish.
     pub async fn close(&self) {
         self.writer.close().await;
