@@ -57,19 +57,33 @@ fn capped(text: String) -> String {
     text
 }
 
-/// The calls of a run whose results succeeded, in order.
-fn successful_calls(events: &[Event]) -> Vec<(String, Value)> {
-    let succeeded = |id: &str| {
-        events.iter().any(|event| {
-            matches!(&event.body, EventBody::ToolResult { tool_call_id, success: true, .. } if tool_call_id == id)
-        })
-    };
+/// The run's calls in order, each with its result's success and output. A call's result is
+/// the first result after it with its id (providers may reuse an id in a later turn).
+fn paired_calls(events: &[Event]) -> Vec<(String, Value, bool, Value)> {
     events
         .iter()
-        .filter_map(|event| match &event.body {
-            EventBody::ToolCall { id, name, arguments, .. } if succeeded(id) => Some((name.clone(), arguments.clone())),
+        .enumerate()
+        .filter_map(|(index, event)| match &event.body {
+            EventBody::ToolCall { id, name, arguments, .. } => {
+                let (success, output) = events[index + 1..].iter().find_map(|later| match &later.body {
+                    EventBody::ToolResult { tool_call_id, success, output, .. } if tool_call_id == id => {
+                        Some((*success, output.clone()))
+                    }
+                    _ => None,
+                })?;
+                Some((name.clone(), arguments.clone(), success, output))
+            }
             _ => None,
         })
+        .collect()
+}
+
+/// The calls of a run whose results succeeded, in order.
+fn successful_calls(events: &[Event]) -> Vec<(String, Value)> {
+    paired_calls(events)
+        .into_iter()
+        .filter(|(_, _, success, _)| *success)
+        .map(|(name, arguments, _, _)| (name, arguments))
         .collect()
 }
 
@@ -96,25 +110,13 @@ pub(crate) fn exemplar(run: &RunOutcomeRecord, events: &[Event]) -> Option<Draft
 /// (b) The first failed call followed, later in the run, by a call of the same tool that
 /// worked.
 pub(crate) fn error_fix(run: &RunOutcomeRecord, events: &[Event]) -> Option<Draft> {
-    let calls: Vec<(&str, &str, &Value)> = events
-        .iter()
-        .filter_map(|event| match &event.body {
-            EventBody::ToolCall { id, name, arguments, .. } => Some((id.as_str(), name.as_str(), arguments)),
-            _ => None,
-        })
-        .collect();
-    let result_of = |id: &str| {
-        events.iter().find_map(|event| match &event.body {
-            EventBody::ToolResult { tool_call_id, success, output, .. } if tool_call_id == id => Some((*success, output)),
-            _ => None,
-        })
-    };
-    for (index, (id, name, arguments)) in calls.iter().enumerate() {
-        let Some((false, output)) = result_of(id) else { continue };
-        let fix = calls[index + 1..]
-            .iter()
-            .find(|(later, later_name, _)| later_name == name && matches!(result_of(later), Some((true, _))));
-        if let Some((_, _, fixed)) = fix {
+    let calls = paired_calls(events);
+    for (index, (name, arguments, success, output)) in calls.iter().enumerate() {
+        if *success {
+            continue;
+        }
+        let fix = calls[index + 1..].iter().find(|(later, _, worked, _)| later == name && *worked);
+        if let Some((_, fixed, _, _)) = fix {
             let error = output.get("error").and_then(Value::as_str).map_or_else(|| output.to_string(), str::to_owned);
             let text = capped(format!(
                 "When {} failed with {:?}, what worked was {}.",

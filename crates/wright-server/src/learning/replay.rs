@@ -8,7 +8,8 @@
 //! set of services (store, sandbox, agent databases, workspaces) and its own `Runs` work on
 //! that directory with the live agent's model at temperature 0; the directory is removed when
 //! the replay ends, however it ends. MCP servers are not started for a replay: their tools are
-//! absent from it.
+//! absent from it. What the check looks for is taken out of the copy before the replay
+//! (`undone`): the copy holds what the person's own run left, and a pass must be the replay's.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -74,6 +75,7 @@ pub(crate) async fn replay(
     for id in with_live {
         store.set_item_status(agent, *id, ItemStatus::Live, ItemAuthor::Learning, "live in this replay").await?;
     }
+    let check = &undone(&store, &services, agent, check).await?;
     let tools = Arc::new(ToolRegistry::new(Arc::new(services)));
     let runs = Arc::new(
         Runs::new(
@@ -127,6 +129,38 @@ pub(crate) async fn replay(
     drop(tools);
     drop(scratch);
     Ok(verdict)
+}
+
+/// Makes the copy not pass `check` before the replay, so that a pass proves the replay did
+/// it: the copy holds what the person's own run left (the state it set, the text it wrote).
+/// The state key is removed, the text taken out of the notes or of the file (through the
+/// workspace's confined paths); a count cannot be undone, so when it already holds, the replay
+/// must raise it by `min` more. Returns the check to judge the replay by.
+async fn undone(store: &Store, services: &Services, agent: &AgentId, check: &CaseCheck) -> anyhow::Result<CaseCheck> {
+    if !judge(store, services, agent, None, check).await.passed {
+        return Ok(check.clone());
+    }
+    match check {
+        CaseCheck::StateEquals { key, .. } => {
+            store.delete_state(agent, key).await?;
+        }
+        CaseCheck::NotesContain { text } => {
+            let edit = wright_store::DocumentEdit::FindReplace { find: text.clone(), replace: String::new(), replace_all: true };
+            let meta = wright_store::VersionMeta::new(wright_core::Author::Admin)
+                .with_reason(Some("a replay starts without the text its case checks for".into()));
+            store.edit_document(agent, DocumentKind::LearnedNotes, &edit, &meta).await?;
+        }
+        CaseCheck::FileContains { path, text } => {
+            services.workspaces.open(agent)?.edit(path, text, "", true)?;
+        }
+        CaseCheck::DbCount { sql, min } => {
+            let result = services.databases.query(agent, sql).await?;
+            let before = result["rows"].get(0).and_then(|row| row.get(0)).and_then(Value::as_i64).unwrap_or(0);
+            return Ok(CaseCheck::DbCount { sql: sql.clone(), min: before.saturating_add(*min) });
+        }
+        CaseCheck::ToolSucceeded { .. } | CaseCheck::PendingCall { .. } => {}
+    }
+    Ok(check.clone())
 }
 
 /// Copies a directory tree; symbolic links stay links (never followed), other special files
