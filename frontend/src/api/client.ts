@@ -53,6 +53,16 @@ export type Schedule = Schemas['ScheduleView'];
 export type ScheduleRun = Schemas['ScheduleRunView'];
 export type MemoryLayer = Schemas['MemoryLayer'];
 export type McpServer = Schemas['McpServerView'];
+export type RunOutcome = Schemas['RunOutcomeRecord'];
+export type Rating = Schemas['Rating'];
+export type LearningCase = Schemas['Case'];
+export type CaseCheck = Schemas['CaseCheck'];
+export type LearningRound = Schemas['Round'];
+export type RoundDetail = Schemas['RoundDetail'];
+export type LearnedItem = Schemas['LearnedItem'];
+export type ItemChange = Schemas['ItemChange'];
+export type LearningSettings = Schemas['LearningSettings'];
+export type ItemDecision = Schemas['ItemDecision'];
 /** Which memories the memory page lists; absent ones do not filter. */
 export interface MemoryFilter {
   layer?: MemoryLayer;
@@ -192,6 +202,22 @@ export const api = {
   setSchedulePaused: (agent: string, id: number, paused: boolean) => call(client.PUT('/api/agents/{agent}/schedules/{id}/paused', { ...numbered(agent, id), body: { paused } })),
   deleteSchedule: (agent: string, id: number) => call(client.DELETE('/api/agents/{agent}/schedules/{id}', numbered(agent, id))),
   scheduleRuns: (agent: string, id: number) => call(client.GET('/api/agents/{agent}/schedules/{id}/runs', numbered(agent, id))),
+
+  outcomes: (conversation: string) => call(client.GET('/api/conversations/{id}/outcomes', { params: { path: { id: conversation } } })),
+  /** Rates the run that gave the answer at `seq`. */
+  feedback: (conversation: string, rating: Rating, seq: number, comment: string | null = null) =>
+    call(client.POST('/api/conversations/{id}/feedback', { params: { path: { id: conversation } }, body: { rating, seq, comment } })),
+  cases: (agent: string) => call(client.GET('/api/agents/{agent}/cases', at(agent))),
+  createCase: (agent: string, body: Schemas['NewCase']) => call(client.POST('/api/agents/{agent}/cases', { ...at(agent), body })),
+  deleteCase: (agent: string, id: number) => call(client.DELETE('/api/agents/{agent}/cases/{id}', numbered(agent, id))),
+  rounds: (agent: string) => call(client.GET('/api/agents/{agent}/learning/rounds', at(agent))),
+  startRound: (agent: string) => call(client.POST('/api/agents/{agent}/learning/rounds', at(agent))),
+  round: (agent: string, id: number) => call(client.GET('/api/agents/{agent}/learning/rounds/{id}', numbered(agent, id))),
+  learnedItems: (agent: string) => call(client.GET('/api/agents/{agent}/learning/items', at(agent))),
+  decideItem: (agent: string, id: number, action: ItemDecision) =>
+    call(client.POST('/api/agents/{agent}/learning/items/{id}/decision', { ...numbered(agent, id), body: { action } })),
+  learningSettings: (agent: string) => call(client.GET('/api/agents/{agent}/learning/settings', at(agent))),
+  setLearningSettings: (agent: string, settings: LearningSettings) => call(client.PUT('/api/agents/{agent}/learning/settings', { ...at(agent), body: settings })),
 
   sessions: (agent: string) => call(client.GET('/api/agents/{agent}/sessions', at(agent))),
   startSession: (agent: string, name: string | null) => call(client.POST('/api/agents/{agent}/sessions', { ...at(agent), body: { name } })),

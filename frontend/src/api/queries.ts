@@ -26,7 +26,15 @@ export const keys = {
   sessions: (agent: string) => ['sessions', agent] as const,
   /** Every tool the agent has, with its toolset and approval policy. */
   tools: (agent: string) => ['tools', agent] as const,
+  /** A conversation's finished runs with their outcomes and ratings. */
+  outcomes: (conversation: string) => ['outcomes', conversation] as const,
 };
+
+/** `settledAt`: the last seq of a settled conversation (-1 while a run goes): read again when a
+ * run settles, since its outcome is recorded as it ends. */
+export function useOutcomes(conversation: string | null, settledAt: number) {
+  return useQuery({ queryKey: [...keys.outcomes(conversation ?? ''), settledAt], queryFn: () => api.outcomes(conversation!), enabled: conversation !== null && settledAt >= 0 });
+}
 
 export function useAgents() {
   return useQuery({ queryKey: keys.agents, queryFn: () => api.agents() });

@@ -13,6 +13,7 @@ export const ADMIN_SECTIONS: { id: string; label: string }[] = [
   { id: 'components', label: 'Components' },
   { id: 'executions', label: 'Executions' },
   { id: 'schedules', label: 'Schedules' },
+  { id: 'learning', label: 'Learning' },
   { id: 'settings', label: 'Settings' },
 ];
 
