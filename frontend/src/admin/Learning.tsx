@@ -180,7 +180,7 @@ function NewCaseForm({ agent, onMade }: { agent: string; onMade: () => void }) {
       </label>
       {!from && (
         <label>
-          Message
+          Case message
           <input value={message} onChange={(event) => setMessage(event.target.value)} />
         </label>
       )}
@@ -220,8 +220,10 @@ export function Learning({ agent }: { agent: string }) {
     queryFn: () => api.rounds(agent),
     refetchInterval: (query) => (query.state.data?.some((round) => round.status === 'running') ? 1000 : false),
   });
-  const items = useQuery({ queryKey: [...learningKey(agent), 'items'], queryFn: () => api.learnedItems(agent) });
-  const cases = useQuery({ queryKey: [...learningKey(agent), 'cases'], queryFn: () => api.cases(agent) });
+  // A round that ends changes the items and which cases are training: read them again then.
+  const ended = rounds.data?.filter((round) => round.status !== 'running').length ?? 0;
+  const items = useQuery({ queryKey: [...learningKey(agent), 'items', ended], queryFn: () => api.learnedItems(agent) });
+  const cases = useQuery({ queryKey: [...learningKey(agent), 'cases', ended], queryFn: () => api.cases(agent) });
   const settings = useQuery({ queryKey: [...learningKey(agent), 'settings'], queryFn: () => api.learningSettings(agent) });
   const [open, setOpen] = useState<number | null>(null);
   const [error, setError] = useState<string | null>(null);

@@ -30,10 +30,16 @@ export const keys = {
   outcomes: (conversation: string) => ['outcomes', conversation] as const,
 };
 
-/** `settledAt`: the last seq of a settled conversation (-1 while a run goes): read again when a
- * run settles, since its outcome is recorded as it ends. */
+/** `settledAt`: the last seq of a settled conversation (-1 while a run goes). A run's outcome is
+ * recorded just after it ends, so until one covers `settledAt` the list is read again a few
+ * times (a conversation older than outcomes never gets one). */
 export function useOutcomes(conversation: string | null, settledAt: number) {
-  return useQuery({ queryKey: [...keys.outcomes(conversation ?? ''), settledAt], queryFn: () => api.outcomes(conversation!), enabled: conversation !== null && settledAt >= 0 });
+  return useQuery({
+    queryKey: [...keys.outcomes(conversation ?? ''), settledAt],
+    queryFn: () => api.outcomes(conversation!),
+    enabled: conversation !== null && settledAt >= 0,
+    refetchInterval: (query) => (query.state.dataUpdateCount < 10 && !query.state.data?.some((run) => run.end_seq >= settledAt) ? 300 : false),
+  });
 }
 
 export function useAgents() {
