@@ -125,14 +125,14 @@ CREATE TABLE learning_round_candidates (
     PRIMARY KEY (round_id, item_id)
 ) STRICT;
 
--- One replay of a case in a round: without any candidate (`item_id` NULL, the baseline) or
--- with one.
+-- One replay of a held-out case in a round: `before` any candidate (the items live when the
+-- round began), with one `candidate` (`item_id`), or `after` with every accepted one.
 CREATE TABLE learning_replays (
     id        INTEGER PRIMARY KEY,
     round_id  INTEGER NOT NULL REFERENCES learning_rounds(id),
     case_id   INTEGER NOT NULL,
     item_id   INTEGER,
-    held_out  INTEGER NOT NULL CHECK (held_out IN (0, 1)),
+    phase     TEXT NOT NULL CHECK (phase IN ('before', 'candidate', 'after')),
     passed    INTEGER NOT NULL CHECK (passed IN (0, 1)),
     detail    TEXT NOT NULL
 ) STRICT;

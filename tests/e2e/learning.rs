@@ -209,6 +209,8 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
     assert_eq!(candidate["item"]["source_runs"][0]["conversation_id"], colour.as_str());
     assert_eq!(candidate["cases"][0]["case_id"], case_b["id"]);
     assert_eq!((candidate["cases"][0]["before"].as_bool(), candidate["cases"][0]["after"].as_bool()), (Some(false), Some(true)));
+    let overall = &round["cases"][0];
+    assert_eq!((overall["before"].as_bool(), overall["after"].as_bool()), (Some(false), Some(true)), "with every accepted item: {round}");
     let exemplar_id = candidate["item"]["id"].as_i64().unwrap();
     let replays = &chats(&fake)[before_round..];
     assert_eq!(replays.len(), 5, "three replays, five model turns");
@@ -253,6 +255,7 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
     assert_eq!((round["round"]["passed_before"].as_i64(), round["round"]["passed_after"].as_i64()), (Some(2), Some(2)), "{round}");
     let candidate = &round["candidates"][0];
     assert_eq!((candidate["item"]["kind"].as_str(), candidate["decision"].as_str()), (Some("error_fix"), Some("refused")), "{round}");
+    assert!(round["cases"].as_array().unwrap().iter().all(|case| case["after"].is_null()), "none accepted: {round}");
     assert!(candidate["reason"].as_str().unwrap().contains(&format!("#{}", case_a["id"])), "{round}");
     assert_eq!(candidate["item"]["status"], "refused");
     let rounds = server.get("/api/agents/default/learning/rounds").await;

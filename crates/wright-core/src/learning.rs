@@ -83,6 +83,16 @@ string_enum!(
 );
 
 string_enum!(
+    /// Which replay of a held-out case in a round: before any candidate, with one candidate,
+    /// or after, with every accepted candidate.
+    ReplayPhase, "replay phase" {
+        Before => "before",
+        Candidate => "candidate",
+        After => "after",
+    }
+);
+
+string_enum!(
     /// A learning round's state.
     RoundStatus, "round status" {
         Running => "running",

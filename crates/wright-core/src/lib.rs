@@ -116,8 +116,8 @@ macro_rules! string_enum {
 
 mod learning;
 pub use learning::{
-    CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, LearnedKind, Outcome, OutcomeSource, Rating, RoundStatus,
-    RoundTrigger,
+    CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, LearnedKind, Outcome, OutcomeSource, Rating, ReplayPhase,
+    RoundStatus, RoundTrigger,
 };
 mod tools;
 pub use tools::{

@@ -14,7 +14,7 @@ use sqlx::Row;
 use utoipa::ToSchema;
 use wright_core::{
     AgentId, CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, LearnedKind, Outcome, OutcomeSource, Rating,
-    RoundStatus, RoundTrigger,
+    ReplayPhase, RoundStatus, RoundTrigger,
 };
 
 use crate::catalog::decode;
@@ -125,9 +125,9 @@ pub struct Round {
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Replay {
     pub case_id: i64,
-    /// `None`: the baseline (no candidate).
+    /// The candidate of a `candidate` replay.
     pub item_id: Option<i64>,
-    pub held_out: bool,
+    pub phase: ReplayPhase,
     pub passed: bool,
     pub detail: String,
 }
@@ -611,12 +611,12 @@ impl Store {
     pub async fn add_replay(&self, round: i64, replay: &Replay) -> Result<(), StoreError> {
         let mut transaction = self.begin_write().await?;
         sqlx::query(
-            "INSERT INTO learning_replays (round_id, case_id, item_id, held_out, passed, detail) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO learning_replays (round_id, case_id, item_id, phase, passed, detail) VALUES (?, ?, ?, ?, ?, ?)",
         )
         .bind(round)
         .bind(replay.case_id)
         .bind(replay.item_id)
-        .bind(replay.held_out)
+        .bind(replay.phase.as_str())
         .bind(replay.passed)
         .bind(&replay.detail)
         .execute(&mut *transaction)
@@ -666,7 +666,7 @@ impl Store {
 
     pub async fn round_replays(&self, round: i64) -> Result<Vec<Replay>, StoreError> {
         let rows = sqlx::query(
-            "SELECT case_id, item_id, held_out, passed, detail FROM learning_replays WHERE round_id = ? ORDER BY id",
+            "SELECT case_id, item_id, phase, passed, detail FROM learning_replays WHERE round_id = ? ORDER BY id",
         )
         .bind(round)
         .fetch_all(&self.reader)
@@ -676,7 +676,7 @@ impl Store {
                 Ok(Replay {
                     case_id: row.try_get("case_id")?,
                     item_id: row.try_get("item_id")?,
-                    held_out: row.try_get("held_out")?,
+                    phase: ReplayPhase::parse(&text_of(row, "phase")?).map_err(decode)?,
                     passed: row.try_get("passed")?,
                     detail: text_of(row, "detail")?,
                 })

@@ -2342,6 +2342,11 @@ export interface components {
         RoundDetail: {
             round: components["schemas"]["Round"];
             candidates: components["schemas"]["CandidateView"][];
+            /**
+             * @description Each held-out case before any candidate and after, with every accepted one (after is
+             *     absent when none was accepted).
+             */
+            cases: components["schemas"]["CaseResult"][];
         };
         /**
          * @description A learning round's state.

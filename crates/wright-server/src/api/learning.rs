@@ -11,7 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use wright_core::{CaseCheck, Rating, RoundTrigger};
+use wright_core::{CaseCheck, Rating, ReplayPhase, RoundTrigger};
 use wright_store::{Case, ItemChange, LearnedItem, LearningSettings, Round, RunOutcomeRecord};
 
 use super::agents::existing_agent;
@@ -172,6 +172,9 @@ pub(super) struct CandidateView {
 pub(super) struct RoundDetail {
     pub round: Round,
     pub candidates: Vec<CandidateView>,
+    /// Each held-out case before any candidate and after, with every accepted one (after is
+    /// absent when none was accepted).
+    pub cases: Vec<CaseResult>,
 }
 
 /// A round with each candidate's per-case before/after.
@@ -192,7 +195,8 @@ pub(super) async fn round_detail(
     let replays = state.store.round_replays(id).await?;
     let cases = state.store.cases(&agent).await?;
     let message = |case_id: i64| cases.iter().find(|case| case.id == case_id).map(|case| case.message.clone());
-    let baseline: Vec<_> = replays.iter().filter(|replay| replay.item_id.is_none()).collect();
+    let of_phase = |phase: ReplayPhase| replays.iter().filter(move |replay| replay.phase == phase);
+    let baseline: Vec<_> = of_phase(ReplayPhase::Before).collect();
     let candidates = state
         .store
         .round_candidates(&agent, id)
@@ -202,8 +206,7 @@ pub(super) async fn round_detail(
             let cases = baseline
                 .iter()
                 .map(|before| {
-                    let after = replays
-                        .iter()
+                    let after = of_phase(ReplayPhase::Candidate)
                         .find(|replay| replay.item_id == Some(candidate.item.id) && replay.case_id == before.case_id);
                     CaseResult {
                         case_id: before.case_id,
@@ -224,7 +227,21 @@ pub(super) async fn round_detail(
             }
         })
         .collect();
-    Ok(Json(RoundDetail { round, candidates }))
+    let overall = baseline
+        .iter()
+        .map(|before| {
+            let after = of_phase(ReplayPhase::After).find(|replay| replay.case_id == before.case_id);
+            CaseResult {
+                case_id: before.case_id,
+                message: message(before.case_id),
+                before: Some(before.passed),
+                before_detail: Some(before.detail.clone()),
+                after: after.map(|replay| replay.passed),
+                after_detail: after.map(|replay| replay.detail.clone()),
+            }
+        })
+        .collect();
+    Ok(Json(RoundDetail { round, candidates, cases: overall }))
 }
 
 /// The agent's learned items (every status), newest first, with their counters.

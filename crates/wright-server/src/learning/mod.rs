@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use wright_agent::item_tokens;
 use wright_core::{
-    AgentId, CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, Outcome, OutcomeSource, Rating, RoundStatus,
-    RoundTrigger,
+    AgentId, CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, Outcome, OutcomeSource, Rating, ReplayPhase,
+    RoundStatus, RoundTrigger,
 };
 use wright_store::{Case, LearnedItem, Replay, Round, RunOutcomeRecord, RunRef};
 
@@ -125,14 +125,13 @@ async fn replay_case(
     agent: &AgentId,
     round: i64,
     case: &Case,
-    item: Option<i64>,
+    phase: ReplayPhase,
     with_live: &[i64],
 ) -> anyhow::Result<bool> {
     let verdict = replay::replay(state, agent, &case.message, &case.check, with_live).await?;
-    let replay = Replay { case_id: case.id, item_id: item, held_out: true, passed: verdict.passed, detail: verdict.detail };
-    if item.is_some() || with_live.is_empty() {
-        state.store.add_replay(round, &replay).await?;
-    }
+    let item_id = (phase == ReplayPhase::Candidate).then(|| with_live.first().copied()).flatten();
+    let replay = Replay { case_id: case.id, item_id, phase, passed: verdict.passed, detail: verdict.detail };
+    state.store.add_replay(round, &replay).await?;
     Ok(verdict.passed)
 }
 
@@ -171,7 +170,7 @@ async fn run_round(state: &AppState, agent: &AgentId, round: i64) -> anyhow::Res
 
     let mut before = Vec::new();
     for case in &held_out {
-        before.push(replay_case(state, agent, round, case, None, &[]).await?);
+        before.push(replay_case(state, agent, round, case, ReplayPhase::Before, &[]).await?);
         done += 1;
         state.store.round_progress(round, done, total, held).await?;
     }
@@ -200,7 +199,7 @@ async fn run_round(state: &AppState, agent: &AgentId, round: i64) -> anyhow::Res
         }
         let mut after = Vec::new();
         for case in &held_out {
-            after.push(replay_case(state, agent, round, case, Some(item.id), &[item.id]).await?);
+            after.push(replay_case(state, agent, round, case, ReplayPhase::Candidate, &[item.id]).await?);
             done += 1;
             state.store.round_progress(round, done, total, held).await?;
         }
@@ -241,7 +240,7 @@ async fn run_round(state: &AppState, agent: &AgentId, round: i64) -> anyhow::Res
         total += held;
         let mut passed = 0;
         for case in &held_out {
-            if replay_case(state, agent, round, case, None, &accepted).await? {
+            if replay_case(state, agent, round, case, ReplayPhase::After, &accepted).await? {
                 passed += 1;
             }
             done += 1;
