@@ -163,27 +163,33 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
         .as_i64()
         .unwrap();
     let (status, rated) = server
-        .post(&format!("/api/conversations/{colour}/feedback"), json!({"rating": "up", "comment": "just right", "seq": answer_seq}))
+        .post(
+            &format!("/api/conversations/{colour}/feedback"),
+            json!({"rating": "up", "comment": "just right", "seq": answer_seq}),
+        )
         .await;
     assert_eq!(status, 200, "{rated}");
     assert_eq!((rated["rating"].as_str(), rated["comment"].as_str()), (Some("up"), Some("just right")));
     assert_eq!((rated["outcome"].as_str(), rated["source"].as_str()), (Some("success"), Some("rating")));
-    let (status, refused) = server.post(&format!("/api/conversations/{colour}/feedback"), json!({"rating": "meh"})).await;
+    let (status, refused) =
+        server.post(&format!("/api/conversations/{colour}/feedback"), json!({"rating": "meh"})).await;
     assert_eq!(status, 422, "a rating is up or down: {refused}");
 
     // A case from a message alone; and one made and deleted.
     let drink = json!({"type": "state_equals", "key": "favourite_drink", "value": "tea"});
     let (status, case_b) = server
-        .post("/api/agents/default/cases", json!({"message": "Remember that my favourite drink is tea", "check": drink}))
+        .post(
+            "/api/agents/default/cases",
+            json!({"message": "Remember that my favourite drink is tea", "check": drink}),
+        )
         .await;
     assert_eq!(status, 201, "{case_b}");
     let (status, extra) = server
         .post("/api/agents/default/cases", json!({"message": "x", "check": {"type": "notes_contain", "text": "x"}}))
         .await;
     assert_eq!(status, 201, "{extra}");
-    let (status, _) = server
-        .send(reqwest::Method::DELETE, &format!("/api/agents/default/cases/{}", extra["id"]), None)
-        .await;
+    let (status, _) =
+        server.send(reqwest::Method::DELETE, &format!("/api/agents/default/cases/{}", extra["id"]), None).await;
     assert_eq!(status, 200);
     let (status, _) = server
         .post("/api/agents/default/cases", json!({"conversation_id": colour, "message": "both", "check": drink}))
@@ -200,17 +206,32 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
     ]);
     let before_round = chats(&fake).len();
     let round = server.round().await;
-    assert_eq!((round["round"]["passed_before"].as_i64(), round["round"]["passed_after"].as_i64()), (Some(0), Some(1)), "{round}");
+    assert_eq!(
+        (round["round"]["passed_before"].as_i64(), round["round"]["passed_after"].as_i64()),
+        (Some(0), Some(1)),
+        "{round}"
+    );
     assert_eq!(round["round"]["held_out_total"], 1, "the case the item was learned from is not held out: {round}");
     let candidate = &round["candidates"][0];
     assert_eq!(round["candidates"].as_array().unwrap().len(), 1, "{round}");
-    assert_eq!((candidate["item"]["kind"].as_str(), candidate["decision"].as_str()), (Some("exemplar"), Some("accepted")), "{round}");
+    assert_eq!(
+        (candidate["item"]["kind"].as_str(), candidate["decision"].as_str()),
+        (Some("exemplar"), Some("accepted")),
+        "{round}"
+    );
     assert_eq!(candidate["item"]["status"], "live");
     assert_eq!(candidate["item"]["source_runs"][0]["conversation_id"], colour.as_str());
     assert_eq!(candidate["cases"][0]["case_id"], case_b["id"]);
-    assert_eq!((candidate["cases"][0]["before"].as_bool(), candidate["cases"][0]["after"].as_bool()), (Some(false), Some(true)));
+    assert_eq!(
+        (candidate["cases"][0]["before"].as_bool(), candidate["cases"][0]["after"].as_bool()),
+        (Some(false), Some(true))
+    );
     let overall = &round["cases"][0];
-    assert_eq!((overall["before"].as_bool(), overall["after"].as_bool()), (Some(false), Some(true)), "with every accepted item: {round}");
+    assert_eq!(
+        (overall["before"].as_bool(), overall["after"].as_bool()),
+        (Some(false), Some(true)),
+        "with every accepted item: {round}"
+    );
     let exemplar_id = candidate["item"]["id"].as_i64().unwrap();
     let replays = &chats(&fake)[before_round..];
     assert_eq!(replays.len(), 5, "three replays, five model turns");
@@ -239,7 +260,10 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
     ]);
     let city = server.conversation().await;
     server.say(&city, "Remember that my favourite city is Paris").await;
-    assert!(chats(&fake).last().unwrap().to_string().contains("this worked: set_state"), "the live exemplar reaches requests");
+    assert!(
+        chats(&fake).last().unwrap().to_string().contains("this worked: set_state"),
+        "the live exemplar reaches requests"
+    );
 
     // Round 2: the rule makes the colour case, which passed, fail: refused.
     fake.push([
@@ -247,14 +271,22 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
         Turn::text("Saved."),
         set_state("favourite_drink", "tea"), // baseline: drink passes
         Turn::text("Saved."),
-        Turn::text("OK."), // with the rule: colour fails
+        Turn::text("OK."),                   // with the rule: colour fails
         set_state("favourite_drink", "tea"), // with the rule: drink passes
         Turn::text("Saved."),
     ]);
     let round = server.round().await;
-    assert_eq!((round["round"]["passed_before"].as_i64(), round["round"]["passed_after"].as_i64()), (Some(2), Some(2)), "{round}");
+    assert_eq!(
+        (round["round"]["passed_before"].as_i64(), round["round"]["passed_after"].as_i64()),
+        (Some(2), Some(2)),
+        "{round}"
+    );
     let candidate = &round["candidates"][0];
-    assert_eq!((candidate["item"]["kind"].as_str(), candidate["decision"].as_str()), (Some("error_fix"), Some("refused")), "{round}");
+    assert_eq!(
+        (candidate["item"]["kind"].as_str(), candidate["decision"].as_str()),
+        (Some("error_fix"), Some("refused")),
+        "{round}"
+    );
     assert!(round["cases"].as_array().unwrap().iter().all(|case| case["after"].is_null()), "none accepted: {round}");
     assert!(candidate["reason"].as_str().unwrap().contains(&format!("#{}", case_a["id"])), "{round}");
     assert_eq!(candidate["item"]["status"], "refused");
@@ -269,10 +301,18 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
     assert_eq!((status, rated["outcome"].as_str()), (200, Some("failure")), "{rated}");
     let items = server.get("/api/agents/default/learning/items").await;
     let exemplar = items.as_array().unwrap().iter().find(|item| item["id"] == exemplar_id).unwrap();
-    assert_eq!((exemplar["status"].as_str(), exemplar["used_failure"].as_i64()), (Some("rolled_back"), Some(1)), "{items}");
+    assert_eq!(
+        (exemplar["status"].as_str(), exemplar["used_failure"].as_i64()),
+        (Some("rolled_back"), Some(1)),
+        "{items}"
+    );
     let changes = server.get(&format!("/api/agents/default/learning/items/{exemplar_id}/changes")).await;
     let last = changes.as_array().unwrap().last().unwrap();
-    assert_eq!((last["author"].as_str(), last["status"].as_str()), (Some("counters"), Some("rolled_back")), "{changes}");
+    assert_eq!(
+        (last["author"].as_str(), last["status"].as_str()),
+        (Some("counters"), Some("rolled_back")),
+        "{changes}"
+    );
     fake.push([Turn::text("Green.")]);
     server.say(&blue, "Remember my favourite colour").await;
     assert!(!chats(&fake).last().unwrap().to_string().contains("## learned"), "a rolled-back item leaves requests");
@@ -296,7 +336,11 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
     server.say(&hello, "Hi there").await;
     server.say(&hello, "No, that's wrong").await;
     let outcomes = server.get(&format!("/api/conversations/{hello}/outcomes")).await;
-    assert_eq!((outcomes[0]["outcome"].as_str(), outcomes[0]["source"].as_str()), (Some("failure"), Some("correction")), "{outcomes}");
+    assert_eq!(
+        (outcomes[0]["outcome"].as_str(), outcomes[0]["source"].as_str()),
+        (Some("failure"), Some("correction")),
+        "{outcomes}"
+    );
 }
 
 #[tokio::test]

@@ -23,9 +23,14 @@ use crate::connection::{GuardedConnection, Watch};
 use crate::{AgentDbConfig, AgentDbError};
 
 pub(crate) enum Request {
-    Sql { sql: String, params: Vec<Value> },
+    Sql {
+        sql: String,
+        params: Vec<Value>,
+    },
     /// One statement SQLite itself says does not write (a check of a case, issue 31).
-    Query { sql: String },
+    Query {
+        sql: String,
+    },
     Schema,
     Summary,
 }

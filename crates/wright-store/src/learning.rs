@@ -183,7 +183,12 @@ impl Store {
     }
 
     /// Sets the outcome of a recorded run (a check, a correction). Returns whether it existed.
-    pub async fn set_run_outcome(&self, run: &RunRef, outcome: Outcome, source: OutcomeSource) -> Result<bool, StoreError> {
+    pub async fn set_run_outcome(
+        &self,
+        run: &RunRef,
+        outcome: Outcome,
+        source: OutcomeSource,
+    ) -> Result<bool, StoreError> {
         let mut transaction = self.begin_write().await?;
         let changed = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE run_outcomes SET outcome = ?, source = ?, updated_at = {NOW} WHERE conversation_id = ? AND user_seq = ?"
@@ -201,7 +206,11 @@ impl Store {
 
     /// The recorded run of the conversation that holds event `seq` (the latest run that
     /// started at or before it), or the latest run when `seq` is `None`.
-    pub async fn run_at(&self, conversation_id: &str, seq: Option<i64>) -> Result<Option<RunOutcomeRecord>, StoreError> {
+    pub async fn run_at(
+        &self,
+        conversation_id: &str,
+        seq: Option<i64>,
+    ) -> Result<Option<RunOutcomeRecord>, StoreError> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{OUTCOME_SELECT} WHERE o.conversation_id = ? AND o.user_seq <= ? ORDER BY o.user_seq DESC LIMIT 1"
         )))
@@ -381,10 +390,10 @@ impl Store {
             }
         };
         transaction.commit().await?;
-        let item = self.learned_item(agent, id).await?.ok_or(StoreError::ItemNotFound {
-            kind: "learned item",
-            name: id.to_string(),
-        })?;
+        let item = self
+            .learned_item(agent, id)
+            .await?
+            .ok_or(StoreError::ItemNotFound { kind: "learned item", name: id.to_string() })?;
         Ok((item, inserted.is_some()))
     }
 
@@ -422,7 +431,9 @@ impl Store {
         .execute(&mut *transaction)
         .await?;
         transaction.commit().await?;
-        self.learned_item(agent, id).await?.ok_or(StoreError::ItemNotFound { kind: "learned item", name: id.to_string() })
+        self.learned_item(agent, id)
+            .await?
+            .ok_or(StoreError::ItemNotFound { kind: "learned item", name: id.to_string() })
     }
 
     pub async fn learned_item(&self, agent: &AgentId, id: i64) -> Result<Option<LearnedItem>, StoreError> {
@@ -478,12 +489,14 @@ impl Store {
         }
         let mut transaction = self.begin_write().await?;
         for item in items {
-            sqlx::query("INSERT OR IGNORE INTO learned_item_uses (item_id, conversation_id, user_seq) VALUES (?, ?, ?)")
-                .bind(item)
-                .bind(&run.conversation_id)
-                .bind(run.user_seq)
-                .execute(&mut *transaction)
-                .await?;
+            sqlx::query(
+                "INSERT OR IGNORE INTO learned_item_uses (item_id, conversation_id, user_seq) VALUES (?, ?, ?)",
+            )
+            .bind(item)
+            .bind(&run.conversation_id)
+            .bind(run.user_seq)
+            .execute(&mut *transaction)
+            .await?;
         }
         transaction.commit().await?;
         Ok(())

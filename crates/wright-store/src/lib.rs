@@ -64,7 +64,8 @@ pub use conversations::{
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};
 pub use learning::{
-    Case, ItemChange, LearnedItem, LearningSettings, NewRunOutcome, Replay, Round, RoundCandidate, RunOutcomeRecord, RunRef,
+    Case, ItemChange, LearnedItem, LearningSettings, NewRunOutcome, Replay, Round, RoundCandidate, RunOutcomeRecord,
+    RunRef,
 };
 pub use limits::TextLimits;
 pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSource};

@@ -117,8 +117,10 @@ mod tests {
             item(2, LearnedKind::ErrorFix, "expenses table rows", "db_sql failed: no such table; create it first"),
             item(3, LearnedKind::NotesEdit, "", "Answer in one sentence."),
         ];
-        let chosen: Vec<i64> =
-            choose_learned(&items, "Please remember that my favourite colour is green", 500).iter().map(|i| i.id).collect();
+        let chosen: Vec<i64> = choose_learned(&items, "Please remember that my favourite colour is green", 500)
+            .iter()
+            .map(|i| i.id)
+            .collect();
         assert_eq!(chosen, vec![3, 1]);
         let chosen: Vec<i64> = choose_learned(&items, "what's the weather", 500).iter().map(|i| i.id).collect();
         assert_eq!(chosen, vec![3], "an unrelated request gets only the notes edit");

@@ -59,8 +59,22 @@ pub(crate) fn read_outside(run: &[&Event], specs: &[ToolSpec]) -> bool {
 /// Openings with which a person corrects the answer before (compared lowercased, on the
 /// message's first words). Deliberately narrow: a false correction marks a good run failed.
 const CORRECTIONS: &[&str] = &[
-    "no,", "no.", "no!", "nope", "wrong", "that's wrong", "that is wrong", "that's not", "that is not", "not what i",
-    "you didn't", "you did not", "it didn't", "it did not", "actually,", "incorrect",
+    "no,",
+    "no.",
+    "no!",
+    "nope",
+    "wrong",
+    "that's wrong",
+    "that is wrong",
+    "that's not",
+    "that is not",
+    "not what i",
+    "you didn't",
+    "you did not",
+    "it didn't",
+    "it did not",
+    "actually,",
+    "incorrect",
 ];
 
 /// Whether the message reads as the person correcting the answer before it.
@@ -78,7 +92,12 @@ mod tests {
         Event {
             seq,
             content: String::new(),
-            body: EventBody::ToolResult { tool_call_id: format!("c{seq}"), name: name.into(), output: json!({}), success },
+            body: EventBody::ToolResult {
+                tool_call_id: format!("c{seq}"),
+                name: name.into(),
+                output: json!({}),
+                success,
+            },
         }
     }
 

@@ -466,7 +466,8 @@ impl Runs {
                 Ok(Ok(outcome)) => {
                     let learned = transcript.learned.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
                     let budget = loop_config.learned_budget_tokens;
-                    if let Err(error) = runs.record_outcome(&agent, &conversation_id, &outcome, &learned, budget).await {
+                    if let Err(error) = runs.record_outcome(&agent, &conversation_id, &outcome, &learned, budget).await
+                    {
                         tracing::warn!(%error, conversation_id, "could not record the run's outcome");
                     }
                     return;
@@ -551,14 +552,18 @@ impl Runs {
         };
         for item in items {
             let carried = self.store.item_was_used(item.id, run).await.unwrap_or(false);
-            if carried && item.used_failure >= self.learning.rollback_min_failures && item.used_failure > item.used_success
+            if carried
+                && item.used_failure >= self.learning.rollback_min_failures
+                && item.used_failure > item.used_success
             {
                 let reason = format!(
                     "rolled back by its counters: {} later runs that carried it failed, {} succeeded",
                     item.used_failure, item.used_success
                 );
-                if let Err(error) =
-                    self.store.set_item_status(agent, item.id, ItemStatus::RolledBack, ItemAuthor::Counters, &reason).await
+                if let Err(error) = self
+                    .store
+                    .set_item_status(agent, item.id, ItemStatus::RolledBack, ItemAuthor::Counters, &reason)
+                    .await
                 {
                     tracing::warn!(%error, item = item.id, "could not roll back a learned item");
                 }
@@ -658,7 +663,12 @@ impl Transcript for StoreTranscript {
                 .await
                 .map_err(message)?
                 .into_iter()
-                .map(|item| wright_agent::LearnedText { id: item.id, kind: item.kind, trigger: item.trigger, text: item.text })
+                .map(|item| wright_agent::LearnedText {
+                    id: item.id,
+                    kind: item.kind,
+                    trigger: item.trigger,
+                    text: item.text,
+                })
                 .collect();
             *self.learned.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = learned.clone();
             Ok(SystemParts {

@@ -97,7 +97,8 @@ pub(crate) fn exemplar(run: &RunOutcomeRecord, events: &[Event]) -> Option<Draft
         return None;
     }
     let steps: Vec<String> = calls.iter().map(|(name, arguments)| shown_call(name, arguments)).collect();
-    let text = capped(format!("For a request like {:?}, this worked: {}.", cut(&run.request, 120), steps.join(", then ")));
+    let text =
+        capped(format!("For a request like {:?}, this worked: {}.", cut(&run.request, 120), steps.join(", then ")));
     Some(Draft {
         kind: LearnedKind::Exemplar,
         trigger: run.request.clone(),
@@ -155,7 +156,11 @@ async fn notes_edit(state: &AppState, run: &RunOutcomeRecord, events: &[Event]) 
             EventBody::Assistant { text, .. } => format!("assistant: {}", cut(text, 400)),
             EventBody::ToolCall { name, arguments, .. } => format!("call: {}", shown_call(name, arguments)),
             EventBody::ToolResult { name, output, success, .. } => {
-                format!("result of {name} ({}): {}", if *success { "ok" } else { "failed" }, cut(&output.to_string(), 300))
+                format!(
+                    "result of {name} ({}): {}",
+                    if *success { "ok" } else { "failed" },
+                    cut(&output.to_string(), 300)
+                )
             }
             EventBody::Notice(notice) => format!("notice: {}", cut(&serde_json::to_string(notice)?, 200)),
         };
@@ -185,8 +190,7 @@ async fn notes_edit(state: &AppState, run: &RunOutcomeRecord, events: &[Event]) 
         if failures.is_empty() { "none".to_owned() } else { failures.join("\n") },
         run.source
     );
-    let history =
-        [Event { seq: 1, content: text.clone(), body: EventBody::User { text, component: None } }];
+    let history = [Event { seq: 1, content: text.clone(), body: EventBody::User { text, component: None } }];
     let request = ModelRequest {
         system: DRAFT_SYSTEM.to_owned(),
         history: &history,

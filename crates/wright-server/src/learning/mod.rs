@@ -109,9 +109,7 @@ pub async fn start_round(state: &AppState, agent: &AgentId, trigger: RoundTrigge
         if let Err(error) = run_round(&background, &agent, id).await {
             tracing::warn!(%error, round = id, "a learning round failed");
             let message = format!("{error:#}");
-            if let Err(error) =
-                background.store.finish_round(id, RoundStatus::Failed, None, Some(&message)).await
-            {
+            if let Err(error) = background.store.finish_round(id, RoundStatus::Failed, None, Some(&message)).await {
                 tracing::error!(%error, round = id, "could not record a failed learning round");
             }
         }
@@ -149,10 +147,8 @@ async fn run_round(state: &AppState, agent: &AgentId, round: i64) -> anyhow::Res
             candidates.push(item);
         }
     }
-    let sources: BTreeSet<String> = candidates
-        .iter()
-        .flat_map(|item| item.source_runs.iter().map(|run| run.conversation_id.clone()))
-        .collect();
+    let sources: BTreeSet<String> =
+        candidates.iter().flat_map(|item| item.source_runs.iter().map(|run| run.conversation_id.clone())).collect();
     let held_out: Vec<Case> = state
         .store
         .cases(agent)
@@ -224,7 +220,10 @@ async fn run_round(state: &AppState, agent: &AgentId, round: i64) -> anyhow::Res
             };
             let reason = format!("{rise}, no case broke; waits for the person's approval: {why}");
             state.store.decide_candidate(round, item.id, CandidateDecision::AwaitingApproval, &reason).await?;
-            state.store.set_item_status(agent, item.id, ItemStatus::AwaitingApproval, ItemAuthor::Learning, &reason).await?;
+            state
+                .store
+                .set_item_status(agent, item.id, ItemStatus::AwaitingApproval, ItemAuthor::Learning, &reason)
+                .await?;
             accepted.push(item.id);
         } else {
             let reason = format!("accepted by learning round {round}: {rise}, no case broke, {tokens} tokens");

@@ -145,7 +145,11 @@ async fn undone(store: &Store, services: &Services, agent: &AgentId, check: &Cas
             store.delete_state(agent, key).await?;
         }
         CaseCheck::NotesContain { text } => {
-            let edit = wright_store::DocumentEdit::FindReplace { find: text.clone(), replace: String::new(), replace_all: true };
+            let edit = wright_store::DocumentEdit::FindReplace {
+                find: text.clone(),
+                replace: String::new(),
+                replace_all: true,
+            };
             let meta = wright_store::VersionMeta::new(wright_core::Author::Admin)
                 .with_reason(Some("a replay starts without the text its case checks for".into()));
             store.edit_document(agent, DocumentKind::LearnedNotes, &edit, &meta).await?;
@@ -223,7 +227,9 @@ async fn judged(
             let result = services.databases.query(agent, sql).await?;
             let count = result["rows"].get(0).and_then(|row| row.get(0)).and_then(Value::as_i64);
             match count {
-                Some(count) => Verdict::new(count >= *min, format!("the query counted {count} (at least {min} wanted)")),
+                Some(count) => {
+                    Verdict::new(count >= *min, format!("the query counted {count} (at least {min} wanted)"))
+                }
                 None => Verdict::new(false, "the query returned no number in its first row and column"),
             }
         }
@@ -236,7 +242,10 @@ async fn judged(
             };
             let executions = store.list_executions(agent, &filter).await?;
             let found = executions.iter().any(|execution| execution.conversation_id.as_deref() == conversation);
-            Verdict::new(found, if found { format!("{tool} succeeded") } else { format!("no successful call of {tool}") })
+            Verdict::new(
+                found,
+                if found { format!("{tool} succeeded") } else { format!("no successful call of {tool}") },
+            )
         }
         CaseCheck::FileContains { path, text } => {
             let workspace = services.workspaces.open(agent)?;
@@ -246,7 +255,10 @@ async fn judged(
                     let content: Vec<&str> =
                         read.content.lines().map(|line| line.split_once('\t').map_or(line, |(_, rest)| rest)).collect();
                     let found = content.join("\n").contains(text.as_str());
-                    Verdict::new(found, if found { format!("{path} contains it") } else { format!("{path} does not contain it") })
+                    Verdict::new(
+                        found,
+                        if found { format!("{path} contains it") } else { format!("{path} does not contain it") },
+                    )
                 }
                 Err(error) => Verdict::new(false, format!("{path}: {error}")),
             }
@@ -257,7 +269,10 @@ async fn judged(
             };
             let pending = store.pending_calls(conversation).await?;
             let found = pending.iter().any(|call| call.tool_name == *tool);
-            Verdict::new(found, if found { format!("a call of {tool} waits") } else { format!("no call of {tool} waits") })
+            Verdict::new(
+                found,
+                if found { format!("a call of {tool} waits") } else { format!("no call of {tool} waits") },
+            )
         }
     })
 }

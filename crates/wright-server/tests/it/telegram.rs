@@ -803,7 +803,11 @@ async fn a_reaction_on_an_answer_rates_its_run() {
     let first = bot_says(&bot, 0, "Paris is the capital.").await;
     let conversation = server.conversations().await[0]["id"].as_str().unwrap().to_owned();
     let path = format!("/api/conversations/{conversation}/outcomes");
-    server.until("the first run's outcome", async |server| (server.get(&path).await[0]["outcome"] == "unknown").then_some(())).await;
+    server
+        .until("the first run's outcome", async |server| {
+            (server.get(&path).await[0]["outcome"] == "unknown").then_some(())
+        })
+        .await;
     let before = bot_count(&bot);
     bot.send_text(&ada, "and of Italy?");
     let second = bot_says(&bot, before, "Rome, then.").await;
