@@ -377,3 +377,61 @@ async fn a_check_cannot_write_the_agent_database_or_leave_the_workspace() {
     assert_eq!(status, 200, "{result}");
     assert_eq!(result["rows"][0][0], 0, "{result}");
 }
+
+#[tokio::test]
+async fn an_item_learned_from_a_run_that_read_outside_content_waits_for_approval() {
+    // The run reads a page (refused by the egress policy, but its result is outside content in
+    // the context all the same), then saves the colour.
+    let fake = FakeProvider::start(vec![
+        Turn::tool_call("fetch_url", json!({"url": "http://127.0.0.1:9/colours"})),
+        set_state("favourite_colour", "green"),
+        Turn::text("Saved."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
+    let server = Server::start(dir.path(), &fake);
+    let colour = server.conversation().await;
+    server.say(&colour, "Remember that my favourite colour is green").await;
+    let check = json!({"type": "state_equals", "key": "favourite_colour", "value": "green"});
+    let (status, _) =
+        server.post("/api/agents/default/cases", json!({"conversation_id": colour, "check": check})).await;
+    assert_eq!(status, 201);
+    let outcome = &server.get(&format!("/api/conversations/{colour}/outcomes")).await[0];
+    assert_eq!(outcome["read_outside"], true, "{outcome}");
+    let drink = json!({"type": "state_equals", "key": "favourite_drink", "value": "tea"});
+    server
+        .post(
+            "/api/agents/default/cases",
+            json!({"message": "Remember that my favourite drink is tea", "check": drink}),
+        )
+        .await;
+
+    fake.push([
+        Turn::text("I will remember that."), // before: fails
+        set_state("favourite_drink", "tea"), // with the exemplar: passes
+        Turn::text("Saved."),
+        set_state("favourite_drink", "tea"), // after, with it
+        Turn::text("Saved."),
+    ]);
+    let round = server.round().await;
+    let candidate = &round["candidates"][0];
+    assert_eq!(candidate["decision"], "awaiting_approval", "{round}");
+    assert_eq!(
+        (candidate["item"]["status"].as_str(), candidate["item"]["read_outside"].as_bool()),
+        (Some("awaiting_approval"), Some(true))
+    );
+    assert!(candidate["reason"].as_str().unwrap().contains("outside content"), "{round}");
+    let id = candidate["item"]["id"].as_i64().unwrap();
+
+    // Not live: the next request does not carry it, until the person approves it.
+    fake.push([Turn::text("Noted."), Turn::text("Noted again.")]);
+    let next = server.conversation().await;
+    server.say(&next, "Remember that my favourite animal is the owl").await;
+    assert!(!chats(&fake).last().unwrap().to_string().contains("## learned"), "an item awaiting approval is not live");
+    let (status, approved) =
+        server.post(&format!("/api/agents/default/learning/items/{id}/decision"), json!({"action": "approve"})).await;
+    assert_eq!((status, approved["status"].as_str()), (200, Some("live")), "{approved}");
+    server.say(&next, "Remember that my favourite tree is the oak").await;
+    assert!(chats(&fake).last().unwrap().to_string().contains("## learned"), "approved, it is live");
+}
