@@ -434,4 +434,15 @@ async fn an_item_learned_from_a_run_that_read_outside_content_waits_for_approval
     assert_eq!((status, approved["status"].as_str()), (200, Some("live")), "{approved}");
     server.say(&next, "Remember that my favourite tree is the oak").await;
     assert!(chats(&fake).last().unwrap().to_string().contains("## learned"), "approved, it is live");
+
+    // The person's settings: approval before anything goes live, and a nightly round.
+    assert_eq!(
+        server.get("/api/agents/default/learning/settings").await,
+        json!({"require_approval": false, "nightly": false})
+    );
+    let settings = json!({"require_approval": true, "nightly": true});
+    let (status, _) =
+        server.send(reqwest::Method::PUT, "/api/agents/default/learning/settings", Some(settings.clone())).await;
+    assert_eq!(status, 200);
+    assert_eq!(server.get("/api/agents/default/learning/settings").await, settings);
 }
