@@ -13,8 +13,9 @@
 mod architecture;
 mod attacks;
 mod binary;
+mod learning;
 mod mcp_server;
 mod model_loop;
 mod real_model;
-mod usage;
 mod skills;
+mod usage;

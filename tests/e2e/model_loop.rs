@@ -25,7 +25,8 @@ pub(crate) enum Wire {
     Text,
 }
 
-pub(crate) const WIRES: [Wire; 6] = [Wire::Openai, Wire::Responses, Wire::Compatible, Wire::Anthropic, Wire::Gemini, Wire::Text];
+pub(crate) const WIRES: [Wire; 6] =
+    [Wire::Openai, Wire::Responses, Wire::Compatible, Wire::Anthropic, Wire::Gemini, Wire::Text];
 
 pub(crate) struct Server {
     child: Child,

@@ -94,7 +94,8 @@ async fn the_ledgers_sums_equal_what_the_fake_reported_cached_tokens_included_on
         let printed = wright_usage(dir.path(), &["--by", "agent"]);
         assert_eq!(printed["totals"], report["totals"], "{wire:?}");
 
-        let csv = server.client.get(format!("{}/api/usage/export", server.url)).bearer_auth(TOKEN).send().await.unwrap();
+        let csv =
+            server.client.get(format!("{}/api/usage/export", server.url)).bearer_auth(TOKEN).send().await.unwrap();
         assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
         let csv = csv.text().await.unwrap();
         assert_eq!(csv.lines().count(), 3, "{wire:?}: a header and a line per request: {csv}");

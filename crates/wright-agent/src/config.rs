@@ -98,6 +98,9 @@ pub struct LoopConfig {
     pub preload_skill_tokens: usize,
     /// What the host decides once a run's context holds content from outside (`[agent.untrusted]`).
     pub untrusted: UntrustedConfig,
+    /// The most tokens the agent's learned items may add to a request (issue 31); a learning
+    /// round refuses a candidate that would not fit beside the live ones.
+    pub learned_budget_tokens: usize,
 }
 
 /// `[agent.untrusted]`: the rules about content from outside Wright (web pages, search results,
@@ -159,6 +162,7 @@ impl Default for LoopConfig {
             list_agent_data: true,
             preload_skill_tokens: 0,
             untrusted: UntrustedConfig::default(),
+            learned_budget_tokens: 500,
         }
     }
 }

@@ -58,6 +58,9 @@ pub struct SystemParts {
     pub earlier_summary: Option<String>,
     /// The agent's files and shell; none where the caller has no workspace to describe.
     pub workspace: Option<WorkspaceParts>,
+    /// The agent's live learned items. Not part of the system message: the policy says those
+    /// that fit the request after the history (`policy/learned.rs`).
+    pub learned: Vec<crate::LearnedText>,
 }
 
 /// Where the agent works on the host, as the workspace tools see it.
@@ -86,6 +89,7 @@ impl Default for SystemParts {
             skills: Vec::new(),
             earlier_summary: None,
             workspace: None,
+            learned: Vec::new(),
         }
     }
 }

@@ -41,11 +41,13 @@ pub mod profile;
 mod provider_model;
 mod surface;
 
-pub use config::{CHARS_PER_TOKEN, LoopConfig, RESAMPLE_TEMPERATURE, RUN_TOKENS_PER_WINDOW, UntrustedConfig, limit_reached};
+pub use config::{
+    CHARS_PER_TOKEN, LoopConfig, RESAMPLE_TEMPERATURE, RUN_TOKENS_PER_WINDOW, UntrustedConfig, limit_reached,
+};
 pub use context::{ContextMemory, ContextSkill, DEFAULT_MEMORY_CHARS, SystemParts, WorkspaceParts, system_message};
 pub use dispatch::cap_output;
 pub use engine::{RunContext, run};
-pub use policy::ECHO_NOTE;
+pub use policy::{ECHO_NOTE, LearnedText, choose_learned, content_words, item_tokens};
 pub use ports::{
     Finish, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunOutcome, Transcript,
 };

@@ -209,7 +209,20 @@ impl GuardedConnection {
             return Err(AgentDbError::SqlTooLong { length: sql.len(), limit });
         }
         self.watch.arm(self.config.statement_timeout());
-        let result = self.run(sql, params);
+        let result = self.run(sql, params, false);
+        self.watch.disarm();
+        result
+    }
+
+    /// Like [`sql`](Self::sql) without params, for a statement SQLite's compiler says does not
+    /// write (`sqlite3_stmt_readonly`); any other is refused before it runs.
+    pub fn query(&mut self, sql: &str) -> Result<Value, AgentDbError> {
+        let limit = self.config.max_sql_bytes as usize;
+        if sql.len() > limit {
+            return Err(AgentDbError::SqlTooLong { length: sql.len(), limit });
+        }
+        self.watch.arm(self.config.statement_timeout());
+        let result = self.run(sql, &[], true);
         self.watch.disarm();
         result
     }
@@ -272,7 +285,7 @@ impl GuardedConnection {
         result.map_err(|error| self.classify(error, ""))
     }
 
-    fn run(&self, sql: &str, params: &[Value]) -> Result<Value, AgentDbError> {
+    fn run(&self, sql: &str, params: &[Value], read_only: bool) -> Result<Value, AgentDbError> {
         self.auth.set_phase(Phase::Preparing);
         self.auth.take_denial();
         // `prepare_cached` compiles the text after the first statement too, and refuses it
@@ -286,6 +299,9 @@ impl GuardedConnection {
                 return Err(if self.first_statement_compiles(sql) { AgentDbError::MultipleStatements } else { error });
             }
         };
+        if read_only && !statement.readonly() {
+            return Err(AgentDbError::NotReadOnly);
+        }
         let expected = statement.parameter_count();
         if expected != params.len() {
             return Err(AgentDbError::Params {

@@ -50,6 +50,9 @@ pub enum AgentDbError {
          (BEGIN and COMMIT work across calls)"
     )]
     MultipleStatements,
+    /// A statement that may write where only reading is allowed (a case's check).
+    #[error("only a statement that reads is allowed here (SELECT); this one may write")]
+    NotReadOnly,
     /// The SQL text holds no statement (empty, or only comments).
     #[error("the SQL text contains no statement")]
     EmptyStatement,

@@ -102,6 +102,15 @@ impl AgentDatabases {
         }
     }
 
+    /// One statement that only reads, as [`sql`](Self::sql) answers it; a statement SQLite
+    /// says may write is refused ([`AgentDbError::NotReadOnly`]) before it runs.
+    pub async fn query(&self, agent: &AgentId, sql: &str) -> Result<Value, AgentDbError> {
+        match self.call(agent, Request::Query { sql: sql.to_owned() }).await? {
+            Answer::Json(value) => Ok(value),
+            Answer::Text(text) => Ok(Value::String(text)),
+        }
+    }
+
     /// `db_schema`: `{tables: [{name, columns: [{name, type, notnull, pk}], row_count}]}`.
     pub async fn schema(&self, agent: &AgentId) -> Result<Value, AgentDbError> {
         match self.call(agent, Request::Schema).await? {

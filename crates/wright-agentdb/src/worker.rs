@@ -23,7 +23,14 @@ use crate::connection::{GuardedConnection, Watch};
 use crate::{AgentDbConfig, AgentDbError};
 
 pub(crate) enum Request {
-    Sql { sql: String, params: Vec<Value> },
+    Sql {
+        sql: String,
+        params: Vec<Value>,
+    },
+    /// One statement SQLite itself says does not write (a check of a case, issue 31).
+    Query {
+        sql: String,
+    },
     Schema,
     Summary,
 }
@@ -103,6 +110,7 @@ fn answer(
     if connection.is_none() && !needs_file && !path.exists() {
         return Ok(match request {
             Request::Summary => Answer::Text(String::new()),
+            Request::Query { .. } => Answer::Json(json!({ "columns": [], "rows": [], "row_count": 0 })),
             _ => Answer::Json(json!({ "tables": [] })),
         });
     }
@@ -113,6 +121,7 @@ fn answer(
     };
     match request {
         Request::Sql { sql, params } => connection.sql(&sql, &params).map(Answer::Json),
+        Request::Query { sql } => connection.query(&sql).map(Answer::Json),
         Request::Schema => connection.schema().map(Answer::Json),
         Request::Summary => connection.summary().map(Answer::Text),
     }

@@ -122,6 +122,11 @@ macro_rules! string_enum {
     };
 }
 
+mod learning;
+pub use learning::{
+    CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, LearnedKind, Outcome, OutcomeSource, Rating, ReplayPhase,
+    RoundStatus, RoundTrigger,
+};
 mod tools;
 pub use tools::{
     ApprovalAnswer, ApprovalDecision, BoxFuture, CLOSEST_NAMES, Caller, ErrorCategory, Hint, Invocation, Presentation,

@@ -844,7 +844,8 @@ fn with_anthropic_ending(mut events: Vec<String>, ending: &Ending) -> Vec<String
 fn gemini_events(text: &str, calls: &[FakeCall], ending: &Ending) -> Vec<String> {
     // Gemini ends events with CRLF CRLF.
     let event = |value: Value| format!("data: {value}\r\n\r\n");
-    let usage = json!({"promptTokenCount": 10, "cachedContentTokenCount": 4, "candidatesTokenCount": 5, "totalTokenCount": 15});
+    let usage =
+        json!({"promptTokenCount": 10, "cachedContentTokenCount": 4, "candidatesTokenCount": 5, "totalTokenCount": 15});
     let mut events: Vec<String> = pieces(text)
         .iter()
         .map(|piece| {

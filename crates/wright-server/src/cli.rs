@@ -98,6 +98,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run one learning round for an agent here and print its result: candidates from recent
+    /// runs, replayed on the held-out cases in scratch copies of the agent's data (issue 31).
+    Learn {
+        #[arg(long, default_value = AgentId::DEFAULT)]
+        agent: String,
+    },
     /// Print the OpenAPI document of the HTTP API.
     Openapi,
 }
@@ -366,6 +372,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Tool { command: ToolCommand::Call { name, agent, args } } => {
             call_tool(config, &name, &agent, &args).await
+        }
+        Command::Learn { agent } => {
+            let agent = AgentId::parse(&agent)?;
+            let (auth, _) = Auth::load_or_create(&config.data_dir, std::env::var("WRIGHT_TOKEN").ok())?;
+            let models = crate::domain::models::Models::from_environment(
+                &crate::domain::models::provider_env_from_process(),
+                &config.models,
+            )
+            .await;
+            let state = AppState::open(config, auth, models).await?;
+            learn(&state, &agent).await
         }
         Command::Tool { command: ToolCommand::Surface { agent } } => tool_surface(config, &agent).await,
         Command::Prompt { command } => document_command(config, DocumentKind::SystemPrompt, command).await,
@@ -853,4 +870,43 @@ async fn document_command_inner(store: &Store, kind: DocumentKind, command: Docu
         }
     }
     Ok(())
+}
+
+/// `wright learn`: one round, waited for, then each candidate's decision and the held-out
+/// passes before and after.
+async fn learn(state: &AppState, agent: &AgentId) -> anyhow::Result<ExitCode> {
+    state.store.require_agent(agent).await?;
+    let round = crate::learning::start_round(state, agent, wright_core::RoundTrigger::Cli).await?;
+    let mut shown = -1;
+    let round = loop {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let current = state.store.round(agent, round.id).await?.ok_or_else(|| anyhow::anyhow!("the round is gone"))?;
+        if current.replays_done != shown {
+            shown = current.replays_done;
+            eprintln!("round {}: {} of {} replays", current.id, current.replays_done, current.replays_total);
+        }
+        if current.status != wright_core::RoundStatus::Running {
+            break current;
+        }
+    };
+    for candidate in state.store.round_candidates(agent, round.id).await? {
+        let decision = candidate.decision.map_or("undecided", |decision| decision.as_str());
+        println!(
+            "#{} {} [{decision}] {}\n    {}",
+            candidate.item.id,
+            candidate.item.kind,
+            candidate.reason.unwrap_or_default(),
+            candidate.item.text
+        );
+    }
+    match (round.status, round.passed_before, round.passed_after) {
+        (wright_core::RoundStatus::Finished, Some(before), Some(after)) => {
+            println!("held-out passes: {before} before, {after} after, of {}", round.held_out_total);
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => {
+            eprintln!("the round {}: {}", round.status, round.error.unwrap_or_default());
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }

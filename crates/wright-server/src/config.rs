@@ -41,6 +41,7 @@ pub struct Config {
     pub session_schedule: SessionSchedule,
     pub agent: LoopConfig,
     pub runs: RunsConfig,
+    pub learning: LearningConfig,
     pub images: ImagesConfig,
     pub sandbox: SandboxConfig,
     pub egress: EgressConfig,
@@ -176,6 +177,30 @@ pub struct RunsConfig {
 impl Default for RunsConfig {
     fn default() -> Self {
         Self { lease_seconds: 30, component_messages_per_minute: 5 }
+    }
+}
+
+/// `[learning]` in config.toml: learning rounds and the counters of live learned items
+/// (issue 31). The token budget of learned items in a request is `[agent] learned_budget_tokens`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LearningConfig {
+    /// A live item is rolled back when at least this many later runs that carried it failed
+    /// and they outnumber those that succeeded.
+    pub rollback_min_failures: i64,
+    /// The longest one replay of a case may take before it counts as failed, seconds.
+    pub replay_timeout_secs: u64,
+    /// How many of the agent's most recent finished runs a round gathers candidates from.
+    pub recent_runs: i64,
+    /// The most candidates one round replays (each costs a replay of every held-out case).
+    pub max_candidates: usize,
+    /// The hour (0–23, UTC) after which the nightly round of agents that turned it on starts.
+    pub nightly_hour: u8,
+}
+
+impl Default for LearningConfig {
+    fn default() -> Self {
+        Self { rollback_min_failures: 3, replay_timeout_secs: 120, recent_runs: 30, max_candidates: 6, nightly_hour: 3 }
     }
 }
 
@@ -321,6 +346,7 @@ struct ConfigFile {
     sessions: SessionConfig,
     agent: LoopConfig,
     runs: RunsConfig,
+    learning: LearningConfig,
     images: ImagesConfig,
     sandbox: SandboxConfig,
     egress: EgressConfig,
@@ -427,6 +453,7 @@ impl Config {
             sessions: file.sessions,
             agent: file.agent,
             runs: file.runs,
+            learning: file.learning,
             images: file.images,
             sandbox,
             egress: file.egress,

@@ -20,6 +20,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod embedder;
+pub mod learning;
 pub mod listener;
 pub mod notifier;
 pub mod scheduler;
@@ -124,7 +125,8 @@ impl AppState {
             .with_configured_tools(
                 config.agents.iter().map(|(agent, section)| (agent.clone(), section.tools.clone())).collect(),
             )
-            .with_profiles(config.model_profiles.clone()),
+            .with_profiles(config.model_profiles.clone())
+            .with_learning(config.learning.clone()),
         );
         runs.recover_orphaned().await.map_err(|error| anyhow::anyhow!("{error}"))?;
         runs.spawn_heartbeat();
@@ -149,7 +151,7 @@ impl AppState {
 }
 
 /// Starts what works on its own beside the HTTP API, until `state.shutdown`: the scheduler,
-/// the notifications' delivery (canvas and Telegram), and the Telegram channel when a bot token
+/// the notifications' delivery (canvas and Telegram), the nightly learning rounds, and the Telegram channel when a bot token
 /// is set. `server_url` is where the canvas is, for links sent to Telegram.
 pub fn start_background(state: &AppState, server_url: &str) -> anyhow::Result<()> {
     let telegram = telegram::TelegramChannel::new(&state.config.telegram, server_url)?;
@@ -158,6 +160,7 @@ pub fn start_background(state: &AppState, server_url: &str) -> anyhow::Result<()
     }
     notifier::spawn(state.clone(), telegram);
     scheduler::spawn(state.clone());
+    learning::spawn_nightly(state.clone());
     Ok(())
 }
 

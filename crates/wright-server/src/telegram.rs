@@ -11,7 +11,8 @@
 //!   message to the agent; after the session division (daily, weekly) the next one starts a
 //!   new conversation in the new session, as in the canvas. A button press answers the pending
 //!   call it names (`callback_query` → the store's answer-once → `answerCallbackQuery`, at
-//!   once: Telegram drops an answer after about 15 s).
+//!   once: Telegram drops an answer after about 15 s). A 👍 or 👎 reaction on one of the bot's
+//!   answers rates the run that wrote it (`message_reaction` updates), like the canvas's thumbs.
 //! - **Out:** one follower task per chat subscribes to the hub of the conversation the chat is
 //!   bound to, like the canvas's event stream: text streams into a message edited as it grows,
 //!   re-rendered as Telegram HTML and split at 4096 characters (`wright_telegram::format`);
@@ -41,11 +42,12 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
-use wright_core::{AgentId, ConversationStatus, EventBody, Notice, PendingKind};
+use wright_core::{AgentId, ConversationStatus, EventBody, Notice, PendingKind, Rating};
 use wright_store::{ChannelChat, ChannelKind, OutboxItem, PendingCall, StoreError, TelegramDelivery};
 use wright_telegram::wire::{
     AnswerCallbackQuery, CallbackQuery, ChatType, EditMessageReplyMarkup, EditMessageText, GetUpdates, Incoming,
-    InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, Message, ParseMode, SendMessage, Update,
+    InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, Message, MessageReactionUpdated, ParseMode,
+    ReactionType, SendMessage, Update,
 };
 use wright_telegram::{BotApi, MESSAGE_LIMIT, TelegramError, format};
 
@@ -217,7 +219,7 @@ impl TelegramChannel {
                 offset: (offset > 0).then_some(offset),
                 limit: Some(50),
                 timeout: self.config.poll_timeout_secs,
-                allowed_updates: Some(vec!["message".into(), "callback_query".into()]),
+                allowed_updates: Some(vec!["message".into(), "callback_query".into(), "message_reaction".into()]),
             };
             match self.api.get_updates(&request).await {
                 Ok(batch) => {
@@ -272,7 +274,8 @@ impl TelegramChannel {
             .message
             .as_ref()
             .map(|message| message.chat.id)
-            .or_else(|| update.callback_query.as_ref().map(|query| query.from.id));
+            .or_else(|| update.callback_query.as_ref().map(|query| query.from.id))
+            .or_else(|| update.message_reaction.as_ref().map(|reaction| reaction.chat.id));
         let Some(chat) = chat else {
             // Nothing Wright handles (an edited message): handled by doing nothing.
             done.send(()).ok();
@@ -308,7 +311,36 @@ impl TelegramChannel {
             self.handle_message(state, message).await;
         } else if let Some(query) = update.callback_query {
             self.handle_press(state, query).await;
+        } else if let Some(reaction) = update.message_reaction {
+            self.handle_reaction(state, reaction).await;
         }
+    }
+
+    /// A 👍 or 👎 on one of the bot's answers rates the run that wrote it (issue 31), as the
+    /// thumbs do in the canvas. Other reactions, reactions removed, and reactions to messages
+    /// that are not answers (questions, notifications) say nothing about a run.
+    async fn handle_reaction(self: &Arc<Self>, state: &AppState, reaction: MessageReactionUpdated) {
+        let Some(user) = reaction.user.as_ref() else { return };
+        if reaction.chat.kind != ChatType::Private || !self.allowed(user.id) {
+            return;
+        }
+        let rating = reaction.new_reaction.iter().find_map(|kind| match kind {
+            ReactionType::Emoji { emoji } if emoji == "👍" => Some(Rating::Up),
+            ReactionType::Emoji { emoji } if emoji == "👎" => Some(Rating::Down),
+            _ => None,
+        });
+        let Some(rating) = rating else { return };
+        if let Err(error) = self.rate(state, reaction.chat.id, reaction.message_id, rating).await {
+            tracing::warn!(%error, chat = reaction.chat.id, "Telegram: could not take a reaction as a rating");
+        }
+    }
+
+    /// Rates the run whose answer is the message (its slot names the run).
+    async fn rate(&self, state: &AppState, chat: i64, message_id: i64, rating: Rating) -> anyhow::Result<()> {
+        let Some(slot) = state.store.outbox_message(chat, message_id).await? else { return Ok(()) };
+        let Some((conversation, seq)) = run_of_slot(&slot) else { return Ok(()) };
+        crate::learning::rate(state, conversation, Some(seq), rating, None).await?;
+        Ok(())
     }
 
     async fn handle_message(self: &Arc<Self>, state: &AppState, message: Message) {
@@ -362,7 +394,9 @@ impl TelegramChannel {
             }
             return;
         }
-        if let Err(error) = channel::send(state, &conversation_id, &text, Sender::Person, wright_core::UsageCaller::Channel).await {
+        if let Err(error) =
+            channel::send(state, &conversation_id, &text, Sender::Person, wright_core::UsageCaller::Channel).await
+        {
             let message = match error {
                 DomainError::RunInProgress => {
                     "I am still working on your last message. Wait for it, or send /cancel to stop it.".to_owned()
@@ -491,7 +525,9 @@ impl TelegramChannel {
         conversation_id: String,
         mut updates: Subscription,
     ) {
-        let mut answer = Streamed::new();
+        // The seq of the person's message that started the run being followed, once seen.
+        let mut run_seq: Option<i64> = None;
+        let mut answer = Streamed::new(run_seq.map(|seq| (conversation_id.as_str(), seq)));
         // Questions shown in this chat: tool call id → the pending call's row id.
         let mut questions: HashMap<String, i64> = HashMap::new();
         let interval = Duration::from_millis(self.config.edit_interval_ms);
@@ -531,7 +567,7 @@ impl TelegramChannel {
                         EventBody::Assistant { .. } => {
                             answer.text = stored.event.content.clone();
                             self.flush(&state, chat, &mut answer).await;
-                            answer = Streamed::new();
+                            answer = Streamed::new(run_seq.map(|seq| (conversation_id.as_str(), seq)));
                             flush_at = None;
                         }
                         EventBody::ToolResult { tool_call_id, .. } => {
@@ -545,12 +581,13 @@ impl TelegramChannel {
                             self.flush(&state, chat, &mut answer).await;
                             self.send_text(&state, chat, &format!("ℹ {}", stored.event.content)).await;
                         }
-                        EventBody::User { .. } | EventBody::ToolCall { .. } => {}
+                        EventBody::User { .. } => run_seq = Some(stored.event.seq),
+                        EventBody::ToolCall { .. } => {}
                     },
                     Ok(HubUpdate::Status { status, error }) => match status {
                         ConversationStatus::Waiting => {
                             self.flush(&state, chat, &mut answer).await;
-                            answer = Streamed::new();
+                            answer = Streamed::new(run_seq.map(|seq| (conversation_id.as_str(), seq)));
                             flush_at = None;
                             self.present_pending(&state, chat, &conversation_id, &mut questions).await;
                         }
@@ -558,7 +595,7 @@ impl TelegramChannel {
                             // A run that ended without a stored answer (cancelled, failed) leaves
                             // its streamed text as it is; the next run starts a new message.
                             self.flush(&state, chat, &mut answer).await;
-                            answer = Streamed::new();
+                            answer = Streamed::new(run_seq.map(|seq| (conversation_id.as_str(), seq)));
                             flush_at = None;
                             if let Some(error) = error.filter(|error| !error.trim().is_empty()) {
                                 self.send_markdown(&state, chat, &format!("⚠ {error}")).await;
@@ -567,7 +604,7 @@ impl TelegramChannel {
                         ConversationStatus::Running => {
                             // A new run: what it says starts a new message.
                             self.flush(&state, chat, &mut answer).await;
-                            answer = Streamed::new();
+                            answer = Streamed::new(run_seq.map(|seq| (conversation_id.as_str(), seq)));
                             flush_at = None;
                         }
                     },
@@ -578,7 +615,7 @@ impl TelegramChannel {
                     // with a newer text.
                     Err(RecvError::Lagged(skipped)) => {
                         tracing::info!(chat, skipped, "Telegram: the chat fell behind its conversation's updates");
-                        answer = Streamed::new();
+                        answer = Streamed::new(run_seq.map(|seq| (conversation_id.as_str(), seq)));
                         flush_at = None;
                     }
                     Err(RecvError::Closed) => return,
@@ -1015,17 +1052,30 @@ struct Question {
 struct Streamed {
     text: String,
     /// Its messages are `answer:<key>:<piece>` in the outbox; new for every answer, so a later
-    /// answer never edits an earlier one's messages.
-    key: uuid::Uuid,
+    /// answer never edits an earlier one's messages. `<conversation>@<seq>.<uuid>` when the run
+    /// is known (the seq of the person's message that started it): a reaction to the message
+    /// rates that run.
+    key: String,
     /// Whether it was written to the outbox yet (the first piece goes at once, later ones at
     /// the chat's pace).
     flushed: bool,
 }
 
 impl Streamed {
-    fn new() -> Self {
-        Self { text: String::new(), key: uuid::Uuid::now_v7(), flushed: false }
+    fn new(run: Option<(&str, i64)>) -> Self {
+        let key = match run {
+            Some((conversation, seq)) => format!("{conversation}@{seq}.{}", uuid::Uuid::now_v7()),
+            None => uuid::Uuid::now_v7().to_string(),
+        };
+        Self { text: String::new(), key, flushed: false }
     }
+}
+
+/// The conversation and the seq of the person's message that started the run an answer's
+/// slot belongs to.
+fn run_of_slot(slot: &str) -> Option<(&str, i64)> {
+    let (conversation, rest) = slot.strip_prefix("answer:")?.split_once('@')?;
+    Some((conversation, rest.split_once('.')?.0.parse().ok()?))
 }
 
 fn question_slot(pending_id: i64) -> String {

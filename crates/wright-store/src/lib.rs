@@ -9,6 +9,7 @@
 //! of every tool call ([`executions`]), layered memory ([`memory`]), schedules
 //! ([`schedules`]), notifications ([`notifications`]) and what channels keep ([`channels`]),
 //! skills in the Agent Skills layout, versioned like documents ([`skills`]),
+//! learning from experience (run outcomes, cases, learned items, rounds: [`learning`]),
 //! provider connections and the model each agent talks
 //! to ([`StoredConnection`], [`ModelChoice`]; keys are kept outside the database).
 //!
@@ -33,6 +34,7 @@ pub mod conversation_sessions;
 pub mod conversations;
 pub mod documents;
 pub mod executions;
+pub mod learning;
 pub mod limits;
 mod market;
 pub mod memory;
@@ -64,6 +66,10 @@ pub use conversations::{
 };
 pub use documents::{Document, DocumentEdit, DocumentVersion, VersionMeta, VersionSummary};
 pub use executions::{ExecutionFilter, ExecutionRecord, ExecutionStats, StoredExecution};
+pub use learning::{
+    Case, ItemChange, LearnedItem, LearningSettings, NewRunOutcome, Replay, Round, RoundCandidate, RunOutcomeRecord,
+    RunRef,
+};
 pub use limits::TextLimits;
 pub use market::{Listing, ListingPage, ListingStats, ListingVersion, PublishSource};
 pub use memory::{
@@ -218,6 +224,14 @@ impl Store {
 
     pub fn state_limits(&self) -> &StateLimits {
         &self.state_limits
+    }
+
+    /// Writes a consistent copy of the whole database to `path` (`VACUUM INTO`): the scratch
+    /// copy a replay of a case works on (issue 31). `path` must not exist.
+    pub async fn copy_database_to(&self, path: &Path) -> Result<(), StoreError> {
+        let path = path.to_str().ok_or_else(|| StoreError::InvalidEdit("the copy's path is not UTF-8".into()))?;
+        sqlx::query("VACUUM INTO ?").bind(path).execute(&self.writer).await?;
+        Ok(())
     }
 
     /// Closes both pools, waiting for queued writes to finish.

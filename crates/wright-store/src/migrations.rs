@@ -34,7 +34,8 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (16, "telegram_outbox", include_str!("../../../migrations/0016_telegram_outbox.sql")),
     (17, "skills", include_str!("../../../migrations/0017_skills.sql")),
     (18, "db_notes", include_str!("../../../migrations/0018_db_notes.sql")),
-    // 19–21 and 25–27 are taken by work on other branches.
+    (19, "learning", include_str!("../../../migrations/0019_learning.sql")),
+    // 20, 21 and 25–27 are taken by work on other branches.
     (22, "usage_ledger", include_str!("../../../migrations/0022_usage_ledger.sql")),
     (23, "prices_and_budgets", include_str!("../../../migrations/0023_prices_and_budgets.sql")),
     (24, "execution_outside_origin", include_str!("../../../migrations/0024_execution_outside_origin.sql")),

@@ -103,6 +103,16 @@ impl Store {
     }
 
     /// What the chat does not show yet, oldest first.
+    /// The slot of the message Telegram numbered `message_id` in `chat_id`: what a reaction to
+    /// that message is about.
+    pub async fn outbox_message(&self, chat_id: i64, message_id: i64) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar("SELECT slot FROM telegram_outbox WHERE chat_id = ? AND message_id = ?")
+            .bind(chat_id)
+            .bind(message_id)
+            .fetch_optional(&self.reader)
+            .await?)
+    }
+
     pub async fn outbox_pending(&self, chat_id: i64) -> Result<Vec<OutboxItem>, StoreError> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM telegram_outbox WHERE chat_id = ? AND state = 'pending' ORDER BY id"

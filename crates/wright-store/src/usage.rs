@@ -415,11 +415,12 @@ impl Store {
             UsageGrouping::Day => "date(at / 1000, 'unixepoch')",
             UsageGrouping::Caller => "caller",
         };
-        let rows =
-            sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {key} AS key, {TOTALS} FROM usage_records WHERE at >= ? GROUP BY 1 ORDER BY 1")))
-                .bind(since_ms)
-                .fetch_all(&self.reader)
-                .await?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {key} AS key, {TOTALS} FROM usage_records WHERE at >= ? GROUP BY 1 ORDER BY 1"
+        )))
+        .bind(since_ms)
+        .fetch_all(&self.reader)
+        .await?;
         let rows = rows
             .iter()
             .map(|row| Ok(UsageRow { key: row.try_get("key")?, totals: totals_of(row)? }))

@@ -41,7 +41,8 @@ use serde_json::{Value, json};
 use crate::entities::parse_html;
 use crate::wire::{
     AnswerCallbackQuery, CallbackQuery, Chat, ChatType, EditMessageReplyMarkup, EditMessageText, GetUpdates,
-    InlineKeyboardMarkup, MaybeInaccessibleMessage, Message, MessageEntity, ParseMode, SendMessage, Update, User,
+    InlineKeyboardMarkup, MaybeInaccessibleMessage, Message, MessageEntity, MessageReactionUpdated, ParseMode,
+    ReactionType, SendMessage, Update, User,
 };
 use crate::{CALLBACK_DATA_LIMIT, MESSAGE_LIMIT};
 
@@ -165,7 +166,15 @@ struct FakeState {
     /// Every keyboard refused with this description (a test of what Wright does when
     /// Telegram refuses one, for whatever reason).
     refuse_keyboards: Option<String>,
+    /// The `allowed_updates` of the last getUpdates that named them (Telegram keeps them
+    /// between calls); `None`: never named, Telegram's default (no `message_reaction`).
+    allowed_updates: Option<Vec<String>>,
+    /// Each person's current reaction per (chat, message), for `old_reaction`.
+    reactions: HashMap<(i64, i64), Vec<String>>,
 }
+
+/// Reactions a person can set in a private chat with a bot (part of Telegram's standard set).
+const STANDARD_REACTIONS: &[&str] = &["👍", "👎", "❤", "🔥", "🎉", "🤔", "😢", "👏", "😁", "🙏", "👌"];
 
 struct Shared {
     token: String,
@@ -270,6 +279,7 @@ impl FakeBotApi {
                 message: Some(message),
                 edited_message: None,
                 callback_query: None,
+                message_reaction: None,
             })
         };
         self.shared.changed.notify_waiters();
@@ -308,11 +318,58 @@ impl FakeBotApi {
                 message: None,
                 edited_message: None,
                 callback_query: Some(query),
+                message_reaction: None,
             });
             query_id
         };
         self.shared.changed.notify_waiters();
         query_id
+    }
+
+    /// The person sets their reaction on message `message_id` of their chat to `emoji` (or
+    /// removes it, with `None`). Panics on a message that does not exist or an emoji outside
+    /// Telegram's standard reactions: a client offers only those. As Telegram does, the update
+    /// exists only when the bot asked for `message_reaction` updates (`allowed_updates`);
+    /// returns its id, or `None` when the bot did not ask.
+    pub fn react(&self, from: &User, message_id: i64, emoji: Option<&str>) -> Option<i64> {
+        let update_id = {
+            let mut state = self.shared.state();
+            assert!(
+                state.snapshot.messages(from.id).iter().any(|message| message.message_id == message_id),
+                "no message {message_id} in chat {}",
+                from.id
+            );
+            if let Some(emoji) = emoji {
+                assert!(STANDARD_REACTIONS.contains(&emoji), "{emoji:?} is not one of Telegram's standard reactions");
+            }
+            let new: Vec<String> = emoji.into_iter().map(str::to_owned).collect();
+            let old = state.reactions.insert((from.id, message_id), new.clone()).unwrap_or_default();
+            let asked = state
+                .allowed_updates
+                .as_ref()
+                .is_some_and(|allowed| allowed.iter().any(|kind| kind == "message_reaction"));
+            if !asked {
+                return None;
+            }
+            let emoji = |list: Vec<String>| list.into_iter().map(|emoji| ReactionType::Emoji { emoji }).collect();
+            let reaction = MessageReactionUpdated {
+                chat: private_chat(from),
+                message_id,
+                user: Some(from.clone()),
+                date: unix_now(),
+                old_reaction: emoji(old),
+                new_reaction: emoji(new),
+            };
+            push_update(&mut state, |update_id| Update {
+                update_id,
+                message: None,
+                edited_message: None,
+                callback_query: None,
+                message_reaction: Some(reaction),
+            })
+        };
+        self.shared.changed.notify_waiters();
+        Some(update_id)
     }
 
     /// Starts or ends a 502 outage (see [`Outage::BadGateway`]).
@@ -508,6 +565,9 @@ async fn get_updates(shared: &Arc<Shared>, body: Value) -> Response {
         let mut state = shared.state();
         state.poll_generation += 1;
         state.snapshot.polls += 1;
+        if let Some(allowed) = &request.allowed_updates {
+            state.allowed_updates = Some(allowed.clone());
+        }
         if let Some(offset) = request.offset {
             state.updates.retain(|update| update["update_id"].as_i64().is_none_or(|id| id >= offset));
             state.snapshot.pending_updates = state.updates.len();

@@ -43,6 +43,32 @@ pub struct Update {
     pub edited_message: Option<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_query: Option<CallbackQuery>,
+    /// A person changed their reaction to a message (only with `message_reaction` in
+    /// `allowed_updates`; never for reactions set by bots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_reaction: Option<MessageReactionUpdated>,
+}
+
+/// `MessageReactionUpdated`: a change of one person's reactions to a message.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MessageReactionUpdated {
+    pub chat: Chat,
+    pub message_id: i64,
+    /// Absent when the reaction is anonymous (a chat's, in groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<User>,
+    pub date: i64,
+    pub old_reaction: Vec<ReactionType>,
+    pub new_reaction: Vec<ReactionType>,
+}
+
+/// `ReactionType`: an emoji, a custom emoji, or a paid reaction.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReactionType {
+    Emoji { emoji: String },
+    CustomEmoji { custom_emoji_id: String },
+    Paid,
 }
 
 /// One element of getUpdates' answer, decoded on its own.

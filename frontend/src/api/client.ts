@@ -64,6 +64,16 @@ export type Prices = Schemas['PricesView'];
 export type Price = Schemas['PriceView'];
 export type ScopedBudget = Schemas['ScopedBudgetView'];
 export type Budget = Schemas['BudgetView'];
+export type RunOutcome = Schemas['RunOutcomeRecord'];
+export type Rating = Schemas['Rating'];
+export type LearningCase = Schemas['Case'];
+export type CaseCheck = Schemas['CaseCheck'];
+export type LearningRound = Schemas['Round'];
+export type RoundDetail = Schemas['RoundDetail'];
+export type LearnedItem = Schemas['LearnedItem'];
+export type ItemChange = Schemas['ItemChange'];
+export type LearningSettings = Schemas['LearningSettings'];
+export type ItemDecision = Schemas['ItemDecision'];
 /** Which memories the memory page lists; absent ones do not filter. */
 export interface MemoryFilter {
   layer?: MemoryLayer;
@@ -233,6 +243,21 @@ export const api = {
   setPrice: (body: Price) => call(client.PUT('/api/settings/prices', { body })),
   budgets: () => call(client.GET('/api/settings/budgets')),
   setBudget: (scope: string, body: Budget) => call(client.PUT('/api/settings/budgets/{scope}', { params: { path: { scope } }, body })),
+  outcomes: (conversation: string) => call(client.GET('/api/conversations/{id}/outcomes', { params: { path: { id: conversation } } })),
+  /** Rates the run that gave the answer at `seq`. */
+  feedback: (conversation: string, rating: Rating, seq: number, comment: string | null = null) =>
+    call(client.POST('/api/conversations/{id}/feedback', { params: { path: { id: conversation } }, body: { rating, seq, comment } })),
+  cases: (agent: string) => call(client.GET('/api/agents/{agent}/cases', at(agent))),
+  createCase: (agent: string, body: Schemas['NewCase']) => call(client.POST('/api/agents/{agent}/cases', { ...at(agent), body })),
+  deleteCase: (agent: string, id: number) => call(client.DELETE('/api/agents/{agent}/cases/{id}', numbered(agent, id))),
+  rounds: (agent: string) => call(client.GET('/api/agents/{agent}/learning/rounds', at(agent))),
+  startRound: (agent: string) => call(client.POST('/api/agents/{agent}/learning/rounds', at(agent))),
+  round: (agent: string, id: number) => call(client.GET('/api/agents/{agent}/learning/rounds/{id}', numbered(agent, id))),
+  learnedItems: (agent: string) => call(client.GET('/api/agents/{agent}/learning/items', at(agent))),
+  decideItem: (agent: string, id: number, action: ItemDecision) =>
+    call(client.POST('/api/agents/{agent}/learning/items/{id}/decision', { ...numbered(agent, id), body: { action } })),
+  learningSettings: (agent: string) => call(client.GET('/api/agents/{agent}/learning/settings', at(agent))),
+  setLearningSettings: (agent: string, settings: LearningSettings) => call(client.PUT('/api/agents/{agent}/learning/settings', { ...at(agent), body: settings })),
 
   sessions: (agent: string) => call(client.GET('/api/agents/{agent}/sessions', at(agent))),
   startSession: (agent: string, name: string | null) => call(client.POST('/api/agents/{agent}/sessions', { ...at(agent), body: { name } })),

@@ -28,7 +28,21 @@ export const keys = {
   tools: (agent: string) => ['tools', agent] as const,
   /** The profile of the model an agent's next run would use. */
   profile: (agent: string) => ['profile', agent] as const,
+  /** A conversation's finished runs with their outcomes and ratings. */
+  outcomes: (conversation: string) => ['outcomes', conversation] as const,
 };
+
+/** `settledAt`: the last seq of a settled conversation (-1 while a run goes). A run's outcome is
+ * recorded just after it ends, so until one covers `settledAt` the list is read again a few
+ * times (a conversation older than outcomes never gets one). */
+export function useOutcomes(conversation: string | null, settledAt: number) {
+  return useQuery({
+    queryKey: [...keys.outcomes(conversation ?? ''), settledAt],
+    queryFn: () => api.outcomes(conversation!),
+    enabled: conversation !== null && settledAt >= 0,
+    refetchInterval: (query) => (query.state.dataUpdateCount < 10 && !query.state.data?.some((run) => run.end_seq >= settledAt) ? 300 : false),
+  });
+}
 
 export function useAgents() {
   return useQuery({ queryKey: keys.agents, queryFn: () => api.agents() });

@@ -158,6 +158,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/cases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agent's cases, each marked training (an item was learned from its conversation) or
+         *     held-out.
+         */
+        get: operations["list_cases"];
+        put?: never;
+        /**
+         * Makes a case from a conversation (its first message; the check is judged on the data now
+         *     and becomes that run's outcome) or from a message.
+         */
+        post: operations["create_case"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/cases/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: operations["delete_case"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/components": {
         parameters: {
             query?: never;
@@ -391,6 +431,112 @@ export interface paths {
         /** The tool execution log, newest first, with filters. */
         get: operations["list_executions"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's learned items (every status), newest first, with their counters. */
+        get: operations["list_items"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/items/{id}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every change of an item's status: its versions, with who made each and why. */
+        get: operations["item_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/items/{id}/decision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approves an item (it goes live), rejects one, or rolls a live one back; each a new version. */
+        post: operations["decide_item"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/rounds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's learning rounds, oldest first: the learning curve is their held-out passes. */
+        get: operations["list_rounds"];
+        put?: never;
+        /**
+         * Starts a learning round in the background (409 while one runs); its progress is in the
+         *     round.
+         */
+        post: operations["start_round"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/rounds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A round with each candidate's per-case before/after. */
+        get: operations["round_detail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["get_settings"];
+        /** Sets whether accepted items wait for approval and whether a round runs nightly. */
+        put: operations["set_settings"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1025,6 +1171,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/conversations/{id}/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rates the run that gave an answer: up makes its outcome a success, down a failure. */
+        post: operations["feedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/conversations/{id}/messages": {
         parameters: {
             query?: never;
@@ -1039,6 +1202,23 @@ export interface paths {
          *     still waiting for an answer is dismissed first.
          */
         post: operations["post_message"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/conversations/{id}/outcomes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The finished runs of a conversation with their outcomes and ratings, in order. */
+        get: operations["outcomes"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1449,6 +1629,71 @@ export interface components {
          * @enum {string}
          */
         Caller: "agent" | "cli" | "api" | "mcp";
+        /**
+         * @description What a learning round decided for one candidate.
+         * @enum {string}
+         */
+        CandidateDecision: "accepted" | "awaiting_approval" | "refused";
+        CandidateView: {
+            item: components["schemas"]["LearnedItem"];
+            decision?: null | components["schemas"]["CandidateDecision"];
+            reason?: string | null;
+            /** Format: int64 */
+            added_tokens: number;
+            cases: components["schemas"]["CaseResult"][];
+        };
+        /** @description A case: a message to replay and the check that judges the replay. */
+        Case: {
+            /** Format: int64 */
+            id: number;
+            message: string;
+            check: components["schemas"]["CaseCheck"];
+            /** @description The conversation it was made from, if any. */
+            conversation_id?: string | null;
+            /** @description Training when a learned item names a run of its conversation; held-out otherwise. */
+            training: boolean;
+            created_at: string;
+        };
+        /** @description A case's check, judged from the data a run left (never from what the model said). */
+        CaseCheck: {
+            key: string;
+            value: unknown;
+            /** @enum {string} */
+            type: "state_equals";
+        } | {
+            text: string;
+            /** @enum {string} */
+            type: "notes_contain";
+        } | {
+            sql: string;
+            /** Format: int64 */
+            min: number;
+            /** @enum {string} */
+            type: "db_count";
+        } | {
+            tool: string;
+            /** @enum {string} */
+            type: "tool_succeeded";
+        } | {
+            path: string;
+            text: string;
+            /** @enum {string} */
+            type: "file_contains";
+        } | {
+            tool: string;
+            /** @enum {string} */
+            type: "pending_call";
+        };
+        /** @description One case in a candidate's replays: whether it passed without the candidate and with it. */
+        CaseResult: {
+            /** Format: int64 */
+            case_id: number;
+            message?: string | null;
+            before?: boolean | null;
+            before_detail?: string | null;
+            after?: boolean | null;
+            after_detail?: string | null;
+        };
         CategoryCount: {
             category: string;
             /** Format: int64 */
@@ -1587,6 +1832,9 @@ export interface components {
          * @enum {string}
          */
         DecidedBy: "policy" | "person";
+        Deleted: {
+            deleted: boolean;
+        };
         DeletedView: {
             deleted: boolean;
         };
@@ -1737,6 +1985,15 @@ export interface components {
             listing_version: number;
             publisher_agent: string;
         };
+        Feedback: {
+            rating: components["schemas"]["Rating"];
+            comment?: string | null;
+            /**
+             * Format: int64
+             * @description The seq of the rated answer (any event of its run); the latest run when absent.
+             */
+            seq?: number | null;
+        };
         Health: {
             status: string;
             version: string;
@@ -1776,6 +2033,34 @@ export interface components {
             hash: string;
             enabled: boolean;
         };
+        /**
+         * @description Who changed a learned item's status.
+         * @enum {string}
+         */
+        ItemAuthor: "learning" | "person" | "counters";
+        /** @description One change of a learned item's status. */
+        ItemChange: {
+            /** Format: int64 */
+            version: number;
+            status: components["schemas"]["ItemStatus"];
+            author: components["schemas"]["ItemAuthor"];
+            reason: string;
+            created_at: string;
+        };
+        /**
+         * @description What the person decides about a learned item.
+         * @enum {string}
+         */
+        ItemDecision: "approve" | "reject" | "roll_back";
+        ItemDecisionBody: {
+            action: components["schemas"]["ItemDecision"];
+            reason?: string | null;
+        };
+        /**
+         * @description Where a learned item stands. Only `live` items enter requests.
+         * @enum {string}
+         */
+        ItemStatus: "candidate" | "awaiting_approval" | "live" | "refused" | "rejected" | "rolled_back";
         KeysView: {
             keys: string[];
         };
@@ -1784,6 +2069,47 @@ export interface components {
          * @enum {string}
          */
         Kind: "openai" | "anthropic" | "gemini" | "openai_compatible" | "ollama";
+        /** @description A learned item with its counters. */
+        LearnedItem: {
+            /** Format: int64 */
+            id: number;
+            kind: components["schemas"]["LearnedKind"];
+            /** @description The words of the requests it is for. */
+            trigger: string;
+            text: string;
+            source_runs: components["schemas"]["RunRef"][];
+            /** @description Learned from a run whose context held outside content: never live without approval. */
+            read_outside: boolean;
+            status: components["schemas"]["ItemStatus"];
+            /**
+             * Format: int64
+             * @description Its current version (one per change of status).
+             */
+            version: number;
+            /**
+             * Format: int64
+             * @description Later runs that carried it and succeeded, and that failed.
+             */
+            used_success: number;
+            /** Format: int64 */
+            used_failure: number;
+            created_at: string;
+            updated_at: string;
+        };
+        /**
+         * @description What a learned item is: the compressed call sequence of a successful run, a failed call
+         *     and the call that fixed it, or an addition to the agent's notes the model drafted from
+         *     a failing run.
+         * @enum {string}
+         */
+        LearnedKind: "exemplar" | "error_fix" | "notes_edit";
+        /** @description The person's learning settings for an agent. */
+        LearningSettings: {
+            /** @description Accepted items wait for the person's approval before they go live. */
+            require_approval: boolean;
+            /** @description A learning round runs every night. */
+            nightly: boolean;
+        };
         ListingDetail: {
             listing: components["schemas"]["ListingView"];
             versions: components["schemas"]["ListingVersionView"][];
@@ -1974,6 +2300,12 @@ export interface components {
         ModelsView: {
             models: components["schemas"]["ModelView"][];
         };
+        NewCase: {
+            /** @description The case replays this conversation's first message; give this or `message`. */
+            conversation_id?: string | null;
+            message?: string | null;
+            check: components["schemas"]["CaseCheck"];
+        };
         NewMemoryRequest: {
             layer: components["schemas"]["MemoryLayer"];
             content: string;
@@ -2045,6 +2377,18 @@ export interface components {
         OkView: {
             ok: boolean;
         };
+        /**
+         * @description How a finished run went.
+         * @enum {string}
+         */
+        Outcome: "success" | "failure" | "unknown";
+        /**
+         * @description Where a run's outcome came from: the run itself (it completed; it left a tool error
+         *     unanswered; it was cancelled; it hit the turn limit; it failed), a check, the person's
+         *     rating, or the person correcting the answer in the next message.
+         * @enum {string}
+         */
+        OutcomeSource: "completed" | "check" | "rating" | "errors_unanswered" | "cancel" | "turn_limit" | "run_failed" | "correction";
         PendingAnswer: {
             /**
              * @description Any JSON: ask_user `{answer}`, render_blocks `{action: "submit", data}` or
@@ -2141,6 +2485,11 @@ export interface components {
             version: number;
             hash: string;
         };
+        /**
+         * @description The person's thumbs on an answer.
+         * @enum {string}
+         */
+        Rating: "up" | "down";
         RollbackRequest: {
             /**
              * Format: int64
@@ -2154,8 +2503,76 @@ export interface components {
             version: number;
             reason?: string | null;
         };
+        /** @description A learning round as listed: its progress and held-out pass counts before and after. */
+        Round: {
+            /** Format: int64 */
+            id: number;
+            status: components["schemas"]["RoundStatus"];
+            trigger: components["schemas"]["RoundTrigger"];
+            /** Format: int64 */
+            replays_done: number;
+            /** Format: int64 */
+            replays_total: number;
+            /** Format: int64 */
+            held_out_total: number;
+            /**
+             * Format: int64
+             * @description Held-out cases that passed with the items live before the round.
+             */
+            passed_before?: number | null;
+            /**
+             * Format: int64
+             * @description Held-out cases that passed with the accepted candidates added.
+             */
+            passed_after?: number | null;
+            error?: string | null;
+            started_at: string;
+            finished_at?: string | null;
+        };
+        RoundDetail: {
+            round: components["schemas"]["Round"];
+            candidates: components["schemas"]["CandidateView"][];
+            /**
+             * @description Each held-out case before any candidate and after, with every accepted one (after is
+             *     absent when none was accepted).
+             */
+            cases: components["schemas"]["CaseResult"][];
+        };
+        /**
+         * @description A learning round's state.
+         * @enum {string}
+         */
+        RoundStatus: "running" | "finished" | "failed";
+        /**
+         * @description What started a learning round.
+         * @enum {string}
+         */
+        RoundTrigger: "person" | "schedule" | "cli";
+        /** @description A finished run's outcome, as stored. */
+        RunOutcomeRecord: {
+            conversation_id: string;
+            /** Format: int64 */
+            user_seq: number;
+            /** Format: int64 */
+            end_seq: number;
+            outcome: components["schemas"]["Outcome"];
+            source: components["schemas"]["OutcomeSource"];
+            /** @description The person's message that started the run. */
+            request: string;
+            /** @description The run's context held outside content (web pages, search results, MCP results). */
+            read_outside: boolean;
+            rating?: null | components["schemas"]["Rating"];
+            comment?: string | null;
+            finished_at: string;
+        };
         /** @enum {string} */
         RunOutcomeView: "started" | "finished" | "failed" | "missed" | "skipped_limit";
+        /** @description One run: its conversation and the seq of the person's message that started it. */
+        RunRef: {
+            conversation_id: string;
+            /** Format: int64 */
+            user_seq: number;
+        };
         ScheduleRunView: {
             /** Format: int64 */
             id: number;
@@ -2707,6 +3124,106 @@ export interface operations {
             };
         };
     };
+    list_cases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Case"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_case: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewCase"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Case"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_case: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     components_list: {
         parameters: {
             query?: never;
@@ -3146,6 +3663,265 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExecutionView"][];
+                };
+            };
+        };
+    };
+    list_items: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearnedItem"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    item_changes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemChange"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    decide_item: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ItemDecisionBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearnedItem"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_rounds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Round"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_round: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Round"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    round_detail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoundDetail"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearningSettings"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LearningSettings"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearningSettings"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4630,6 +5406,47 @@ export interface operations {
             };
         };
     };
+    feedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Feedback"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunOutcomeRecord"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     post_message: {
         parameters: {
             query?: never;
@@ -4680,6 +5497,35 @@ export interface operations {
                 };
             };
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    outcomes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunOutcomeRecord"][];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -3,14 +3,16 @@
 // agent's memory, tools and toolsets (admin/Tools.tsx) and UI components (admin/Components.tsx),
 // each with its version timeline, diffs and rollback; the tool execution log with filters, the
 // latest failures and the last 7 days' statistics (admin/Executions.tsx); the agent's schedules
-// (admin/Schedules.tsx); and the installation's Settings (provider connections and models,
-// admin/Settings.tsx, with budgets and prices, admin/Budgets.tsx; the MCP servers' states,
-// admin/McpServers.tsx); and the installation's usage and cost (admin/Usage.tsx). One module per page; this
+// (admin/Schedules.tsx); what it learned, proven by replay (admin/Learning.tsx); and the
+// installation's Settings (provider connections and models, admin/Settings.tsx, with budgets and
+// prices, admin/Budgets.tsx; the MCP servers' states, admin/McpServers.tsx); and the
+// installation's usage and cost (admin/Usage.tsx). One module per page; this
 // one only picks the page.
 import { ADMIN_SECTIONS } from './Sidebar';
 import { Components } from '../admin/Components';
 import { DocumentCard } from '../admin/Documents';
 import { Executions } from '../admin/Executions';
+import { Learning } from '../admin/Learning';
 import { McpServers } from '../admin/McpServers';
 import { Memories } from '../admin/Memory';
 import { Schedules } from '../admin/Schedules';
@@ -67,6 +69,8 @@ export function Admin({ section, agent }: { section: string; agent: string | nul
           <Executions agent={agent} />
         ) : section === 'schedules' ? (
           <Schedules agent={agent} />
+        ) : section === 'learning' ? (
+          <Learning agent={agent} />
         ) : (
           <div className="empty-state">
             <h2>{label}</h2>

@@ -9,6 +9,9 @@ import { AskUser } from './AskUser';
 import { ProviderNotice } from './ProviderNotice';
 import { ToolCall, resultInfo } from './ToolCall';
 import { UsageMeter } from './UsageMeter';
+import { Thumbs, runOf } from './Thumbs';
+import { useOutcomes } from '../api/queries';
+import type { RunOutcome } from '../api/client';
 
 const CANVAS_TOOLS = new Set(['render_blocks', 'render_and_wait']);
 
@@ -17,7 +20,10 @@ function time(iso: string): string {
   return Number.isNaN(date.getTime()) ? '' : date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 }
 
-function Item({ item, pendingIds, running, onShowCanvas }: { item: TranscriptItem; pendingIds: Set<string>; running: boolean; onShowCanvas: (id: string) => void }) {
+/** What an answer's thumbs need: present only for answers of finished runs. */
+type Rating = { conversation: string; rated: NonNullable<RunOutcome['rating']> | null; onRated: () => void };
+
+function Item({ item, pendingIds, running, onShowCanvas, rating }: { item: TranscriptItem; pendingIds: Set<string>; running: boolean; onShowCanvas: (id: string) => void; rating: Rating | null }) {
   if (item.kind === 'tool') {
     const args = (item.args ?? {}) as Record<string, unknown>;
     if (item.name === 'send_message' && typeof args.text === 'string') {
@@ -84,6 +90,7 @@ function Item({ item, pendingIds, running, onShowCanvas }: { item: TranscriptIte
       return event.text.trim() ? (
         <div className="msg msg-assistant">
           <Markdown content={event.text} />
+          {rating && <Thumbs conversation={rating.conversation} seq={event.seq} rated={rating.rated} onRated={rating.onRated} />}
         </div>
       ) : null;
     case 'notice':
@@ -144,6 +151,14 @@ export function Chat({
   const approvals = state.pending.filter((call) => call.kind === 'approval');
   const running = state.status === 'running';
   const noProvider = status !== null && !status.provider;
+  const conversationId = state.conversation?.id ?? null;
+  const outcomes = useOutcomes(conversationId, running ? -1 : state.lastSeq);
+  /** The thumbs of the answer at `seq`: only once its run has finished (has an outcome). */
+  const ratingOf = (seq: number): Rating | null => {
+    const run = conversationId && outcomes.data ? runOf(outcomes.data, seq) : undefined;
+    if (!conversationId || !run || seq > run.end_seq) return null;
+    return { conversation: conversationId, rated: run.rating ?? null, onRated: () => void outcomes.refetch() };
+  };
 
   // Follow the bottom while the reader is there; leave them alone when they scrolled up.
   useLayoutEffect(() => {
@@ -196,7 +211,14 @@ export function Chat({
         )}
         {!state.loaded && <div className="loading-line">Loading conversation…</div>}
         {items.map((item) => (
-          <Item key={item.kind === 'tool' ? `t-${item.call.seq}` : `e-${item.event.seq}`} item={item} pendingIds={pendingIds} running={running} onShowCanvas={onShowCanvas} />
+          <Item
+            key={item.kind === 'tool' ? `t-${item.call.seq}` : `e-${item.event.seq}`}
+            item={item}
+            pendingIds={pendingIds}
+            running={running}
+            onShowCanvas={onShowCanvas}
+            rating={item.kind === 'message' ? ratingOf(item.event.seq) : null}
+          />
         ))}
         {state.streaming && (
           <div className="msg msg-assistant streaming">

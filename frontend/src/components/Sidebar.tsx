@@ -15,6 +15,7 @@ export const ADMIN_SECTIONS: { id: string; label: string }[] = [
   { id: 'executions', label: 'Executions' },
   { id: 'schedules', label: 'Schedules' },
   { id: 'usage', label: 'Usage' },
+  { id: 'learning', label: 'Learning' },
   { id: 'settings', label: 'Settings' },
 ];
 

@@ -7,6 +7,7 @@ import { initialConversationState, type ConversationState } from '../state/conve
 import { canvasItems } from './Canvas';
 import { Chat } from './Chat';
 import { resultInfo, ToolCall } from './ToolCall';
+import { renderPage } from '../test/render';
 
 const at = '2026-11-22T10:00:00Z';
 const cancelled: ToolResultEvent = {
@@ -22,7 +23,7 @@ const cancelled: ToolResultEvent = {
 
 function chat(events: StoredEvent[]) {
   const state: ConversationState = { ...initialConversationState, events, loaded: true, lastSeq: events.length };
-  return render(<Chat state={state} status={null} onSend={vi.fn()} onCancel={vi.fn()} onAnswer={vi.fn()} onShowCanvas={vi.fn()} />);
+  return renderPage(<Chat state={state} status={null} onSend={vi.fn()} onCancel={vi.fn()} onAnswer={vi.fn()} onShowCanvas={vi.fn()} />);
 }
 
 describe('tool results', () => {

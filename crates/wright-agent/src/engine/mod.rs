@@ -110,7 +110,7 @@ impl<'a> Run<'a> {
             (window, budget) => window.or(budget),
         };
         let view = ModelView::load(transcript).await.map_err(stored)?;
-        let (system, documents, skills) = system_for(transcript, &view, config).await?;
+        let (system, documents, skills, learned) = system_for(transcript, &view, config).await?;
         let mut run = Self {
             model,
             transcript,
@@ -131,7 +131,7 @@ impl<'a> Run<'a> {
             budget_chars: window
                 .map(|tokens| tokens.saturating_sub(config.reserve_output_tokens).saturating_mul(CHARS_PER_TOKEN)),
             max_output_tokens: window.map(|_| u32::try_from(config.reserve_output_tokens).unwrap_or(u32::MAX)),
-            facts: RunFacts { documents, skills, ..RunFacts::default() },
+            facts: RunFacts { documents, skills, learned, ..RunFacts::default() },
             next: NextRequest::default(),
             fence: Fence::random(),
         };
@@ -144,6 +144,7 @@ impl<'a> Run<'a> {
         run.next.require_call = decision.require_call;
         run.loaded_skills = loaded_skills(transcript, &decision.skills, config.preload_skill_tokens).await?;
         run.system.changing = with_skills(&run.system.changing, &run.loaded_skills);
+        run.facts.standing_note = decision.standing_note;
         Ok(run)
     }
 
@@ -393,12 +394,12 @@ fn with_skills(changing: &str, loaded_skills: &str) -> String {
 
 /// The system message, read fresh from the store, with the view's compaction summary.
 /// Also the agent's prompt and notes as they are now, for the rules that judge edits of them,
-/// and its enabled skills.
+/// its enabled skills, and its live learned items (for the rule that says those that fit).
 async fn system_for(
     transcript: &dyn Transcript,
     view: &ModelView,
     config: &LoopConfig,
-) -> Result<(SystemText, Documents, Vec<crate::context::ContextSkill>), AgentError> {
+) -> Result<(SystemText, Documents, Vec<crate::context::ContextSkill>, Vec<crate::LearnedText>), AgentError> {
     let mut parts = transcript.system_parts().await.map_err(stored)?;
     parts.earlier_summary = view.summary.clone();
     if !config.list_agent_data {
@@ -408,7 +409,8 @@ async fn system_for(
     }
     let documents = Documents { prompt: parts.prompt.clone(), notes: parts.notes.clone() };
     let skills = parts.skills.clone();
-    Ok((system_text(&parts), documents, skills))
+    let learned = std::mem::take(&mut parts.learned);
+    Ok((system_text(&parts), documents, skills, learned))
 }
 
 #[cfg(test)]

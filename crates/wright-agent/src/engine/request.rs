@@ -85,7 +85,7 @@ impl Run<'_> {
             .await?
         {
             self.view = ModelView::load(self.transcript).await.map_err(stored)?;
-            (self.system, self.facts.documents, self.facts.skills) =
+            (self.system, self.facts.documents, self.facts.skills, self.facts.learned) =
                 system_for(self.transcript, &self.view, self.config).await?;
             self.system.changing = super::with_skills(&self.system.changing, &self.loaded_skills);
         }
@@ -95,6 +95,7 @@ impl Run<'_> {
         // message and the tools stay a prefix the server has cached.
         let limit = if turns_left { String::new() } else { limit_reached(self.config.max_tool_turns) };
         let mut tail = vec![limit.as_str()];
+        tail.extend(self.facts.standing_note.as_deref());
         tail.extend(next.note.as_deref());
         if turns_left && next.answer_now {
             tail.push(ANSWER_NOTE);

@@ -22,6 +22,7 @@
 mod answer_now;
 mod arguments;
 mod echo;
+mod learned;
 mod names;
 mod preselection;
 mod repeats;
@@ -44,6 +45,7 @@ use crate::surface::Loaded;
 
 pub(crate) use answer_now::ANSWER_NOTE;
 pub use echo::ECHO_NOTE;
+pub use learned::{LearnedText, choose_learned, content_words, item_tokens};
 pub(crate) use names::name_note;
 pub(crate) use repeats::RecentCalls;
 pub(crate) use repetition::{repeating_tail, without_repeats};
@@ -67,6 +69,10 @@ pub(crate) struct RunFacts {
     pub(crate) documents: Documents,
     /// The agent's enabled skills as the run read them.
     pub(crate) skills: Vec<crate::context::ContextSkill>,
+    /// The agent's live learned items as the run read them.
+    pub(crate) learned: Vec<LearnedText>,
+    /// Said after the history in every request of the run (the start rules' standing notes).
+    pub(crate) standing_note: Option<String>,
 }
 
 /// The agent's versioned documents as a run read them (for rules that judge edits of them).
@@ -153,6 +159,8 @@ pub(crate) struct StartDecision {
     pub(crate) require_call: bool,
     /// Skills whose instructions the host puts in the run's system message, in this order.
     pub(crate) skills: Vec<String>,
+    /// Said after the history in every request of the run.
+    pub(crate) standing_note: Option<String>,
 }
 
 pub(crate) trait StartRule: Send + Sync {
@@ -302,6 +310,7 @@ impl Policy {
                 Box::new(preselection::Preselect),
                 Box::new(preselection::RequireFirstCall),
                 Box::new(skills::PreloadSkills),
+                Box::new(learned::ApplyLearned),
             ],
             reply: vec![
                 Box::new(text_calls::RecoverTextCalls),
@@ -334,10 +343,14 @@ impl Policy {
     pub(crate) fn start(&self, view: &StartView<'_>) -> StartDecision {
         let mut decision = StartDecision::default();
         for rule in &self.start {
-            let StartDecision { preload, require_call, skills } = rule.decide(view);
+            let StartDecision { preload, require_call, skills, standing_note } = rule.decide(view);
             decision.preload.extend(preload);
             decision.require_call |= require_call;
             decision.skills.extend(skills);
+            decision.standing_note = match (decision.standing_note.take(), standing_note) {
+                (Some(first), Some(second)) => Some(format!("{first}\n\n{second}")),
+                (first, second) => first.or(second),
+            };
         }
         decision
     }

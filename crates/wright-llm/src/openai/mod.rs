@@ -28,7 +28,7 @@ use crate::tool_schema::{self, SchemaDialect};
 use crate::transport::{Decoder, HttpCall, Wire};
 use wire::{
     ChatChunk, ChatCompletion, ChatFunction, ChatFunctionCall, ChatMessage, ChatRequest, ChatTool, ChatToolCall,
-    ChatUsage, ErrorEnvelope, Timings, ErrorField, ErrorObject, StreamOptions, ToolCallDelta,
+    ChatUsage, ErrorEnvelope, ErrorField, ErrorObject, StreamOptions, Timings, ToolCallDelta,
 };
 
 /// Which dialect: OpenAI's own API, or a compatible server.

@@ -279,13 +279,16 @@ pub(super) async fn post_message(
     };
     // Commands (`/newsession [name]`, `/cancel`, `/codestats`, `/codefailures [n]`, `/help`)
     // are read here as in every channel.
-    Ok(match crate::domain::channel::send(&state, &id, &request.text, sender, wright_core::UsageCaller::Person).await? {
-        Reply::RunStarted => (StatusCode::ACCEPTED, Json(Accepted { ok: true })).into_response(),
-        Reply::SessionStarted(started) => {
-            (StatusCode::CREATED, Json(super::sessions::NewSessionView::from(started))).into_response()
-        }
-        Reply::Text(texts) => (StatusCode::OK, Json(CommandReply { reply: texts.join("\n\n") })).into_response(),
-    })
+    Ok(
+        match crate::domain::channel::send(&state, &id, &request.text, sender, wright_core::UsageCaller::Person).await?
+        {
+            Reply::RunStarted => (StatusCode::ACCEPTED, Json(Accepted { ok: true })).into_response(),
+            Reply::SessionStarted(started) => {
+                (StatusCode::CREATED, Json(super::sessions::NewSessionView::from(started))).into_response()
+            }
+            Reply::Text(texts) => (StatusCode::OK, Json(CommandReply { reply: texts.join("\n\n") })).into_response(),
+        },
+    )
 }
 
 /// Stops the conversation's run, if one is going.

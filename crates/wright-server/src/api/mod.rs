@@ -16,6 +16,7 @@ mod conversations;
 mod documents;
 mod error;
 mod images;
+mod learning;
 mod market;
 mod mcp;
 mod memory;
@@ -138,6 +139,16 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(admin::component_rollback))
         .routes(routes!(admin::component_enabled))
         .routes(routes!(admin::stats))
+        .routes(routes!(learning::feedback))
+        .routes(routes!(learning::outcomes))
+        .routes(routes!(learning::list_cases, learning::create_case))
+        .routes(routes!(learning::delete_case))
+        .routes(routes!(learning::list_rounds, learning::start_round))
+        .routes(routes!(learning::round_detail))
+        .routes(routes!(learning::list_items))
+        .routes(routes!(learning::item_changes))
+        .routes(routes!(learning::decide_item))
+        .routes(routes!(learning::get_settings, learning::set_settings))
         .routes(routes!(schedules::list))
         .routes(routes!(schedules::set_paused))
         .routes(routes!(schedules::delete))

@@ -94,7 +94,10 @@ pub(crate) fn report_view(since_ms: i64, by: GroupingView, rows: &[UsageRow], to
     UsageReportView {
         since: iso_from_ms(since_ms),
         by,
-        rows: rows.iter().map(|row| UsageRowView { key: row.key.clone(), totals: TotalsView::from(&row.totals) }).collect(),
+        rows: rows
+            .iter()
+            .map(|row| UsageRowView { key: row.key.clone(), totals: TotalsView::from(&row.totals) })
+            .collect(),
         totals: TotalsView::from(totals),
     }
 }
@@ -354,7 +357,11 @@ pub(crate) async fn budgets(State(state): State<AppState>) -> Result<Json<Vec<Sc
         .collect();
     for (scope, settings) in state.ledger.configured() {
         if !set.iter().any(|(set_scope, _)| *set_scope == scope) {
-            views.push(ScopedBudgetView { scope: scope_name(&scope), source: "config".to_owned(), budget: settings.into() });
+            views.push(ScopedBudgetView {
+                scope: scope_name(&scope),
+                source: "config".to_owned(),
+                budget: settings.into(),
+            });
         }
     }
     Ok(Json(views))
@@ -371,7 +378,8 @@ pub(crate) async fn set_budget(
     Path(scope): Path<String>,
     ApiJson(budget): ApiJson<BudgetView>,
 ) -> Result<Json<BudgetView>, ApiError> {
-    let scope = if scope == "all" { BudgetScope::All } else { BudgetScope::Agent(AgentId::parse(&scope)?.as_str().to_owned()) };
+    let scope =
+        if scope == "all" { BudgetScope::All } else { BudgetScope::Agent(AgentId::parse(&scope)?.as_str().to_owned()) };
     let settings = BudgetSettings {
         tokens_per_day: budget.tokens_per_day,
         tokens_per_month: budget.tokens_per_month,

@@ -10,6 +10,7 @@
 //!   provider; [`prices`]: what tokens cost.
 //! - [`skills`]: skill folders (Agent Skills layout) imported and exported; [`zip`]: reading a
 //!   zipped one.
+//! - `outcomes`: how a finished run went, from what it stored (issue 31).
 //! - [`hub`]: live updates of conversations and notifications; [`owner`]: this process's
 //!   claim on its runs.
 //!
@@ -22,12 +23,13 @@ pub mod channel;
 mod error;
 pub mod hub;
 pub mod models;
+pub(crate) mod outcomes;
 pub mod owner;
 pub mod prices;
 pub mod runs;
 pub mod sessions;
-pub mod usage;
 pub mod skills;
+pub mod usage;
 pub mod zip;
 
 pub use error::DomainError;

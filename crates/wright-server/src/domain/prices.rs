@@ -100,7 +100,11 @@ pub fn list_price(kind: &str, model: &str) -> Option<Price> {
         .iter()
         .filter(|(listed_vendor, prefix, ..)| *listed_vendor == vendor && model.starts_with(prefix))
         .max_by_key(|(_, prefix, ..)| prefix.len())
-        .map(|(_, _, input, cached_input, output)| Price { input: *input, cached_input: *cached_input, output: *output })
+        .map(|(_, _, input, cached_input, output)| Price {
+            input: *input,
+            cached_input: *cached_input,
+            output: *output,
+        })
 }
 
 /// The default prices the Settings page shows, as (vendor, model prefix, price).

@@ -26,18 +26,21 @@ use wright_agent::profile::ProfileOverride;
 use wright_agent::{
     ContextMemory, ContextSkill, Finish, LoopConfig, ParkedCall, RunContext, RunOutcome, SystemParts, Transcript,
 };
-use wright_core::{Invocation, UsageCaller, UsagePurpose};
 use wright_core::{
     AgentId, ApprovedCall, ConversationStatus, DecidedBy, DocumentKind, Event, EventBody, NewEvent, Notice,
     PendingKind, ToolPolicy, ToolSettings, Unfinished,
 };
-use wright_store::{AnswerResult, Answered, Claim, Finished, Lease, RunEnd, Store, StoreError, StoredEvent};
+use wright_core::{Invocation, UsageCaller, UsagePurpose};
+use wright_core::{ItemAuthor, ItemStatus, Outcome, OutcomeSource};
+use wright_store::{
+    AnswerResult, Answered, Claim, Finished, Lease, NewRunOutcome, RunEnd, RunRef, Store, StoreError, StoredEvent,
+};
 use wright_tools::ToolRegistry;
 
 use wright_core::{ApprovalAnswer, ApprovalDecision, ErrorCategory, ToolFailure};
 
-use super::DomainError;
-use crate::config::RunsConfig;
+use super::{DomainError, outcomes};
+use crate::config::{LearningConfig, RunsConfig};
 use crate::domain::hub::{Hub, Update};
 use crate::domain::models::{ConfiguredModel, Models};
 use crate::domain::owner::RunOwner;
@@ -94,6 +97,10 @@ pub struct Runs {
     /// When components sent their recent messages, per conversation (a sliding minute).
     /// Held only to check and record, never across an await.
     component_messages: Mutex<HashMap<String, VecDeque<Instant>>>,
+    /// The temperature of every request, whatever the profile says (replays run at 0).
+    forced_temperature: Option<f32>,
+    /// `[learning]`: when counters roll a live learned item back.
+    learning: LearningConfig,
 }
 
 impl Runs {
@@ -121,7 +128,21 @@ impl Runs {
             active: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
             component_messages: Mutex::new(HashMap::new()),
+            forced_temperature: None,
+            learning: LearningConfig::default(),
         }
+    }
+
+    /// Every request at this temperature (a replay of a case runs at 0).
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.forced_temperature = Some(temperature);
+        self
+    }
+
+    /// `[learning]` from config.toml.
+    pub fn with_learning(mut self, learning: LearningConfig) -> Self {
+        self.learning = learning;
+        self
     }
 
     /// The agents' tool settings from config.toml (`[agents.<id>.tools]`).
@@ -297,6 +318,16 @@ impl Runs {
                 Some(name)
             }
         };
+        if component.is_none() && outcomes::is_correction(text) {
+            // The person correcting the answer says the run before went wrong.
+            if let Some(previous) = self.store.run_at(conversation_id, None).await?
+                && previous.outcome == Outcome::Unknown
+            {
+                let run = RunRef { conversation_id: conversation_id.to_owned(), user_seq: previous.user_seq };
+                self.store.set_run_outcome(&run, Outcome::Failure, OutcomeSource::Correction).await?;
+                self.roll_back_harmful(&agent, &run).await;
+            }
+        }
         let message = NewEvent::new(text, EventBody::User { text: text.to_owned(), component });
         let mut claim = self.store.start_run_with_message(conversation_id, self.lease(), &message).await?;
         if let Claim::Busy { owner } = &claim
@@ -428,7 +459,13 @@ impl Runs {
     }
 
     /// Runs the loop on a task for a run this process has claimed in the store.
-    fn spawn_run(self: &Arc<Self>, agent: AgentId, conversation_id: String, model: ConfiguredModel, caller: UsageCaller) {
+    fn spawn_run(
+        self: &Arc<Self>,
+        agent: AgentId,
+        conversation_id: String,
+        model: ConfiguredModel,
+        caller: UsageCaller,
+    ) {
         let run = self.next_run.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let cancel = CancellationToken::new();
         self.active
@@ -455,9 +492,13 @@ impl Runs {
                 conversation_id: conversation_id.clone(),
                 owner: runs.owner.id().to_owned(),
                 toolsets: tool_settings.toolsets.clone(),
+                learned: Mutex::new(Vec::new()),
             };
             let profile = runs.profile_of(&model).await;
-            let loop_config = fitted_to(&profile.apply(&runs.config), model.context_window);
+            let mut loop_config = fitted_to(&profile.apply(&runs.config), model.context_window);
+            if let Some(temperature) = runs.forced_temperature {
+                loop_config.temperature = Some(temperature);
+            }
             // Every request of this run (its turns and compaction summaries) is metered: the
             // budgets and the loop guard hold before it is sent, and the ledger records it.
             let window = match model.context_window {
@@ -489,7 +530,15 @@ impl Runs {
             let outcome =
                 AssertUnwindSafe(wright_agent::run(&metered_model, &transcript, context)).catch_unwind().await;
             let failure = match outcome {
-                Ok(Ok(_)) => return,
+                Ok(Ok(outcome)) => {
+                    let learned = transcript.learned.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+                    let budget = loop_config.learned_budget_tokens;
+                    if let Err(error) = runs.record_outcome(&agent, &conversation_id, &outcome, &learned, budget).await
+                    {
+                        tracing::warn!(%error, conversation_id, "could not record the run's outcome");
+                    }
+                    return;
+                }
                 Ok(Err(error)) => error.to_string(),
                 Err(panic) => {
                     let reason = panic
@@ -519,6 +568,73 @@ impl Runs {
                 self.publish_status(conversation_id, ConversationStatus::Error, Some(message));
             }
             Err(error) => tracing::error!(%error, conversation_id, "could not end a failed run"),
+        }
+    }
+
+    /// Records how the run that just ended went (a parked run has not ended), which live
+    /// learned items its requests carried, and rolls back those whose counters now show harm.
+    async fn record_outcome(
+        &self,
+        agent: &AgentId,
+        conversation_id: &str,
+        outcome: &RunOutcome,
+        learned: &[wright_agent::LearnedText],
+        budget_tokens: usize,
+    ) -> Result<(), DomainError> {
+        if *outcome == RunOutcome::Parked {
+            return Ok(());
+        }
+        let events = self.store.events_after(conversation_id, 0).await?;
+        let events: Vec<Event> = events.into_iter().map(|stored| stored.event).collect();
+        let Some((user_seq, request)) = outcomes::run_start(&events) else { return Ok(()) };
+        let specs = self.tools.specs(agent).await.map_err(|error| DomainError::Internal(error.to_string()))?;
+        let run_events: Vec<&Event> = events.iter().filter(|event| event.seq >= user_seq).collect();
+        let (result, source) = outcomes::judge_run(outcome, &run_events);
+        let read_outside = outcomes::read_outside(&run_events, &specs);
+        let run = RunRef { conversation_id: conversation_id.to_owned(), user_seq };
+        self.store
+            .record_run_outcome(&NewRunOutcome {
+                agent,
+                run: run.clone(),
+                end_seq: events.last().map_or(user_seq, |event| event.seq),
+                outcome: result,
+                source,
+                request: &request,
+                read_outside,
+            })
+            .await?;
+        let used: Vec<i64> =
+            wright_agent::choose_learned(learned, &request, budget_tokens).iter().map(|item| item.id).collect();
+        self.store.record_item_uses(&run, &used).await?;
+        self.roll_back_harmful(agent, &run).await;
+        Ok(())
+    }
+
+    /// Rolls back the live items `run` carried whose counters show harm: at least
+    /// `[learning] rollback_min_failures` failed runs, more than the runs that succeeded.
+    pub async fn roll_back_harmful(&self, agent: &AgentId, run: &RunRef) {
+        let items = match self.store.learned_items(agent, Some(ItemStatus::Live)).await {
+            Ok(items) => items,
+            Err(error) => return tracing::warn!(%error, "could not read the live learned items"),
+        };
+        for item in items {
+            let carried = self.store.item_was_used(item.id, run).await.unwrap_or(false);
+            if carried
+                && item.used_failure >= self.learning.rollback_min_failures
+                && item.used_failure > item.used_success
+            {
+                let reason = format!(
+                    "rolled back by its counters: {} later runs that carried it failed, {} succeeded",
+                    item.used_failure, item.used_success
+                );
+                if let Err(error) = self
+                    .store
+                    .set_item_status(agent, item.id, ItemStatus::RolledBack, ItemAuthor::Counters, &reason)
+                    .await
+                {
+                    tracing::warn!(%error, item = item.id, "could not roll back a learned item");
+                }
+            }
         }
     }
 
@@ -563,6 +679,8 @@ pub struct StoreTranscript {
     owner: String,
     /// The agent's toolsets: the system message describes only what the agent has.
     toolsets: Vec<wright_core::Toolset>,
+    /// The live learned items the run read (to count the runs each was used in).
+    learned: Mutex<Vec<wright_agent::LearnedText>>,
 }
 
 /// What the system message says of the agent's workspace, roots and shell (and whether its
@@ -617,7 +735,22 @@ impl Transcript for StoreTranscript {
             } else {
                 Vec::new()
             };
+            let learned: Vec<wright_agent::LearnedText> = self
+                .store
+                .learned_items(&self.agent, Some(ItemStatus::Live))
+                .await
+                .map_err(message)?
+                .into_iter()
+                .map(|item| wright_agent::LearnedText {
+                    id: item.id,
+                    kind: item.kind,
+                    trigger: item.trigger,
+                    text: item.text,
+                })
+                .collect();
+            *self.learned.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = learned.clone();
             Ok(SystemParts {
+                learned,
                 prompt: prompt.content,
                 notes: notes.content,
                 memories,

@@ -28,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 use wright_core::{AgentId, EventBody, UsageCaller, UsagePurpose};
 use wright_llm::{EventStream, LlmError, Provider, Request, ServerFacts, StreamEvent};
 use wright_store::{
-    BudgetLimit, BudgetMeasure, BudgetPeriod, BudgetScope, BudgetSettings, BudgetStanding, ModelPrice,
-    NewNotification, NotificationSource, Reserved, Store, StoreError, UsageRecord, UsageReservation,
+    BudgetLimit, BudgetMeasure, BudgetPeriod, BudgetScope, BudgetSettings, BudgetStanding, ModelPrice, NewNotification,
+    NotificationSource, Reserved, Store, StoreError, UsageRecord, UsageReservation,
 };
 
 use crate::domain::prices::{Price, Tokens, price_of};
@@ -81,9 +81,8 @@ impl Ledger {
     /// The budgets as config.toml sets them, by scope (for the Settings page to show).
     pub fn configured(&self) -> Vec<(BudgetScope, BudgetSettings)> {
         let mut configured = vec![(BudgetScope::All, self.all.clone())];
-        configured.extend(
-            self.agents.iter().map(|(agent, settings)| (BudgetScope::Agent(agent.clone()), settings.clone())),
-        );
+        configured
+            .extend(self.agents.iter().map(|(agent, settings)| (BudgetScope::Agent(agent.clone()), settings.clone())));
         configured
     }
 
@@ -122,7 +121,8 @@ impl Ledger {
     /// or the refusal's text (the person told once). For requests made outside a run
     /// (embeddings); a run's go through [`MeteredProvider`].
     pub async fn reserve(&self, agent: Option<&str>, tokens: u64, cost_usd: f64) -> Result<Option<i64>, String> {
-        let limits = self.limits(agent).await.map_err(|error| format!("Not sent: the budgets cannot be read ({error})"))?;
+        let limits =
+            self.limits(agent).await.map_err(|error| format!("Not sent: the budgets cannot be read ({error})"))?;
         if limits.is_empty() {
             return Ok(None);
         }
@@ -172,10 +172,17 @@ impl Ledger {
                     standing.limit.section()
                 ),
             ),
-            NoticeLevel::Exceeded => (format!("⛔ {} is reached", budget_title(&standing.limit)), refusal_text(standing)),
+            NoticeLevel::Exceeded => {
+                (format!("⛔ {} is reached", budget_title(&standing.limit)), refusal_text(standing))
+            }
         };
-        let notification =
-            NewNotification { source: NotificationSource::Budget, title, text, conversation_id: None, schedule_id: None };
+        let notification = NewNotification {
+            source: NotificationSource::Budget,
+            title,
+            text,
+            conversation_id: None,
+            schedule_id: None,
+        };
         if let Err(error) = self.store.add_notification(&agent_id, &notification).await {
             tracing::warn!(%error, budget = %name, "cannot store a budget notification");
         }
@@ -379,7 +386,8 @@ impl Seen {
                 let reasoning_apart = usage.reasoning_tokens.is_some_and(|reasoning| {
                     usage.total_tokens == Some(usage.input_tokens + usage.output_tokens + reasoning)
                 });
-                let completion = usage.output_tokens + if reasoning_apart { usage.reasoning_tokens.unwrap_or(0) } else { 0 };
+                let completion =
+                    usage.output_tokens + if reasoning_apart { usage.reasoning_tokens.unwrap_or(0) } else { 0 };
                 let tokens = Tokens {
                     prompt: usage.input_tokens,
                     cached_prompt: usage.cached_input_tokens.unwrap_or(0),
@@ -479,7 +487,10 @@ impl Provider for MeteredProvider {
             let limits = match ledger.limits(metering.agent.as_deref()).await {
                 Ok(limits) => limits,
                 Err(error) => {
-                    sender.send(Err(LlmError::NotSent(format!("Not sent: the budgets cannot be read ({error})")))).await.ok();
+                    sender
+                        .send(Err(LlmError::NotSent(format!("Not sent: the budgets cannot be read ({error})"))))
+                        .await
+                        .ok();
                     return;
                 }
             };
@@ -488,7 +499,11 @@ impl Provider for MeteredProvider {
                 let asked = UsageReservation {
                     agent_id: metering.agent.clone(),
                     tokens: reserved_tokens as i64,
-                    cost_usd: price.cost(&Tokens { prompt: prompt_tokens, completion: output_cap, ..Tokens::default() }),
+                    cost_usd: price.cost(&Tokens {
+                        prompt: prompt_tokens,
+                        completion: output_cap,
+                        ..Tokens::default()
+                    }),
                 };
                 match ledger.store.reserve_usage(&asked, &limits).await {
                     Ok(Reserved::Granted { id, standings }) => {
@@ -519,8 +534,16 @@ impl Provider for MeteredProvider {
                 }
             }
             let held = reservation.is_some();
-            let mut pending =
-                Pending { ledger, metering, spent, price, reservation, prompt_chars, started: Instant::now(), seen: Seen::default() };
+            let mut pending = Pending {
+                ledger,
+                metering,
+                spent,
+                price,
+                reservation,
+                prompt_chars,
+                started: Instant::now(),
+                seen: Seen::default(),
+            };
             let mut stream = inner.stream(request, cancel);
             while let Some(item) = stream.next().await {
                 let last = matches!(item, Ok(StreamEvent::Finish(_)) | Err(_));
@@ -551,9 +574,10 @@ impl Provider for MeteredProvider {
             // contract; recorded as cut all the same).
             pending.settle(true).await;
         });
-        futures::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|item| (item, receiver))
-        })
+        futures::stream::unfold(
+            receiver,
+            |mut receiver| async move { receiver.recv().await.map(|item| (item, receiver)) },
+        )
         .boxed()
     }
 
@@ -586,11 +610,18 @@ pub fn report_text(
     let since = wright_core::iso_from_ms(since_ms);
     let mut text = format!("Usage since {} UTC, by {by}:\n", since.get(..16).unwrap_or(&since).replace('T', " "));
     let line = |key: &str, totals: &wright_store::UsageTotals| {
-        let estimated =
-            if totals.estimated_requests > 0 { format!(" ({} estimated)", totals.estimated_requests) } else { String::new() };
+        let estimated = if totals.estimated_requests > 0 {
+            format!(" ({} estimated)", totals.estimated_requests)
+        } else {
+            String::new()
+        };
         format!(
             "{key}: {} requests{estimated}, {} prompt tokens ({} cached), {} completion tokens, ${:.4}\n",
-            totals.requests, totals.prompt_tokens, totals.cached_prompt_tokens, totals.completion_tokens, totals.cost_usd
+            totals.requests,
+            totals.prompt_tokens,
+            totals.cached_prompt_tokens,
+            totals.completion_tokens,
+            totals.cost_usd
         )
     };
     if rows.is_empty() {
@@ -624,5 +655,9 @@ pub fn learning_model(
         default_output_cap: loop_config.reserve_output_tokens as u64,
         max_run_tokens: Some(loop_config.run_token_limit(model.context_window.map(u64::from))),
     };
-    wright_agent::ProviderModel(Arc::new(MeteredProvider::new(Arc::clone(&model.provider), Arc::clone(ledger), metering)))
+    wright_agent::ProviderModel(Arc::new(MeteredProvider::new(
+        Arc::clone(&model.provider),
+        Arc::clone(ledger),
+        metering,
+    )))
 }

@@ -821,3 +821,57 @@ async fn a_schedule_over_budget_is_skipped_and_reported_and_usage_answers_in_the
         "{canvas}"
     );
 }
+
+/// Issue 31: a 👍 or 👎 reaction on one of the bot's answers rates the run that wrote it; a
+/// reaction to a message that is not an answer, or another emoji, rates nothing. The fake Bot
+/// API, like Telegram, sends reactions only to a bot that asked for `message_reaction` updates.
+#[tokio::test]
+async fn a_reaction_on_an_answer_rates_its_run() {
+    let bot = bot().await;
+    let fake = FakeProvider::start(vec![Turn::text("Paris is the capital."), Turn::text("Rome, then.")]).await;
+    let installation = Installation::new(&bot, "");
+    let server = installation.serve(&fake);
+    let ada = owner(&bot);
+
+    bot.send_text(&ada, "what is the capital of France?");
+    let first = bot_says(&bot, 0, "Paris is the capital.").await;
+    let conversation = server.conversations().await[0]["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/conversations/{conversation}/outcomes");
+    server
+        .until("the first run's outcome", async |server| {
+            (server.get(&path).await[0]["outcome"] == "unknown").then_some(())
+        })
+        .await;
+    let before = bot_count(&bot);
+    bot.send_text(&ada, "and of Italy?");
+    let second = bot_says(&bot, before, "Rome, then.").await;
+    server.until("the second run's outcome", async |server| server.get(&path).await.get(1).map(|_| ())).await;
+
+    // 🔥 says nothing of a run; 👎 on the first answer makes that run a failure, 👍 on the
+    // second a success.
+    assert!(bot.react(&ada, first.message_id, Some("🔥")).is_some(), "the bot asked for reactions");
+    assert!(bot.react(&ada, first.message_id, Some("👎")).is_some());
+    assert!(bot.react(&ada, second.message_id, Some("👍")).is_some());
+    let runs = server
+        .until("both ratings", async |server| {
+            let runs = server.get(&path).await;
+            (runs[0]["rating"] == "down" && runs[1]["rating"] == "up").then_some(runs)
+        })
+        .await;
+    assert_eq!((runs[0]["outcome"].as_str(), runs[0]["source"].as_str()), (Some("failure"), Some("rating")), "{runs}");
+    assert_eq!((runs[1]["outcome"].as_str(), runs[1]["source"].as_str()), (Some("success"), Some("rating")), "{runs}");
+
+    // The person's own message is not an answer: a reaction on it rates nothing.
+    let own = bot
+        .snapshot()
+        .messages(OWNER)
+        .iter()
+        .find(|message| !message.from_bot)
+        .map(|message| message.message_id)
+        .unwrap();
+    bot.react(&ada, own, Some("👎"));
+    bot.send_text(&ada, "/help");
+    bot_says(&bot, bot_count(&bot), "/newsession").await;
+    let runs = server.get(&path).await;
+    assert_eq!((runs[0]["rating"].as_str(), runs[1]["rating"].as_str()), (Some("down"), Some("up")), "{runs}");
+}

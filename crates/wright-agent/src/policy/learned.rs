@@ -1,0 +1,133 @@
+//! Learned items (issue 31) in a run's requests: the live items the host passes in
+//! ([`SystemParts::learned`](crate::SystemParts)) that fit the person's request are said after
+//! the history in every request of the run, within
+//! [`LoopConfig::learned_budget_tokens`](crate::LoopConfig::learned_budget_tokens). After the
+//! history, not in the system message: which items fit changes from one message to the next,
+//! and the system message must stay the prefix the server has cached.
+//!
+//! Which items fit is [`choose_learned`], a pure function the server calls too, to count the
+//! runs each item was used in.
+
+use std::collections::BTreeSet;
+
+use wright_core::LearnedKind;
+
+use super::{StartDecision, StartRule, StartView};
+use crate::config::CHARS_PER_TOKEN;
+
+/// A live learned item as a run receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LearnedText {
+    pub id: i64,
+    pub kind: LearnedKind,
+    /// The words of the requests it is for.
+    pub trigger: String,
+    pub text: String,
+}
+
+/// The share of an item's trigger words a request must contain for the item to fit it.
+const MIN_OVERLAP: f64 = 0.34;
+
+/// Words that say nothing of what a request is about.
+const STOPWORDS: &[&str] = &[
+    "the", "and", "for", "you", "your", "please", "can", "could", "would", "that", "this", "with", "what", "from",
+    "into", "about", "are", "was", "have", "has", "will", "just", "some", "all", "them", "then", "there", "its",
+    "it's", "our", "my", "me",
+];
+
+/// The content words of a text, lowercased.
+pub fn content_words(text: &str) -> BTreeSet<String> {
+    text.split(|character: char| !character.is_alphanumeric() && character != '_')
+        .map(str::to_lowercase)
+        .filter(|word| word.chars().count() >= 3 && !STOPWORDS.contains(&word.as_str()))
+        .collect()
+}
+
+/// The tokens an item adds to a request (the conservative estimate requests are fitted by).
+pub fn item_tokens(text: &str) -> usize {
+    text.len().div_ceil(CHARS_PER_TOKEN) + 2
+}
+
+/// The live items that fit `request`, best first, within `budget_tokens`: notes edits always
+/// (they are about the agent, not one kind of request), exemplars and error→fix rules when
+/// the request holds enough of their trigger words.
+pub fn choose_learned<'a>(items: &'a [LearnedText], request: &str, budget_tokens: usize) -> Vec<&'a LearnedText> {
+    let words = content_words(request);
+    let mut scored: Vec<(f64, &LearnedText)> = items
+        .iter()
+        .filter_map(|item| {
+            if item.kind == LearnedKind::NotesEdit {
+                return Some((2.0, item));
+            }
+            let trigger = content_words(&item.trigger);
+            if trigger.is_empty() {
+                return None;
+            }
+            let shared = trigger.intersection(&words).count();
+            let score = shared as f64 / trigger.len() as f64;
+            (shared > 0 && score >= MIN_OVERLAP).then_some((score, item))
+        })
+        .collect();
+    scored.sort_by(|(left, a), (right, b)| right.total_cmp(left).then(a.id.cmp(&b.id)));
+    let mut used = 0;
+    let mut chosen = Vec::new();
+    for (_, item) in scored {
+        let tokens = item_tokens(&item.text);
+        if used + tokens <= budget_tokens {
+            used += tokens;
+            chosen.push(item);
+        }
+    }
+    chosen
+}
+
+/// The note the chosen items make.
+pub(crate) fn learned_note(chosen: &[&LearnedText]) -> Option<String> {
+    if chosen.is_empty() {
+        return None;
+    }
+    let lines: Vec<String> = chosen.iter().map(|item| format!("- {}", item.text)).collect();
+    Some(format!("## learned\nWhat worked in your earlier runs for requests like this one:\n{}", lines.join("\n")))
+}
+
+/// Says the learned items that fit the person's last message in every request of the run.
+pub(crate) struct ApplyLearned;
+
+impl StartRule for ApplyLearned {
+    fn decide(&self, view: &StartView<'_>) -> StartDecision {
+        let run = &view.run;
+        let Some(request) = run.last_request() else { return StartDecision::default() };
+        let chosen = choose_learned(&run.facts.learned, request, run.config.learned_budget_tokens);
+        StartDecision { standing_note: learned_note(&chosen), ..StartDecision::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: i64, kind: LearnedKind, trigger: &str, text: &str) -> LearnedText {
+        LearnedText { id, kind, trigger: trigger.into(), text: text.into() }
+    }
+
+    #[test]
+    fn items_fit_a_request_by_their_trigger_words_and_stay_within_the_budget() {
+        let items = vec![
+            item(1, LearnedKind::Exemplar, "remember my favourite colour", "call set_state {key: colour}"),
+            item(2, LearnedKind::ErrorFix, "expenses table rows", "db_sql failed: no such table; create it first"),
+            item(3, LearnedKind::NotesEdit, "", "Answer in one sentence."),
+        ];
+        let chosen: Vec<i64> = choose_learned(&items, "Please remember that my favourite colour is green", 500)
+            .iter()
+            .map(|i| i.id)
+            .collect();
+        assert_eq!(chosen, vec![3, 1]);
+        let chosen: Vec<i64> = choose_learned(&items, "what's the weather", 500).iter().map(|i| i.id).collect();
+        assert_eq!(chosen, vec![3], "an unrelated request gets only the notes edit");
+        let budget = item_tokens("Answer in one sentence.");
+        let chosen: Vec<i64> =
+            choose_learned(&items, "remember my favourite colour", budget).iter().map(|i| i.id).collect();
+        assert_eq!(chosen, vec![3], "what does not fit the budget is left out");
+        assert_eq!(learned_note(&[]), None);
+    }
+}

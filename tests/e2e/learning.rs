@@ -1,0 +1,448 @@
+//! Learning from experience (issue 31) end to end: the real `wright serve` against the scripted
+//! provider. Cases made from conversations (their check judged on the live data, which becomes
+//! the run's outcome), the person's ratings, a learning round that accepts a helpful exemplar
+//! (held-out passes rise, replayed in a scratch copy at temperature 0, the live data untouched),
+//! a round that refuses an item that makes a passing case fail, an accepted item rolled back by
+//! its counters after a thumbs down, and a correction in the next message.
+//!
+//! The scripted model answers in order, so each replay's turns are pushed in the order the
+//! round replays: the baseline of every held-out case, then each candidate on every case, then
+//! the accepted items together.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wright_llm::ProviderKind;
+use wright_llm::testing::{FakeProvider, Turn};
+
+const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
+const TOKEN: &str = "learning-token";
+
+struct Server {
+    child: Child,
+    url: String,
+    client: reqwest::Client,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+impl Server {
+    fn start(data_dir: &Path, fake: &FakeProvider) -> Self {
+        let mut child = Command::new(WRIGHT)
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env_clear()
+            .env("WRIGHT_TOKEN", TOKEN)
+            .env("OPENAI_API_KEY", "test-key")
+            .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::Openai))
+            .env("WRIGHT_MODEL", "openai-chat/fake-model")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        lines.next();
+        let listening = lines.next().unwrap().unwrap();
+        let url = listening.rsplit(' ').next().unwrap().to_owned();
+        rustls::crypto::ring::default_provider().install_default().ok();
+        Self { child, url, client: reqwest::Client::new() }
+    }
+
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.client.request(method, format!("{}{path}", self.url)).bearer_auth(TOKEN);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.send(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let (status, body) = self.send(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    async fn conversation(&self) -> String {
+        let (status, created) = self.post("/api/agents/default/conversations", json!({"title": "learning"})).await;
+        assert_eq!(status, 201, "{created}");
+        created["id"].as_str().unwrap().to_owned()
+    }
+
+    async fn say(&self, id: &str, text: &str) -> Value {
+        let (status, body) = self.post(&format!("/api/conversations/{id}/messages"), json!({"text": text})).await;
+        assert_eq!(status, 202, "{body}");
+        let started = Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let detail = self.get(&format!("/api/conversations/{id}")).await;
+            let last = detail["events"].as_array().and_then(|events| events.last()).map(|event| event["kind"].clone());
+            // The outcome is recorded just after the run's status changes.
+            if detail["conversation"]["status"] != "running" && last != Some(json!("user")) {
+                let outcomes = self.get(&format!("/api/conversations/{id}/outcomes")).await;
+                let runs = detail["events"].as_array().unwrap().iter().filter(|event| event["kind"] == "user").count();
+                if outcomes.as_array().unwrap().len() == runs {
+                    return detail;
+                }
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "the run did not settle: {detail}");
+        }
+    }
+
+    async fn round(&self) -> Value {
+        let (status, started) = self.post("/api/agents/default/learning/rounds", json!({})).await;
+        assert_eq!(status, 202, "{started}");
+        let id = started["id"].as_i64().unwrap();
+        let began = Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let detail = self.get(&format!("/api/agents/default/learning/rounds/{id}")).await;
+            if detail["round"]["status"] != "running" {
+                assert_eq!(detail["round"]["status"], "finished", "{detail}");
+                return detail;
+            }
+            assert!(began.elapsed() < Duration::from_secs(60), "the round did not finish: {detail}");
+        }
+    }
+}
+
+fn set_state(key: &str, value: &str) -> Turn {
+    Turn::tool_call("set_state", json!({"key": key, "value": value}))
+}
+
+/// The chat requests the fake received (not its model lists).
+fn chats(fake: &FakeProvider) -> Vec<Value> {
+    fake.requests().into_iter().filter(|request| request.body.get("messages").is_some()).map(|r| r.body).collect()
+}
+
+#[tokio::test]
+async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters() {
+    let fake = FakeProvider::start(vec![set_state("favourite_colour", "green"), Turn::text("Saved.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[agents.default.tools]\nloading = \"all\"\n\n[learning]\nrollback_min_failures = 1\n",
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &fake);
+
+    // A conversation that went well becomes a case; its check, judged now, is its outcome.
+    let colour = server.conversation().await;
+    server.say(&colour, "Remember that my favourite colour is green").await;
+    let outcomes = server.get(&format!("/api/conversations/{colour}/outcomes")).await;
+    assert_eq!((outcomes[0]["outcome"].as_str(), outcomes[0]["source"].as_str()), (Some("unknown"), Some("completed")));
+    let check = json!({"type": "state_equals", "key": "favourite_colour", "value": "green"});
+    let (status, case_a) =
+        server.post("/api/agents/default/cases", json!({"conversation_id": colour, "check": check})).await;
+    assert_eq!(status, 201, "{case_a}");
+    assert_eq!(case_a["message"], "Remember that my favourite colour is green");
+    let outcomes = server.get(&format!("/api/conversations/{colour}/outcomes")).await;
+    assert_eq!((outcomes[0]["outcome"].as_str(), outcomes[0]["source"].as_str()), (Some("success"), Some("check")));
+
+    // The person's thumbs up, with a comment, on that answer.
+    let answer_seq = server.get(&format!("/api/conversations/{colour}")).await["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|event| event["kind"] == "assistant")
+        .unwrap()["seq"]
+        .as_i64()
+        .unwrap();
+    let (status, rated) = server
+        .post(
+            &format!("/api/conversations/{colour}/feedback"),
+            json!({"rating": "up", "comment": "just right", "seq": answer_seq}),
+        )
+        .await;
+    assert_eq!(status, 200, "{rated}");
+    assert_eq!((rated["rating"].as_str(), rated["comment"].as_str()), (Some("up"), Some("just right")));
+    assert_eq!((rated["outcome"].as_str(), rated["source"].as_str()), (Some("success"), Some("rating")));
+    let (status, refused) =
+        server.post(&format!("/api/conversations/{colour}/feedback"), json!({"rating": "meh"})).await;
+    assert_eq!(status, 422, "a rating is up or down: {refused}");
+
+    // A case from a message alone; and one made and deleted.
+    let drink = json!({"type": "state_equals", "key": "favourite_drink", "value": "tea"});
+    let (status, case_b) = server
+        .post(
+            "/api/agents/default/cases",
+            json!({"message": "Remember that my favourite drink is tea", "check": drink}),
+        )
+        .await;
+    assert_eq!(status, 201, "{case_b}");
+    let (status, extra) = server
+        .post("/api/agents/default/cases", json!({"message": "x", "check": {"type": "notes_contain", "text": "x"}}))
+        .await;
+    assert_eq!(status, 201, "{extra}");
+    let (status, _) =
+        server.send(reqwest::Method::DELETE, &format!("/api/agents/default/cases/{}", extra["id"]), None).await;
+    assert_eq!(status, 200);
+    let (status, _) = server
+        .post("/api/agents/default/cases", json!({"conversation_id": colour, "message": "both", "check": drink}))
+        .await;
+    assert_eq!(status, 400, "a conversation or a message, not both");
+
+    // Round 1: the exemplar of the good run helps the held-out case (the drink).
+    fake.push([
+        Turn::text("I will remember that."), // baseline: the drink case fails
+        set_state("favourite_drink", "tea"), // with the exemplar: it passes
+        Turn::text("Saved."),
+        set_state("favourite_drink", "tea"), // the accepted items together
+        Turn::text("Saved."),
+    ]);
+    let before_round = chats(&fake).len();
+    let round = server.round().await;
+    assert_eq!(
+        (round["round"]["passed_before"].as_i64(), round["round"]["passed_after"].as_i64()),
+        (Some(0), Some(1)),
+        "{round}"
+    );
+    assert_eq!(round["round"]["held_out_total"], 1, "the case the item was learned from is not held out: {round}");
+    let candidate = &round["candidates"][0];
+    assert_eq!(round["candidates"].as_array().unwrap().len(), 1, "{round}");
+    assert_eq!(
+        (candidate["item"]["kind"].as_str(), candidate["decision"].as_str()),
+        (Some("exemplar"), Some("accepted")),
+        "{round}"
+    );
+    assert_eq!(candidate["item"]["status"], "live");
+    assert_eq!(candidate["item"]["source_runs"][0]["conversation_id"], colour.as_str());
+    assert_eq!(candidate["cases"][0]["case_id"], case_b["id"]);
+    assert_eq!(
+        (candidate["cases"][0]["before"].as_bool(), candidate["cases"][0]["after"].as_bool()),
+        (Some(false), Some(true))
+    );
+    let overall = &round["cases"][0];
+    assert_eq!(
+        (overall["before"].as_bool(), overall["after"].as_bool()),
+        (Some(false), Some(true)),
+        "with every accepted item: {round}"
+    );
+    let exemplar_id = candidate["item"]["id"].as_i64().unwrap();
+    let replays = &chats(&fake)[before_round..];
+    assert_eq!(replays.len(), 5, "three replays, five model turns");
+    for request in replays {
+        assert_eq!(request["temperature"], 0.0, "replays run at temperature 0: {request}");
+    }
+    assert!(!replays[0].to_string().contains("## learned"), "the baseline is without the candidate");
+    assert!(replays[1].to_string().contains("this worked: set_state"), "the candidate is said: {}", replays[1]);
+    // The replays worked in scratch copies: the live state never got the drink.
+    let drink_state = server.get("/api/agents/default/state/favourite_drink").await;
+    assert_eq!(drink_state["value"], Value::Null, "a replay never writes the live data");
+    let colour_state = server.get("/api/agents/default/state/favourite_colour").await;
+    assert_eq!(colour_state["value"], "green", "the live data is as the person's run left it");
+    let cases = server.get("/api/agents/default/cases").await;
+    assert_eq!(
+        cases.as_array().unwrap().iter().map(|case| case["training"].as_bool().unwrap()).collect::<Vec<_>>(),
+        vec![true, false],
+        "{cases}"
+    );
+
+    // A run that fails a call and fixes it gives an error→fix rule; it carries the live exemplar.
+    fake.push([
+        Turn::tool_call("set_state", json!({"key": "", "value": "Paris"})),
+        set_state("favourite_city", "Paris"),
+        Turn::text("Saved."),
+    ]);
+    let city = server.conversation().await;
+    server.say(&city, "Remember that my favourite city is Paris").await;
+    assert!(
+        chats(&fake).last().unwrap().to_string().contains("this worked: set_state"),
+        "the live exemplar reaches requests"
+    );
+
+    // Round 2: the rule makes the colour case, which passed, fail: refused.
+    fake.push([
+        set_state("favourite_colour", "green"), // baseline: colour passes
+        Turn::text("Saved."),
+        set_state("favourite_drink", "tea"), // baseline: drink passes
+        Turn::text("Saved."),
+        Turn::text("OK."),                   // with the rule: colour fails
+        set_state("favourite_drink", "tea"), // with the rule: drink passes
+        Turn::text("Saved."),
+    ]);
+    let round = server.round().await;
+    assert_eq!(
+        (round["round"]["passed_before"].as_i64(), round["round"]["passed_after"].as_i64()),
+        (Some(2), Some(2)),
+        "{round}"
+    );
+    let candidate = &round["candidates"][0];
+    assert_eq!(
+        (candidate["item"]["kind"].as_str(), candidate["decision"].as_str()),
+        (Some("error_fix"), Some("refused")),
+        "{round}"
+    );
+    assert!(round["cases"].as_array().unwrap().iter().all(|case| case["after"].is_null()), "none accepted: {round}");
+    assert!(candidate["reason"].as_str().unwrap().contains(&format!("#{}", case_a["id"])), "{round}");
+    assert_eq!(candidate["item"]["status"], "refused");
+    let rounds = server.get("/api/agents/default/learning/rounds").await;
+    assert_eq!(rounds.as_array().unwrap().len(), 2, "the learning curve has a point per round");
+
+    // A later run that carried the exemplar is rated down: the counters roll it back.
+    fake.push([Turn::text("I cannot do that.")]);
+    let blue = server.conversation().await;
+    server.say(&blue, "Remember that my favourite colour is blue").await;
+    let (status, rated) = server.post(&format!("/api/conversations/{blue}/feedback"), json!({"rating": "down"})).await;
+    assert_eq!((status, rated["outcome"].as_str()), (200, Some("failure")), "{rated}");
+    let items = server.get("/api/agents/default/learning/items").await;
+    let exemplar = items.as_array().unwrap().iter().find(|item| item["id"] == exemplar_id).unwrap();
+    assert_eq!(
+        (exemplar["status"].as_str(), exemplar["used_failure"].as_i64()),
+        (Some("rolled_back"), Some(1)),
+        "{items}"
+    );
+    let changes = server.get(&format!("/api/agents/default/learning/items/{exemplar_id}/changes")).await;
+    let last = changes.as_array().unwrap().last().unwrap();
+    assert_eq!(
+        (last["author"].as_str(), last["status"].as_str()),
+        (Some("counters"), Some("rolled_back")),
+        "{changes}"
+    );
+    fake.push([Turn::text("Green.")]);
+    server.say(&blue, "Remember my favourite colour").await;
+    assert!(!chats(&fake).last().unwrap().to_string().contains("## learned"), "a rolled-back item leaves requests");
+
+    // The person approves it again, then rolls it back: each a new version.
+    let decide = |action: &str| json!({"action": action});
+    let (status, approved) =
+        server.post(&format!("/api/agents/default/learning/items/{exemplar_id}/decision"), decide("approve")).await;
+    assert_eq!((status, approved["status"].as_str()), (200, Some("live")), "{approved}");
+    let (status, rolled) =
+        server.post(&format!("/api/agents/default/learning/items/{exemplar_id}/decision"), decide("roll_back")).await;
+    assert_eq!((status, rolled["status"].as_str()), (200, Some("rolled_back")), "{rolled}");
+    let (status, _) =
+        server.post(&format!("/api/agents/default/learning/items/{exemplar_id}/decision"), decide("roll_back")).await;
+    assert_eq!(status, 400, "only a live item rolls back");
+    assert!(rolled["version"].as_i64().unwrap() > approved["version"].as_i64().unwrap());
+
+    // The person correcting the answer in the next message marks the run before failed.
+    fake.push([Turn::text("Hello!"), Turn::text("Sorry.")]);
+    let hello = server.conversation().await;
+    server.say(&hello, "Hi there").await;
+    server.say(&hello, "No, that's wrong").await;
+    let outcomes = server.get(&format!("/api/conversations/{hello}/outcomes")).await;
+    assert_eq!(
+        (outcomes[0]["outcome"].as_str(), outcomes[0]["source"].as_str()),
+        (Some("failure"), Some("correction")),
+        "{outcomes}"
+    );
+}
+
+#[tokio::test]
+async fn a_check_cannot_write_the_agent_database_or_leave_the_workspace() {
+    let fake = FakeProvider::start(vec![
+        Turn::tool_call("db_sql", json!({"sql": "CREATE TABLE notes (body TEXT)"})),
+        Turn::text("Made."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
+    let server = Server::start(dir.path(), &fake);
+    let id = server.conversation().await;
+    server.say(&id, "Make a notes table").await;
+    for (check, passes) in [
+        (json!({"type": "db_count", "sql": "SELECT COUNT(*) FROM sqlite_master WHERE name = 'notes'", "min": 1}), true),
+        (json!({"type": "db_count", "sql": "DROP TABLE notes", "min": 0}), false),
+        (json!({"type": "db_count", "sql": "INSERT INTO notes VALUES ('x') RETURNING 1", "min": 0}), false),
+        (json!({"type": "db_count", "sql": "ATTACH DATABASE '/tmp/x.db' AS x", "min": 0}), false),
+        (json!({"type": "file_contains", "path": "../../wright.db", "text": "SQLite"}), false),
+        (json!({"type": "file_contains", "path": "/etc/passwd", "text": "root"}), false),
+        (json!({"type": "tool_succeeded", "tool": "db_sql"}), true),
+        (json!({"type": "pending_call", "tool": "ask_user"}), false),
+    ] {
+        let (status, case) =
+            server.post("/api/agents/default/cases", json!({"conversation_id": id, "check": check})).await;
+        assert_eq!(status, 201, "{case}");
+        let outcome = &server.get(&format!("/api/conversations/{id}/outcomes")).await[0];
+        assert_eq!(outcome["outcome"] == "success", passes, "{check}: {outcome}");
+    }
+    // The table is still there and empty: no check wrote.
+    let (status, result) =
+        server.post("/api/agents/default/tools/db_sql/invoke", json!({"sql": "SELECT COUNT(*) AS n FROM notes"})).await;
+    assert_eq!(status, 200, "{result}");
+    assert_eq!(result["rows"][0][0], 0, "{result}");
+}
+
+#[tokio::test]
+async fn an_item_learned_from_a_run_that_read_outside_content_waits_for_approval() {
+    // The run reads a page (refused by the egress policy, but its result is outside content in
+    // the context all the same), then saves the colour.
+    let fake = FakeProvider::start(vec![
+        Turn::tool_call("fetch_url", json!({"url": "http://127.0.0.1:9/colours"})),
+        set_state("favourite_colour", "green"),
+        Turn::text("Saved."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
+    let server = Server::start(dir.path(), &fake);
+    let colour = server.conversation().await;
+    server.say(&colour, "Remember that my favourite colour is green").await;
+    let check = json!({"type": "state_equals", "key": "favourite_colour", "value": "green"});
+    let (status, _) =
+        server.post("/api/agents/default/cases", json!({"conversation_id": colour, "check": check})).await;
+    assert_eq!(status, 201);
+    let outcome = &server.get(&format!("/api/conversations/{colour}/outcomes")).await[0];
+    assert_eq!(outcome["read_outside"], true, "{outcome}");
+    let drink = json!({"type": "state_equals", "key": "favourite_drink", "value": "tea"});
+    server
+        .post(
+            "/api/agents/default/cases",
+            json!({"message": "Remember that my favourite drink is tea", "check": drink}),
+        )
+        .await;
+
+    fake.push([
+        Turn::text("I will remember that."), // before: fails
+        set_state("favourite_drink", "tea"), // with the exemplar: passes
+        Turn::text("Saved."),
+        set_state("favourite_drink", "tea"), // after, with it
+        Turn::text("Saved."),
+    ]);
+    let round = server.round().await;
+    let candidate = &round["candidates"][0];
+    assert_eq!(candidate["decision"], "awaiting_approval", "{round}");
+    assert_eq!(
+        (candidate["item"]["status"].as_str(), candidate["item"]["read_outside"].as_bool()),
+        (Some("awaiting_approval"), Some(true))
+    );
+    assert!(candidate["reason"].as_str().unwrap().contains("outside content"), "{round}");
+    let id = candidate["item"]["id"].as_i64().unwrap();
+
+    // Not live: the next request does not carry it, until the person approves it.
+    fake.push([Turn::text("Noted."), Turn::text("Noted again.")]);
+    let next = server.conversation().await;
+    server.say(&next, "Remember that my favourite animal is the owl").await;
+    assert!(!chats(&fake).last().unwrap().to_string().contains("## learned"), "an item awaiting approval is not live");
+    let (status, approved) =
+        server.post(&format!("/api/agents/default/learning/items/{id}/decision"), json!({"action": "approve"})).await;
+    assert_eq!((status, approved["status"].as_str()), (200, Some("live")), "{approved}");
+    server.say(&next, "Remember that my favourite tree is the oak").await;
+    assert!(chats(&fake).last().unwrap().to_string().contains("## learned"), "approved, it is live");
+
+    // The person's settings: approval before anything goes live, and a nightly round.
+    assert_eq!(
+        server.get("/api/agents/default/learning/settings").await,
+        json!({"require_approval": false, "nightly": false})
+    );
+    let settings = json!({"require_approval": true, "nightly": true});
+    let (status, _) =
+        server.send(reqwest::Method::PUT, "/api/agents/default/learning/settings", Some(settings.clone())).await;
+    assert_eq!(status, 200);
+    assert_eq!(server.get("/api/agents/default/learning/settings").await, settings);
+}
