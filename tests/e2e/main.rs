@@ -12,6 +12,7 @@
 
 mod architecture;
 mod binary;
+mod export;
 mod mcp_server;
 mod model_loop;
 mod real_model;

@@ -12,11 +12,11 @@ use serde_json::{Value, json};
 use wright_llm::ProviderKind;
 use wright_llm::testing::{FakeCall, FakeError, FakeProvider, Turn};
 
-const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
-const TOKEN: &str = "loop-token";
+pub(crate) const WRIGHT: &str = env!("CARGO_BIN_EXE_wright");
+pub(crate) const TOKEN: &str = "loop-token";
 
 #[derive(Clone, Copy, Debug)]
-enum Wire {
+pub(crate) enum Wire {
     Openai,
     Responses,
     Compatible,
@@ -27,10 +27,10 @@ enum Wire {
 
 const WIRES: [Wire; 6] = [Wire::Openai, Wire::Responses, Wire::Compatible, Wire::Anthropic, Wire::Gemini, Wire::Text];
 
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    url: String,
-    client: reqwest::Client,
+    pub(crate) url: String,
+    pub(crate) client: reqwest::Client,
 }
 
 impl Drop for Server {
@@ -41,7 +41,7 @@ impl Drop for Server {
 }
 
 impl Server {
-    fn start(data_dir: &Path, fake: &FakeProvider, wire: Wire) -> Self {
+    pub(crate) fn start(data_dir: &Path, fake: &FakeProvider, wire: Wire) -> Self {
         Self::start_with(data_dir, fake, wire, &[])
     }
 
@@ -57,25 +57,25 @@ impl Server {
         Self { child, url, client: reqwest::Client::new() }
     }
 
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let response =
             self.client.post(format!("{}{path}", self.url)).bearer_auth(TOKEN).json(&body).send().await.unwrap();
         let status = response.status().as_u16();
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
-    async fn get(&self, path: &str) -> Value {
+    pub(crate) async fn get(&self, path: &str) -> Value {
         self.client.get(format!("{}{path}", self.url)).bearer_auth(TOKEN).send().await.unwrap().json().await.unwrap()
     }
 
-    async fn conversation(&self) -> String {
+    pub(crate) async fn conversation(&self) -> String {
         let (status, created) = self.post("/api/agents/default/conversations", json!({"title": "loop"})).await;
         assert_eq!(status, 201, "{created}");
         created["id"].as_str().unwrap().to_owned()
     }
 
     /// Sends a message and waits until the run stops; returns the conversation detail.
-    async fn say(&self, id: &str, text: &str) -> Value {
+    pub(crate) async fn say(&self, id: &str, text: &str) -> Value {
         let (status, body) = self.post(&format!("/api/conversations/{id}/messages"), json!({"text": text})).await;
         assert_eq!(status, 202, "{body}");
         self.settle(id).await

@@ -20,6 +20,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod embedder;
+pub mod export;
 pub mod listener;
 pub mod notifier;
 pub mod scheduler;

@@ -170,6 +170,8 @@ export const api = {
   cancel: (id: string) => call(client.POST('/api/conversations/{id}/cancel', conversationAt(id))),
   answerPending: (id: string, toolCallId: string, answer: unknown) =>
     call(client.POST('/api/conversations/{id}/pending/{tool_call_id}', { params: { path: { id, tool_call_id: toolCallId } }, body: { answer } })),
+  /** The conversation as a file to save (the session cookie authenticates the download). */
+  exportUrl: (id: string, format: Schemas['ExportFormat']) => `/api/conversations/${enc(id)}/export?format=${format}`,
   streamUrl: (id: string, after: number) => `/api/conversations/${enc(id)}/stream?after=${after}`,
 
   stateKeys: (agent: string) => call(client.GET('/api/agents/{agent}/state', at(agent))),

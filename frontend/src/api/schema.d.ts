@@ -866,6 +866,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/conversations/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The conversation as a download: Markdown (what was said; each tool call folded with its
+         *     result) or JSON (the typed events), with a file name in `Content-Disposition`.
+         */
+        get: operations["conversations_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/conversations/{id}/messages": {
         parameters: {
             query?: never;
@@ -1040,7 +1060,7 @@ export interface paths {
             cookie?: never;
         };
         /** A listing version as a bundle file for another installation. */
-        get: operations["export"];
+        get: operations["market_export"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1393,6 +1413,16 @@ export interface components {
             events: components["schemas"]["EventView"][];
             pending: components["schemas"]["PendingView"][];
         };
+        /** @description A conversation as JSON: its header and every stored event, in order. */
+        ConversationExport: {
+            /**
+             * Format: int32
+             * @description The shape's version ([`EXPORT_VERSION`]).
+             */
+            wright_export: number;
+            conversation: components["schemas"]["ExportedConversation"];
+            events: components["schemas"]["ExportedEvent"][];
+        };
         /**
          * @description Where a conversation's run stands.
          * @enum {string}
@@ -1554,6 +1584,29 @@ export interface components {
             /** Format: int64 */
             duration_us: number;
             decided_by?: null | components["schemas"]["DecidedBy"];
+            created_at: string;
+        };
+        /**
+         * @description The forms a conversation can be exported in.
+         * @enum {string}
+         */
+        ExportFormat: "markdown" | "json";
+        ExportedConversation: {
+            id: string;
+            agent_id: string;
+            title: string;
+            status: components["schemas"]["ConversationStatus"];
+            created_at: string;
+            updated_at: string;
+        };
+        /**
+         * @description One event: its number, time and line for a person, and its body — a union tagged by
+         *     `kind` whose fields are the event's own (as `GET /api/conversations/{id}` sends it).
+         */
+        ExportedEvent: components["schemas"]["EventBody"] & {
+            /** Format: int64 */
+            seq: number;
+            content: string;
             created_at: string;
         };
         ExportedView: {
@@ -3972,6 +4025,40 @@ export interface operations {
             };
         };
     };
+    conversations_export: {
+        parameters: {
+            query?: {
+                /** @description `markdown` (the default) or `json`. */
+                format?: components["schemas"]["ExportFormat"];
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation as a file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/markdown": string;
+                    "application/json": components["schemas"]["ConversationExport"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     post_message: {
         parameters: {
             query?: never;
@@ -4302,7 +4389,7 @@ export interface operations {
             };
         };
     };
-    export: {
+    market_export: {
         parameters: {
             query?: {
                 /** @description A listing version; the latest when absent. */

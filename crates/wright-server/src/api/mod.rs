@@ -15,6 +15,7 @@ mod conversation_changes;
 mod conversations;
 mod documents;
 mod error;
+mod export;
 mod images;
 mod market;
 mod mcp;
@@ -52,7 +53,8 @@ use crate::AppState;
         wright_core::ApprovalAnswer,
         wright_core::ErrorCategory,
         wright_core::Caller,
-        conversations::LiveUpdate
+        conversations::LiveUpdate,
+        crate::export::ExportFormat
     )),
 )]
 struct ApiDoc;
@@ -114,6 +116,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(conversations::cancel))
         .routes(routes!(conversations::answer_pending))
         .routes(routes!(conversations::stream))
+        .routes(routes!(export::export))
         .routes(routes!(components::list))
         .routes(routes!(components::detail))
         .routes(routes!(images::image))
