@@ -15,4 +15,5 @@ mod binary;
 mod export;
 mod mcp_server;
 mod model_loop;
+mod push;
 mod real_model;

@@ -69,6 +69,8 @@ pub struct Config {
     pub telegram: TelegramConfig,
     /// `[notify]`: the agent's notifications per hour and their length.
     pub notify: NotifyConfig,
+    /// `[push]`: Web Push to the person's browsers (VAPID contact, limits).
+    pub push: crate::push::PushConfig,
     /// `[schedules]`: limits of the schedules agents make, the missed-run window, the tick.
     pub schedules: ScheduleConfig,
     /// Where every time that decides behaviour comes from (schedules, the notify limit, memory
@@ -334,6 +336,7 @@ struct ConfigFile {
     model_profiles: BTreeMap<String, wright_agent::profile::ProfileOverride>,
     telegram: TelegramConfig,
     notify: NotifyConfig,
+    push: crate::push::PushConfig,
     schedules: ScheduleConfig,
 }
 
@@ -395,6 +398,7 @@ impl Config {
             model_profiles: file.model_profiles,
             telegram: file.telegram,
             notify: file.notify,
+            push: file.push,
             schedules: file.schedules,
             clock: std::sync::Arc::new(wright_core::SystemClock),
             #[cfg(debug_assertions)]

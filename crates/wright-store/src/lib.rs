@@ -38,6 +38,7 @@ pub mod memory;
 mod migrations;
 pub mod notifications;
 mod providers;
+pub mod push;
 pub mod schedules;
 mod sessions;
 pub mod state;
@@ -69,6 +70,7 @@ pub use memory::{
 };
 pub use notifications::{NewNotification, Notification, NotificationSource, NotifyConfig, TelegramDelivery};
 pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
+pub use push::{NewPushSubscription, PushSubscription};
 pub use schedules::{
     Firing, NewSchedule, RunOutcome, Schedule, ScheduleAuthor, ScheduleConfig, ScheduleRun, ScheduleStatus, Timing,
 };

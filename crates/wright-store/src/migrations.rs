@@ -32,6 +32,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     // 14 is taken by work on another branch.
     (15, "memory_vectors", include_str!("../../../migrations/0015_memory_vectors.sql")),
     (16, "telegram_outbox", include_str!("../../../migrations/0016_telegram_outbox.sql")),
+    (26, "push_subscriptions", include_str!("../../../migrations/0026_push_subscriptions.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {

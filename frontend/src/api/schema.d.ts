@@ -1123,6 +1123,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/push/devices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The subscribed browsers, oldest first. */
+        get: operations["devices"];
+        put?: never;
+        /**
+         * Subscribes this browser (or renews its keys). 400 for an endpoint that is not an https
+         *     push service or malformed keys; 422 past `[push] max_subscriptions`.
+         */
+        post: operations["subscribe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/push/devices/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Removes a subscribed browser: it gets no more pushes. */
+        delete: operations["remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/push/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The key a browser subscribes with; 404 `push_off` when push is off. */
+        get: operations["key"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/settings/connections": {
         parameters: {
             query?: never;
@@ -1452,6 +1507,18 @@ export interface components {
         DecidedBy: "policy" | "person";
         DeletedView: {
             deleted: boolean;
+        };
+        /** @description A subscribed browser. The endpoint is shown only as its host: the rest is a capability. */
+        DeviceView: {
+            /** Format: int64 */
+            id: number;
+            label: string;
+            /** @description The push service's host. */
+            service: string;
+            created_at: string;
+            last_sent_at?: string | null;
+            /** @description Why the last push failed; null after a success. */
+            last_error?: string | null;
         };
         DiffText: {
             diff: string;
@@ -2004,6 +2071,10 @@ export interface components {
             version: number;
             hash: string;
         };
+        PushKeyView: {
+            /** @description The VAPID public key (an uncompressed P-256 point, base64url): `applicationServerKey`. */
+            public_key: string;
+        };
         RollbackRequest: {
             /**
              * Format: int64
@@ -2126,6 +2197,19 @@ export interface components {
             provider?: null | components["schemas"]["ProviderView"];
             /** @description Why there is no model and how to configure one; empty when there is a model. */
             setup_hint: string;
+        };
+        /** @description A subscription as the browser's `PushSubscription.toJSON()` gives it, and a name for it. */
+        SubscribeRequest: {
+            endpoint: string;
+            keys: components["schemas"]["SubscriptionKeys"];
+            /** @description What the person will see in the list of devices (e.g. "Chrome on Android"). */
+            label: string;
+        };
+        SubscriptionKeys: {
+            /** @description The browser's P-256 public key, base64url. */
+            p256dh: string;
+            /** @description The browser's 16-byte auth secret, base64url. */
+            auth: string;
         };
         TestView: {
             ok: boolean;
@@ -4471,6 +4555,112 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    devices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceView"][];
+                };
+            };
+        };
+    };
+    subscribe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscribeRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Accepted"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushKeyView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };

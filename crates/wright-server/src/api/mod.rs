@@ -21,6 +21,7 @@ mod market;
 mod mcp;
 mod memory;
 pub(crate) mod notifications;
+mod push;
 mod schedules;
 pub(crate) mod sessions;
 mod settings;
@@ -137,6 +138,9 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(notifications::list))
         .routes(routes!(notifications::mark_read))
         .routes(routes!(notifications::stream))
+        .routes(routes!(push::key))
+        .routes(routes!(push::devices, push::subscribe))
+        .routes(routes!(push::remove))
         .routes(routes!(mcp::servers))
         .routes(routes!(market::search))
         .routes(routes!(market::listing))
