@@ -1,11 +1,12 @@
 // The Settings page: provider connections (admin/Connections.tsx), and the model of every agent
-// and the default (admin/ModelChoice.tsx).
+// and the default (admin/ModelChoice.tsx), the devices Web Push reaches (admin/Devices.tsx).
 import { useCallback, useEffect, useState } from 'react';
 import { modelsChanged } from '../api/queries';
 import { api, type Agent, type ModelChoices, type ProviderConnection } from '../api/client';
 import { ErrorAlert } from './parts';
 import { ConnectionCard, ConnectionForm } from './Connections';
 import { ChoiceCard } from './ModelChoice';
+import { Devices } from './Devices';
 
 export function Settings() {
   const [connections, setConnections] = useState<ProviderConnection[] | null>(null);
@@ -55,6 +56,7 @@ export function Settings() {
           ))}
         </section>
       )}
+      <Devices />
     </>
   );
 }

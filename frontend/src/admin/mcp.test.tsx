@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { McpServer } from '../api/client';
 import { Admin } from '../components/Admin';
 import { McpServers } from './McpServers';
+import { renderPage } from '../test/render';
 
 function server(fields: Partial<McpServer>): McpServer {
   return { name: 'files', transport: 'stdio', state: 'up', tools: 3, skipped_tools: [], last_error: null, failures: 0, retry_at: null, ...fields };
@@ -72,7 +73,7 @@ describe('MCP servers on the settings page', () => {
 
   it('says when none are configured, and is part of the Settings section', async () => {
     const asked = fakeApi([[]]);
-    render(<Admin section="settings" agent={null} />);
+    renderPage(<Admin section="settings" agent={null} />);
     expect(await screen.findByText('No MCP servers are configured.')).toBeTruthy();
     expect(screen.getByRole('region', { name: 'MCP servers' }).textContent).toContain('/mcp/<agent>');
     expect(asked).toContain('/api/mcp/servers');

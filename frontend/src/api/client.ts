@@ -53,6 +53,7 @@ export type Schedule = Schemas['ScheduleView'];
 export type ScheduleRun = Schemas['ScheduleRunView'];
 export type MemoryLayer = Schemas['MemoryLayer'];
 export type McpServer = Schemas['McpServerView'];
+export type PushDevice = Schemas['DeviceView'];
 /** Which memories the memory page lists; absent ones do not filter. */
 export interface MemoryFilter {
   layer?: MemoryLayer;
@@ -186,6 +187,12 @@ export const api = {
   editDocument: (agent: string, kind: DocumentKind, body: Schemas['EditRequest']) => call(client.POST('/api/agents/{agent}/documents/{kind}', { params: { path: { agent, kind } }, body })),
   rollbackDocument: (agent: string, kind: DocumentKind, version: number, reason: string | null) =>
     call(client.POST('/api/agents/{agent}/documents/{kind}/rollback', { params: { path: { agent, kind } }, body: { version, reason } })),
+
+  /** Web Push: the server's VAPID key (404 `push_off` when push is off), the subscribed browsers. */
+  pushKey: () => call(client.GET('/api/push/key')),
+  pushDevices: () => call(client.GET('/api/push/devices')),
+  subscribePush: (body: Schemas['SubscribeRequest']) => call(client.POST('/api/push/devices', { body })),
+  removePushDevice: (id: number) => call(client.DELETE('/api/push/devices/{id}', { params: { path: { id } } })),
 
   notifications: (agent: string) => call(client.GET('/api/agents/{agent}/notifications', at(agent))),
   markNotificationRead: (agent: string, id: number) => call(client.POST('/api/agents/{agent}/notifications/{id}/read', numbered(agent, id))),

@@ -26,6 +26,8 @@ export const keys = {
   sessions: (agent: string) => ['sessions', agent] as const,
   /** Every tool the agent has, with its toolset and approval policy. */
   tools: (agent: string) => ['tools', agent] as const,
+  /** The browsers subscribed to Web Push. */
+  devices: ['push-devices'] as const,
 };
 
 export function useAgents() {
