@@ -1,0 +1,39 @@
+// The rules of a provider connection, as the server checks them (`checked` in
+// crates/wright-server/src/api/settings.rs): a name of 1 to 100 characters, a base URL that is
+// empty or starts with http:// or https://, a key of one line of at most 4096 bytes. The form
+// says what is wrong before sending; the server's answer stays the authority. The output is
+// the generated `ConnectionInput`, so a field the server adds or renames fails the typecheck.
+import { z } from 'zod';
+import type { ConnectionInput, ConnectionKind } from '../api/client';
+
+const KINDS = ['openai', 'anthropic', 'gemini', 'openai_compatible', 'ollama'] as const satisfies readonly ConnectionKind[];
+// Every kind the server knows is listed: a new one fails here until the form offers it.
+type Missing = Exclude<ConnectionKind, (typeof KINDS)[number]>;
+export const everyKindListed: [Missing] extends [never] ? true : Missing = true;
+
+export const connectionSchema = z.object({
+  name: z
+    .string()
+    .trim()
+    .min(1, 'A connection needs a name.')
+    .refine((name) => [...name].length <= 100, 'At most 100 characters.'),
+  kind: z.enum(KINDS),
+  baseUrl: z
+    .string()
+    .trim()
+    .refine((url) => url === '' || url.startsWith('http://') || url.startsWith('https://'), 'The base URL must start with http:// or https://.'),
+  apiKey: z
+    .string()
+    .trim()
+    .refine((key) => new TextEncoder().encode(key).length <= 4096, 'At most 4096 bytes.')
+    // eslint-disable-next-line no-control-regex
+    .refine((key) => !/[\u0000-\u001f\u007f]/.test(key), 'The key must be one line.'),
+  clearKey: z.boolean(),
+});
+
+export type ConnectionFormValues = z.input<typeof connectionSchema>;
+
+/** The request body for valid form values. */
+export function connectionInput(values: z.output<typeof connectionSchema>): ConnectionInput {
+  return { name: values.name, kind: values.kind, base_url: values.baseUrl || null, api_key: values.apiKey || null, clear_api_key: values.clearKey };
+}
