@@ -1,4 +1,4 @@
-import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { McpServer } from '../api/client';
 import { Admin } from '../components/Admin';
@@ -42,7 +42,7 @@ describe('MCP servers on the settings page', () => {
         server({ name: 'odd', skipped_tools: ['has space'] }),
       ],
     ]);
-    render(<McpServers />);
+    renderPage(<McpServers />);
     const files = await screen.findByRole('row', { name: 'MCP server files' });
     expect(within(files).getByText('up')).toBeTruthy();
     expect(within(files).getByText('3')).toBeTruthy();
@@ -62,7 +62,7 @@ describe('MCP servers on the settings page', () => {
 
   it('asks again on Refresh and shows a server that came back', async () => {
     const asked = fakeApi([[server({ name: 'files', state: 'down', tools: 0, failures: 1, retry_at: '2026-11-24T10:15:00.000Z', last_error: 'could not start' })], [server({ name: 'files', tools: 5, last_error: 'could not start' })]]);
-    render(<McpServers />);
+    renderPage(<McpServers />);
     const row = await screen.findByRole('row', { name: 'MCP server files' });
     expect(within(row).getByText('down')).toBeTruthy();
     fireEvent.click(screen.getByRole('button', { name: 'Refresh' }));

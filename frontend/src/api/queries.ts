@@ -28,6 +28,15 @@ export const keys = {
   tools: (agent: string) => ['tools', agent] as const,
   /** The browsers subscribed to Web Push. */
   devices: ['push-devices'] as const,
+  /** Settings: provider connections and the model of each agent and the default. */
+  connections: ['connections'] as const,
+  modelChoices: ['model-choices'] as const,
+  mcpServers: ['mcp-servers'] as const,
+  /** Every schedule of the agent, finished ones too. */
+  schedules: (agent: string) => ['schedules', agent] as const,
+  /** An agent's system prompt or learned notes, and their versions. */
+  document: (agent: string, kind: string) => ['document', agent, kind] as const,
+  versions: (agent: string, kind: string) => ['versions', agent, kind] as const,
 };
 
 export function useAgents() {
