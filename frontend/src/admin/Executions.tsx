@@ -1,8 +1,9 @@
 // The tool execution log of an agent, with filters and the latest failures, and the last days'
 // statistics per tool.
+import { useQuery } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'react';
 import { api, type ErrorCategory, type Execution, type ExecutionFilter, type Stats } from '../api/client';
-import { useTools } from '../api/queries';
+import { keys, useTools } from '../api/queries';
 import { when } from './History';
 import { Stat, pretty } from './parts';
 
@@ -30,19 +31,17 @@ export function toolFigures(stats: Stats, log: Execution[]) {
 }
 
 export function StatsCard({ agent }: { agent: string }) {
-  const [stats, setStats] = useState<Stats | null>(null);
-  const [log, setLog] = useState<Execution[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    Promise.all([api.stats(agent, 7), api.executions(agent, { limit: 1000 })]).then(
-      ([figures, rows]) => {
-        const since = Date.now() - 7 * 86_400_000;
-        setLog(rows.filter((row) => new Date(row.created_at).getTime() >= since));
-        setStats(figures);
-      },
-      (failure: Error) => setError(failure.message),
-    );
-  }, [agent]);
+  const query = useQuery({
+    queryKey: keys.stats(agent),
+    queryFn: async () => {
+      const [figures, rows] = await Promise.all([api.stats(agent, 7), api.executions(agent, { limit: 1000 })]);
+      const since = Date.now() - 7 * 86_400_000;
+      return { stats: figures, log: rows.filter((row) => new Date(row.created_at).getTime() >= since) };
+    },
+  });
+  const stats = query.data?.stats ?? null;
+  const log = query.data?.log ?? [];
+  const error = query.error?.message ?? null;
   if (error) return <div className="alert alert-danger">{error}</div>;
   if (!stats) return <div className="loading-line">Loading statistics…</div>;
   return (

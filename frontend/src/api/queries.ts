@@ -37,6 +37,12 @@ export const keys = {
   /** An agent's system prompt or learned notes, and their versions. */
   document: (agent: string, kind: string) => ['document', agent, kind] as const,
   versions: (agent: string, kind: string) => ['versions', agent, kind] as const,
+  components: (agent: string) => ['components', agent] as const,
+  /** The last week's figures and calls (the Executions page). */
+  stats: (agent: string) => ['stats', agent] as const,
+  toolSettings: (agent: string) => ['tool-settings', agent] as const,
+  /** Memories under every filter start with this key: a change invalidates all of them. */
+  memories: (agent: string) => ['memories', agent] as const,
 };
 
 export function useAgents() {
