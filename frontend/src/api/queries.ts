@@ -43,6 +43,8 @@ export const keys = {
   toolSettings: (agent: string) => ['tool-settings', agent] as const,
   /** Memories under every filter start with this key: a change invalidates all of them. */
   memories: (agent: string) => ['memories', agent] as const,
+  /** A conversation's detail (events, pending calls); its live stream writes into it. */
+  conversation: (id: string) => ['conversation', id] as const,
 };
 
 export function useAgents() {
