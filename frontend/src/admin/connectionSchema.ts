@@ -4,7 +4,7 @@
 // says what is wrong before sending; the server's answer stays the authority. The output is
 // the generated `ConnectionInput`, so a field the server adds or renames fails the typecheck.
 import { z } from 'zod';
-import type { ConnectionInput, ConnectionKind } from '../api/client';
+import type { ChoiceInput, ConnectionInput, ConnectionKind } from '../api/client';
 
 const KINDS = ['openai', 'anthropic', 'gemini', 'openai_compatible', 'ollama'] as const satisfies readonly ConnectionKind[];
 // Every kind the server knows is listed: a new one fails here until the form offers it.
@@ -36,4 +36,23 @@ export type ConnectionFormValues = z.input<typeof connectionSchema>;
 /** The request body for valid form values. */
 export function connectionInput(values: z.output<typeof connectionSchema>): ConnectionInput {
   return { name: values.name, kind: values.kind, base_url: values.baseUrl || null, api_key: values.apiKey || null, clear_api_key: values.clearKey };
+}
+
+/** A model choice, as `set_choice` in settings.rs checks it: a connection, a model name, the
+ * tool-call format, and a context window that is a positive whole number of tokens (u32) or
+ * left to the provider. */
+export const choiceSchema = z.object({
+  connectionId: z.string().min(1, 'Choose a connection.'),
+  model: z.string().trim().min(1, 'Pick a model.'),
+  toolCalls: z.enum(['native', 'text'] as const satisfies readonly ChoiceInput['tool_calls'][]),
+  contextWindow: z
+    .string()
+    .trim()
+    .refine((text) => text === '' || (/^\d+$/.test(text) && Number(text) >= 1 && Number(text) <= 4_294_967_295), 'A context window is a positive whole number of tokens.'),
+});
+
+export type ChoiceFormValues = z.input<typeof choiceSchema>;
+
+export function choiceInput(values: z.output<typeof choiceSchema>): ChoiceInput {
+  return { connection_id: values.connectionId, model: values.model, tool_calls: values.toolCalls, context_window: values.contextWindow ? Number(values.contextWindow) : null };
 }

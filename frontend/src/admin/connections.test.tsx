@@ -50,3 +50,15 @@ describe('the connection form checks what the server checks before sending', () 
     expect((screen.getByLabelText('Connection name') as HTMLInputElement).value).toBe('');
   });
 });
+
+describe('the model choice follows the server’s rules', () => {
+  it('needs a connection and a model; a context window is a positive whole number or empty', async () => {
+    const { choiceSchema, choiceInput } = await import('./connectionSchema');
+    const base = { connectionId: 'c1', model: ' qwen ', toolCalls: 'native' as const, contextWindow: '' };
+    expect(choiceInput(choiceSchema.parse(base))).toEqual({ connection_id: 'c1', model: 'qwen', tool_calls: 'native', context_window: null });
+    expect(choiceInput(choiceSchema.parse({ ...base, contextWindow: '32768' })).context_window).toBe(32768);
+    for (const contextWindow of ['0', '-5', '1.5', 'lots', '4294967296']) expect(choiceSchema.safeParse({ ...base, contextWindow }).success).toBe(false);
+    expect(choiceSchema.safeParse({ ...base, model: '  ' }).success).toBe(false);
+    expect(choiceSchema.safeParse({ ...base, connectionId: '' }).success).toBe(false);
+  });
+});
