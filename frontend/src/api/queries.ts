@@ -45,7 +45,17 @@ export const keys = {
   memories: (agent: string) => ['memories', agent] as const,
   /** A conversation's detail (events, pending calls); its live stream writes into it. */
   conversation: (id: string) => ['conversation', id] as const,
+  /** The tools the agent wrote or installed (the Tools page, a marketplace listing). */
+  agentTools: (agent: string) => ['agent-tools', agent] as const,
+  listing: (kind: string, name: string) => ['listing', kind, name] as const,
+  listings: (query: string) => ['listings', query] as const,
 };
+
+/** The agent's own tools; a change anywhere (installed, rolled back, switched) invalidates
+ * `keys.agentTools` and `keys.tools` so both pages follow. */
+export function useAgentTools(agent: string | null) {
+  return useQuery({ queryKey: keys.agentTools(agent ?? ''), queryFn: () => api.agentTools(agent!), enabled: !!agent });
+}
 
 export function useAgents() {
   return useQuery({ queryKey: keys.agents, queryFn: () => api.agents() });
@@ -81,6 +91,8 @@ export function useInvalidate() {
     status: () => client.invalidateQueries({ queryKey: ['status'] }),
       /** The agent's tools: a toolset switched, a tool installed or removed. */
       tools: (agent: string) => client.invalidateQueries({ queryKey: keys.tools(agent) }),
+      /** The agent's own tools and every tool list: one was installed, updated, removed or rolled back. */
+      agentTools: (agent: string) => Promise.all([client.invalidateQueries({ queryKey: keys.agentTools(agent) }), client.invalidateQueries({ queryKey: keys.tools(agent) })]),
     }),
     [client],
   );
