@@ -1,7 +1,7 @@
 // The tool execution log of an agent, with filters and the latest failures, and the last days'
 // statistics per tool.
 import { useQuery } from '@tanstack/react-query';
-import { useEffect, useMemo, useState } from 'react';
+import { useMemo, useState } from 'react';
 import { api, type ErrorCategory, type Execution, type ExecutionFilter, type Stats } from '../api/client';
 import { keys, useTools } from '../api/queries';
 import { when } from './History';
@@ -95,18 +95,14 @@ const ERROR_CATEGORIES = Object.keys(CATEGORIES) as ErrorCategory[];
 
 export function Executions({ agent }: { agent: string }) {
   const [filter, setFilter] = useState<ExecutionFilter>({});
-  const [rows, setRows] = useState<Execution[] | null>(null);
-  const [failures, setFailures] = useState<Execution[]>([]);
+  // Under the stats' key: the page's figures, its last failures and its filtered log refresh together.
+  const failuresQuery = useQuery({ queryKey: [...keys.stats(agent), 'failures'], queryFn: () => api.executions(agent, { success: false, limit: 5 }) });
+  const rowsQuery = useQuery({ queryKey: [...keys.stats(agent), 'log', filter], queryFn: () => api.executions(agent, { ...filter, limit: 200 }) });
+  const rows: Execution[] | null = rowsQuery.data ?? null;
+  const failures: Execution[] = failuresQuery.data ?? [];
   const toolList = useTools(agent).data;
   const tools = useMemo(() => (toolList ?? []).map((tool) => tool.name).sort(), [toolList]);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    api.executions(agent, { success: false, limit: 5 }).then(setFailures, (failure: Error) => setError(failure.message));
-  }, [agent]);
-  useEffect(() => {
-    setRows(null);
-    api.executions(agent, { ...filter, limit: 200 }).then(setRows, (failure: Error) => setError(failure.message));
-  }, [agent, filter]);
+  const error = failuresQuery.error?.message ?? rowsQuery.error?.message ?? null;
   // The code of the version that ran (calls recorded before versions were: the newest).
   const codeOf = async (execution: Execution): Promise<FailureCode | null> => {
     const versions = await api.agentToolVersions(agent, execution.tool_name).catch(() => []);

@@ -3,7 +3,7 @@
 // changes (who changed it, from which conversation). Only calls the memory API; every change
 // here is recorded as the person's (author `admin`).
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useState } from 'react';
 import { keys } from '../api/queries';
 import { api, type Memory, type MemoryChange, type MemoryLayer } from '../api/client';
 import { when } from './History';
@@ -19,11 +19,10 @@ const LAYERS: { id: MemoryLayer; label: string; hint: string }[] = [
 type View = MemoryLayer | 'archived';
 
 function MemoryHistory({ agent, id }: { agent: string; id: number }) {
-  const [changes, setChanges] = useState<MemoryChange[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    api.memoryHistory(agent, id).then(setChanges, (failure: Error) => setError(failure.message));
-  }, [agent, id]);
+  // Under the memories' key: a change to the memory invalidates its history with the lists.
+  const query = useQuery({ queryKey: [...keys.memories(agent), 'history', id], queryFn: () => api.memoryHistory(agent, id) });
+  const changes: MemoryChange[] | null = query.data ?? null;
+  const error = query.error?.message ?? null;
   return (
     <div className="memory-history" aria-label={`History of memory ${id}`}>
       <ErrorAlert error={error} />

@@ -91,6 +91,8 @@ export function useInvalidate() {
     status: () => client.invalidateQueries({ queryKey: ['status'] }),
       /** The agent's tools: a toolset switched, a tool installed or removed. */
       tools: (agent: string) => client.invalidateQueries({ queryKey: keys.tools(agent) }),
+      /** The agent's schedules: a scheduled run answered or was missed. */
+      schedules: (agent: string) => client.invalidateQueries({ queryKey: keys.schedules(agent) }),
       /** The agent's own tools and every tool list: one was installed, updated, removed or rolled back. */
       agentTools: (agent: string) => Promise.all([client.invalidateQueries({ queryKey: keys.agentTools(agent) }), client.invalidateQueries({ queryKey: keys.tools(agent) })]),
     }),
