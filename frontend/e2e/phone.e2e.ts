@@ -6,7 +6,7 @@
 // answer in its cache), a push shown as a notification that names its conversation.
 //
 // Needs `npm run build`, the debug binary built after it, and Chromium (skipped without them).
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { devices, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -86,6 +86,16 @@ describe.skipIf(!built || !hasChromium || !hasWright)('the canvas on a phone, in
     await startConversation('hello');
     await page.getByRole('region', { name: 'Chat' }).getByText('Hello from the phone test.').waitFor();
     expect(await fitsTheScreen()).toBe(true);
+  });
+
+  it('exports the conversation as Markdown and JSON from its header', async () => {
+    for (const [link, extension] of [['Export Markdown', '.md'], ['Export JSON', '.json']] as const) {
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: link }).click()]);
+      expect(download.suggestedFilename()).toMatch(new RegExp(`^new-conversation-[a-z0-9]{8}\\${extension}$`));
+      const text = readFileSync((await download.path())!, 'utf8');
+      if (extension === '.md') expect(text).toContain('scenario:hello');
+      else expect(JSON.parse(text).events.map((event: { kind: string }) => event.kind)).toEqual(['user', 'assistant']);
+    }
   });
 
   it('answers a form: the canvas tab opens on it and the answer reaches the model', async () => {
