@@ -5,7 +5,7 @@
 import { zodResolver } from '@hookform/resolvers/zod';
 import { useState, type ReactNode } from 'react';
 import { useForm } from 'react-hook-form';
-import type { z } from 'zod';
+import type { z } from 'zod/mini';
 import { api, type ConnectionKind, type ConnectionTest, type ListedModel, type ProviderConnection } from '../api/client';
 import { connectionInput, connectionSchema, type ConnectionFormValues } from './connectionSchema';
 import { ConfirmButtons, ErrorAlert } from './parts';

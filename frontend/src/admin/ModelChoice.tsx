@@ -5,7 +5,7 @@ import { zodResolver } from '@hookform/resolvers/zod';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useForm } from 'react-hook-form';
-import type { z } from 'zod';
+import type { z } from 'zod/mini';
 import { api, type ListedModel, type ModelChoice, type ProviderConnection } from '../api/client';
 import { choiceInput, choiceSchema, type ChoiceFormValues } from './connectionSchema';
 import { ErrorAlert } from './parts';
