@@ -19,4 +19,9 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  {
+    // The service worker: its globals, and the two constants the build puts before it.
+    files: ['src/sw/**/*.js'],
+    languageOptions: { globals: { ...globals.serviceworker, VERSION: 'readonly', SHELL: 'readonly' } },
+  },
 );

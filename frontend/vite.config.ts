@@ -28,10 +28,33 @@ function scriptPolicy(): Plugin {
   };
 }
 
+/**
+ * The service worker (src/sw/sw.template.js) as `/sw.js`, with this build's version and the
+ * files it may serve offline: the hashed assets Vite emitted and the files of public/ (icons,
+ * manifest). The version is a hash of those names, so each build's worker is a new worker and
+ * its cache a new cache. Build only.
+ */
+function serviceWorker(): Plugin {
+  return {
+    name: 'wright-service-worker',
+    apply: 'build',
+    enforce: 'post',
+    generateBundle(_options, bundle) {
+      const emitted = Object.keys(bundle).filter((name) => name.startsWith('assets/'));
+      const publicFiles = ['manifest.webmanifest', 'icons/icon-192.png', 'icons/icon-512.png', 'icons/maskable-512.png', 'icons/apple-touch-icon.png'];
+      const shell = [...emitted, ...publicFiles].sort().map((name) => '/' + name);
+      const version = createHash('sha256').update(shell.join('\n')).update(readFileSync(new URL('./index.html', import.meta.url))).digest('hex').slice(0, 16);
+      const template = readFileSync(new URL('./src/sw/sw.template.js', import.meta.url), 'utf8');
+      const source = `const VERSION = ${JSON.stringify(version)};\nconst SHELL = ${JSON.stringify(shell)};\n${template}`;
+      this.emitFile({ type: 'asset', fileName: 'sw.js', source });
+    },
+  };
+}
+
 // The app. `npm run build` first builds the component frame's runtime (vite.frame.config.ts)
 // into build/frame, which the app embeds as a string (see src/frame/ComponentFrame.tsx).
 export default defineConfig({
-  plugins: [scriptPolicy()],
+  plugins: [scriptPolicy(), serviceWorker()],
   build: {
     outDir: 'dist',
     target: 'es2022',

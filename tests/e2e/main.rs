@@ -13,9 +13,11 @@
 mod architecture;
 mod attacks;
 mod binary;
+mod export;
 mod learning;
 mod mcp_server;
 mod model_loop;
+mod push;
 mod real_model;
 mod skills;
 mod usage;

@@ -99,7 +99,7 @@ async fn follow_run(updates: &mut crate::domain::hub::Subscription) -> RunEnd {
                 }
                 ConversationStatus::Running => {}
             },
-            Ok(Update::Notification(_)) | Err(RecvError::Lagged(_)) => {}
+            Ok(Update::Notification(_) | Update::Waiting { .. }) | Err(RecvError::Lagged(_)) => {}
             Err(RecvError::Closed) => return RunEnd::Error,
         }
     }

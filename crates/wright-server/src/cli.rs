@@ -1,5 +1,5 @@
 //! The command line: `wright serve`, `wright tool call`, `wright prompt|notes …`,
-//! `wright memory list|recall|forget|restore`, `wright openapi`. Arguments are parsed here; the work is done by the library crates.
+//! `wright memory list|recall|forget|restore`, `wright conversation export`, `wright openapi`. Arguments are parsed here; the work is done by the library crates.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -104,8 +104,28 @@ enum Command {
         #[arg(long, default_value = AgentId::DEFAULT)]
         agent: String,
     },
+    /// Conversations: export one as Markdown or JSON.
+    Conversation {
+        #[command(subcommand)]
+        command: ConversationCommand,
+    },
     /// Print the OpenAPI document of the HTTP API.
     Openapi,
+}
+
+#[derive(Subcommand)]
+enum ConversationCommand {
+    /// Write a conversation as Markdown (what was said, tool calls folded) or JSON (the typed
+    /// events): to standard output, or to a file with `-o`.
+    Export {
+        /// The conversation's id (its address in the canvas ends with it).
+        id: String,
+        #[arg(long, value_enum, default_value = "md")]
+        format: crate::export::ExportFormat,
+        /// The file to write; standard output when absent.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -434,6 +454,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 print!("{}", crate::domain::usage::report_text(&rows, &totals, by.into(), since));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Conversation { command: ConversationCommand::Export { id, format, output } } => {
+            let store = open_store(&config).await?;
+            let exported = crate::export::export(&store, &id, format).await;
+            store.close().await;
+            let exported = exported?;
+            match output {
+                Some(path) => {
+                    std::fs::write(&path, exported.body).with_context(|| format!("cannot write {}", path.display()))?
+                }
+                None => std::io::stdout().lock().write_all(exported.body.as_bytes())?,
             }
             Ok(ExitCode::SUCCESS)
         }

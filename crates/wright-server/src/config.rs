@@ -68,6 +68,8 @@ pub struct Config {
     pub telegram: TelegramConfig,
     /// `[notify]`: the agent's notifications per hour and their length.
     pub notify: NotifyConfig,
+    /// `[push]`: Web Push to the person's browsers (VAPID contact, limits).
+    pub push: crate::push::PushConfig,
     /// `[schedules]`: limits of the schedules agents make, the missed-run window, the tick.
     pub schedules: wright_schedules::ScheduleConfig,
     /// `[budget]`: usage budgets over all agents (`[agents.<id>.budget]` per agent).
@@ -360,6 +362,7 @@ struct ConfigFile {
     model_profiles: BTreeMap<String, wright_agent::profile::ProfileOverride>,
     telegram: TelegramConfig,
     notify: NotifyConfig,
+    push: crate::push::PushConfig,
     schedules: wright_schedules::ScheduleConfig,
     budget: BudgetConfig,
 }
@@ -471,6 +474,7 @@ impl Config {
             model_profiles: file.model_profiles,
             telegram: file.telegram,
             notify: file.notify,
+            push: file.push,
             schedules: file.schedules,
             budget: file.budget,
             clock: std::sync::Arc::new(wright_core::SystemClock),

@@ -20,9 +20,11 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod embedder;
+pub mod export;
 pub mod learning;
 pub mod listener;
 pub mod notifier;
+pub mod push;
 pub mod scheduler;
 pub mod secrets;
 pub mod telegram;
@@ -65,6 +67,8 @@ pub struct AppState {
     /// shutdown does not wait for the browser to go away.
     pub shutdown: CancellationToken,
     pub login_limiter: Arc<api::LoginLimiter>,
+    /// Web Push to the person's browsers; None when `[push] enabled` is off.
+    pub push: Option<Arc<push::Pusher>>,
 }
 
 impl AppState {
@@ -131,8 +135,14 @@ impl AppState {
         runs.recover_orphaned().await.map_err(|error| anyhow::anyhow!("{error}"))?;
         runs.spawn_heartbeat();
         let login_limiter = Arc::new(api::LoginLimiter::new(config.server.login_attempts_per_minute));
+        // The VAPID key is made on the first start and kept in the data directory.
+        let push = match config.push.enabled {
+            true => Some(Arc::new(push::Pusher::load_or_create(&config.data_dir, config.push.clone())?)),
+            false => None,
+        };
         Ok(Self {
             login_limiter,
+            push,
             store,
             memories,
             schedules,
@@ -159,6 +169,9 @@ pub fn start_background(state: &AppState, server_url: &str) -> anyhow::Result<()
         telegram.spawn(state.clone());
     }
     notifier::spawn(state.clone(), telegram);
+    if let Some(pusher) = &state.push {
+        push::spawn_waiting(state.store.clone(), Arc::clone(&state.hub), Arc::clone(pusher), state.shutdown.clone());
+    }
     scheduler::spawn(state.clone());
     learning::spawn_nightly(state.clone());
     Ok(())

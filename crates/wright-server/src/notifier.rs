@@ -1,5 +1,6 @@
 //! Delivers notifications: every one stored (by `notify`, the scheduler, another process) is
-//! published on its agent's hub topic for the canvas, then handed to Telegram when it is
+//! published on its agent's hub topic for the canvas, pushed to the person's subscribed
+//! browsers (Web Push, [`crate::push`]), then handed to Telegram when it is
 //! configured (the `notifications` table is the outbox; without Telegram they are marked
 //! skipped, so enabling it later does not send a backlog).
 //!
@@ -37,6 +38,11 @@ pub fn spawn(state: AppState, telegram: Option<Arc<TelegramChannel>>) {
                 Ok(notifications) => {
                     for notification in notifications {
                         published = notification.id;
+                        if let Some(pusher) = &state.push {
+                            let (pusher, store) = (Arc::clone(pusher), state.store.clone());
+                            let message = crate::push::notification_message(&notification);
+                            tokio::spawn(async move { pusher.send_to_all(&store, &message).await });
+                        }
                         state
                             .hub
                             .publish(&notifications_topic(&notification.agent_id), Update::Notification(notification));

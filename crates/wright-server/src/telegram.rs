@@ -608,7 +608,7 @@ impl TelegramChannel {
                             flush_at = None;
                         }
                     },
-                    Ok(HubUpdate::Notification(_)) => {}
+                    Ok(HubUpdate::Notification(_) | HubUpdate::Waiting { .. }) => {}
                     // Fell behind: what was dropped may include the end of a run, so the messages
                     // shown so far stay as they are and what follows goes to new ones; the stored
                     // answer at the end has it all. Never an edit of an older answer's message

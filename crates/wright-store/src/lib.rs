@@ -41,6 +41,7 @@ pub mod memory;
 mod migrations;
 pub mod notifications;
 mod providers;
+pub mod push;
 pub mod schedules;
 mod sessions;
 pub mod skills;
@@ -78,6 +79,7 @@ pub use memory::{
 };
 pub use notifications::{NewNotification, Notification, NotificationSource, NotifyConfig, TelegramDelivery};
 pub use providers::{ChoiceTarget, ConnectionFields, ModelChoice, StoredConnection};
+pub use push::{NewPushSubscription, PushSubscription};
 pub use schedules::{
     Due, Firing, FiringPlan, RunOutcome, Schedule, ScheduleAuthor, ScheduleRow, ScheduleRun, ScheduleStatus,
 };

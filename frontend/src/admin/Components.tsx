@@ -1,5 +1,7 @@
 // An agent's UI components: versions, diffs, rollback, and the review before enabling one.
-import { useEffect, useMemo, useState } from 'react';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMemo, useState } from 'react';
+import { keys } from '../api/queries';
 import { api, type ComponentDetail, type ComponentSummary } from '../api/client';
 import { History, type HistorySource } from './History';
 import { componentsChanged } from '../frame/componentsChannel';
@@ -7,7 +9,13 @@ import { ErrorAlert } from './parts';
 import { ArtifactHeading, EnableToggle, ReviewBeforeEnabling } from './artifacts';
 
 function ComponentCard({ agent, component }: { agent: string; component: ComponentSummary }) {
-  const [current, setCurrent] = useState(component);
+  const client = useQueryClient();
+  const [current, setShown] = useState(component);
+  // A rollback or a switch shows at once here and refreshes the list every page reads.
+  const setCurrent = (changed: ComponentSummary) => {
+    setShown(changed);
+    void client.invalidateQueries({ queryKey: keys.components(agent) });
+  };
   // The source and props schema, loaded when the person asks to review before enabling.
   const [review, setReview] = useState<ComponentDetail | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -30,11 +38,12 @@ function ComponentCard({ agent, component }: { agent: string; component: Compone
       versions: () => api.componentVersions(agent, component.name),
       diff: async (from, to) => (await api.componentDiff(agent, component.name, from, to)).diff,
       rollback: async (version, reason) => {
-        setCurrent(await api.rollbackComponent(agent, component.name, version, reason));
+        setShown(await api.rollbackComponent(agent, component.name, version, reason));
+        void client.invalidateQueries({ queryKey: keys.components(agent) });
         componentsChanged();
       },
     }),
-    [agent, component.name],
+    [agent, component.name, client],
   );
   return (
     <section className="admin-card" aria-label={`Component ${component.name}`}>
@@ -60,11 +69,9 @@ function ComponentCard({ agent, component }: { agent: string; component: Compone
 }
 
 export function Components({ agent }: { agent: string }) {
-  const [list, setList] = useState<ComponentSummary[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    api.components(agent).then(setList, (failure: Error) => setError(failure.message));
-  }, [agent]);
+  const query = useQuery({ queryKey: keys.components(agent), queryFn: () => api.components(agent) });
+  const list = query.data ?? null;
+  const error = query.error?.message ?? null;
   if (error) return <div className="alert alert-danger">{error}</div>;
   if (!list) return <div className="loading-line">Loading…</div>;
   if (!list.length)

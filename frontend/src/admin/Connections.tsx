@@ -1,8 +1,13 @@
-// Provider connections on the Settings page: the form that adds or edits one, and a connection's
+// Provider connections on the Settings page: the form that adds or edits one (react-hook-form,
+// checked by the server's rules in connectionSchema.ts before it is sent), and a connection's
 // card (test it, list its models, edit, remove; the environment's read-only). Keys go to the
 // server and never come back: a card shows only whether one is set and its last four characters.
-import { useState } from 'react';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useState, type ReactNode } from 'react';
+import { useForm } from 'react-hook-form';
+import type { z } from 'zod/mini';
 import { api, type ConnectionKind, type ConnectionTest, type ListedModel, type ProviderConnection } from '../api/client';
+import { connectionInput, connectionSchema, type ConnectionFormValues } from './connectionSchema';
 import { ConfirmButtons, ErrorAlert } from './parts';
 
 const KINDS: { kind: ConnectionKind; label: string; placeholder: string }[] = [
@@ -22,45 +27,35 @@ export function message(failure: unknown): string {
 }
 
 export function ConnectionForm({ initial, onSaved, onCancel }: { initial?: ProviderConnection; onSaved: () => void; onCancel?: () => void }) {
-  const [name, setName] = useState(initial?.name ?? '');
-  const [kind, setKind] = useState<ConnectionKind>(initial?.kind ?? 'openai_compatible');
-  const [baseUrl, setBaseUrl] = useState(initial?.base_url ?? '');
-  const [apiKey, setApiKey] = useState('');
-  const [clearKey, setClearKey] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const save = async () => {
-    const input = { name, kind, base_url: baseUrl.trim() || null, api_key: apiKey.trim() || null, clear_api_key: clearKey };
+  const form = useForm<ConnectionFormValues, unknown, z.output<typeof connectionSchema>>({
+    resolver: zodResolver(connectionSchema),
+    defaultValues: { name: initial?.name ?? '', kind: initial?.kind ?? 'openai_compatible', baseUrl: initial?.base_url ?? '', apiKey: '', clearKey: false },
+  });
+  const { register, handleSubmit, watch, reset, formState } = form;
+  const save = handleSubmit(async (values) => {
     try {
+      const input = connectionInput(values);
       if (initial) await api.updateConnection(initial.id, input);
       else await api.createConnection(input);
-      setApiKey('');
-      if (!initial) {
-        setName('');
-        setBaseUrl('');
-      }
+      reset(initial ? { ...values, apiKey: '' } : undefined);
       setError(null);
       onSaved();
     } catch (failure) {
       setError(message(failure));
     }
-  };
+  });
+  const kind = watch('kind');
   const keyHint = initial?.key_set ? `set${initial.key_last_four ? ` (…${initial.key_last_four})` : ''}; leave empty to keep it` : 'none';
+  const problem = (field: keyof ConnectionFormValues) => formState.errors[field]?.message;
   return (
-    <form
-      className="connection-form"
-      aria-label={initial ? `Edit connection ${initial.name}` : 'Add a connection'}
-      onSubmit={(event) => {
-        event.preventDefault();
-        void save();
-      }}
-    >
-      <label>
-        Name
-        <input aria-label="Connection name" value={name} onChange={(event) => setName(event.target.value)} required maxLength={100} />
-      </label>
+    <form className="connection-form" aria-label={initial ? `Edit connection ${initial.name}` : 'Add a connection'} noValidate onSubmit={(event) => void save(event)}>
+      <Field label="Name" problem={problem('name')}>
+        <input aria-label="Connection name" aria-invalid={!!problem('name')} {...register('name')} />
+      </Field>
       <label>
         Provider
-        <select aria-label="Provider" value={kind} onChange={(event) => setKind(event.target.value as ConnectionKind)}>
+        <select aria-label="Provider" {...register('kind')}>
           {KINDS.map((entry) => (
             <option key={entry.kind} value={entry.kind}>
               {entry.label}
@@ -68,22 +63,20 @@ export function ConnectionForm({ initial, onSaved, onCancel }: { initial?: Provi
           ))}
         </select>
       </label>
-      <label>
-        Base URL
-        <input aria-label="Base URL" value={baseUrl} placeholder={KINDS.find((entry) => entry.kind === kind)?.placeholder} onChange={(event) => setBaseUrl(event.target.value)} />
-      </label>
-      <label>
-        API key
-        <input aria-label="API key" type="password" autoComplete="off" value={apiKey} placeholder={keyHint} onChange={(event) => setApiKey(event.target.value)} />
-      </label>
+      <Field label="Base URL" problem={problem('baseUrl')}>
+        <input aria-label="Base URL" aria-invalid={!!problem('baseUrl')} placeholder={KINDS.find((entry) => entry.kind === kind)?.placeholder} {...register('baseUrl')} />
+      </Field>
+      <Field label="API key" problem={problem('apiKey')}>
+        <input aria-label="API key" aria-invalid={!!problem('apiKey')} type="password" autoComplete="off" placeholder={keyHint} {...register('apiKey')} />
+      </Field>
       {initial?.key_set && (
         <label className="inline">
-          <input type="checkbox" checked={clearKey} onChange={(event) => setClearKey(event.target.checked)} /> Remove the stored key
+          <input type="checkbox" {...register('clearKey')} /> Remove the stored key
         </label>
       )}
       <ErrorAlert error={error} />
       <div className="card-actions">
-        <button type="submit" className="button primary small">
+        <button type="submit" className="button primary small" disabled={formState.isSubmitting}>
           {initial ? 'Save connection' : 'Add connection'}
         </button>
         {onCancel && (
@@ -93,6 +86,17 @@ export function ConnectionForm({ initial, onSaved, onCancel }: { initial?: Provi
         )}
       </div>
     </form>
+  );
+}
+
+/** A labelled field and, under it, what is wrong with it. */
+function Field({ label, problem, children }: { label: string; problem?: string; children: ReactNode }) {
+  return (
+    <label>
+      {label}
+      {children}
+      {problem && <span className="field-error">{problem}</span>}
+    </label>
   );
 }
 

@@ -1,23 +1,29 @@
 // The system prompt, learned notes and database notes (what each table is for) of an agent: the current text, an edit with a reason, and
 // the version timeline with diffs and rollback.
-import { useCallback, useEffect, useMemo, useState } from 'react';
-import { api, type DocumentKind, type DocumentView } from '../api/client';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useCallback, useMemo, useState } from 'react';
+import { api, type DocumentKind } from '../api/client';
+import { keys } from '../api/queries';
 import { History, type HistorySource } from './History';
 
 export function DocumentCard({ agent, kind }: { agent: string; kind: DocumentKind }) {
-  const [doc, setDoc] = useState<DocumentView | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const refresh = useCallback(() => {
-    api.document(agent, kind).then(setDoc, (failure: Error) => setError(failure.message));
-  }, [agent, kind]);
-  useEffect(refresh, [refresh]);
+  const client = useQueryClient();
+  const query = useQuery({ queryKey: keys.document(agent, kind), queryFn: () => api.document(agent, kind) });
+  const doc = query.data ?? null;
+  const [actionError, setError] = useState<string | null>(null);
+  const error = actionError ?? query.error?.message ?? null;
+  // An edit or a rollback is a new version: the text, and what the next run's system message says.
+  const refresh = useCallback(() => void client.invalidateQueries({ queryKey: keys.document(agent, kind) }), [client, agent, kind]);
   const source = useMemo<HistorySource>(
     () => ({
       versions: () => api.versions(agent, kind),
       diff: async (from, to) => (await api.documentDiff(agent, kind, from, to)).diff,
-      rollback: (version, reason) => api.rollbackDocument(agent, kind, version, reason),
+      rollback: async (version, reason) => {
+        await api.rollbackDocument(agent, kind, version, reason);
+        refresh();
+      },
     }),
-    [agent, kind],
+    [agent, kind, refresh],
   );
   const title = kind === 'system_prompt' ? 'System prompt' : kind === 'learned_notes' ? 'Learned notes' : 'Database notes';
   const [draft, setDraft] = useState<string | null>(null);

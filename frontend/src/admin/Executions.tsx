@@ -1,8 +1,9 @@
 // The tool execution log of an agent, with filters (tool, status, category, session,
 // conversation) and the latest failures of what is chosen, and the last days' statistics per tool.
-import { useEffect, useMemo, useState } from 'react';
-import { api, type ErrorCategory, type Execution, type ExecutionFilter, type Session, type Stats } from '../api/client';
-import { useTools } from '../api/queries';
+import { useQuery } from '@tanstack/react-query';
+import { useMemo, useState } from 'react';
+import { api, type ErrorCategory, type Execution, type ExecutionFilter, type Stats } from '../api/client';
+import { keys, useSessions, useTools } from '../api/queries';
 import { when } from './History';
 import { Stat, pretty } from './parts';
 
@@ -30,19 +31,17 @@ export function toolFigures(stats: Stats, log: Execution[]) {
 }
 
 export function StatsCard({ agent }: { agent: string }) {
-  const [stats, setStats] = useState<Stats | null>(null);
-  const [log, setLog] = useState<Execution[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    Promise.all([api.stats(agent, 7), api.executions(agent, { limit: 1000 })]).then(
-      ([figures, rows]) => {
-        const since = Date.now() - 7 * 86_400_000;
-        setLog(rows.filter((row) => new Date(row.created_at).getTime() >= since));
-        setStats(figures);
-      },
-      (failure: Error) => setError(failure.message),
-    );
-  }, [agent]);
+  const query = useQuery({
+    queryKey: keys.stats(agent),
+    queryFn: async () => {
+      const [figures, rows] = await Promise.all([api.stats(agent, 7), api.executions(agent, { limit: 1000 })]);
+      const since = Date.now() - 7 * 86_400_000;
+      return { stats: figures, log: rows.filter((row) => new Date(row.created_at).getTime() >= since) };
+    },
+  });
+  const stats = query.data?.stats ?? null;
+  const log = query.data?.log ?? [];
+  const error = query.error?.message ?? null;
   if (error) return <div className="alert alert-danger">{error}</div>;
   if (!stats) return <div className="loading-line">Loading statistics…</div>;
   return (
@@ -96,24 +95,21 @@ const ERROR_CATEGORIES = Object.keys(CATEGORIES) as ErrorCategory[];
 
 export function Executions({ agent }: { agent: string }) {
   const [filter, setFilter] = useState<ExecutionFilter>({});
-  const [rows, setRows] = useState<Execution[] | null>(null);
-  const [failures, setFailures] = useState<Execution[]>([]);
-  const toolList = useTools(agent).data;
-  const tools = useMemo(() => (toolList ?? []).map((tool) => tool.name).sort(), [toolList]);
-  const [error, setError] = useState<string | null>(null);
-  const [sessions, setSessions] = useState<Session[]>([]);
-  useEffect(() => {
-    api.sessions(agent).then(setSessions, (failure: Error) => setError(failure.message));
-  }, [agent]);
+  // Under the stats' key: the page's figures, its last failures and its filtered log refresh together.
   // The latest failures follow the conversation or session chosen below.
   const { conversation_id, session_id } = filter;
-  useEffect(() => {
-    api.executions(agent, { success: false, limit: 5, conversation_id, session_id }).then(setFailures, (failure: Error) => setError(failure.message));
-  }, [agent, conversation_id, session_id]);
-  useEffect(() => {
-    setRows(null);
-    api.executions(agent, { ...filter, limit: 200 }).then(setRows, (failure: Error) => setError(failure.message));
-  }, [agent, filter]);
+  const failuresQuery = useQuery({
+    queryKey: [...keys.stats(agent), 'failures', conversation_id, session_id],
+    queryFn: () => api.executions(agent, { success: false, limit: 5, conversation_id, session_id }),
+  });
+  const rowsQuery = useQuery({ queryKey: [...keys.stats(agent), 'log', filter], queryFn: () => api.executions(agent, { ...filter, limit: 200 }) });
+  const rows: Execution[] | null = rowsQuery.data ?? null;
+  const failures: Execution[] = failuresQuery.data ?? [];
+  const toolList = useTools(agent).data;
+  const tools = useMemo(() => (toolList ?? []).map((tool) => tool.name).sort(), [toolList]);
+  const sessionsQuery = useSessions(agent);
+  const sessions = sessionsQuery.data ?? [];
+  const error = failuresQuery.error?.message ?? rowsQuery.error?.message ?? sessionsQuery.error?.message ?? null;
   // The code of the version that ran (calls recorded before versions were: the newest).
   const codeOf = async (execution: Execution): Promise<FailureCode | null> => {
     const versions = await api.agentToolVersions(agent, execution.tool_name).catch(() => []);

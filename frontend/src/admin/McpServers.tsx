@@ -1,7 +1,8 @@
 // The MCP servers of `[mcp.servers]` in config.toml, on the Settings page: each one's state
 // (starting, up with how many tools, down with why and when it is tried again) and the last
 // error even after it came back; and how to reach Wright itself as an MCP server (/mcp).
-import { useCallback, useEffect, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { keys } from '../api/queries';
 import { api, type McpServer } from '../api/client';
 import { when } from './History';
 import { ErrorAlert } from './parts';
@@ -35,22 +36,11 @@ function ServerRow({ server }: { server: McpServer }) {
 }
 
 export function McpServers() {
-  const [servers, setServers] = useState<McpServer[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const refresh = useCallback(() => {
-    api.mcpServers().then(
-      (listed) => {
-        setServers(listed);
-        setError(null);
-      },
-      (failure: Error) => setError(failure.message),
-    );
-  }, []);
-  useEffect(() => {
-    refresh();
-    const timer = setInterval(refresh, REFRESH_MS);
-    return () => clearInterval(timer);
-  }, [refresh]);
+  // Asked again every REFRESH_MS while shown, and at once on Refresh.
+  const query = useQuery({ queryKey: keys.mcpServers, queryFn: () => api.mcpServers(), refetchInterval: REFRESH_MS, staleTime: 0 });
+  const servers = query.data ?? null;
+  const error = query.error?.message ?? null;
+  const refresh = () => void query.refetch();
   return (
     <section className="admin-card" aria-label="MCP servers">
       <h2>MCP servers</h2>

@@ -2,7 +2,9 @@
 // edit, forget (with a confirmation), restore for forgotten and expired ones, and its history of
 // changes (who changed it, from which conversation). Only calls the memory API; every change
 // here is recorded as the person's (author `admin`).
-import { useCallback, useEffect, useState } from 'react';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useCallback, useState } from 'react';
+import { keys } from '../api/queries';
 import { api, type Memory, type MemoryChange, type MemoryLayer } from '../api/client';
 import { when } from './History';
 import { ConfirmButtons, ErrorAlert } from './parts';
@@ -17,11 +19,10 @@ const LAYERS: { id: MemoryLayer; label: string; hint: string }[] = [
 type View = MemoryLayer | 'archived';
 
 function MemoryHistory({ agent, id }: { agent: string; id: number }) {
-  const [changes, setChanges] = useState<MemoryChange[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    api.memoryHistory(agent, id).then(setChanges, (failure: Error) => setError(failure.message));
-  }, [agent, id]);
+  // Under the memories' key: a change to the memory invalidates its history with the lists.
+  const query = useQuery({ queryKey: [...keys.memories(agent), 'history', id], queryFn: () => api.memoryHistory(agent, id) });
+  const changes: MemoryChange[] | null = query.data ?? null;
+  const error = query.error?.message ?? null;
   return (
     <div className="memory-history" aria-label={`History of memory ${id}`}>
       <ErrorAlert error={error} />
@@ -144,20 +145,15 @@ export function Memories({ agent }: { agent: string }) {
   const [view, setView] = useState<View>('long');
   const [search, setSearch] = useState('');
   const [submitted, setSubmitted] = useState('');
-  const [memories, setMemories] = useState<Memory[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const client = useQueryClient();
+  const filter = view === 'archived' ? { archived: true } : { layer: view };
+  const query = useQuery({ queryKey: [...keys.memories(agent), view, submitted.trim()], queryFn: () => api.memories(agent, { ...filter, query: submitted.trim() || undefined }) });
+  const memories = query.data ?? null;
+  const [actionError, setError] = useState<string | null>(null);
+  const error = actionError ?? query.error?.message ?? null;
   const [adding, setAdding] = useState('');
-  const refresh = useCallback(() => {
-    const filter = view === 'archived' ? { archived: true } : { layer: view };
-    api.memories(agent, { ...filter, query: submitted.trim() || undefined }).then(
-      (loaded) => {
-        setMemories(loaded);
-        setError(null);
-      },
-      (failure: Error) => setError(failure.message),
-    );
-  }, [agent, view, submitted]);
-  useEffect(refresh, [refresh]);
+  // A memory added, edited, forgotten or restored moves between layers: every list is stale.
+  const refresh = useCallback(() => void client.invalidateQueries({ queryKey: keys.memories(agent) }), [client, agent]);
   const layer = LAYERS.find((entry) => entry.id === view);
   return (
     <section className="memories" aria-label="Memories">

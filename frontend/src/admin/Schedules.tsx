@@ -2,7 +2,9 @@
 // its next time and what became of its last one (with a link to that run's conversation).
 // Each can be paused — resumed, it counts from then on, so the times it slept through are
 // neither run nor reported as missed — or deleted (it never runs again; its history stays).
-import { useCallback, useEffect, useState } from 'react';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { keys } from '../api/queries';
 import { api, type Schedule } from '../api/client';
 import { navigate, routePath } from '../router';
 import { ConfirmButtons, ErrorAlert } from './parts';
@@ -22,13 +24,13 @@ function timing(schedule: Schedule): string {
 }
 
 export function Schedules({ agent }: { agent: string }) {
-  const [schedules, setSchedules] = useState<Schedule[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const client = useQueryClient();
+  const query = useQuery({ queryKey: keys.schedules(agent), queryFn: () => api.schedules(agent, true) });
+  const schedules = query.data ?? null;
+  const [actionError, setError] = useState<string | null>(null);
+  const error = actionError ?? query.error?.message ?? null;
   const [deleting, setDeleting] = useState<number | null>(null);
-  const refresh = useCallback(() => {
-    api.schedules(agent, true).then(setSchedules, (failure: Error) => setError(failure.message));
-  }, [agent]);
-  useEffect(refresh, [refresh]);
+  const refresh = () => void client.invalidateQueries({ queryKey: keys.schedules(agent) });
 
   const act = async (action: () => Promise<Schedule>) => {
     setError(null);

@@ -1,37 +1,34 @@
 // The Settings page: provider connections (admin/Connections.tsx), the model of every agent and
-// the default (admin/ModelChoice.tsx), and each model's profile (admin/ModelProfile.tsx).
-import { useCallback, useEffect, useState } from 'react';
-import { modelsChanged } from '../api/queries';
-import { api, type Agent, type ModelChoices, type ProviderConnection } from '../api/client';
+// the default (admin/ModelChoice.tsx), each model's profile (admin/ModelProfile.tsx), and the
+// devices Web Push reaches (admin/Devices.tsx).
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useCallback, useState } from 'react';
+import { keys, modelsChanged, useAgents } from '../api/queries';
+import { api } from '../api/client';
 import { ErrorAlert } from './parts';
 import { ConnectionCard, ConnectionForm } from './Connections';
 import { ChoiceCard } from './ModelChoice';
+import { Devices } from './Devices';
 import { ProfileCard } from './ModelProfile';
 
 export function Settings() {
-  const [connections, setConnections] = useState<ProviderConnection[] | null>(null);
-  const [choices, setChoices] = useState<ModelChoices | null>(null);
-  const [agents, setAgents] = useState<Agent[]>([]);
-  const [error, setError] = useState<string | null>(null);
+  const client = useQueryClient();
+  const connectionsQuery = useQuery({ queryKey: keys.connections, queryFn: () => api.connections() });
+  const choicesQuery = useQuery({ queryKey: keys.modelChoices, queryFn: () => api.modelChoices() });
+  const agents = useAgents().data ?? [];
+  const connections = connectionsQuery.data?.connections ?? null;
+  const choices = choicesQuery.data ?? null;
+  const error = connectionsQuery.error?.message ?? choicesQuery.error?.message ?? null;
   // Remounts the model cards after a change of connections, so their lists reload.
   const [generation, setGeneration] = useState(0);
+  // A change here alters the model every agent would use: the shell's notice reads it too.
   const refresh = useCallback(() => {
-    // the shell's "which model" notice reads from the cache
+    void client.invalidateQueries({ queryKey: keys.modelChoices });
     modelsChanged();
-    Promise.all([api.connections(), api.modelChoices()]).then(
-      ([listed, chosen]) => {
-        setConnections(listed.connections);
-        setChoices(chosen);
-      },
-      (failure: Error) => setError(failure.message),
-    );
-  }, []);
-  useEffect(() => {
-    refresh();
-    api.agents().then(setAgents, (failure: Error) => setError(failure.message));
-  }, [refresh]);
+  }, [client]);
   const connectionsChanged = () => {
     setGeneration((value) => value + 1);
+    void client.invalidateQueries({ queryKey: keys.connections });
     refresh();
   };
   return (
@@ -68,6 +65,7 @@ export function Settings() {
           ))}
         </section>
       )}
+      <Devices />
     </>
   );
 }

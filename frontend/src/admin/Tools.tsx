@@ -1,9 +1,9 @@
 // An agent's tools: the ones it wrote or installed (versions, diffs, rollback, enable, update from
 // the marketplace) and, per tool, whether its calls run, wait for the person, or are refused.
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useMemo, useState } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { api, type AgentTool, type Schemas, type Tool } from '../api/client';
-import { keys, useTools } from '../api/queries';
+import { keys, useAgentTools, useInvalidate, useTools } from '../api/queries';
 import { UpdatePreview, type UpdatePreviewData } from './UpdatePreview';
 import { History, type HistorySource } from './History';
 import { ErrorAlert } from './parts';
@@ -86,12 +86,11 @@ function ToolCard({ agent, tool, onChanged }: { agent: string; tool: AgentTool; 
 }
 
 export function Tools({ agent }: { agent: string }) {
-  const [tools, setTools] = useState<AgentTool[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const refresh = useCallback(() => {
-    api.agentTools(agent).then(setTools, (failure: Error) => setError(failure.message));
-  }, [agent]);
-  useEffect(refresh, [refresh]);
+  const query = useAgentTools(agent);
+  const tools = query.data ?? null;
+  const error = query.error?.message ?? null;
+  const invalidate = useInvalidate();
+  const refresh = () => void invalidate.agentTools(agent);
   if (error) return <div className="alert alert-danger">{error}</div>;
   if (!tools) return <div className="loading-line">Loading…</div>;
   if (!tools.length)

@@ -1,8 +1,9 @@
 // Which built-in toolsets an agent has and how their schemas reach the model: the page for
 // `GET/PUT /api/agents/{agent}/tool-settings`. Fewer tools mean a shorter request and better
 // tool choice, above all for small local models; the agent's own tools are always available.
-import { useEffect, useState } from 'react';
-import { useInvalidate, useTools } from '../api/queries';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { keys, useInvalidate, useTools } from '../api/queries';
 import { api, type Tool, type ToolSettings, type Toolset } from '../api/client';
 import { ErrorAlert } from './parts';
 
@@ -21,15 +22,16 @@ const TOOLSETS: { id: Toolset; label: string; hint: string }[] = [
 ];
 
 export function Toolsets({ agent }: { agent: string }) {
-  const [settings, setSettings] = useState<ToolSettings | null>(null);
+  const client = useQueryClient();
+  const query = useQuery({ queryKey: keys.toolSettings(agent), queryFn: () => api.toolSettings(agent) });
+  const settings = query.data ?? null;
+  const setSettings = (next: ToolSettings) => client.setQueryData(keys.toolSettings(agent), next);
   const toolList = useTools(agent).data;
   const tools: Tool[] = toolList ?? [];
   const invalidate = useInvalidate();
-  const [error, setError] = useState<string | null>(null);
+  const [actionError, setError] = useState<string | null>(null);
+  const error = actionError ?? query.error?.message ?? null;
   const [saved, setSaved] = useState(false);
-  useEffect(() => {
-    api.toolSettings(agent).then(setSettings, (failure: Error) => setError(failure.message));
-  }, [agent]);
   if (!settings) return error ? <ErrorAlert error={error} /> : <div className="loading-line">Loading…</div>;
 
   const save = async (next: ToolSettings) => {

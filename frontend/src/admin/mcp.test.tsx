@@ -1,8 +1,9 @@
-import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { McpServer } from '../api/client';
 import { Admin } from '../components/Admin';
 import { McpServers } from './McpServers';
+import { renderPage } from '../test/render';
 
 function server(fields: Partial<McpServer>): McpServer {
   return { name: 'files', transport: 'stdio', state: 'up', tools: 3, skipped_tools: [], last_error: null, failures: 0, retry_at: null, ...fields };
@@ -41,7 +42,7 @@ describe('MCP servers on the settings page', () => {
         server({ name: 'odd', skipped_tools: ['has space'] }),
       ],
     ]);
-    render(<McpServers />);
+    renderPage(<McpServers />);
     const files = await screen.findByRole('row', { name: 'MCP server files' });
     expect(within(files).getByText('up')).toBeTruthy();
     expect(within(files).getByText('3')).toBeTruthy();
@@ -61,7 +62,7 @@ describe('MCP servers on the settings page', () => {
 
   it('asks again on Refresh and shows a server that came back', async () => {
     const asked = fakeApi([[server({ name: 'files', state: 'down', tools: 0, failures: 1, retry_at: '2026-11-24T10:15:00.000Z', last_error: 'could not start' })], [server({ name: 'files', tools: 5, last_error: 'could not start' })]]);
-    render(<McpServers />);
+    renderPage(<McpServers />);
     const row = await screen.findByRole('row', { name: 'MCP server files' });
     expect(within(row).getByText('down')).toBeTruthy();
     fireEvent.click(screen.getByRole('button', { name: 'Refresh' }));
@@ -72,7 +73,7 @@ describe('MCP servers on the settings page', () => {
 
   it('says when none are configured, and is part of the Settings section', async () => {
     const asked = fakeApi([[]]);
-    render(<Admin section="settings" agent={null} />);
+    renderPage(<Admin section="settings" agent={null} />);
     expect(await screen.findByText('No MCP servers are configured.')).toBeTruthy();
     expect(screen.getByRole('region', { name: 'MCP servers' }).textContent).toContain('/mcp/<agent>');
     expect(asked).toContain('/api/mcp/servers');

@@ -1,7 +1,8 @@
-import { fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { fireEvent, screen, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Memory } from '../api/client';
 import { Memories } from './Memory';
+import { renderPage } from '../test/render';
 
 function memory(fields: Partial<Memory>): Memory {
   return {
@@ -61,7 +62,7 @@ afterEach(() => vi.unstubAllGlobals());
 describe('memory page', () => {
   it('lists by layer, edits, forgets only after confirming, and restores from the archive', async () => {
     const calls = fakeApi([memory({}), memory({ id: 2, layer: 'mid', category: 'goal', content: 'Learn Rust' })]);
-    render(<Memories agent="default" />);
+    renderPage(<Memories agent="default" />);
     await screen.findByText('Prefers tea');
     expect(screen.queryByText('Learn Rust')).toBeNull();
     fireEvent.click(screen.getByRole('tab', { name: 'Mid-term' }));
@@ -72,6 +73,8 @@ describe('memory page', () => {
     fireEvent.click(screen.getByRole('button', { name: 'Edit' }));
     fireEvent.change(screen.getByLabelText('Memory text'), { target: { value: 'Prefers green tea' } });
     fireEvent.click(screen.getByRole('button', { name: 'Save' }));
+    // Saved: the editor closes (its textarea holds the same words) and the list shows the new text.
+    await waitFor(() => expect(screen.queryByLabelText('Memory text')).toBeNull());
     await screen.findByText('Prefers green tea');
     expect(calls.find((call) => call.method === 'PATCH')).toMatchObject({ path: '/api/agents/default/memories/1', body: { content: 'Prefers green tea' } });
 
@@ -91,7 +94,7 @@ describe('memory page', () => {
 
   it('searches with the words typed', async () => {
     const calls = fakeApi([memory({})]);
-    render(<Memories agent="default" />);
+    renderPage(<Memories agent="default" />);
     await screen.findByText('Prefers tea');
     fireEvent.change(screen.getByLabelText('Search memories'), { target: { value: 'tea' } });
     fireEvent.click(screen.getByRole('button', { name: 'Search' }));

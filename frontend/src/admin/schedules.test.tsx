@@ -1,7 +1,8 @@
-import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Schedule } from '../api/client';
 import { Schedules } from './Schedules';
+import { renderPage } from '../test/render';
 
 function schedule(fields: Partial<Schedule>): Schedule {
   return {
@@ -49,7 +50,7 @@ afterEach(() => vi.unstubAllGlobals());
 describe('schedules page', () => {
   it('lists schedules with their zone and last run, pauses, resumes, and deletes only after confirming', async () => {
     const calls = fakeApi([schedule({}), schedule({ id: 2, name: 'call', cron: null, run_at: '2026-11-25T07:30:00.000Z', status: 'done', next_run_at: null, last_run: null })]);
-    render(<Schedules agent="default" />);
+    renderPage(<Schedules agent="default" />);
     const row = await screen.findByRole('row', { name: 'Schedule digest' });
     expect(row.textContent).toContain('cron 0 8 * * *');
     expect(row.textContent).toContain('Asia/Tokyo');

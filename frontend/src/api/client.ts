@@ -74,6 +74,7 @@ export type LearnedItem = Schemas['LearnedItem'];
 export type ItemChange = Schemas['ItemChange'];
 export type LearningSettings = Schemas['LearningSettings'];
 export type ItemDecision = Schemas['ItemDecision'];
+export type PushDevice = Schemas['DeviceView'];
 /** Which memories the memory page lists; absent ones do not filter. */
 export interface MemoryFilter {
   layer?: MemoryLayer;
@@ -199,6 +200,8 @@ export const api = {
   cancel: (id: string) => call(client.POST('/api/conversations/{id}/cancel', conversationAt(id))),
   answerPending: (id: string, toolCallId: string, answer: unknown) =>
     call(client.POST('/api/conversations/{id}/pending/{tool_call_id}', { params: { path: { id, tool_call_id: toolCallId } }, body: { answer } })),
+  /** The conversation as a file to save (the session cookie authenticates the download). */
+  exportUrl: (id: string, format: Schemas['ExportFormat']) => `/api/conversations/${enc(id)}/export?format=${format}`,
   streamUrl: (id: string, after: number) => `/api/conversations/${enc(id)}/stream?after=${after}`,
 
   stateKeys: (agent: string) => call(client.GET('/api/agents/{agent}/state', at(agent))),
@@ -227,6 +230,11 @@ export const api = {
     call(client.POST('/api/agents/{agent}/skills/{name}/rollback', { ...named(agent, name), body: { version, reason } })),
   importSkill: (agent: string, files: Record<string, string>, reason: string | null) =>
     call(client.POST('/api/agents/{agent}/skills/import', { ...at(agent), body: { files, reason } })),
+  /** Web Push: the server's VAPID key (404 `push_off` when push is off), the subscribed browsers. */
+  pushKey: () => call(client.GET('/api/push/key')),
+  pushDevices: () => call(client.GET('/api/push/devices')),
+  subscribePush: (body: Schemas['SubscribeRequest']) => call(client.POST('/api/push/devices', { body })),
+  removePushDevice: (id: number) => call(client.DELETE('/api/push/devices/{id}', { params: { path: { id } } })),
 
   notifications: (agent: string) => call(client.GET('/api/agents/{agent}/notifications', at(agent))),
   markNotificationRead: (agent: string, id: number) => call(client.POST('/api/agents/{agent}/notifications/{id}/read', numbered(agent, id))),

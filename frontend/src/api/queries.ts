@@ -30,6 +30,29 @@ export const keys = {
   profile: (agent: string) => ['profile', agent] as const,
   /** A conversation's finished runs with their outcomes and ratings. */
   outcomes: (conversation: string) => ['outcomes', conversation] as const,
+  /** The browsers subscribed to Web Push. */
+  devices: ['push-devices'] as const,
+  /** Settings: provider connections and the model of each agent and the default. */
+  connections: ['connections'] as const,
+  modelChoices: ['model-choices'] as const,
+  mcpServers: ['mcp-servers'] as const,
+  /** Every schedule of the agent, finished ones too. */
+  schedules: (agent: string) => ['schedules', agent] as const,
+  /** An agent's system prompt or learned notes, and their versions. */
+  document: (agent: string, kind: string) => ['document', agent, kind] as const,
+  versions: (agent: string, kind: string) => ['versions', agent, kind] as const,
+  components: (agent: string) => ['components', agent] as const,
+  /** The last week's figures and calls (the Executions page). */
+  stats: (agent: string) => ['stats', agent] as const,
+  toolSettings: (agent: string) => ['tool-settings', agent] as const,
+  /** Memories under every filter start with this key: a change invalidates all of them. */
+  memories: (agent: string) => ['memories', agent] as const,
+  /** A conversation's detail (events, pending calls); its live stream writes into it. */
+  conversation: (id: string) => ['conversation', id] as const,
+  /** The tools the agent wrote or installed (the Tools page, a marketplace listing). */
+  agentTools: (agent: string) => ['agent-tools', agent] as const,
+  listing: (kind: string, name: string) => ['listing', kind, name] as const,
+  listings: (query: string) => ['listings', query] as const,
 };
 
 /** `settledAt`: the last seq of a settled conversation (-1 while a run goes). A run's outcome is
@@ -42,6 +65,12 @@ export function useOutcomes(conversation: string | null, settledAt: number) {
     enabled: conversation !== null && settledAt >= 0,
     refetchInterval: (query) => (query.state.dataUpdateCount < 10 && !query.state.data?.some((run) => run.end_seq >= settledAt) ? 300 : false),
   });
+}
+
+/** The agent's own tools; a change anywhere (installed, rolled back, switched) invalidates
+ * `keys.agentTools` and `keys.tools` so both pages follow. */
+export function useAgentTools(agent: string | null) {
+  return useQuery({ queryKey: keys.agentTools(agent ?? ''), queryFn: () => api.agentTools(agent!), enabled: !!agent });
 }
 
 export function useAgents() {
@@ -78,6 +107,10 @@ export function useInvalidate() {
     status: () => client.invalidateQueries({ queryKey: ['status'] }),
       /** The agent's tools: a toolset switched, a tool installed or removed. */
       tools: (agent: string) => client.invalidateQueries({ queryKey: keys.tools(agent) }),
+      /** The agent's schedules: a scheduled run answered or was missed. */
+      schedules: (agent: string) => client.invalidateQueries({ queryKey: keys.schedules(agent) }),
+      /** The agent's own tools and every tool list: one was installed, updated, removed or rolled back. */
+      agentTools: (agent: string) => Promise.all([client.invalidateQueries({ queryKey: keys.agentTools(agent) }), client.invalidateQueries({ queryKey: keys.tools(agent) })]),
     }),
     [client],
   );

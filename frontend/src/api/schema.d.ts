@@ -158,46 +158,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/agents/{agent}/cases": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The agent's cases, each marked training (an item was learned from its conversation) or
-         *     held-out.
-         */
-        get: operations["list_cases"];
-        put?: never;
-        /**
-         * Makes a case from a conversation (its first message; the check is judged on the data now
-         *     and becomes that run's outcome) or from a message.
-         */
-        post: operations["create_case"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/cases/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        delete: operations["delete_case"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/agents/{agent}/components": {
         parameters: {
             query?: never;
@@ -361,7 +321,7 @@ export interface paths {
             cookie?: never;
         };
         /** A unified diff between two versions. */
-        get: operations["documents_diff"];
+        get: operations["diff"];
         put?: never;
         post?: never;
         delete?: never;
@@ -380,7 +340,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Makes an old version current again by writing it as a new version (author `rollback`). */
-        post: operations["documents_rollback"];
+        post: operations["rollback"];
         delete?: never;
         options?: never;
         head?: never;
@@ -395,7 +355,7 @@ export interface paths {
             cookie?: never;
         };
         /** The history, newest first. */
-        get: operations["documents_versions"];
+        get: operations["versions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -412,7 +372,7 @@ export interface paths {
             cookie?: never;
         };
         /** One version in full. */
-        get: operations["documents_version"];
+        get: operations["version"];
         put?: never;
         post?: never;
         delete?: never;
@@ -431,112 +391,6 @@ export interface paths {
         /** The tool execution log, newest first, with filters. */
         get: operations["list_executions"];
         put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/learning/items": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The agent's learned items (every status), newest first, with their counters. */
-        get: operations["list_items"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/learning/items/{id}/changes": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Every change of an item's status: its versions, with who made each and why. */
-        get: operations["item_changes"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/learning/items/{id}/decision": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Approves an item (it goes live), rejects one, or rolls a live one back; each a new version. */
-        post: operations["decide_item"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/learning/rounds": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The agent's learning rounds, oldest first: the learning curve is their held-out passes. */
-        get: operations["list_rounds"];
-        put?: never;
-        /**
-         * Starts a learning round in the background (409 while one runs); its progress is in the
-         *     round.
-         */
-        post: operations["start_round"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/learning/rounds/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A round with each candidate's per-case before/after. */
-        get: operations["round_detail"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/learning/settings": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["get_settings"];
-        /** Sets whether accepted items wait for approval and whether a round runs nightly. */
-        put: operations["set_settings"];
         post?: never;
         delete?: never;
         options?: never;
@@ -808,165 +662,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/agents/{agent}/skills": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The agent's skills, by name. */
-        get: operations["skills_list"];
-        put?: never;
-        /** Creates a skill from its SKILL.md and files. */
-        post: operations["skills_create"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/skills/import": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Imports a folder in the Agent Skills layout, given as its files: a new skill, or a new
-         *     version of the one its SKILL.md names.
-         */
-        post: operations["skills_import"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/skills/import-zip": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Imports a ZIP archive of a folder in the Agent Skills layout (the body is the archive). */
-        post: operations["import_zip"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/skills/{name}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One skill as it is now. */
-        get: operations["skills_detail"];
-        /** Changes a skill: SKILL.md, its files, or its switch (each given part is one version). */
-        put: operations["skills_update"];
-        post?: never;
-        /** Deletes a skill (a version: its history stays and a rollback restores it). */
-        delete: operations["skills_delete"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/skills/{name}/diff": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A unified diff of the folder between two versions. */
-        get: operations["skills_diff"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/skills/{name}/export": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The skill's folder as files, to import elsewhere. */
-        get: operations["skills_export"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/skills/{name}/rollback": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Makes an old version current again (folder, switch and deletion), as a new version. */
-        post: operations["skills_rollback"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/skills/{name}/versions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The skill's history, newest first. */
-        get: operations["skills_versions"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/agents/{agent}/skills/{name}/versions/{version}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One version in full. */
-        get: operations["skills_version"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/agents/{agent}/state": {
         parameters: {
             query?: never;
@@ -1171,17 +866,20 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/conversations/{id}/feedback": {
+    "/api/conversations/{id}/export": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The conversation as a download: Markdown (what was said; each tool call folded with its
+         *     result) or JSON (the typed events), with a file name in `Content-Disposition`.
+         */
+        get: operations["conversations_export"];
         put?: never;
-        /** Rates the run that gave an answer: up makes its outcome a success, down a failure. */
-        post: operations["feedback"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1202,23 +900,6 @@ export interface paths {
          *     still waiting for an answer is dismissed first.
          */
         post: operations["post_message"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/conversations/{id}/outcomes": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The finished runs of a conversation with their outcomes and ratings, in order. */
-        get: operations["outcomes"];
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1310,7 +991,7 @@ export interface paths {
          *     is installed. Only the bundle and its hash are read: who published it and where is not
          *     taken from the file.
          */
-        post: operations["market_import"];
+        post: operations["import"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1434,6 +1115,61 @@ export interface paths {
         };
         /** The document, served to the canvas app so it can check its generated types. */
         get: operations["openapi_document"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/push/devices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The subscribed browsers, oldest first. */
+        get: operations["devices"];
+        put?: never;
+        /**
+         * Subscribes this browser (or renews its keys). 400 for an endpoint that is not an https
+         *     push service or malformed keys; 422 past `[push] max_subscriptions`.
+         */
+        post: operations["subscribe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/push/devices/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Removes a subscribed browser: it gets no more pushes. */
+        delete: operations["remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/push/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The key a browser subscribes with; 404 `push_off` when push is off. */
+        get: operations["key"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1629,71 +1365,6 @@ export interface components {
          * @enum {string}
          */
         Caller: "agent" | "cli" | "api" | "mcp";
-        /**
-         * @description What a learning round decided for one candidate.
-         * @enum {string}
-         */
-        CandidateDecision: "accepted" | "awaiting_approval" | "refused";
-        CandidateView: {
-            item: components["schemas"]["LearnedItem"];
-            decision?: null | components["schemas"]["CandidateDecision"];
-            reason?: string | null;
-            /** Format: int64 */
-            added_tokens: number;
-            cases: components["schemas"]["CaseResult"][];
-        };
-        /** @description A case: a message to replay and the check that judges the replay. */
-        Case: {
-            /** Format: int64 */
-            id: number;
-            message: string;
-            check: components["schemas"]["CaseCheck"];
-            /** @description The conversation it was made from, if any. */
-            conversation_id?: string | null;
-            /** @description Training when a learned item names a run of its conversation; held-out otherwise. */
-            training: boolean;
-            created_at: string;
-        };
-        /** @description A case's check, judged from the data a run left (never from what the model said). */
-        CaseCheck: {
-            key: string;
-            value: unknown;
-            /** @enum {string} */
-            type: "state_equals";
-        } | {
-            text: string;
-            /** @enum {string} */
-            type: "notes_contain";
-        } | {
-            sql: string;
-            /** Format: int64 */
-            min: number;
-            /** @enum {string} */
-            type: "db_count";
-        } | {
-            tool: string;
-            /** @enum {string} */
-            type: "tool_succeeded";
-        } | {
-            path: string;
-            text: string;
-            /** @enum {string} */
-            type: "file_contains";
-        } | {
-            tool: string;
-            /** @enum {string} */
-            type: "pending_call";
-        };
-        /** @description One case in a candidate's replays: whether it passed without the candidate and with it. */
-        CaseResult: {
-            /** Format: int64 */
-            case_id: number;
-            message?: string | null;
-            before?: boolean | null;
-            before_detail?: string | null;
-            after?: boolean | null;
-            after_detail?: string | null;
-        };
         CategoryCount: {
             category: string;
             /** Format: int64 */
@@ -1797,6 +1468,16 @@ export interface components {
             events: components["schemas"]["EventView"][];
             pending: components["schemas"]["PendingView"][];
         };
+        /** @description A conversation as JSON: its header and every stored event, in order. */
+        ConversationExport: {
+            /**
+             * Format: int32
+             * @description The shape's version ([`EXPORT_VERSION`]).
+             */
+            wright_export: number;
+            conversation: components["schemas"]["ExportedConversation"];
+            events: components["schemas"]["ExportedEvent"][];
+        };
         /**
          * @description Where a conversation's run stands.
          * @enum {string}
@@ -1819,24 +1500,25 @@ export interface components {
         CreateConversation: {
             title?: string | null;
         };
-        /** @description A new skill: its SKILL.md (whose front matter names it) and resource files. */
-        CreateSkill: {
-            content: string;
-            resources?: {
-                [key: string]: string;
-            };
-            reason?: string | null;
-        };
         /**
          * @description Who let a call run or refused it, kept in the execution log.
          * @enum {string}
          */
         DecidedBy: "policy" | "person";
-        Deleted: {
-            deleted: boolean;
-        };
         DeletedView: {
             deleted: boolean;
+        };
+        /** @description A subscribed browser. The endpoint is shown only as its host: the rest is a capability. */
+        DeviceView: {
+            /** Format: int64 */
+            id: number;
+            label: string;
+            /** @description The push service's host. */
+            service: string;
+            created_at: string;
+            last_sent_at?: string | null;
+            /** @description Why the last push failed; null after a success. */
+            last_error?: string | null;
         };
         DiffText: {
             diff: string;
@@ -1971,12 +1653,28 @@ export interface components {
             decided_by?: null | components["schemas"]["DecidedBy"];
             created_at: string;
         };
-        ExportView: {
-            name: string;
-            /** @description path → text, SKILL.md included. */
-            files: {
-                [key: string]: string;
-            };
+        /**
+         * @description The forms a conversation can be exported in.
+         * @enum {string}
+         */
+        ExportFormat: "markdown" | "json";
+        ExportedConversation: {
+            id: string;
+            agent_id: string;
+            title: string;
+            status: components["schemas"]["ConversationStatus"];
+            created_at: string;
+            updated_at: string;
+        };
+        /**
+         * @description One event: its number, time and line for a person, and its body — a union tagged by
+         *     `kind` whose fields are the event's own (as `GET /api/conversations/{id}` sends it).
+         */
+        ExportedEvent: components["schemas"]["EventBody"] & {
+            /** Format: int64 */
+            seq: number;
+            content: string;
+            created_at: string;
         };
         ExportedView: {
             bundle: unknown;
@@ -1985,32 +1683,9 @@ export interface components {
             listing_version: number;
             publisher_agent: string;
         };
-        Feedback: {
-            rating: components["schemas"]["Rating"];
-            comment?: string | null;
-            /**
-             * Format: int64
-             * @description The seq of the rated answer (any event of its run); the latest run when absent.
-             */
-            seq?: number | null;
-        };
         Health: {
             status: string;
             version: string;
-        };
-        /** @description A skill folder's files, path → text (`SKILL.md` at the root or under one top folder). */
-        ImportRequest: {
-            files: {
-                [key: string]: string;
-            };
-            reason?: string | null;
-        };
-        Imported: {
-            name: string;
-            /** Format: int64 */
-            version: number;
-            /** @description Files left out (hidden, or not text), with why. */
-            skipped: string[];
         };
         InstallRequest: {
             agent: string;
@@ -2033,34 +1708,6 @@ export interface components {
             hash: string;
             enabled: boolean;
         };
-        /**
-         * @description Who changed a learned item's status.
-         * @enum {string}
-         */
-        ItemAuthor: "learning" | "person" | "counters";
-        /** @description One change of a learned item's status. */
-        ItemChange: {
-            /** Format: int64 */
-            version: number;
-            status: components["schemas"]["ItemStatus"];
-            author: components["schemas"]["ItemAuthor"];
-            reason: string;
-            created_at: string;
-        };
-        /**
-         * @description What the person decides about a learned item.
-         * @enum {string}
-         */
-        ItemDecision: "approve" | "reject" | "roll_back";
-        ItemDecisionBody: {
-            action: components["schemas"]["ItemDecision"];
-            reason?: string | null;
-        };
-        /**
-         * @description Where a learned item stands. Only `live` items enter requests.
-         * @enum {string}
-         */
-        ItemStatus: "candidate" | "awaiting_approval" | "live" | "refused" | "rejected" | "rolled_back";
         KeysView: {
             keys: string[];
         };
@@ -2069,47 +1716,6 @@ export interface components {
          * @enum {string}
          */
         Kind: "openai" | "anthropic" | "gemini" | "openai_compatible" | "ollama";
-        /** @description A learned item with its counters. */
-        LearnedItem: {
-            /** Format: int64 */
-            id: number;
-            kind: components["schemas"]["LearnedKind"];
-            /** @description The words of the requests it is for. */
-            trigger: string;
-            text: string;
-            source_runs: components["schemas"]["RunRef"][];
-            /** @description Learned from a run whose context held outside content: never live without approval. */
-            read_outside: boolean;
-            status: components["schemas"]["ItemStatus"];
-            /**
-             * Format: int64
-             * @description Its current version (one per change of status).
-             */
-            version: number;
-            /**
-             * Format: int64
-             * @description Later runs that carried it and succeeded, and that failed.
-             */
-            used_success: number;
-            /** Format: int64 */
-            used_failure: number;
-            created_at: string;
-            updated_at: string;
-        };
-        /**
-         * @description What a learned item is: the compressed call sequence of a successful run, a failed call
-         *     and the call that fixed it, or an addition to the agent's notes the model drafted from
-         *     a failing run.
-         * @enum {string}
-         */
-        LearnedKind: "exemplar" | "error_fix" | "notes_edit";
-        /** @description The person's learning settings for an agent. */
-        LearningSettings: {
-            /** @description Accepted items wait for the person's approval before they go live. */
-            require_approval: boolean;
-            /** @description A learning round runs every night. */
-            nightly: boolean;
-        };
         ListingDetail: {
             listing: components["schemas"]["ListingView"];
             versions: components["schemas"]["ListingVersionView"][];
@@ -2300,12 +1906,6 @@ export interface components {
         ModelsView: {
             models: components["schemas"]["ModelView"][];
         };
-        NewCase: {
-            /** @description The case replays this conversation's first message; give this or `message`. */
-            conversation_id?: string | null;
-            message?: string | null;
-            check: components["schemas"]["CaseCheck"];
-        };
         NewMemoryRequest: {
             layer: components["schemas"]["MemoryLayer"];
             content: string;
@@ -2377,18 +1977,6 @@ export interface components {
         OkView: {
             ok: boolean;
         };
-        /**
-         * @description How a finished run went.
-         * @enum {string}
-         */
-        Outcome: "success" | "failure" | "unknown";
-        /**
-         * @description Where a run's outcome came from: the run itself (it completed; it left a tool error
-         *     unanswered; it was cancelled; it hit the turn limit; it failed), a check, the person's
-         *     rating, or the person correcting the answer in the next message.
-         * @enum {string}
-         */
-        OutcomeSource: "completed" | "check" | "rating" | "errors_unanswered" | "cancel" | "turn_limit" | "run_failed" | "correction";
         PendingAnswer: {
             /**
              * @description Any JSON: ask_user `{answer}`, render_blocks `{action: "submit", data}` or
@@ -2460,8 +2048,6 @@ export interface components {
             stable_tool_list: boolean;
             /** @description The system message lists the agent's state keys and database tables. */
             list_agent_data: boolean;
-            /** @description Tokens of the best-fitting skills the host loads into the run's system message (0: none). */
-            preload_skill_tokens: number;
         };
         /** @description The profile an agent's model gets, and why (wright-agent's `profile`). */
         ProfileView: components["schemas"]["ChosenProfile"] & {
@@ -2474,7 +2060,7 @@ export interface components {
         };
         PublishRequest: {
             agent: string;
-            /** @description tool, component or skill. */
+            /** @description tool or component. */
             kind: string;
             name: string;
         };
@@ -2485,11 +2071,10 @@ export interface components {
             version: number;
             hash: string;
         };
-        /**
-         * @description The person's thumbs on an answer.
-         * @enum {string}
-         */
-        Rating: "up" | "down";
+        PushKeyView: {
+            /** @description The VAPID public key (an uncompressed P-256 point, base64url): `applicationServerKey`. */
+            public_key: string;
+        };
         RollbackRequest: {
             /**
              * Format: int64
@@ -2503,76 +2088,8 @@ export interface components {
             version: number;
             reason?: string | null;
         };
-        /** @description A learning round as listed: its progress and held-out pass counts before and after. */
-        Round: {
-            /** Format: int64 */
-            id: number;
-            status: components["schemas"]["RoundStatus"];
-            trigger: components["schemas"]["RoundTrigger"];
-            /** Format: int64 */
-            replays_done: number;
-            /** Format: int64 */
-            replays_total: number;
-            /** Format: int64 */
-            held_out_total: number;
-            /**
-             * Format: int64
-             * @description Held-out cases that passed with the items live before the round.
-             */
-            passed_before?: number | null;
-            /**
-             * Format: int64
-             * @description Held-out cases that passed with the accepted candidates added.
-             */
-            passed_after?: number | null;
-            error?: string | null;
-            started_at: string;
-            finished_at?: string | null;
-        };
-        RoundDetail: {
-            round: components["schemas"]["Round"];
-            candidates: components["schemas"]["CandidateView"][];
-            /**
-             * @description Each held-out case before any candidate and after, with every accepted one (after is
-             *     absent when none was accepted).
-             */
-            cases: components["schemas"]["CaseResult"][];
-        };
-        /**
-         * @description A learning round's state.
-         * @enum {string}
-         */
-        RoundStatus: "running" | "finished" | "failed";
-        /**
-         * @description What started a learning round.
-         * @enum {string}
-         */
-        RoundTrigger: "person" | "schedule" | "cli";
-        /** @description A finished run's outcome, as stored. */
-        RunOutcomeRecord: {
-            conversation_id: string;
-            /** Format: int64 */
-            user_seq: number;
-            /** Format: int64 */
-            end_seq: number;
-            outcome: components["schemas"]["Outcome"];
-            source: components["schemas"]["OutcomeSource"];
-            /** @description The person's message that started the run. */
-            request: string;
-            /** @description The run's context held outside content (web pages, search results, MCP results). */
-            read_outside: boolean;
-            rating?: null | components["schemas"]["Rating"];
-            comment?: string | null;
-            finished_at: string;
-        };
         /** @enum {string} */
         RunOutcomeView: "started" | "finished" | "failed" | "missed" | "skipped_limit";
-        /** @description One run: its conversation and the seq of the person's message that started it. */
-        RunRef: {
-            conversation_id: string;
-            /** Format: int64 */
-            user_seq: number;
-        };
         ScheduleRunView: {
             /** Format: int64 */
             id: number;
@@ -2662,50 +2179,6 @@ export interface components {
             /** @enum {string} */
             type: "approval";
         };
-        SkillSummaryView: {
-            name: string;
-            description: string;
-            /** @description Only enabled skills are listed to the model. */
-            enabled: boolean;
-            /** Format: int64 */
-            version: number;
-            updated_at: string;
-            /** @description Paths of the resource files. */
-            resources: string[];
-        };
-        SkillVersionView: {
-            /** Format: int64 */
-            version: number;
-            content: string;
-            resources: {
-                [key: string]: string;
-            };
-            enabled: boolean;
-            /** @description This version deleted the skill. */
-            deleted: boolean;
-            /** @description agent, admin, rollback or install. */
-            author: string;
-            reason?: string | null;
-            conversation_id?: string | null;
-            tool_call_id?: string | null;
-            created_at: string;
-        };
-        SkillView: {
-            name: string;
-            description: string;
-            /** @description SKILL.md whole: front matter and body. */
-            content: string;
-            /** @description The instructions after the front matter. */
-            body: string;
-            /** @description Resource files, path → text. */
-            resources: {
-                [key: string]: string;
-            };
-            enabled: boolean;
-            /** Format: int64 */
-            version: number;
-            updated_at: string;
-        };
         StatsView: {
             /** Format: int64 */
             days: number;
@@ -2724,6 +2197,19 @@ export interface components {
             provider?: null | components["schemas"]["ProviderView"];
             /** @description Why there is no model and how to configure one; empty when there is a model. */
             setup_hint: string;
+        };
+        /** @description A subscription as the browser's `PushSubscription.toJSON()` gives it, and a name for it. */
+        SubscribeRequest: {
+            endpoint: string;
+            keys: components["schemas"]["SubscriptionKeys"];
+            /** @description What the person will see in the list of devices (e.g. "Chrome on Android"). */
+            label: string;
+        };
+        SubscriptionKeys: {
+            /** @description The browser's P-256 public key, base64url. */
+            p256dh: string;
+            /** @description The browser's 16-byte auth secret, base64url. */
+            auth: string;
         };
         TestView: {
             ok: boolean;
@@ -2773,8 +2259,7 @@ export interface components {
              *       "canvas",
              *       "web",
              *       "memory",
-             *       "schedules",
-             *       "skills"
+             *       "schedules"
              *     ]
              */
             toolsets: components["schemas"]["Toolset"][];
@@ -2818,7 +2303,7 @@ export interface components {
          *     acting later or on its own (schedule, notify).
          * @enum {string}
          */
-        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace" | "schedules" | "skills";
+        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace" | "schedules";
         Uninstalled: {
             deleted: boolean;
         };
@@ -2833,15 +2318,6 @@ export interface components {
         UpdateRequest: {
             /** Format: int64 */
             version?: number | null;
-        };
-        /** @description A change to a skill: any of SKILL.md (whole), the resource files (all of them), the switch. */
-        UpdateSkill: {
-            content?: string | null;
-            resources?: {
-                [key: string]: string;
-            } | null;
-            enabled?: boolean | null;
-            reason?: string | null;
         };
         ValueView: {
             /** @description The stored JSON value; null when the key does not exist. */
@@ -3124,106 +2600,6 @@ export interface operations {
             };
         };
     };
-    list_cases: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Case"][];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    create_case: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["NewCase"];
-            };
-        };
-        responses: {
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Case"];
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    delete_case: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-                id: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Deleted"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
     components_list: {
         parameters: {
             query?: never;
@@ -3455,7 +2831,7 @@ export interface operations {
             header?: never;
             path: {
                 agent: string;
-                /** @description system_prompt, learned_notes or db_notes */
+                /** @description system_prompt or learned_notes */
                 kind: string;
             };
             cookie?: never;
@@ -3514,7 +2890,7 @@ export interface operations {
             };
         };
     };
-    documents_diff: {
+    diff: {
         parameters: {
             query: {
                 from: number;
@@ -3547,7 +2923,7 @@ export interface operations {
             };
         };
     };
-    documents_rollback: {
+    rollback: {
         parameters: {
             query?: never;
             header?: never;
@@ -3581,7 +2957,7 @@ export interface operations {
             };
         };
     };
-    documents_versions: {
+    versions: {
         parameters: {
             query?: never;
             header?: never;
@@ -3603,7 +2979,7 @@ export interface operations {
             };
         };
     };
-    documents_version: {
+    version: {
         parameters: {
             query?: never;
             header?: never;
@@ -3640,12 +3016,6 @@ export interface operations {
                 tool?: string;
                 success?: boolean;
                 error_category?: components["schemas"]["ErrorCategory"];
-                /** @description Only calls made in this conversation. */
-                conversation_id?: string;
-                /** @description Only calls made in the conversations of this session. */
-                session_id?: number;
-                /** @description Only calls recorded at or after this time (ISO-8601 UTC). */
-                since?: string;
                 /** @description At most this many, newest first (default 100, at most 1,000). */
                 limit?: number;
             };
@@ -3663,265 +3033,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExecutionView"][];
-                };
-            };
-        };
-    };
-    list_items: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["LearnedItem"][];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    item_changes: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-                id: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ItemChange"][];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    decide_item: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-                id: number;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ItemDecisionBody"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["LearnedItem"];
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    list_rounds: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Round"][];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    start_round: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Round"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    round_detail: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-                id: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RoundDetail"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    get_settings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["LearningSettings"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    set_settings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["LearningSettings"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["LearningSettings"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4537,414 +3648,6 @@ export interface operations {
             };
         };
     };
-    skills_list: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SkillSummaryView"][];
-                };
-            };
-        };
-    };
-    skills_create: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateSkill"];
-            };
-        };
-        responses: {
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Imported"];
-                };
-            };
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    skills_import: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ImportRequest"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Imported"];
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    import_zip: {
-        parameters: {
-            query?: {
-                reason?: string;
-            };
-            header?: never;
-            path: {
-                agent: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/zip": number[];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Imported"];
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    skills_detail: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SkillView"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    skills_update: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["UpdateSkill"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NewVersion"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    skills_delete: {
-        parameters: {
-            query?: {
-                reason?: string;
-            };
-            header?: never;
-            path: {
-                agent: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NewVersion"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    skills_diff: {
-        parameters: {
-            query: {
-                from: number;
-                to: number;
-            };
-            header?: never;
-            path: {
-                agent: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DiffView"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    skills_export: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ExportView"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    skills_rollback: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RollbackRequest"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NewVersion"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    skills_versions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["VersionSummaryView"][];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    skills_version: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agent: string;
-                name: string;
-                version: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SkillVersionView"];
-                };
-            };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
     list_keys: {
         parameters: {
             query?: {
@@ -5406,35 +4109,28 @@ export interface operations {
             };
         };
     };
-    feedback: {
+    conversations_export: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `markdown` (the default) or `json`. */
+                format?: components["schemas"]["ExportFormat"];
+            };
             header?: never;
             path: {
                 id: string;
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["Feedback"];
-            };
-        };
+        requestBody?: never;
         responses: {
+            /** @description The conversation as a file */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunOutcomeRecord"];
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "text/markdown": string;
+                    "application/json": components["schemas"]["ConversationExport"];
                 };
             };
             404: {
@@ -5462,7 +4158,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The message was a command (`/cancel`, `/codestats`, `/codefailures [n] [conversation|session]`, `/help`): its answer */
+            /** @description The message was a command (`/cancel`, `/codestats`, `/codefailures [n]`, `/help`): its answer */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5497,35 +4193,6 @@ export interface operations {
                 };
             };
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    outcomes: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RunOutcomeRecord"][];
-                };
-            };
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5696,7 +4363,7 @@ export interface operations {
             };
         };
     };
-    market_import: {
+    import: {
         parameters: {
             query?: {
                 /**
@@ -5888,6 +4555,112 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    devices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceView"][];
+                };
+            };
+        };
+    };
+    subscribe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscribeRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Accepted"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushKeyView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };

@@ -1,4 +1,4 @@
-// Rename, archive and delete the open conversation. Deleting asks first: it removes the
+// Rename, archive, delete and export the open conversation. Deleting asks first: it removes the
 // conversation's events for good (archiving keeps everything and only hides it from the list).
 import { useState } from 'react';
 import { api } from '../api/client';
@@ -63,6 +63,13 @@ export function ConversationActions({ agent, id, title, onChanged }: { agent: st
           <button type="button" className="button ghost small" onClick={() => setMode('delete')}>
             Delete
           </button>
+          {/* Plain links: the browser saves what the server names in Content-Disposition. */}
+          <a className="button ghost small" href={api.exportUrl(id, 'markdown')} download>
+            Export Markdown
+          </a>
+          <a className="button ghost small" href={api.exportUrl(id, 'json')} download>
+            Export JSON
+          </a>
         </div>
       )}
     </div>

@@ -1,6 +1,8 @@
 // The marketplace: search listings and import an exported file; a listing's own page (code,
 // schema, stats, versions, install, update, uninstall, export) is components/MarketListing.tsx.
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
+import { keys } from '../api/queries';
 import { api, type Agent, type Listing } from '../api/client';
 import { navigate, routePath } from '../router';
 import { ConfirmButtons, ErrorAlert } from '../admin/parts';
@@ -62,21 +64,15 @@ function Import({ onImported }: { onImported: (kind: string, name: string) => vo
 
 function Search() {
   const [q, setQ] = useState('');
-  const [listings, setListings] = useState<Listing[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  // Asked for once the typing pauses; the last answer stays shown meanwhile.
+  const [asked, setAsked] = useState('');
   useEffect(() => {
-    let live = true;
-    const timer = setTimeout(() => {
-      api.listings(q.trim()).then(
-        (rows) => live && (setListings(rows), setError(null)),
-        (failure: Error) => live && setError(failure.message),
-      );
-    }, 150);
-    return () => {
-      live = false;
-      clearTimeout(timer);
-    };
+    const timer = setTimeout(() => setAsked(q.trim()), 150);
+    return () => clearTimeout(timer);
   }, [q]);
+  const search = useQuery({ queryKey: keys.listings(asked), queryFn: () => api.listings(asked), placeholderData: keepPreviousData });
+  const listings: Listing[] | null = search.data ?? null;
+  const error = search.error?.message ?? null;
   const open = (kind: string, name: string) => navigate(routePath({ page: 'market', kind, name }));
   return (
     <>

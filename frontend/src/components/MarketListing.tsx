@@ -1,8 +1,10 @@
 // One listing of the marketplace: its code, schema, statistics and versions; installing it into
 // an agent (choosing what happens on a name conflict), updating or uninstalling an installed copy,
 // and exporting a version as a JSON file.
-import { useCallback, useEffect, useState } from 'react';
-import { api, ApiError, type Agent, type AgentTool, type ListingDetail } from '../api/client';
+import { useQuery } from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
+import { api, ApiError, type Agent, type AgentTool } from '../api/client';
+import { keys, useAgentTools, useInvalidate } from '../api/queries';
 import { navigate, routePath } from '../router';
 import { UpdatePreview, type UpdatePreviewData } from '../admin/UpdatePreview';
 import { when } from '../admin/History';
@@ -81,26 +83,24 @@ function Installed({ agent, tool, onChanged }: { agent: string; tool: AgentTool;
 }
 
 export function ListingPage({ kind, name, agents, agent: defaultAgent }: { kind: string; name: string; agents: Agent[]; agent: string | null }) {
-  const [detail, setDetail] = useState<ListingDetail | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [chosen, setChosen] = useState<number | null>(null);
+  const listing = useQuery({ queryKey: keys.listing(kind, name), queryFn: () => api.listing(kind, name) });
+  const detail = listing.data ?? null;
+  const [actionError, setError] = useState<string | null>(null);
+  const error = actionError ?? listing.error?.message ?? null;
+  const [picked, setChosen] = useState<number | null>(null);
+  const chosen = picked ?? detail?.listing.latest_version ?? null;
   const [agent, setAgent] = useState(defaultAgent ?? '');
-  const [tools, setTools] = useState<AgentTool[]>([]);
+  const agentTools = useAgentTools(kind === 'tool' && agent ? agent : null);
+  const tools: AgentTool[] = agentTools.data ?? [];
+  const invalidate = useInvalidate();
   const [conflict, setConflict] = useState<string | null>(null);
   const [rename, setRename] = useState('');
   const [notice, setNotice] = useState<string | null>(null);
-  useEffect(() => {
-    api.listing(kind, name).then(
-      (found) => (setDetail(found), setChosen(found.listing.latest_version)),
-      (failure: Error) => setError(failure.message),
-    );
-  }, [kind, name]);
   useEffect(() => setAgent((current) => current || defaultAgent || ''), [defaultAgent]);
-  const refreshTools = useCallback(() => {
-    if (!agent || kind !== 'tool') return setTools([]);
-    api.agentTools(agent).then(setTools, () => setTools([]));
-  }, [agent, kind]);
-  useEffect(refreshTools, [refreshTools]);
+  // An install here shows on the agent's Tools page too.
+  const refreshTools = () => {
+    if (agent) void invalidate.agentTools(agent);
+  };
 
   if (error) return <div className="alert alert-danger">{error}</div>;
   if (!detail) return <div className="loading-line">Loading…</div>;

@@ -31,6 +31,8 @@ export function Notifications({ agent }: { agent: string }) {
         // A scheduled run's answer or a missed schedule: its conversation (and maybe a new
         // session) belongs in the sidebar now, not at the next reload.
         void invalidate.conversations(agent);
+        // and the Schedules page's last run of that schedule
+        void invalidate.schedules(agent);
       });
       source.addEventListener('error', () => {
         source?.close();

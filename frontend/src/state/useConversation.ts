@@ -1,7 +1,13 @@
 // Loads a conversation and follows its SSE stream, reconnecting with `?after=<last seq>` so
-// a dropped connection (or a server that ended a lagging stream) loses nothing.
+// a dropped connection (or a server that ended a lagging stream) loses nothing. What the stream
+// says goes into the query cache too (liveCache.ts): the conversation's cached detail gets each
+// event, status and waiting call, and every cached conversation list the new status, so a page
+// that shows them is current without asking the server again.
+import { useQueryClient } from '@tanstack/react-query';
 import { useCallback, useEffect, useReducer, useRef } from 'react';
-import { api, type CommandReply, type NewSession, type StoredEvent } from '../api/client';
+import { api, type CommandReply, type ConversationDetail, type NewSession, type StoredEvent } from '../api/client';
+import { keys } from '../api/queries';
+import { cacheEvent, cachePending, cacheStatus } from './liveCache';
 import { conversationReducer, initialConversationState, type ConversationState } from './conversation';
 
 const PAUSING_TOOLS = new Set(['render_and_wait', 'render_blocks', 'ask_user']);
@@ -25,15 +31,17 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
   const [connection, setConnection] = useReducerState<'connecting' | 'live' | 'retrying'>('connecting');
   const [loadError, setLoadError] = useReducerState<string | null>(null);
   const [generation, bump] = useReducer((n: number) => n + 1, 0);
+  const client = useQueryClient();
 
   const refreshPending = useCallback(async () => {
     try {
       const detail = await api.conversation(id);
       dispatch({ type: 'pending', pending: detail.pending });
+      cachePending(client, id, detail.pending);
     } catch {
       /* the stream will tell us again */
     }
-  }, [id]);
+  }, [id, client]);
 
   useEffect(() => {
     let closed = false;
@@ -51,6 +59,7 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
         attempts = 0;
         const event = JSON.parse((message as MessageEvent<string>).data) as StoredEvent;
         dispatch({ type: 'event', event });
+        cacheEvent(client, id, event);
         if (event.kind === 'tool_call' && PAUSING_TOOLS.has(event.name)) void refreshPending();
       });
       source.addEventListener('delta', (message) => {
@@ -60,6 +69,7 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
       source.addEventListener('status', (message) => {
         const { status, error } = JSON.parse((message as MessageEvent<string>).data) as { status: string; error?: string | null };
         dispatch({ type: 'status', status, error });
+        cacheStatus(client, id, status as ConversationDetail['conversation']['status']);
         if (status === 'waiting') void refreshPending();
       });
       source.addEventListener('error', () => {
@@ -75,8 +85,11 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
 
     setConnection('connecting');
     setLoadError(null);
-    api
-      .conversation(id)
+    // A conversation seen before shows at once from the cache; the server's answer follows.
+    const cached = client.getQueryData<ConversationDetail>(keys.conversation(id));
+    if (cached) dispatch({ type: 'loaded', detail: cached });
+    client
+      .fetchQuery({ queryKey: keys.conversation(id), queryFn: () => api.conversation(id), staleTime: 0 })
       .then((detail) => {
         if (closed) return;
         dispatch({ type: 'loaded', detail });
@@ -91,7 +104,7 @@ export function useConversation(id: string): ConversationHandle & { loadError: s
       clearTimeout(retryTimer);
       source?.close();
     };
-  }, [id, generation, refreshPending, setConnection, setLoadError]);
+  }, [id, generation, refreshPending, setConnection, setLoadError, client]);
 
   const send = useCallback(
     async (text: string) => {

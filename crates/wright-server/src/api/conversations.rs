@@ -394,6 +394,8 @@ impl From<&Update> for LiveUpdate {
             Update::Delta { text } => LiveUpdate::Delta { text: text.clone() },
             Update::Status { status, error } => LiveUpdate::Status { status: *status, error: error.clone() },
             Update::Notification(notification) => LiveUpdate::Notification(notification.clone().into()),
+            // Published only on the waiting topic, never a conversation's; said as what it is.
+            Update::Waiting { .. } => LiveUpdate::Status { status: ConversationStatus::Waiting, error: None },
         }
     }
 }

@@ -15,12 +15,14 @@ mod conversation_changes;
 mod conversations;
 mod documents;
 mod error;
+mod export;
 mod images;
 mod learning;
 mod market;
 mod mcp;
 mod memory;
 pub(crate) mod notifications;
+mod push;
 mod schedules;
 pub(crate) mod sessions;
 mod settings;
@@ -55,7 +57,8 @@ use crate::AppState;
         wright_core::ApprovalAnswer,
         wright_core::ErrorCategory,
         wright_core::Caller,
-        conversations::LiveUpdate
+        conversations::LiveUpdate,
+        crate::export::ExportFormat
     )),
 )]
 struct ApiDoc;
@@ -126,6 +129,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(conversations::cancel))
         .routes(routes!(conversations::answer_pending))
         .routes(routes!(conversations::stream))
+        .routes(routes!(export::export))
         .routes(routes!(components::list))
         .routes(routes!(components::detail))
         .routes(routes!(images::image))
@@ -156,6 +160,9 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(notifications::list))
         .routes(routes!(notifications::mark_read))
         .routes(routes!(notifications::stream))
+        .routes(routes!(push::key))
+        .routes(routes!(push::devices, push::subscribe))
+        .routes(routes!(push::remove))
         .routes(routes!(mcp::servers))
         .routes(routes!(market::search))
         .routes(routes!(market::listing))

@@ -31,7 +31,13 @@ pub enum Update {
     Status { status: ConversationStatus, error: Option<String> },
     /// A notification for the person (on an agent's notification topic, [`notifications_topic`]).
     Notification(wright_store::Notification),
+    /// A run parked on a question or an approval (on [`WAITING_TOPIC`] only, for Web Push).
+    Waiting { agent_id: String, conversation_id: String },
 }
+
+/// The topic on which every run that parks waiting for the person is announced. Not a UUID,
+/// so no conversation can have this name.
+pub const WAITING_TOPIC: &str = "waiting";
 
 /// The hub topic of an agent's notifications. Conversation ids are UUIDs, so no conversation
 /// can have this name.

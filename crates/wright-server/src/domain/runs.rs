@@ -848,6 +848,15 @@ impl Transcript for StoreTranscript {
             }
             if finish == Finish::Ended {
                 self.hub.publish(&self.conversation_id, Update::Status { status, error });
+                if status == ConversationStatus::Waiting {
+                    self.hub.publish(
+                        crate::domain::hub::WAITING_TOPIC,
+                        Update::Waiting {
+                            agent_id: self.agent.to_string(),
+                            conversation_id: self.conversation_id.clone(),
+                        },
+                    );
+                }
             }
             Ok(finish)
         })
