@@ -485,7 +485,7 @@ pub async fn import(
 pub(crate) struct PublishArgs {
     /// Name of your tool (or component) to publish.
     name: String,
-    /// `tool` (default) or `component`.
+    /// `tool` (default), `component` or `skill`.
     kind: Option<String>,
 }
 
@@ -493,7 +493,7 @@ pub(crate) fn tools() -> Vec<Box<dyn crate::builtin::Tool>> {
     vec![with_effects(
         Builtin::<PublishArgs>::asking(
             "publish_tool",
-            "Publish one of your tools (or, with kind \"component\", a UI component) to this installation's marketplace \
+            "Publish one of your tools (or, with kind \"component\", a UI component; with kind \"skill\", a skill) to this installation's marketplace \
          so other agents can install it. Publishes its current version as the listing's next version, pinned by hash. \
          Returns {listing, kind, version, hash}.",
             |context, args| {

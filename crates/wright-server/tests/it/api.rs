@@ -448,6 +448,34 @@ fn the_readme_config_example_loads() {
     assert!(error.contains("deadlne_ms"), "{error}");
 }
 
+/// `[budget]`, `[agents.NAME.budget]` and `[agent] max_run_tokens` load, with their defaults,
+/// and a budget below zero or a percentage past 100 is refused with its section named.
+#[test]
+fn budgets_and_the_loop_guard_load_from_config_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let config = wright_server::Config::load(dir.path()).unwrap();
+    assert_eq!(config.budget, wright_server::config::BudgetConfig::default());
+    assert_eq!(config.agent.max_run_tokens, None);
+    assert_eq!(config.agent.run_token_limit(Some(32_000)), 32_000 * wright_agent::RUN_TOKENS_PER_WINDOW);
+    std::fs::write(
+        &path,
+        "[agent]\nmax_run_tokens = 500000\n\n[budget]\nusd_per_day = 2.5\nnotify_at_percent = 90\n\n\
+         [agents.research.budget]\ntokens_per_month = 1000000\n",
+    )
+    .unwrap();
+    let config = wright_server::Config::load(dir.path()).unwrap();
+    assert_eq!((config.budget.usd_per_day, config.budget.notify_at_percent), (Some(2.5), Some(90)));
+    assert_eq!(config.agents["research"].budget.tokens_per_month, Some(1_000_000));
+    assert_eq!(config.agent.run_token_limit(Some(32_000)), 500_000);
+    std::fs::write(&path, "[agents.research.budget]\ntokens_per_day = -1\n").unwrap();
+    let error = wright_server::Config::load(dir.path()).err().unwrap().to_string();
+    assert!(error.contains("[agents.research.budget]"), "{error}");
+    std::fs::write(&path, "[budget]\nnotify_at_percent = 150\n").unwrap();
+    let error = wright_server::Config::load(dir.path()).err().unwrap().to_string();
+    assert!(error.contains("notify_at_percent"), "{error}");
+}
+
 #[tokio::test]
 async fn a_conversation_is_renamed_archived_brought_back_and_deleted() {
     let fixture = Fixture::new().await;
