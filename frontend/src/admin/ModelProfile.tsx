@@ -14,6 +14,7 @@ interface Draft {
   temperature: string;
   requireFirstCall: '' | 'yes' | 'no';
   preloadTools: string;
+  skillTokens: string;
   replyTokens: string;
   contextTokens: string;
 }
@@ -25,6 +26,7 @@ function draftOf(saved: ProfileOverride | null | undefined): Draft {
     temperature: text(saved?.temperature),
     requireFirstCall: saved?.require_first_call === true ? 'yes' : saved?.require_first_call === false ? 'no' : '',
     preloadTools: text(saved?.preload_tools),
+    skillTokens: text(saved?.preload_skill_tokens),
     replyTokens: text(saved?.reply_tokens),
     contextTokens: text(saved?.context_tokens),
   };
@@ -40,14 +42,16 @@ function overrideOf(draft: Draft): ProfileOverride | string {
   };
   const temperature = number('Temperature', draft.temperature, false);
   const preload = number('Tools sent whole', draft.preloadTools, true);
+  const skillTokens = number('Skill budget', draft.skillTokens, true);
   const reply = number('Reply cap', draft.replyTokens, true);
   const context = number('Context budget', draft.contextTokens, true);
-  for (const value of [temperature, preload, reply, context]) if (typeof value === 'string') return value;
+  for (const value of [temperature, preload, skillTokens, reply, context]) if (typeof value === 'string') return value;
   return {
     profile: draft.profile || null,
     temperature: temperature as number | null,
     require_first_call: draft.requireFirstCall === '' ? null : draft.requireFirstCall === 'yes',
     preload_tools: preload as number | null,
+    preload_skill_tokens: skillTokens as number | null,
     reply_tokens: reply as number | null,
     context_tokens: context as number | null,
   };
@@ -115,7 +119,7 @@ export function ProfileCard({ agent }: { agent: string }) {
         ))}
       </ul>
       <p className="muted small">
-        Temperature {settings.temperature ?? 'the server’s'} · first call required {settings.require_first_call ? 'yes' : 'no'} · tools sent whole {settings.preload_tools} · reply cap {settings.reply_tokens} tokens · context budget{' '}
+        Temperature {settings.temperature ?? 'the server’s'} · first call required {settings.require_first_call ? 'yes' : 'no'} · tools sent whole {settings.preload_tools} · skill budget {settings.preload_skill_tokens} tokens · reply cap {settings.reply_tokens} tokens · context budget{' '}
         {settings.context_tokens ?? 'the whole window'}
       </p>
       <form
@@ -148,6 +152,10 @@ export function ProfileCard({ agent }: { agent: string }) {
         <label>
           Tools sent whole
           <input aria-label="Tools sent whole" inputMode="numeric" placeholder="as chosen" {...field('preloadTools')} />
+        </label>
+        <label>
+          Skill budget (tokens)
+          <input aria-label="Skill budget" inputMode="numeric" placeholder="as chosen" {...field('skillTokens')} />
         </label>
         <label>
           Reply cap (tokens)

@@ -158,6 +158,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{agent}/cases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agent's cases, each marked training (an item was learned from its conversation) or
+         *     held-out.
+         */
+        get: operations["list_cases"];
+        put?: never;
+        /**
+         * Makes a case from a conversation (its first message; the check is judged on the data now
+         *     and becomes that run's outcome) or from a message.
+         */
+        post: operations["create_case"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/cases/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: operations["delete_case"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{agent}/components": {
         parameters: {
             query?: never;
@@ -321,7 +361,7 @@ export interface paths {
             cookie?: never;
         };
         /** A unified diff between two versions. */
-        get: operations["diff"];
+        get: operations["documents_diff"];
         put?: never;
         post?: never;
         delete?: never;
@@ -340,7 +380,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Makes an old version current again by writing it as a new version (author `rollback`). */
-        post: operations["rollback"];
+        post: operations["documents_rollback"];
         delete?: never;
         options?: never;
         head?: never;
@@ -355,7 +395,7 @@ export interface paths {
             cookie?: never;
         };
         /** The history, newest first. */
-        get: operations["versions"];
+        get: operations["documents_versions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -372,7 +412,7 @@ export interface paths {
             cookie?: never;
         };
         /** One version in full. */
-        get: operations["version"];
+        get: operations["documents_version"];
         put?: never;
         post?: never;
         delete?: never;
@@ -391,6 +431,112 @@ export interface paths {
         /** The tool execution log, newest first, with filters. */
         get: operations["list_executions"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's learned items (every status), newest first, with their counters. */
+        get: operations["list_items"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/items/{id}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every change of an item's status: its versions, with who made each and why. */
+        get: operations["item_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/items/{id}/decision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approves an item (it goes live), rejects one, or rolls a live one back; each a new version. */
+        post: operations["decide_item"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/rounds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's learning rounds, oldest first: the learning curve is their held-out passes. */
+        get: operations["list_rounds"];
+        put?: never;
+        /**
+         * Starts a learning round in the background (409 while one runs); its progress is in the
+         *     round.
+         */
+        post: operations["start_round"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/rounds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A round with each candidate's per-case before/after. */
+        get: operations["round_detail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/learning/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["get_settings"];
+        /** Sets whether accepted items wait for approval and whether a round runs nightly. */
+        put: operations["set_settings"];
         post?: never;
         delete?: never;
         options?: never;
@@ -511,12 +657,19 @@ export interface paths {
         };
         /**
          * The profile the agent's next run uses: chosen from what the model's server says, with
-         *     `[model_profiles]` of config.toml and `WRIGHT_TEMPERATURE` on top.
+         *     `[model_profiles]` of config.toml, the Settings page's settings and `WRIGHT_TEMPERATURE` on
+         *     top.
          */
         get: operations["model_profile"];
-        put?: never;
+        /**
+         * Sets the profile of the agent's model, or any of its settings, by hand: kept per model
+         *     (`provider/model`), so every agent on that model gets it; the next run uses it. Fields left
+         *     out keep what the profile (and config.toml) decide.
+         */
+        put: operations["set_model_profile"];
         post?: never;
-        delete?: never;
+        /** Removes what the Settings page set for the agent's model: the chosen profile applies again. */
+        delete: operations["clear_model_profile"];
         options?: never;
         head?: never;
         patch?: never;
@@ -656,6 +809,165 @@ export interface paths {
         put?: never;
         /** Starts a new session (the open one ends, with its session memories) and a conversation in it. */
         post: operations["sessions_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's skills, by name. */
+        get: operations["skills_list"];
+        put?: never;
+        /** Creates a skill from its SKILL.md and files. */
+        post: operations["skills_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Imports a folder in the Agent Skills layout, given as its files: a new skill, or a new
+         *     version of the one its SKILL.md names.
+         */
+        post: operations["skills_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/import-zip": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Imports a ZIP archive of a folder in the Agent Skills layout (the body is the archive). */
+        post: operations["import_zip"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One skill as it is now. */
+        get: operations["skills_detail"];
+        /** Changes a skill: SKILL.md, its files, or its switch (each given part is one version). */
+        put: operations["skills_update"];
+        post?: never;
+        /** Deletes a skill (a version: its history stays and a rollback restores it). */
+        delete: operations["skills_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A unified diff of the folder between two versions. */
+        get: operations["skills_diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The skill's folder as files, to import elsewhere. */
+        get: operations["skills_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Makes an old version current again (folder, switch and deletion), as a new version. */
+        post: operations["skills_rollback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The skill's history, newest first. */
+        get: operations["skills_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent}/skills/{name}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version in full. */
+        get: operations["skills_version"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -886,6 +1198,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/conversations/{id}/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rates the run that gave an answer: up makes its outcome a success, down a failure. */
+        post: operations["feedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/conversations/{id}/messages": {
         parameters: {
             query?: never;
@@ -900,6 +1229,23 @@ export interface paths {
          *     still waiting for an answer is dismissed first.
          */
         post: operations["post_message"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/conversations/{id}/outcomes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The finished runs of a conversation with their outcomes and ratings, in order. */
+        get: operations["outcomes"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -935,6 +1281,23 @@ export interface paths {
          *     (`{status, error}`). Stored events after `after` are replayed first.
          */
         get: operations["conversations_stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/conversations/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tokens and cost of a conversation, and its context meter. */
+        get: operations["conversation"];
         put?: never;
         post?: never;
         delete?: never;
@@ -991,7 +1354,7 @@ export interface paths {
          *     is installed. Only the bundle and its hash are read: who published it and where is not
          *     taken from the file.
          */
-        post: operations["import"];
+        post: operations["market_import"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1178,6 +1541,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/settings/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The budgets in force, by scope: the Settings page's, else config.toml's. */
+        get: operations["budgets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings/budgets/{scope}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Sets the budgets of `all` agents or of one agent; they take the place of config.toml's. */
+        put: operations["set_budget"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/settings/connections": {
         parameters: {
             query?: never;
@@ -1283,6 +1680,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/settings/prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The prices requests are costed at. */
+        get: operations["prices"];
+        /** Sets the price of a connection's model. Requests made before keep the cost they had. */
+        put: operations["set_price"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/status": {
         parameters: {
             query?: never;
@@ -1292,6 +1707,40 @@ export interface paths {
         };
         /** Whether the agent has a model for its next run, and how to configure one when it has not. */
         get: operations["status"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What model requests used and cost since a time, grouped. */
+        get: operations["report"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/usage/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every model request since a time, one CSV line each. */
+        get: operations["usage_export"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1359,12 +1808,93 @@ export interface components {
              */
             content: unknown;
         };
+        /** @description The budgets of one scope; null is no limit. */
+        BudgetView: {
+            /** Format: int64 */
+            tokens_per_day?: number | null;
+            /** Format: int64 */
+            tokens_per_month?: number | null;
+            /** Format: double */
+            usd_per_day?: number | null;
+            /** Format: double */
+            usd_per_month?: number | null;
+            /**
+             * Format: int32
+             * @description Tell the person once when this share is spent (80 when unset).
+             */
+            notify_at_percent?: number | null;
+        };
         /**
          * @description Who made a tool call, as the execution log records it: the agent's model in a run,
          *     the operator's command line, the HTTP API, or an MCP client of Wright's own server.
          * @enum {string}
          */
         Caller: "agent" | "cli" | "api" | "mcp";
+        /**
+         * @description What a learning round decided for one candidate.
+         * @enum {string}
+         */
+        CandidateDecision: "accepted" | "awaiting_approval" | "refused";
+        CandidateView: {
+            item: components["schemas"]["LearnedItem"];
+            decision?: null | components["schemas"]["CandidateDecision"];
+            reason?: string | null;
+            /** Format: int64 */
+            added_tokens: number;
+            cases: components["schemas"]["CaseResult"][];
+        };
+        /** @description A case: a message to replay and the check that judges the replay. */
+        Case: {
+            /** Format: int64 */
+            id: number;
+            message: string;
+            check: components["schemas"]["CaseCheck"];
+            /** @description The conversation it was made from, if any. */
+            conversation_id?: string | null;
+            /** @description Training when a learned item names a run of its conversation; held-out otherwise. */
+            training: boolean;
+            created_at: string;
+        };
+        /** @description A case's check, judged from the data a run left (never from what the model said). */
+        CaseCheck: {
+            key: string;
+            value: unknown;
+            /** @enum {string} */
+            type: "state_equals";
+        } | {
+            text: string;
+            /** @enum {string} */
+            type: "notes_contain";
+        } | {
+            sql: string;
+            /** Format: int64 */
+            min: number;
+            /** @enum {string} */
+            type: "db_count";
+        } | {
+            tool: string;
+            /** @enum {string} */
+            type: "tool_succeeded";
+        } | {
+            path: string;
+            text: string;
+            /** @enum {string} */
+            type: "file_contains";
+        } | {
+            tool: string;
+            /** @enum {string} */
+            type: "pending_call";
+        };
+        /** @description One case in a candidate's replays: whether it passed without the candidate and with it. */
+        CaseResult: {
+            /** Format: int64 */
+            case_id: number;
+            message?: string | null;
+            before?: boolean | null;
+            before_detail?: string | null;
+            after?: boolean | null;
+            after_detail?: string | null;
+        };
         CategoryCount: {
             category: string;
             /** Format: int64 */
@@ -1373,7 +1903,7 @@ export interface components {
         ChoiceInput: {
             connection_id: string;
             model: string;
-            tool_calls?: components["schemas"]["ToolCalls"];
+            tool_calls?: components["schemas"]["ToolCallMode"];
             /**
              * Format: int32
              * @description Tokens, for a provider that does not say.
@@ -1385,7 +1915,7 @@ export interface components {
             agent?: string | null;
             connection_id: string;
             model: string;
-            tool_calls: components["schemas"]["ToolCalls"];
+            tool_calls: components["schemas"]["ToolCallMode"];
             /** Format: int32 */
             context_window?: number | null;
         };
@@ -1483,6 +2013,21 @@ export interface components {
          * @enum {string}
          */
         ConversationStatus: "idle" | "running" | "waiting" | "error";
+        /** @description A conversation's usage, and how full the model's context is. */
+        ConversationUsageView: components["schemas"]["TotalsView"] & {
+            /**
+             * Format: int64
+             * @description What the next request will send, about: the last request's prompt and its reply
+             *     (null before the first request).
+             */
+            context_tokens?: number | null;
+            /**
+             * Format: int64
+             * @description The model's context window, when known (the Settings page, the model's server, or
+             *     `[agent] context_window`).
+             */
+            context_window?: number | null;
+        };
         ConversationView: {
             id: string;
             agent_id: string;
@@ -1500,11 +2045,22 @@ export interface components {
         CreateConversation: {
             title?: string | null;
         };
+        /** @description A new skill: its SKILL.md (whose front matter names it) and resource files. */
+        CreateSkill: {
+            content: string;
+            resources?: {
+                [key: string]: string;
+            };
+            reason?: string | null;
+        };
         /**
          * @description Who let a call run or refused it, kept in the execution log.
          * @enum {string}
          */
         DecidedBy: "policy" | "person";
+        Deleted: {
+            deleted: boolean;
+        };
         DeletedView: {
             deleted: boolean;
         };
@@ -1614,6 +2170,13 @@ export interface components {
             name: string;
             output: unknown;
             success: boolean;
+            /**
+             * @description Where its content came from when it is outside content (a page's host, the hosts
+             *     code fetched from, the MCP tool or search that answered); absent when it came from
+             *     the agent's own stores. The person's messages are the person's, the assistant's
+             *     text and calls the agent's (by their kind).
+             */
+            outside_origin?: string | null;
             /** @enum {string} */
             kind: "tool_result";
         } | (components["schemas"]["Notice"] & {
@@ -1652,12 +2215,24 @@ export interface components {
             duration_us: number;
             decided_by?: null | components["schemas"]["DecidedBy"];
             created_at: string;
+            /**
+             * @description Where the result came from when it is outside content (a page's host, the hosts code
+             *     fetched from, the MCP tool or search that answered); null for the agent's own stores.
+             */
+            outside_origin?: string | null;
         };
         /**
          * @description The forms a conversation can be exported in.
          * @enum {string}
          */
         ExportFormat: "markdown" | "json";
+        ExportView: {
+            name: string;
+            /** @description path → text, SKILL.md included. */
+            files: {
+                [key: string]: string;
+            };
+        };
         ExportedConversation: {
             id: string;
             agent_id: string;
@@ -1683,9 +2258,37 @@ export interface components {
             listing_version: number;
             publisher_agent: string;
         };
+        Feedback: {
+            rating: components["schemas"]["Rating"];
+            comment?: string | null;
+            /**
+             * Format: int64
+             * @description The seq of the rated answer (any event of its run); the latest run when absent.
+             */
+            seq?: number | null;
+        };
+        /**
+         * @description How a report groups its rows.
+         * @enum {string}
+         */
+        GroupingView: "agent" | "model" | "day" | "caller";
         Health: {
             status: string;
             version: string;
+        };
+        /** @description A skill folder's files, path → text (`SKILL.md` at the root or under one top folder). */
+        ImportRequest: {
+            files: {
+                [key: string]: string;
+            };
+            reason?: string | null;
+        };
+        Imported: {
+            name: string;
+            /** Format: int64 */
+            version: number;
+            /** @description Files left out (hidden, or not text), with why. */
+            skipped: string[];
         };
         InstallRequest: {
             agent: string;
@@ -1708,6 +2311,34 @@ export interface components {
             hash: string;
             enabled: boolean;
         };
+        /**
+         * @description Who changed a learned item's status.
+         * @enum {string}
+         */
+        ItemAuthor: "learning" | "person" | "counters";
+        /** @description One change of a learned item's status. */
+        ItemChange: {
+            /** Format: int64 */
+            version: number;
+            status: components["schemas"]["ItemStatus"];
+            author: components["schemas"]["ItemAuthor"];
+            reason: string;
+            created_at: string;
+        };
+        /**
+         * @description What the person decides about a learned item.
+         * @enum {string}
+         */
+        ItemDecision: "approve" | "reject" | "roll_back";
+        ItemDecisionBody: {
+            action: components["schemas"]["ItemDecision"];
+            reason?: string | null;
+        };
+        /**
+         * @description Where a learned item stands. Only `live` items enter requests.
+         * @enum {string}
+         */
+        ItemStatus: "candidate" | "awaiting_approval" | "live" | "refused" | "rejected" | "rolled_back";
         KeysView: {
             keys: string[];
         };
@@ -1716,6 +2347,60 @@ export interface components {
          * @enum {string}
          */
         Kind: "openai" | "anthropic" | "gemini" | "openai_compatible" | "ollama";
+        /** @description A learned item with its counters. */
+        LearnedItem: {
+            /** Format: int64 */
+            id: number;
+            kind: components["schemas"]["LearnedKind"];
+            /** @description The words of the requests it is for. */
+            trigger: string;
+            text: string;
+            source_runs: components["schemas"]["RunRef"][];
+            /** @description Learned from a run whose context held outside content: never live without approval. */
+            read_outside: boolean;
+            status: components["schemas"]["ItemStatus"];
+            /**
+             * Format: int64
+             * @description Its current version (one per change of status).
+             */
+            version: number;
+            /**
+             * Format: int64
+             * @description Later runs that carried it and succeeded, and that failed.
+             */
+            used_success: number;
+            /** Format: int64 */
+            used_failure: number;
+            created_at: string;
+            updated_at: string;
+        };
+        /**
+         * @description What a learned item is: the compressed call sequence of a successful run, a failed call
+         *     and the call that fixed it, or an addition to the agent's notes the model drafted from
+         *     a failing run.
+         * @enum {string}
+         */
+        LearnedKind: "exemplar" | "error_fix" | "notes_edit";
+        /** @description The person's learning settings for an agent. */
+        LearningSettings: {
+            /** @description Accepted items wait for the person's approval before they go live. */
+            require_approval: boolean;
+            /** @description A learning round runs every night. */
+            nightly: boolean;
+        };
+        /** @description A vendor's list price, used when no price is set for a connection's model. */
+        ListPriceView: {
+            /** @description openai, anthropic or gemini. */
+            vendor: string;
+            /** @description Models whose id begins with this (the longest match wins). */
+            model_prefix: string;
+            /** Format: double */
+            input_per_mtok: number;
+            /** Format: double */
+            cached_input_per_mtok: number;
+            /** Format: double */
+            output_per_mtok: number;
+        };
         ListingDetail: {
             listing: components["schemas"]["ListingView"];
             versions: components["schemas"]["ListingVersionView"][];
@@ -1906,6 +2591,12 @@ export interface components {
         ModelsView: {
             models: components["schemas"]["ModelView"][];
         };
+        NewCase: {
+            /** @description The case replays this conversation's first message; give this or `message`. */
+            conversation_id?: string | null;
+            message?: string | null;
+            check: components["schemas"]["CaseCheck"];
+        };
         NewMemoryRequest: {
             layer: components["schemas"]["MemoryLayer"];
             content: string;
@@ -1955,7 +2646,7 @@ export interface components {
          * @description Where a notification came from.
          * @enum {string}
          */
-        NotificationSourceView: "agent" | "schedule";
+        NotificationSourceView: "agent" | "schedule" | "budget";
         NotificationView: {
             /** Format: int64 */
             id: number;
@@ -1977,6 +2668,18 @@ export interface components {
         OkView: {
             ok: boolean;
         };
+        /**
+         * @description How a finished run went.
+         * @enum {string}
+         */
+        Outcome: "success" | "failure" | "unknown";
+        /**
+         * @description Where a run's outcome came from: the run itself (it completed; it left a tool error
+         *     unanswered; it was cancelled; it hit the turn limit; it failed), a check, the person's
+         *     rating, or the person correcting the answer in the next message.
+         * @enum {string}
+         */
+        OutcomeSource: "completed" | "check" | "rating" | "errors_unanswered" | "cancel" | "turn_limit" | "run_failed" | "correction";
         PendingAnswer: {
             /**
              * @description Any JSON: ask_user `{answer}`, render_blocks `{action: "submit", data}` or
@@ -2024,6 +2727,56 @@ export interface components {
              */
             component?: string | null;
         };
+        /** @description A price per million tokens. */
+        PriceView: {
+            /** @description A connection's id (`env:openai`, or one added on this page). */
+            connection: string;
+            model: string;
+            /** Format: double */
+            input_per_mtok: number;
+            /** Format: double */
+            cached_input_per_mtok: number;
+            /** Format: double */
+            output_per_mtok: number;
+        };
+        PricesView: {
+            /** @description Prices set here, by connection and model. */
+            set: components["schemas"]["PriceView"][];
+            /** @description The defaults for the hosted vendors' models; local servers cost 0 unless set. */
+            defaults: components["schemas"]["ListPriceView"][];
+        };
+        /**
+         * @description A model's profile and any of its settings, by hand: `config.toml`'s
+         *     `[model_profiles."<model>"]`, or the Settings page's (stored per `provider/model`).
+         */
+        ProfileOverride: {
+            /** @default null */
+            profile: null | components["schemas"]["ModelProfileKind"];
+            /**
+             * Format: float
+             * @default null
+             */
+            temperature: number | null;
+            /** @default null */
+            require_first_call: boolean | null;
+            /** @default null */
+            preload_tools: number | null;
+            /**
+             * @description Tokens of skill text loaded into the first request.
+             * @default null
+             */
+            preload_skill_tokens: number | null;
+            /**
+             * @description The reply cap, in tokens.
+             * @default null
+             */
+            reply_tokens: number | null;
+            /**
+             * @description The context budget, in tokens (at most what the server says it has).
+             * @default null
+             */
+            context_tokens: number | null;
+        };
         /** @description The settings a profile decides, as the Settings page shows them. */
         ProfileSettings: {
             /**
@@ -2048,11 +2801,14 @@ export interface components {
             stable_tool_list: boolean;
             /** @description The system message lists the agent's state keys and database tables. */
             list_agent_data: boolean;
+            /** @description Tokens of the best-fitting skills the host loads into the run's system message (0: none). */
+            preload_skill_tokens: number;
         };
         /** @description The profile an agent's model gets, and why (wright-agent's `profile`). */
         ProfileView: components["schemas"]["ChosenProfile"] & {
             /** @description `provider/model`. */
             model: string;
+            saved?: null | components["schemas"]["ProfileOverride"];
         };
         ProviderView: {
             kind: string;
@@ -2060,7 +2816,7 @@ export interface components {
         };
         PublishRequest: {
             agent: string;
-            /** @description tool or component. */
+            /** @description tool, component or skill. */
             kind: string;
             name: string;
         };
@@ -2075,6 +2831,11 @@ export interface components {
             /** @description The VAPID public key (an uncompressed P-256 point, base64url): `applicationServerKey`. */
             public_key: string;
         };
+        /**
+         * @description The person's thumbs on an answer.
+         * @enum {string}
+         */
+        Rating: "up" | "down";
         RollbackRequest: {
             /**
              * Format: int64
@@ -2088,8 +2849,76 @@ export interface components {
             version: number;
             reason?: string | null;
         };
+        /** @description A learning round as listed: its progress and held-out pass counts before and after. */
+        Round: {
+            /** Format: int64 */
+            id: number;
+            status: components["schemas"]["RoundStatus"];
+            trigger: components["schemas"]["RoundTrigger"];
+            /** Format: int64 */
+            replays_done: number;
+            /** Format: int64 */
+            replays_total: number;
+            /** Format: int64 */
+            held_out_total: number;
+            /**
+             * Format: int64
+             * @description Held-out cases that passed with the items live before the round.
+             */
+            passed_before?: number | null;
+            /**
+             * Format: int64
+             * @description Held-out cases that passed with the accepted candidates added.
+             */
+            passed_after?: number | null;
+            error?: string | null;
+            started_at: string;
+            finished_at?: string | null;
+        };
+        RoundDetail: {
+            round: components["schemas"]["Round"];
+            candidates: components["schemas"]["CandidateView"][];
+            /**
+             * @description Each held-out case before any candidate and after, with every accepted one (after is
+             *     absent when none was accepted).
+             */
+            cases: components["schemas"]["CaseResult"][];
+        };
+        /**
+         * @description A learning round's state.
+         * @enum {string}
+         */
+        RoundStatus: "running" | "finished" | "failed";
+        /**
+         * @description What started a learning round.
+         * @enum {string}
+         */
+        RoundTrigger: "person" | "schedule" | "cli";
+        /** @description A finished run's outcome, as stored. */
+        RunOutcomeRecord: {
+            conversation_id: string;
+            /** Format: int64 */
+            user_seq: number;
+            /** Format: int64 */
+            end_seq: number;
+            outcome: components["schemas"]["Outcome"];
+            source: components["schemas"]["OutcomeSource"];
+            /** @description The person's message that started the run. */
+            request: string;
+            /** @description The run's context held outside content (web pages, search results, MCP results). */
+            read_outside: boolean;
+            rating?: null | components["schemas"]["Rating"];
+            comment?: string | null;
+            finished_at: string;
+        };
         /** @enum {string} */
-        RunOutcomeView: "started" | "finished" | "failed" | "missed" | "skipped_limit";
+        RunOutcomeView: "started" | "finished" | "failed" | "missed" | "skipped_limit" | "skipped_budget";
+        /** @description One run: its conversation and the seq of the person's message that started it. */
+        RunRef: {
+            conversation_id: string;
+            /** Format: int64 */
+            user_seq: number;
+        };
         ScheduleRunView: {
             /** Format: int64 */
             id: number;
@@ -2121,6 +2950,13 @@ export interface components {
             created_by: string;
             created_at: string;
             last_run?: null | components["schemas"]["ScheduleRunView"];
+        };
+        ScopedBudgetView: {
+            /** @description `all`, or an agent's id. */
+            scope: string;
+            /** @description Where the budgets in force come from: `settings` (this page) or `config` (config.toml). */
+            source: string;
+            budget: components["schemas"]["BudgetView"];
         };
         /**
          * @description Who started a session.
@@ -2179,6 +3015,50 @@ export interface components {
             /** @enum {string} */
             type: "approval";
         };
+        SkillSummaryView: {
+            name: string;
+            description: string;
+            /** @description Only enabled skills are listed to the model. */
+            enabled: boolean;
+            /** Format: int64 */
+            version: number;
+            updated_at: string;
+            /** @description Paths of the resource files. */
+            resources: string[];
+        };
+        SkillVersionView: {
+            /** Format: int64 */
+            version: number;
+            content: string;
+            resources: {
+                [key: string]: string;
+            };
+            enabled: boolean;
+            /** @description This version deleted the skill. */
+            deleted: boolean;
+            /** @description agent, admin, rollback or install. */
+            author: string;
+            reason?: string | null;
+            conversation_id?: string | null;
+            tool_call_id?: string | null;
+            created_at: string;
+        };
+        SkillView: {
+            name: string;
+            description: string;
+            /** @description SKILL.md whole: front matter and body. */
+            content: string;
+            /** @description The instructions after the front matter. */
+            body: string;
+            /** @description Resource files, path → text. */
+            resources: {
+                [key: string]: string;
+            };
+            enabled: boolean;
+            /** Format: int64 */
+            version: number;
+            updated_at: string;
+        };
         StatsView: {
             /** Format: int64 */
             days: number;
@@ -2219,10 +3099,11 @@ export interface components {
             error?: string | null;
         };
         /**
-         * @description How a model is asked to call tools.
+         * @description How a model is asked to call tools: the API's own tool calling, or a delimited text
+         *     protocol for models without it.
          * @enum {string}
          */
-        ToolCalls: "native" | "text";
+        ToolCallMode: "native" | "text";
         /**
          * @description Where a tool comes from: built into Wright, written by an agent, or offered by one of
          *     the operator's MCP servers (`mcp__<server>__<tool>`).
@@ -2259,7 +3140,8 @@ export interface components {
              *       "canvas",
              *       "web",
              *       "memory",
-             *       "schedules"
+             *       "schedules",
+             *       "skills"
              *     ]
              */
             toolsets: components["schemas"]["Toolset"][];
@@ -2303,7 +3185,31 @@ export interface components {
          *     acting later or on its own (schedule, notify).
          * @enum {string}
          */
-        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace" | "schedules";
+        Toolset: "self_modification" | "state" | "database" | "tools" | "canvas" | "web" | "browser" | "marketplace" | "memory" | "workspace" | "schedules" | "skills";
+        /** @description Sums of model requests. */
+        TotalsView: {
+            /** Format: int64 */
+            requests: number;
+            /**
+             * Format: int64
+             * @description Every prompt token, cached ones included.
+             */
+            prompt_tokens: number;
+            /** Format: int64 */
+            cached_prompt_tokens: number;
+            /** Format: int64 */
+            completion_tokens: number;
+            /**
+             * Format: double
+             * @description At the prices of the moment each request was made.
+             */
+            cost_usd: number;
+            /**
+             * Format: int64
+             * @description Requests whose wire reported no usage: their tokens are estimates.
+             */
+            estimated_requests: number;
+        };
         Uninstalled: {
             deleted: boolean;
         };
@@ -2318,6 +3224,25 @@ export interface components {
         UpdateRequest: {
             /** Format: int64 */
             version?: number | null;
+        };
+        /** @description A change to a skill: any of SKILL.md (whole), the resource files (all of them), the switch. */
+        UpdateSkill: {
+            content?: string | null;
+            resources?: {
+                [key: string]: string;
+            } | null;
+            enabled?: boolean | null;
+            reason?: string | null;
+        };
+        UsageReportView: {
+            since: string;
+            by: components["schemas"]["GroupingView"];
+            rows: components["schemas"]["UsageRowView"][];
+            totals: components["schemas"]["TotalsView"];
+        };
+        UsageRowView: components["schemas"]["TotalsView"] & {
+            /** @description The agent, `connection model`, the UTC day or the caller; `-` for none. */
+            key: string;
         };
         ValueView: {
             /** @description The stored JSON value; null when the key does not exist. */
@@ -2600,6 +3525,106 @@ export interface operations {
             };
         };
     };
+    list_cases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Case"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_case: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewCase"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Case"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_case: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     components_list: {
         parameters: {
             query?: never;
@@ -2831,7 +3856,7 @@ export interface operations {
             header?: never;
             path: {
                 agent: string;
-                /** @description system_prompt or learned_notes */
+                /** @description system_prompt, learned_notes or db_notes */
                 kind: string;
             };
             cookie?: never;
@@ -2890,7 +3915,7 @@ export interface operations {
             };
         };
     };
-    diff: {
+    documents_diff: {
         parameters: {
             query: {
                 from: number;
@@ -2923,7 +3948,7 @@ export interface operations {
             };
         };
     };
-    rollback: {
+    documents_rollback: {
         parameters: {
             query?: never;
             header?: never;
@@ -2957,7 +3982,7 @@ export interface operations {
             };
         };
     };
-    versions: {
+    documents_versions: {
         parameters: {
             query?: never;
             header?: never;
@@ -2979,7 +4004,7 @@ export interface operations {
             };
         };
     };
-    version: {
+    documents_version: {
         parameters: {
             query?: never;
             header?: never;
@@ -3016,6 +4041,12 @@ export interface operations {
                 tool?: string;
                 success?: boolean;
                 error_category?: components["schemas"]["ErrorCategory"];
+                /** @description Only calls made in this conversation. */
+                conversation_id?: string;
+                /** @description Only calls made in the conversations of this session. */
+                session_id?: number;
+                /** @description Only calls recorded at or after this time (ISO-8601 UTC). */
+                since?: string;
                 /** @description At most this many, newest first (default 100, at most 1,000). */
                 limit?: number;
             };
@@ -3033,6 +4064,265 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExecutionView"][];
+                };
+            };
+        };
+    };
+    list_items: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearnedItem"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    item_changes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemChange"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    decide_item: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ItemDecisionBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearnedItem"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_rounds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Round"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_round: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Round"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    round_detail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoundDetail"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearningSettings"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LearningSettings"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearningSettings"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3355,6 +4645,92 @@ export interface operations {
             };
         };
     };
+    set_model_profile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProfileOverride"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    clear_model_profile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     notifications_list: {
         parameters: {
             query?: {
@@ -3636,6 +5012,414 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NewSessionView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillSummaryView"][];
+                };
+            };
+        };
+    };
+    skills_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSkill"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Imported"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_import: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImportRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Imported"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    import_zip: {
+        parameters: {
+            query?: {
+                reason?: string;
+            };
+            header?: never;
+            path: {
+                agent: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/zip": number[];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Imported"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_detail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSkill"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewVersion"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_delete: {
+        parameters: {
+            query?: {
+                reason?: string;
+            };
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewVersion"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_diff: {
+        parameters: {
+            query: {
+                from: number;
+                to: number;
+            };
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_rollback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RollbackRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewVersion"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionSummaryView"][];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    skills_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent: string;
+                name: string;
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillVersionView"];
                 };
             };
             404: {
@@ -4143,6 +5927,47 @@ export interface operations {
             };
         };
     };
+    feedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Feedback"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunOutcomeRecord"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     post_message: {
         parameters: {
             query?: never;
@@ -4158,7 +5983,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The message was a command (`/cancel`, `/codestats`, `/codefailures [n]`, `/help`): its answer */
+            /** @description The message was a command (`/cancel`, `/codestats`, `/codefailures [n] [conversation|session]`, `/help`): its answer */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4193,6 +6018,35 @@ export interface operations {
                 };
             };
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    outcomes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunOutcomeRecord"][];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4264,6 +6118,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationUsageView"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };
@@ -4363,7 +6246,7 @@ export interface operations {
             };
         };
     };
-    import: {
+    market_import: {
         parameters: {
             query?: {
                 /**
@@ -4664,6 +6547,58 @@ export interface operations {
             };
         };
     };
+    budgets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScopedBudgetView"][];
+                };
+            };
+        };
+    };
+    set_budget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scope: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetView"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_connections: {
         parameters: {
             query?: never;
@@ -4928,6 +6863,56 @@ export interface operations {
             };
         };
     };
+    prices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PricesView"];
+                };
+            };
+        };
+    };
+    set_price: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PriceView"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PriceView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     status: {
         parameters: {
             query?: {
@@ -4946,6 +6931,71 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StatusView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    report: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `7d`, `24h`, a UTC day (`2026-11-01`) or an RFC 3339 time; the start of this month
+                 *     (UTC) when absent.
+                 */
+                since?: string;
+                /** @description agent, model, day (default) or caller. */
+                by?: components["schemas"]["GroupingView"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReportView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    usage_export: {
+        parameters: {
+            query?: {
+                /** @description As for the report. */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
                 };
             };
             400: {

@@ -126,7 +126,7 @@ export function Chat({
   onAnswer,
   onShowCanvas,
   commandReply = null,
-  conversationId,
+  conversationId: conversationIdGiven,
 }: {
   state: ConversationState;
   status: Status | null;
@@ -151,7 +151,7 @@ export function Chat({
   const approvals = state.pending.filter((call) => call.kind === 'approval');
   const running = state.status === 'running';
   const noProvider = status !== null && !status.provider;
-  const conversationId = state.conversation?.id ?? null;
+  const conversationId = conversationIdGiven ?? state.conversation?.id ?? null;
   const outcomes = useOutcomes(conversationId, running ? -1 : state.lastSeq);
   /** The thumbs of the answer at `seq`: only once its run has finished (has an outcome). */
   const ratingOf = (seq: number): Rating | null => {
