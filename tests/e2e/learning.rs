@@ -34,17 +34,24 @@ impl Drop for Server {
     }
 }
 
+/// `wright --data-dir DIR` with the environment that points it at `fake`.
+fn wright(data_dir: &Path, fake: &FakeProvider) -> Command {
+    let mut command = Command::new(WRIGHT);
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_clear()
+        .env("WRIGHT_TOKEN", TOKEN)
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::Openai))
+        .env("WRIGHT_MODEL", "openai-chat/fake-model");
+    command
+}
+
 impl Server {
     fn start(data_dir: &Path, fake: &FakeProvider) -> Self {
-        let mut child = Command::new(WRIGHT)
-            .arg("--data-dir")
-            .arg(data_dir)
+        let mut child = wright(data_dir, fake)
             .args(["serve", "--bind", "127.0.0.1:0"])
-            .env_clear()
-            .env("WRIGHT_TOKEN", TOKEN)
-            .env("OPENAI_API_KEY", "test-key")
-            .env("OPENAI_BASE_URL", fake.base_url(ProviderKind::Openai))
-            .env("WRIGHT_MODEL", "openai-chat/fake-model")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -119,6 +119,7 @@ fn main() {
             )
             .await
             .unwrap();
+        budgeted_ledger.settings_changed();
         let budgeted = ProviderModel(Arc::new(MeteredProvider::new(Arc::clone(&inner), budgeted_ledger, metering())));
 
         // Warm up every path once (SQLite's page cache, the statement cache).

@@ -909,6 +909,12 @@ async fn document_command_inner(store: &Store, kind: DocumentKind, command: Docu
 /// passes before and after.
 async fn learn(state: &AppState, agent: &AgentId) -> anyhow::Result<ExitCode> {
     state.store.require_agent(agent).await?;
+    // Replays are runs: what goes wrong in them is logged, as `wright serve` logs it.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .try_init()
+        .ok();
     let round = crate::learning::start_round(state, agent, wright_core::RoundTrigger::Cli).await?;
     let mut shown = -1;
     let round = loop {

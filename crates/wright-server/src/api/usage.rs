@@ -299,6 +299,7 @@ pub(crate) async fn set_price(
             output_per_mtok: price.output_per_mtok,
         })
         .await?;
+    state.ledger.settings_changed();
     Ok(Json(price))
 }
 
@@ -388,5 +389,6 @@ pub(crate) async fn set_budget(
         notify_at_percent: budget.notify_at_percent,
     };
     state.store.set_budget_settings(&scope, &settings).await?;
+    state.ledger.settings_changed();
     Ok(Json(budget))
 }

@@ -48,11 +48,36 @@ pub struct Ledger {
     all: BudgetSettings,
     /// `[agents.<id>.budget]`, by agent.
     agents: BTreeMap<String, BudgetSettings>,
+    /// The Settings page's prices and budgets, read once and kept until the page changes one
+    /// ([`Ledger::settings_changed`]), so a request's path reads no table for them. Held only
+    /// to read or replace, never across an await.
+    cached: Mutex<Option<Arc<SettingsRead>>>,
+}
+
+/// What the Settings page set, as last read.
+struct SettingsRead {
+    prices: Vec<ModelPrice>,
+    budgets: Vec<(BudgetScope, BudgetSettings)>,
 }
 
 impl Ledger {
     pub fn new(store: Store, all: BudgetSettings, agents: BTreeMap<String, BudgetSettings>) -> Self {
-        Self { store, all, agents }
+        Self { store, all, agents, cached: Mutex::new(None) }
+    }
+
+    /// The Settings page changed a price or a budget: read them again at the next request.
+    pub fn settings_changed(&self) {
+        *self.cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    async fn settings(&self) -> Result<Arc<SettingsRead>, StoreError> {
+        if let Some(read) = self.cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone() {
+            return Ok(read);
+        }
+        let read =
+            Arc::new(SettingsRead { prices: self.store.model_prices().await?, budgets: self.store.budget_settings().await? });
+        *self.cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&read));
+        Ok(read)
     }
 
     /// With the budgets of `config` (`[budget]`, `[agents.<id>.budget]`).
@@ -67,7 +92,8 @@ impl Ledger {
     /// The limits a request of `agent` is held to: all agents' and the agent's own, each
     /// from the Settings page when set there, else from config.toml.
     pub async fn limits(&self, agent: Option<&str>) -> Result<Vec<BudgetLimit>, StoreError> {
-        let set = self.store.budget_settings().await?;
+        let read = self.settings().await?;
+        let set = &read.budgets;
         let of = |scope: &BudgetScope| set.iter().find(|(set_scope, _)| set_scope == scope).map(|(_, set)| set.clone());
         let mut limits = limits_of(None, &of(&BudgetScope::All).unwrap_or_else(|| self.all.clone()));
         if let Some(agent) = agent {
@@ -88,8 +114,7 @@ impl Ledger {
 
     /// The price of `model` over `connection` now.
     pub async fn price(&self, connection: &str, kind: &str, model: &str) -> Result<Price, StoreError> {
-        let set: Vec<ModelPrice> = self.store.model_prices().await?;
-        Ok(price_of(&set, connection, kind, model))
+        Ok(price_of(&self.settings().await?.prices, connection, kind, model))
     }
 
     /// Why `agent` may not start anything now — a budget with less left than a reply's

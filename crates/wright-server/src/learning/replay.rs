@@ -181,7 +181,9 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
         } else if kind.is_dir() {
             copy_tree(&entry.path(), &target)?;
-        } else if kind.is_file() {
+        } else if kind.is_file() && !entry.file_name().to_string_lossy().ends_with("-shm") {
+            // A SQLite `-shm` file is shared memory of the processes that have the database open
+            // (its locks included): the copy's first connection rebuilds it from the `-wal`.
             std::fs::copy(entry.path(), &target)?;
         }
     }
