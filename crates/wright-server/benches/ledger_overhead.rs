@@ -80,9 +80,9 @@ async fn median_per_request(model: &dyn Model, history: &[Event], tools: &Arc<[w
     batches[BATCHES / 2]
 }
 
-fn metering() -> Metering {
+fn metering(agent: &str) -> Metering {
     Metering {
-        agent: Some("default".into()),
+        agent: Some(agent.into()),
         conversation_id: Some("bench".into()),
         run_id: Some("bench-run".into()),
         caller: UsageCaller::Person,
@@ -106,21 +106,28 @@ fn main() {
 
         let bare = ProviderModel(Arc::clone(&inner));
         let ledger = Arc::new(Ledger::new(store.clone(), BudgetSettings::default(), Default::default()));
-        let unbudgeted = ProviderModel(Arc::new(MeteredProvider::new(Arc::clone(&inner), Arc::clone(&ledger), metering())));
+        let unbudgeted =
+            ProviderModel(Arc::new(MeteredProvider::new(Arc::clone(&inner), Arc::clone(&ledger), metering("default"))));
         let budgeted_ledger = Arc::new(Ledger::new(
             store.clone(),
-            BudgetSettings { tokens_per_day: Some(i64::MAX / 4), usd_per_month: Some(1e12), ..BudgetSettings::default() },
+            BudgetSettings {
+                tokens_per_day: Some(i64::MAX / 4),
+                usd_per_month: Some(1e12),
+                ..BudgetSettings::default()
+            },
             Default::default(),
         ));
         store
             .set_budget_settings(
-                &BudgetScope::Agent("default".into()),
+                // Another agent's: the unbudgeted provider's agent ("default") has none.
+                &BudgetScope::Agent("budgeted".into()),
                 &BudgetSettings { tokens_per_month: Some(i64::MAX / 4), ..BudgetSettings::default() },
             )
             .await
             .unwrap();
         budgeted_ledger.settings_changed();
-        let budgeted = ProviderModel(Arc::new(MeteredProvider::new(Arc::clone(&inner), budgeted_ledger, metering())));
+        let budgeted =
+            ProviderModel(Arc::new(MeteredProvider::new(Arc::clone(&inner), budgeted_ledger, metering("budgeted"))));
 
         // Warm up every path once (SQLite's page cache, the statement cache).
         median_per_request(&bare, &history, &tools).await;

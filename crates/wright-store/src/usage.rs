@@ -351,31 +351,19 @@ impl Store {
         if let Some(id) = reservation {
             sqlx::query("DELETE FROM usage_reservations WHERE id = ?").bind(id).execute(&mut *transaction).await?;
         }
-        sqlx::query(
-            "INSERT INTO usage_records (at, agent_id, conversation_id, run_id, caller, purpose, connection, model, \
-               prompt_tokens, cached_prompt_tokens, completion_tokens, reasoning_tokens, request_id, duration_ms, \
-               cost_usd, estimated, cut) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(now)
-        .bind(&record.agent_id)
-        .bind(&record.conversation_id)
-        .bind(&record.run_id)
-        .bind(record.caller.as_str())
-        .bind(record.purpose.as_str())
-        .bind(&record.connection)
-        .bind(&record.model)
-        .bind(record.prompt_tokens)
-        .bind(record.cached_prompt_tokens)
-        .bind(record.completion_tokens)
-        .bind(record.reasoning_tokens)
-        .bind(&record.request_id)
-        .bind(record.duration_ms)
-        .bind(record.cost_usd)
-        .bind(record.estimated)
-        .bind(record.cut)
-        .execute(&mut *transaction)
-        .await?;
+        insert_record(&mut transaction, record, now).await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    /// Writes rows that hold no reservation, in one transaction (the ledger's writer batches
+    /// the rows of requests made without a budget, so each costs an insert, not a commit).
+    pub async fn record_usage_batch(&self, records: &[UsageRecord]) -> Result<(), StoreError> {
+        let now = self.clock.now_ms();
+        let mut transaction = self.begin_write().await?;
+        for record in records {
+            insert_record(&mut transaction, record, now).await?;
+        }
         transaction.commit().await?;
         Ok(())
     }
@@ -599,6 +587,40 @@ impl Store {
         .await?;
         Ok(())
     }
+}
+
+/// One ledger row, inside the caller's transaction.
+async fn insert_record(
+    transaction: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    record: &UsageRecord,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO usage_records (at, agent_id, conversation_id, run_id, caller, purpose, connection, model, \
+               prompt_tokens, cached_prompt_tokens, completion_tokens, reasoning_tokens, request_id, duration_ms, \
+               cost_usd, estimated, cut) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(now)
+    .bind(&record.agent_id)
+    .bind(&record.conversation_id)
+    .bind(&record.run_id)
+    .bind(record.caller.as_str())
+    .bind(record.purpose.as_str())
+    .bind(&record.connection)
+    .bind(&record.model)
+    .bind(record.prompt_tokens)
+    .bind(record.cached_prompt_tokens)
+    .bind(record.completion_tokens)
+    .bind(record.reasoning_tokens)
+    .bind(&record.request_id)
+    .bind(record.duration_ms)
+    .bind(record.cost_usd)
+    .bind(record.estimated)
+    .bind(record.cut)
+    .execute(&mut **transaction)
+    .await?;
+    Ok(())
 }
 
 #[cfg(test)]

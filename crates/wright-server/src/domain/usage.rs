@@ -38,6 +38,9 @@ use crate::domain::prices::{Price, Tokens, price_of};
 /// `notify_at_percent`.
 pub const DEFAULT_NOTIFY_AT_PERCENT: u8 = 80;
 
+/// Most rows the ledger's writer puts in one transaction.
+const WRITE_BATCH: usize = 256;
+
 /// Characters per token when a request's tokens are estimated (the wire reported none).
 const CHARS_PER_TOKEN: u64 = 4;
 
@@ -52,6 +55,10 @@ pub struct Ledger {
     /// ([`Ledger::settings_changed`]), so a request's path reads no table for them. Held only
     /// to read or replace, never across an await.
     cached: Mutex<Option<Arc<SettingsRead>>>,
+    /// Rows of requests that hold no reservation go to one writer task that writes what has
+    /// queued in one transaction: nothing waits on them, and a commit is paid per batch, not
+    /// per request. Started on the first such row (a runtime is there then).
+    writer: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<UsageRecord>>,
 }
 
 /// What the Settings page set, as last read.
@@ -62,7 +69,7 @@ struct SettingsRead {
 
 impl Ledger {
     pub fn new(store: Store, all: BudgetSettings, agents: BTreeMap<String, BudgetSettings>) -> Self {
-        Self { store, all, agents, cached: Mutex::new(None) }
+        Self { store, all, agents, cached: Mutex::new(None), writer: std::sync::OnceLock::new() }
     }
 
     /// The Settings page changed a price or a budget: read them again at the next request.
@@ -74,10 +81,37 @@ impl Ledger {
         if let Some(read) = self.cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone() {
             return Ok(read);
         }
-        let read =
-            Arc::new(SettingsRead { prices: self.store.model_prices().await?, budgets: self.store.budget_settings().await? });
+        let read = Arc::new(SettingsRead {
+            prices: self.store.model_prices().await?,
+            budgets: self.store.budget_settings().await?,
+        });
         *self.cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&read));
         Ok(read)
+    }
+
+    /// Queues a row that holds no reservation for the writer task.
+    fn record_later(&self, record: UsageRecord) {
+        let writer = self.writer.get_or_init(|| {
+            let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<UsageRecord>();
+            let store = self.store.clone();
+            tokio::spawn(async move {
+                while let Some(first) = receiver.recv().await {
+                    let mut batch = vec![first];
+                    while batch.len() < WRITE_BATCH
+                        && let Ok(next) = receiver.try_recv()
+                    {
+                        batch.push(next);
+                    }
+                    if let Err(error) = store.record_usage_batch(&batch).await {
+                        tracing::error!(%error, rows = batch.len(), "model requests could not be written to the usage ledger");
+                    }
+                }
+            });
+            sender
+        });
+        if let Err(unsent) = writer.send(record) {
+            tracing::error!(request = ?unsent.0.request_id, "the usage ledger's writer is gone; a row is lost");
+        }
     }
 
     /// With the budgets of `config` (`[budget]`, `[agents.<id>.budget]`).
@@ -326,8 +360,8 @@ pub struct MeteredProvider {
     metering: Arc<Metering>,
     /// Tokens spent by this provider's requests so far (the run's, for the loop guard).
     spent: Arc<AtomicU64>,
-    /// The estimated size of the last tool list, by its address: the loop sends the same list
-    /// turn after turn, so it is measured once.
+    /// The estimated size of the last tool list, keyed by its tools' names: the loop sends the
+    /// same list turn after turn, so it is measured once.
     tools_chars: Arc<Mutex<Option<(usize, u64)>>>,
 }
 
@@ -350,11 +384,21 @@ impl MeteredProvider {
     /// The prompt's size in characters (system, history, tool schemas), for estimates.
     fn prompt_chars(&self, request: &Request) -> u64 {
         let history: usize = request.history.iter().map(event_chars).sum();
-        let tools_address = request.tools.as_ptr() as usize;
+        // The tool list is rebuilt for every request (its address changes), but a run sends the
+        // same tools request after request: keyed by their names, the schemas are measured once
+        // a list, not serialised again on every request's path.
+        let tools_key = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            for tool in request.tools.iter() {
+                tool.name.hash(&mut hasher);
+            }
+            hasher.finish() as usize
+        };
         let tools = {
             let mut cached = self.tools_chars.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             match *cached {
-                Some((address, chars)) if address == tools_address => chars,
+                Some((key, chars)) if key == tools_key => chars,
                 _ => {
                     let chars = request
                         .tools
@@ -363,7 +407,7 @@ impl MeteredProvider {
                             (tool.name.len() + tool.description.len() + tool.parameters.to_string().len()) as u64
                         })
                         .sum();
-                    *cached = Some((tools_address, chars));
+                    *cached = Some((tools_key, chars));
                     chars
                 }
             }
@@ -469,8 +513,15 @@ impl Pending {
             estimated,
             cut,
         };
-        if let Err(error) = self.ledger.store.settle_usage(self.reservation, &record).await {
-            tracing::error!(%error, "a model request could not be written to the usage ledger");
+        match self.reservation {
+            // A budget's next check must see this row with its reservation gone: one
+            // transaction, now.
+            Some(reservation) => {
+                if let Err(error) = self.ledger.store.settle_usage(Some(reservation), &record).await {
+                    tracing::error!(%error, "a model request could not be written to the usage ledger");
+                }
+            }
+            None => self.ledger.record_later(record),
         }
     }
 }
@@ -558,7 +609,6 @@ impl Provider for MeteredProvider {
                     }
                 }
             }
-            let held = reservation.is_some();
             let mut pending = Pending {
                 ledger,
                 metering,
@@ -579,11 +629,8 @@ impl Provider for MeteredProvider {
                     let cut = item.is_err();
                     // A budget's next check must see this row: written before the loop hears
                     // the end. Without budgets nothing waits on it.
-                    if held {
-                        pending.settle(cut).await;
-                    } else {
-                        tokio::spawn(pending.settle(cut));
-                    }
+                    // Without one, the row is queued for the ledger's writer.
+                    pending.settle(cut).await;
                     sender.send(item).await.ok();
                     return;
                 }
