@@ -35,11 +35,12 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (17, "skills", include_str!("../../../migrations/0017_skills.sql")),
     (18, "db_notes", include_str!("../../../migrations/0018_db_notes.sql")),
     (19, "learning", include_str!("../../../migrations/0019_learning.sql")),
-    // 20, 21, 25 and 27 are taken by work on other branches.
+    // 20, 21 and 25 are taken by work on other branches.
     (22, "usage_ledger", include_str!("../../../migrations/0022_usage_ledger.sql")),
     (23, "prices_and_budgets", include_str!("../../../migrations/0023_prices_and_budgets.sql")),
     (24, "execution_outside_origin", include_str!("../../../migrations/0024_execution_outside_origin.sql")),
     (26, "push_subscriptions", include_str!("../../../migrations/0026_push_subscriptions.sql")),
+    (27, "usage_totals", include_str!("../../../migrations/0027_usage_totals.sql")),
     (28, "model_profile_overrides", include_str!("../../../migrations/0028_model_profile_overrides.sql")),
 ];
 

@@ -218,6 +218,17 @@ impl BudgetScope {
     }
 }
 
+/// The scope of `usage_totals` that counts every agent.
+const ALL_AGENTS: &str = "*";
+
+/// A period as `usage_totals` names it.
+fn period_name(period: BudgetPeriod) -> &'static str {
+    match period {
+        BudgetPeriod::Day => "day",
+        BudgetPeriod::Month => "month",
+    }
+}
+
 /// When `period` began that holds `now_ms`, and its name (UTC).
 pub fn period_start(now_ms: i64, period: BudgetPeriod) -> (i64, String) {
     let date = TimeZone::UTC.to_datetime(Timestamp::from_millisecond(now_ms).unwrap_or(Timestamp::UNIX_EPOCH)).date();
@@ -307,17 +318,19 @@ impl Store {
                 continue;
             }
             let (start, period) = period_start(now, limit.period);
+            // The period's running total (one row, kept by every insert) and what requests in
+            // flight reserved.
             let spent_row = sqlx::query(
                 "SELECT \
-                   (SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM usage_records \
-                      WHERE at >= ?1 AND (?2 IS NULL OR agent_id = ?2)) \
-                 + (SELECT COALESCE(SUM(tokens), 0) FROM usage_reservations WHERE (?2 IS NULL OR agent_id = ?2)) \
+                   (SELECT COALESCE(SUM(tokens), 0) FROM usage_totals WHERE scope = ?1 AND period = ?2 AND start = ?3) \
+                 + (SELECT COALESCE(SUM(tokens), 0) FROM usage_reservations WHERE (?4 IS NULL OR agent_id = ?4)) \
                    AS tokens, \
-                   (SELECT COALESCE(SUM(cost_usd), 0.0) FROM usage_records \
-                      WHERE at >= ?1 AND (?2 IS NULL OR agent_id = ?2)) \
-                 + (SELECT COALESCE(SUM(cost_usd), 0.0) FROM usage_reservations WHERE (?2 IS NULL OR agent_id = ?2)) \
+                   (SELECT COALESCE(SUM(cost_usd), 0.0) FROM usage_totals WHERE scope = ?1 AND period = ?2 AND start = ?3) \
+                 + (SELECT COALESCE(SUM(cost_usd), 0.0) FROM usage_reservations WHERE (?4 IS NULL OR agent_id = ?4)) \
                    AS cost_usd",
             )
+            .bind(limit.agent.as_deref().unwrap_or(ALL_AGENTS))
+            .bind(period_name(limit.period))
             .bind(start)
             .bind(&limit.agent)
             .fetch_one(&mut *transaction)
@@ -620,6 +633,28 @@ async fn insert_record(
     .bind(record.cut)
     .execute(&mut **transaction)
     .await?;
+    // The running totals the budget checks read, in the same transaction.
+    let tokens = record.prompt_tokens + record.completion_tokens;
+    let mut scopes = vec![ALL_AGENTS];
+    if let Some(agent) = record.agent_id.as_deref() {
+        scopes.push(agent);
+    }
+    for scope in scopes {
+        for period in [BudgetPeriod::Day, BudgetPeriod::Month] {
+            sqlx::query(
+                "INSERT INTO usage_totals (scope, period, start, tokens, cost_usd) VALUES (?, ?, ?, ?, ?) \
+                 ON CONFLICT (scope, period, start) DO UPDATE SET tokens = tokens + excluded.tokens, \
+                 cost_usd = cost_usd + excluded.cost_usd",
+            )
+            .bind(scope)
+            .bind(period_name(period))
+            .bind(period_start(now, period).0)
+            .bind(tokens)
+            .bind(record.cost_usd)
+            .execute(&mut **transaction)
+            .await?;
+        }
+    }
     Ok(())
 }
 
