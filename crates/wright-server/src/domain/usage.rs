@@ -526,6 +526,73 @@ impl Pending {
     }
 }
 
+/// Whether a request may be sent: the loop guard, then the budgets (checked and reserved in
+/// one transaction). The price it is costed at and its reservation, or the refusal the loop
+/// reads as "not sent".
+async fn admit(
+    ledger: &Ledger,
+    metering: &Metering,
+    spent: &AtomicU64,
+    prompt_chars: u64,
+    output_cap: u64,
+) -> Result<(Price, Option<i64>), LlmError> {
+    let prompt_tokens = prompt_chars.div_ceil(CHARS_PER_TOKEN);
+    let reserved_tokens = prompt_tokens + output_cap;
+    if let Some(limit) = metering.max_run_tokens {
+        let so_far = spent.load(Ordering::Relaxed);
+        if so_far + reserved_tokens > limit {
+            let message = format!(
+                "Not sent: this run has used {so_far} tokens, and the next request may take up to \
+                 {reserved_tokens} more, past the run's limit of {limit} (`max_run_tokens` in [agent] of \
+                 config.toml). The run ends here; send a message to go on, or raise the limit."
+            );
+            return Err(LlmError::NotSent(message));
+        }
+    }
+    let price = match ledger.price(&metering.connection, &metering.kind, &metering.model).await {
+        Ok(price) => price,
+        Err(error) => {
+            tracing::error!(%error, "cannot read the prices; the request is costed at 0");
+            Price::FREE
+        }
+    };
+    let limits = match ledger.limits(metering.agent.as_deref()).await {
+        Ok(limits) => limits,
+        Err(error) => return Err(LlmError::NotSent(format!("Not sent: the budgets cannot be read ({error})"))),
+    };
+    let mut reservation = None;
+    if !limits.is_empty() {
+        let asked = UsageReservation {
+            agent_id: metering.agent.clone(),
+            tokens: reserved_tokens as i64,
+            cost_usd: price.cost(&Tokens { prompt: prompt_tokens, completion: output_cap, ..Tokens::default() }),
+        };
+        match ledger.store.reserve_usage(&asked, &limits).await {
+            Ok(Reserved::Granted { id, standings }) => {
+                reservation = Some(id);
+                for standing in standings {
+                    let threshold = f64::from(standing.limit.notify_at_percent.unwrap_or(100)) / 100.0;
+                    if standing.spent + standing.asked >= standing.limit.limit * threshold
+                        && let Some(agent) = &metering.agent
+                    {
+                        ledger.notify_once(agent, &standing, NoticeLevel::Soft).await;
+                    }
+                }
+            }
+            Ok(Reserved::Refused(standing)) => {
+                if let Some(agent) = &metering.agent {
+                    ledger.notify_once(agent, &standing, NoticeLevel::Exceeded).await;
+                }
+                return Err(LlmError::NotSent(refusal_text(&standing)));
+            }
+            Err(error) => {
+                return Err(LlmError::NotSent(format!("Not sent: the budgets cannot be checked ({error})")));
+            }
+        }
+    }
+    Ok((price, reservation))
+}
+
 impl Provider for MeteredProvider {
     fn stream(&self, request: Request, cancel: CancellationToken) -> EventStream {
         let inner = Arc::clone(&self.inner);
@@ -539,76 +606,13 @@ impl Provider for MeteredProvider {
         // stream ends, or when the loop drops the stream (the receiver), which drops the
         // provider's stream and so the HTTP request; either way the row is written.
         tokio::spawn(async move {
-            let prompt_tokens = prompt_chars.div_ceil(CHARS_PER_TOKEN);
-            let reserved_tokens = prompt_tokens + output_cap;
-            if let Some(limit) = metering.max_run_tokens {
-                let so_far = spent.load(Ordering::Relaxed);
-                if so_far + reserved_tokens > limit {
-                    let message = format!(
-                        "Not sent: this run has used {so_far} tokens, and the next request may take up to \
-                         {reserved_tokens} more, past the run's limit of {limit} (`max_run_tokens` in [agent] of \
-                         config.toml). The run ends here; send a message to go on, or raise the limit."
-                    );
-                    sender.send(Err(LlmError::NotSent(message))).await.ok();
-                    return;
-                }
-            }
-            let price = match ledger.price(&metering.connection, &metering.kind, &metering.model).await {
-                Ok(price) => price,
-                Err(error) => {
-                    tracing::error!(%error, "cannot read the prices; the request is costed at 0");
-                    Price::FREE
-                }
-            };
-            let limits = match ledger.limits(metering.agent.as_deref()).await {
-                Ok(limits) => limits,
-                Err(error) => {
-                    sender
-                        .send(Err(LlmError::NotSent(format!("Not sent: the budgets cannot be read ({error})"))))
-                        .await
-                        .ok();
+            let (price, reservation) = match admit(&ledger, &metering, &spent, prompt_chars, output_cap).await {
+                Ok(admitted) => admitted,
+                Err(refusal) => {
+                    sender.send(Err(refusal)).await.ok();
                     return;
                 }
             };
-            let mut reservation = None;
-            if !limits.is_empty() {
-                let asked = UsageReservation {
-                    agent_id: metering.agent.clone(),
-                    tokens: reserved_tokens as i64,
-                    cost_usd: price.cost(&Tokens {
-                        prompt: prompt_tokens,
-                        completion: output_cap,
-                        ..Tokens::default()
-                    }),
-                };
-                match ledger.store.reserve_usage(&asked, &limits).await {
-                    Ok(Reserved::Granted { id, standings }) => {
-                        reservation = Some(id);
-                        for standing in standings {
-                            let threshold = f64::from(standing.limit.notify_at_percent.unwrap_or(100)) / 100.0;
-                            if standing.spent + standing.asked >= standing.limit.limit * threshold
-                                && let Some(agent) = &metering.agent
-                            {
-                                ledger.notify_once(agent, &standing, NoticeLevel::Soft).await;
-                            }
-                        }
-                    }
-                    Ok(Reserved::Refused(standing)) => {
-                        if let Some(agent) = &metering.agent {
-                            ledger.notify_once(agent, &standing, NoticeLevel::Exceeded).await;
-                        }
-                        sender.send(Err(LlmError::NotSent(refusal_text(&standing)))).await.ok();
-                        return;
-                    }
-                    Err(error) => {
-                        sender
-                            .send(Err(LlmError::NotSent(format!("Not sent: the budgets cannot be checked ({error})"))))
-                            .await
-                            .ok();
-                        return;
-                    }
-                }
-            }
             let mut pending = Pending {
                 ledger,
                 metering,
