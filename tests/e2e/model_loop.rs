@@ -913,9 +913,9 @@ async fn newsession_typed_in_the_chat_starts_a_session_and_a_conversation() {
     assert_eq!(archived[0]["archived_reason"], "expire", "{archived}");
 }
 
-/// Issue 29: the system message describes only the toolsets the agent has — no workspace
-/// section (glob, grep, file tools, bash) without the workspace toolset, and it is there once
-/// the person switches the toolset on.
+/// Issue 29: the system message describes only the toolsets the agent has. Issue 35 item 6:
+/// the workspace toolset is on by default, so its section (glob, grep, file tools, bash) is
+/// there, and it is gone once the person switches the toolset off.
 #[tokio::test]
 async fn the_system_message_describes_the_workspace_only_when_its_toolset_is_on() {
     let wire = Wire::Openai;
@@ -925,11 +925,12 @@ async fn the_system_message_describes_the_workspace_only_when_its_toolset_is_on(
     let id = server.conversation().await;
     server.say(&id, "hello").await;
     let system_of = |index: usize| fake.requests()[index].body["messages"][0]["content"].as_str().unwrap().to_owned();
-    assert!(!system_of(0).contains("## Your workspace"), "{}", system_of(0));
-    assert!(!system_of(0).contains("file_read"), "{}", system_of(0));
+    assert!(system_of(0).contains("## Your workspace"), "{}", system_of(0));
+    assert!(system_of(0).contains("file_read"), "{}", system_of(0));
     let settings = server.get("/api/agents/default/tool-settings").await;
-    let mut toolsets = settings["toolsets"].as_array().unwrap().clone();
-    toolsets.push(json!("workspace"));
+    let toolsets: Vec<Value> =
+        settings["toolsets"].as_array().unwrap().iter().filter(|toolset| **toolset != "workspace").cloned().collect();
+    assert_eq!(toolsets.len() + 1, settings["toolsets"].as_array().unwrap().len(), "on by default: {settings}");
     let response = server
         .client
         .put(format!("{}/api/agents/default/tool-settings", server.url))
@@ -940,7 +941,8 @@ async fn the_system_message_describes_the_workspace_only_when_its_toolset_is_on(
         .unwrap();
     assert_eq!(response.status().as_u16(), 200);
     server.say(&id, "and now?").await;
-    assert!(system_of(1).contains("## Your workspace"), "{}", system_of(1));
+    assert!(!system_of(1).contains("## Your workspace"), "{}", system_of(1));
+    assert!(!system_of(1).contains("file_read"), "{}", system_of(1));
 }
 
 /// Issue 32: a local server that says nothing of its model (the fake) keeps today's settings

@@ -156,7 +156,12 @@ impl ToolPort for StorePort {
             Ok(Arc::clone(&self.specs))
         })
     }
-    fn policy<'a>(&'a self, agent: &'a AgentId, name: &'a str) -> PortFuture<'a, Result<ToolPolicy, ToolFailure>> {
+    fn policy<'a>(
+        &'a self,
+        agent: &'a AgentId,
+        name: &'a str,
+        _args: &'a Value,
+    ) -> PortFuture<'a, Result<ToolPolicy, ToolFailure>> {
         Box::pin(async move { Ok(self.store.tool_policy(agent, name).await.map_err(internal)?.unwrap_or_default()) })
     }
     fn validate(&self, _name: &str, _args: &Value) -> Result<(), ToolFailure> {

@@ -61,7 +61,7 @@ async fn dispatch_with(site: &CallSite<'_>, call: &ModelToolCall, pauses: bool, 
             Err(error) => failure(&error),
         };
     }
-    let policy = match site.tools.policy(site.agent, &call.name).await {
+    let policy = match site.tools.policy(site.agent, &call.name, &arguments).await {
         Ok(policy) => policy,
         Err(error) => return failure(&error),
     };

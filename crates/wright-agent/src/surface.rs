@@ -23,7 +23,7 @@ use wright_core::{ToolLoading, ToolSettings, ToolSpec};
 pub const LOAD_TOOLS: &str = "load_tools";
 
 /// Longest catalogue line description, in characters.
-const CATALOGUE_LINE_CHARS: usize = 90;
+const CATALOGUE_LINE_CHARS: usize = 80;
 
 /// The tools loaded in a run, in the order they were loaded: those loaded when the run
 /// started are sent before `load_tools`, those loaded later after it, so a tool loaded later

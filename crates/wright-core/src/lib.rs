@@ -495,7 +495,9 @@ string_enum!(
 
 impl Toolset {
     /// The toolsets of an agent nobody configured: everything but the browser (a heavy
-    /// process) and the marketplace (publishing is a deliberate act).
+    /// process) and the marketplace (publishing is a deliberate act). The workspace is on:
+    /// its writes and commands stay in the agent's own directory without asking, and ask once
+    /// outside content is in the run (see `wright_tools`' workspace tools).
     pub const DEFAULT: &'static [Toolset] = &[
         Toolset::SelfModification,
         Toolset::State,
@@ -504,6 +506,7 @@ impl Toolset {
         Toolset::Canvas,
         Toolset::Web,
         Toolset::Memory,
+        Toolset::Workspace,
         Toolset::Schedules,
         Toolset::Skills,
     ];
@@ -572,8 +575,8 @@ pub struct ToolSpec {
 
 /// What a tool's calls do beyond answering, as far as the rules about outside content care:
 /// whether its results carry content from outside Wright, and whether a call changes the agent
-/// itself, can send data out, or sets up later runs. Once a run's context holds outside
-/// content, a call of a tool with any of the last three waits for the person's approval (the
+/// itself, can send data out, sets up later runs or writes files. Once a run's context holds
+/// outside content, a call of a tool with any of those waits for the person's approval (the
 /// loop's `AskAfterOutsideContent` rule): a page that says "append this to your prompt" or
 /// "send the notes to …" cannot make it happen unseen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -596,6 +599,9 @@ pub struct Effects {
     /// Its code may `fetch` (the sandbox): a result that lists the hosts it fetched from under
     /// [`FETCHED_FIELD`] carries outside content.
     pub fetches: bool,
+    /// A call writes files (the workspace): a file a page dictated may be a script the agent or
+    /// the person runs later, so after outside content it asks like a change of the agent.
+    pub writes_files: bool,
 }
 
 /// The field of a sandbox result that lists the hosts its code fetched from (set by the host,
@@ -609,7 +615,7 @@ impl Effects {
 
     /// Whether a call should wait for the person once outside content is in the run's context.
     pub fn is_sensitive(&self) -> bool {
-        self.changes_agent || self.sends_out || self.schedules
+        self.changes_agent || self.sends_out || self.schedules || self.writes_files
     }
 
     /// Whether `output`, a result of a tool with these effects, carries outside content.

@@ -189,8 +189,15 @@ impl ToolOutcome {
 pub trait ToolPort: Send + Sync {
     /// Every tool `agent` can call now, in a stable order (built-ins, then its own, then MCP).
     fn specs<'a>(&'a self, agent: &'a AgentId) -> BoxFuture<'a, Result<Arc<[ToolSpec]>, ToolFailure>>;
-    /// The policy for `agent`'s calls of `name`: its own setting, else the tool's default.
-    fn policy<'a>(&'a self, agent: &'a AgentId, name: &'a str) -> BoxFuture<'a, Result<ToolPolicy, ToolFailure>>;
+    /// The policy for `agent`'s call of `name` with `args`: its own setting for the tool, else
+    /// the tool's default for this call (a write into the agent's own workspace runs, one into
+    /// an operator's root asks).
+    fn policy<'a>(
+        &'a self,
+        agent: &'a AgentId,
+        name: &'a str,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Result<ToolPolicy, ToolFailure>>;
     /// Checks arguments against a built-in's schema without running it.
     fn validate(&self, name: &str, args: &Value) -> Result<(), ToolFailure>;
     /// Checks a pausing call and returns what the canvas will render for it (null when the

@@ -27,6 +27,7 @@ pub(crate) const READS_OUTSIDE: Effects = Effects {
     schedules: false,
     requests_url: false,
     fetches: false,
+    writes_files: false,
 };
 /// The effects of a tool that reads the page at the URL it is given (and may send a body there).
 pub(crate) const REQUESTS_URL: Effects = Effects {
@@ -36,6 +37,7 @@ pub(crate) const REQUESTS_URL: Effects = Effects {
     schedules: false,
     requests_url: true,
     fetches: false,
+    writes_files: false,
 };
 /// The effects of a tool that runs the agent's code: its `fetch` may send data out, and a
 /// result that fetched carries outside content.
@@ -46,6 +48,7 @@ pub(crate) const RUNS_CODE: Effects = Effects {
     schedules: false,
     requests_url: false,
     fetches: true,
+    writes_files: false,
 };
 /// The effects of a tool that changes the agent itself.
 pub(crate) const CHANGES_AGENT: Effects = Effects {
@@ -55,6 +58,7 @@ pub(crate) const CHANGES_AGENT: Effects = Effects {
     schedules: false,
     requests_url: false,
     fetches: false,
+    writes_files: false,
 };
 /// The effects of a tool that can send data out of Wright.
 pub(crate) const SENDS_OUT: Effects = Effects {
@@ -64,6 +68,7 @@ pub(crate) const SENDS_OUT: Effects = Effects {
     schedules: false,
     requests_url: false,
     fetches: false,
+    writes_files: false,
 };
 
 /// The effects of a tool that sets up later runs.
@@ -74,19 +79,53 @@ pub(crate) const SCHEDULES: Effects = Effects {
     schedules: true,
     requests_url: false,
     fetches: false,
+    writes_files: false,
 };
+
+/// The effects of a tool that writes files.
+pub(crate) const WRITES_FILES: Effects = Effects {
+    reads_outside: false,
+    changes_agent: false,
+    sends_out: false,
+    schedules: false,
+    requests_url: false,
+    fetches: false,
+    writes_files: true,
+};
+
+/// When a built-in's calls ask although its spec's policy is `allow`: a property of the call
+/// or of the server's settings, judged by the registry before the call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AskWhen {
+    /// Never: the spec's policy holds for every call.
+    Never,
+    /// The call's `path` is in one of the operator's roots, not the agent's own workspace.
+    WritesOutsideOwnWorkspace,
+    /// The confined shell has network (`[workspace.shell] network`).
+    ShellHasNetwork,
+}
+
+/// `tool`, whose calls ask in the case `when` although its spec's policy is `allow`.
+pub(crate) fn asking_when(mut tool: Box<dyn Tool>, when: AskWhen) -> Box<dyn Tool> {
+    tool.set_ask_when(when);
+    tool
+}
 
 /// A tool the registry can run. Object-safe so built-in and (later) agent-made tools share it.
 pub(crate) trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     fn set_toolset(&mut self, toolset: Toolset);
     fn set_effects(&mut self, effects: Effects);
+    /// When its calls ask beyond the spec's policy.
+    fn ask_when(&self) -> AskWhen;
+    fn set_ask_when(&mut self, when: AskWhen);
     fn call(&self, context: ToolContext, args: Value) -> BoxFuture<'static, Result<Value, ToolError>>;
 }
 
 pub(crate) struct Builtin<A> {
     spec: ToolSpec,
     handler: Handler<A>,
+    ask_when: AskWhen,
 }
 
 impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
@@ -130,7 +169,7 @@ impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
             toolset: None,
             effects: Effects::default(),
         };
-        Box::new(Builtin { spec, handler })
+        Box::new(Builtin { spec, handler, ask_when: AskWhen::Never })
     }
 }
 
@@ -145,6 +184,14 @@ impl<A: DeserializeOwned + JsonSchema + Send + 'static> Tool for Builtin<A> {
 
     fn set_effects(&mut self, effects: Effects) {
         self.spec.effects = effects;
+    }
+
+    fn ask_when(&self) -> AskWhen {
+        self.ask_when
+    }
+
+    fn set_ask_when(&mut self, when: AskWhen) {
+        self.ask_when = when;
     }
 
     fn call(&self, context: ToolContext, args: Value) -> BoxFuture<'static, Result<Value, ToolError>> {

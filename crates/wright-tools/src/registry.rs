@@ -16,7 +16,7 @@ use wright_core::{
 };
 use wright_store::{AgentTool, ExecutionRecord};
 
-use crate::builtin::Tool;
+use crate::builtin::{AskWhen, Tool};
 use crate::{Services, ToolContext, ToolError};
 
 /// A tool as listed to a person or a model.
@@ -181,22 +181,55 @@ impl ToolRegistry {
         self
     }
 
-    /// The policy that applies to `agent`'s calls of `name`: the agent's own for the tool,
-    /// else the tool's default (agent-made and unknown tools: allow).
-    pub async fn policy(&self, agent: &AgentId, name: &str) -> Result<ToolPolicy, ToolError> {
+    /// The policy that applies to `agent`'s call of `name` with `args`: the agent's own for the
+    /// tool, else the tool's default for this call (agent-made and unknown tools: allow).
+    pub async fn policy(&self, agent: &AgentId, name: &str, args: &Value) -> Result<ToolPolicy, ToolError> {
         if let Some(policy) = self.services.store.tool_policy(agent, name).await? {
             return Ok(policy);
         }
-        Ok(self.default_policy(name))
+        let default = self.default_policy(name);
+        let asks_outside_own_workspace = self
+            .builtins
+            .get(name)
+            .is_some_and(|registered| registered.tool.ask_when() == AskWhen::WritesOutsideOwnWorkspace);
+        if default != ToolPolicy::Allow || !asks_outside_own_workspace {
+            return Ok(default);
+        }
+        // A path that resolves in no root fails in the tool with a clear error: nothing to ask.
+        let Some(path) = args.get("path").and_then(Value::as_str).map(str::to_owned) else { return Ok(default) };
+        let services = self.services.clone();
+        let agent = agent.clone();
+        let in_operator_root = tokio::task::spawn_blocking(move || {
+            let workspace = services.workspaces.open(&agent)?;
+            Ok::<_, wright_workspace::WorkspaceError>(workspace.place(&path) == wright_workspace::Place::OperatorRoot)
+        })
+        .await
+        .map_err(|error| ToolError::Internal(format!("workspace task failed: {error}")))?
+        .unwrap_or(false);
+        Ok(if in_operator_root { ToolPolicy::Ask } else { default })
     }
 
-    /// The tool's own default policy.
+    /// The tool's own default policy, before any call's arguments are known.
     pub fn default_policy(&self, name: &str) -> ToolPolicy {
         match self.builtins.get(name) {
-            Some(registered) => registered.tool.spec().policy,
+            Some(registered) => match registered.tool.ask_when() {
+                AskWhen::ShellHasNetwork if self.services.workspaces.shell_network() => ToolPolicy::Ask,
+                AskWhen::Never | AskWhen::ShellHasNetwork | AskWhen::WritesOutsideOwnWorkspace => {
+                    registered.tool.spec().policy
+                }
+            },
             // An MCP server's tool has effects Wright cannot see: the person approves it.
             None if name.starts_with(wright_mcp::TOOL_PREFIX) => ToolPolicy::Ask,
             None => ToolPolicy::Allow,
+        }
+    }
+
+    /// When a tool whose default is `allow` still asks, for the person reading its policy:
+    /// `None` when its default holds for every call.
+    pub fn asks_when(&self, name: &str) -> Option<&'static str> {
+        match self.builtins.get(name)?.tool.ask_when() {
+            AskWhen::Never | AskWhen::ShellHasNetwork => None,
+            AskWhen::WritesOutsideOwnWorkspace => Some("writes into the operator's roots ask; the agent's own workspace does not"),
         }
     }
 
@@ -600,10 +633,15 @@ impl ToolPort for ToolRegistry {
         Box::pin(async move { ToolRegistry::specs(self, agent).await.map_err(|error| ToolFailure::from(&error)) })
     }
 
-    fn policy<'a>(&'a self, agent: &'a AgentId, name: &'a str) -> BoxFuture<'a, Result<ToolPolicy, ToolFailure>> {
-        Box::pin(
-            async move { ToolRegistry::policy(self, agent, name).await.map_err(|error| ToolFailure::from(&error)) },
-        )
+    fn policy<'a>(
+        &'a self,
+        agent: &'a AgentId,
+        name: &'a str,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Result<ToolPolicy, ToolFailure>> {
+        Box::pin(async move {
+            ToolRegistry::policy(self, agent, name, args).await.map_err(|error| ToolFailure::from(&error))
+        })
     }
 
     fn validate(&self, name: &str, args: &Value) -> Result<(), ToolFailure> {

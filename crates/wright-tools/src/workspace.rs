@@ -4,6 +4,10 @@
 //! host paths. The filesystem work runs on the blocking pool; `bash` is awaited directly, so a
 //! cancelled call drops it and its sandbox is killed. [`shell_proxy`] gives the shell the egress
 //! proxy as its way out when the operator allows network.
+//!
+//! Writes into the agent's own workspace and `bash` without network run without asking; writes
+//! into an operator's root and `bash` with network ask (the registry judges each call, see
+//! [`AskWhen`]); after outside content every write and command asks (their effects).
 
 use std::sync::Arc;
 
@@ -13,7 +17,7 @@ use serde_json::{Value, json};
 use wright_egress::Egress;
 use wright_workspace::{GrepMode, GrepRequest, ShellProxy, ShellRequest, Workspace, WorkspaceError};
 
-use crate::builtin::{Builtin, SENDS_OUT, Tool, with_effects};
+use crate::builtin::{AskWhen, Builtin, SENDS_OUT, Tool, WRITES_FILES, asking_when, with_effects};
 use crate::{ToolContext, ToolError};
 
 #[derive(Deserialize, JsonSchema)]
@@ -152,7 +156,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
         Builtin::<GlobArgs>::boxed(
             "glob",
-            "Find files by name pattern in your workspace (/workspace) or an allowed root. Returns \
+            "Find files by name pattern. Searches your workspace (/workspace) or an allowed root; returns \
              {output: paths one per line, newest first, count, truncated}. Hidden files and paths in .gitignore \
              are skipped unless the pattern starts with a dot.",
             |context, args| {
@@ -168,8 +172,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         ),
         Builtin::<ReadArgs>::boxed(
             "file_read",
-            "Read a text file with numbered lines (like cat -n): {output, path, start_line, lines, total_lines, \
-             truncated}. Use offset and limit for long files. Binary files, devices and hard links are refused.",
+            "Read a text file with numbered lines. Returns (like cat -n) {output, path, start_line, lines, \
+             total_lines, truncated}. Use offset and limit for long files. Binary files, devices and hard links are refused.",
             |context, args| {
                 Box::pin(async move {
                     let outcome =
@@ -188,8 +192,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         ),
         Builtin::<GrepArgs>::boxed(
             "grep",
-            "Search file contents with a regular expression (ripgrep's engine): {output, count, files_searched, \
-             truncated}. output_mode: content (path:line:text, default), files_with_matches, count. Hidden files, \
+            "Search file contents with a regular expression. Ripgrep's engine; returns {output, count, \
+             files_searched, truncated}. output_mode: content (path:line:text, default), files_with_matches, count. Hidden files, \
              .gitignore'd paths and binary files are skipped.",
             |context, args| {
                 Box::pin(async move {
@@ -208,9 +212,9 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 })
             },
         ),
-        Builtin::<WriteArgs>::asking(
+        own_workspace_write(Builtin::<WriteArgs>::boxed(
             "file_write",
-            "Create or replace a file with the given content (parent directories are created): \
+            "Create or replace a file with the given content. Parent directories are created; returns \
              {output, path, bytes, created}. Read-only roots refuse writes.",
             |context, args| {
                 Box::pin(async move {
@@ -224,11 +228,11 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                     }))
                 })
             },
-        ),
-        Builtin::<EditArgs>::asking(
+        )),
+        own_workspace_write(Builtin::<EditArgs>::boxed(
             "file_edit",
-            "Replace exact text in a file: old_string must occur exactly once (or set replace_all). \
-             Returns {output, path, replacements, bytes}. Read the file first so the text matches exactly.",
+            "Replace exact text in a file. old_string must occur exactly once (or set replace_all); \
+             returns {output, path, replacements, bytes}. Read the file first so the text matches exactly.",
             |context, args| {
                 Box::pin(async move {
                     let replace_all = args.replace_all.unwrap_or(false);
@@ -244,12 +248,13 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                     }))
                 })
             },
-        ),
-        with_effects(
-            Builtin::<BashArgs>::asking(
+        )),
+        asking_when(
+            with_effects(
+            Builtin::<BashArgs>::boxed(
                 "bash",
-                "Run a bash command in a sandbox: your workspace at /workspace (the only writable place besides /tmp), \
-             allowed roots at their paths, read-only system tools; network only if the system message says so, \
+                "Run a bash command in a sandbox. Your workspace is at /workspace (the only writable place besides \
+             /tmp), allowed roots at their paths, read-only system tools; network only if the system message says so, \
              through an HTTP proxy (http_proxy/https_proxy are set). Returns {stdout, stderr, exit_code, \
              duration_ms, truncated, timed_out}; exit_code is null when the command was killed (deadline or \
              output cap). Background processes end with the command.",
@@ -269,5 +274,13 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             ),
             SENDS_OUT,
         ),
+            AskWhen::ShellHasNetwork,
+        ),
     ]
+}
+
+/// A write tool: its calls into the agent's own workspace run, those into an operator's root
+/// ask; after outside content every call asks (a dictated file may be a script run later).
+fn own_workspace_write(tool: Box<dyn Tool>) -> Box<dyn Tool> {
+    asking_when(with_effects(tool, WRITES_FILES), AskWhen::WritesOutsideOwnWorkspace)
 }

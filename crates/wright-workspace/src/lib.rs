@@ -44,6 +44,6 @@ pub use config::{RootConfig, ShellConfig, WorkspaceConfig, WorkspaceLimits};
 pub use error::WorkspaceError;
 pub use files::{EditOutcome, ReadOutcome, WriteOutcome};
 pub use network::{FORWARDER_MOUNT, Forwarder, PROXY_ADDRESS, SOCKET_MOUNT, ShellNetwork, ShellProxy, forward_main};
-pub use paths::{Root, WORKSPACE_MOUNT, Workspace, Workspaces};
+pub use paths::{Place, Root, WORKSPACE_MOUNT, Workspace, Workspaces};
 pub use search::{GlobOutcome, GrepMode, GrepOutcome, GrepRequest};
 pub use shell::{ShellOutcome, ShellRequest, ShellStatus};

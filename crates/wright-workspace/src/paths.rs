@@ -213,6 +213,17 @@ pub(crate) fn open_beneath(dir: impl AsFd, relative: &Path, flags: OFlags) -> ru
     openat2(dir, relative, flags, Mode::empty(), ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS)
 }
 
+/// Where a path given to a file operation leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// The agent's own workspace (`/workspace`, or a relative path).
+    Own,
+    /// One of the operator's roots (`[workspace] roots`).
+    OperatorRoot,
+    /// No root: the operation fails.
+    Nowhere,
+}
+
 /// One agent's roots and limits; what every file, search and shell operation runs against.
 #[derive(Debug)]
 pub struct Workspace {
@@ -252,6 +263,15 @@ impl Workspace {
             .filter_map(|root| given.strip_prefix(&root.shown).ok().map(|rest| (root, rest.to_path_buf())))
             .max_by_key(|(root, _)| root.shown.components().count())
             .ok_or_else(|| WorkspaceError::OutsideRoots { path: path.to_owned(), roots: self.describe_roots() })
+    }
+
+    /// Which root a file operation on `path` resolves beneath (the kernel then keeps it there).
+    pub fn place(&self, path: &str) -> Place {
+        match self.resolve(path) {
+            Ok((root, _)) if std::ptr::eq(root, &self.roots[0]) => Place::Own,
+            Ok(_) => Place::OperatorRoot,
+            Err(_) => Place::Nowhere,
+        }
     }
 
     /// `/workspace (read-write), /srv/notes (read-only)`.

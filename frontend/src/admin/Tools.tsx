@@ -135,8 +135,10 @@ export function Policies({ agent }: { agent: string }) {
       <h2>Approvals</h2>
       <p className="muted">
         What happens when the agent calls a tool in a conversation: it runs, it waits for you to approve it (with its
-        arguments shown, which you may edit), or it is refused. Reads run by default; tools with effects outside the agent's
-        own data ask first. Your own calls (<code>wright tool call</code>) are not asked about.
+        arguments shown, which you may edit), or it is refused. Reads, and writes and commands in the agent's own workspace,
+        run by default; tools with effects outside the agent's own data ask first, and once a conversation has read content
+        from outside (a web page, a search, an MCP server) anything that changes the agent, writes files or sends data out
+        asks too. Your own calls (<code>wright tool call</code>) are not asked about.
       </p>
       <table className="policy-table">
         <tbody>
@@ -154,6 +156,7 @@ export function Policies({ agent }: { agent: string }) {
                     <option value="ask">ask me first</option>
                     <option value="deny">never</option>
                   </select>
+                  {!tool.overridden && tool.asks_when && <div className="muted small">{tool.asks_when}</div>}
                 </td>
               </tr>
             ))}

@@ -6,7 +6,7 @@ import { Policies } from './Tools';
 import { Toolsets } from './Toolsets';
 
 function tool(name: string, toolset: Tool['toolset']): Tool {
-  return { name, description: '', parameters: {}, kind: toolset ? 'builtin' : 'agent', policy: 'allow', default_policy: 'allow', overridden: false, toolset };
+  return { name, description: '', parameters: {}, kind: toolset ? 'builtin' : 'agent', policy: 'allow', default_policy: 'allow', overridden: false, asks_when: null, toolset };
 }
 
 /** A fetch answering the tool-settings API from one settings object, recording each PUT. */

@@ -3140,6 +3140,7 @@ export interface components {
              *       "canvas",
              *       "web",
              *       "memory",
+             *       "workspace",
              *       "schedules",
              *       "skills"
              *     ]
@@ -3175,6 +3176,11 @@ export interface components {
             default_policy: components["schemas"]["ToolPolicy"];
             /** @description Whether the agent has a policy of its own for this tool. */
             overridden: boolean;
+            /**
+             * @description When calls still ask although the default is `allow` (a write into the operator's roots);
+             *     null when the default holds for every call.
+             */
+            asks_when?: string | null;
             toolset?: null | components["schemas"]["Toolset"];
         };
         /**

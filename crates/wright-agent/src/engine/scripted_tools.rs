@@ -104,7 +104,12 @@ impl ToolPort for ScriptedTools {
         Box::pin(async { Ok(builtin_specs()) })
     }
 
-    fn policy<'a>(&'a self, agent: &'a AgentId, name: &'a str) -> BoxFuture<'a, Result<ToolPolicy, ToolFailure>> {
+    fn policy<'a>(
+        &'a self,
+        agent: &'a AgentId,
+        name: &'a str,
+        _args: &'a Value,
+    ) -> BoxFuture<'a, Result<ToolPolicy, ToolFailure>> {
         Box::pin(async move {
             let own = self
                 .store

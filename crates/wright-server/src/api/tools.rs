@@ -29,6 +29,9 @@ pub(super) struct ToolView {
     pub default_policy: ToolPolicy,
     /// Whether the agent has a policy of its own for this tool.
     pub overridden: bool,
+    /// When calls still ask although the default is `allow` (a write into the operator's roots);
+    /// null when the default holds for every call.
+    pub asks_when: Option<String>,
     /// The toolset of a built-in (switched on or off per agent in its tool settings); null
     /// for the agent's own and MCP tools, which are always available.
     pub toolset: Option<wright_core::Toolset>,
@@ -106,6 +109,7 @@ pub(super) async fn list_tools(
                     policy: overridden.unwrap_or(default_policy),
                     default_policy,
                     overridden: overridden.is_some(),
+                    asks_when: state.tools.asks_when(&tool.name).map(str::to_owned),
                     name: tool.name,
                     description: tool.description,
                     parameters: tool.parameters,
@@ -139,6 +143,7 @@ pub(super) async fn set_policy(
         policy: update.policy.unwrap_or(default_policy),
         default_policy,
         overridden: update.policy.is_some(),
+        asks_when: state.tools.asks_when(&name).map(str::to_owned),
         name: tool.name,
         description: tool.description,
         parameters: tool.parameters,

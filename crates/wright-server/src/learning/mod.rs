@@ -6,8 +6,10 @@
 //! - A learning round ([`start_round`], in the background; `wright learn`; nightly when the
 //!   person turned it on) gathers candidates from recent runs (`gather`), replays the
 //!   held-out cases — those no candidate of the round was learned from — without any candidate
-//!   and with each (`replay`, in a scratch copy of the agent's data), and accepts a candidate
-//!   only if held-out passes rise, no case that passed fails, and it fits the token budget.
+//!   and with each (`replay`, in a scratch copy of the agent's data; with a candidate, only what
+//!   can change its decision: the failing cases first, then the passing ones until one breaks),
+//!   and accepts a candidate only if held-out passes rise, no case that passed fails, and it
+//!   fits the token budget.
 //!   An accepted item goes live as a new version of the item, or waits for the person's
 //!   approval when the agent's settings say so or when it was learned from a run whose
 //!   context held outside content.
@@ -134,10 +136,52 @@ async fn replay_case(
 }
 
 async fn run_round(state: &AppState, agent: &AgentId, round: i64) -> anyhow::Result<()> {
+    let candidates = gather_candidates(state, agent).await?;
+    let held_out = held_out_cases(state, agent, &candidates).await?;
+    for item in &candidates {
+        state.store.add_round_candidate(round, item.id, i64::try_from(item_tokens(&item.text))?).await?;
+    }
+    let mut progress = Progress::new(state, round, held_out.len(), candidates.len()).await?;
+
+    let mut before = Vec::new();
+    for case in &held_out {
+        before.push(replay_case(state, agent, round, case, ReplayPhase::Before, &[]).await?);
+        progress.step().await?;
+    }
+    let settings = state.store.learning_settings(agent).await?;
+    let mut accepted = Vec::new();
+    for item in &candidates {
+        let verdict = judge(state, agent, round, item, &held_out, &before, &mut progress).await?;
+        if let Some(live) = decide(state, agent, round, item, verdict, settings.require_approval).await? {
+            accepted.push(live);
+        }
+    }
+    // The learning curve's point: the held-out cases with every accepted item live together.
+    let passed_before = i64::try_from(before.iter().filter(|passed| **passed).count())?;
+    let passed_after = if accepted.is_empty() {
+        passed_before
+    } else {
+        progress.add(held_out.len()).await?;
+        let mut passed = 0;
+        for case in &held_out {
+            if replay_case(state, agent, round, case, ReplayPhase::After, &accepted).await? {
+                passed += 1;
+            }
+            progress.step().await?;
+        }
+        passed
+    };
+    state.store.finish_round(round, RoundStatus::Finished, Some((passed_before, passed_after)), None).await?;
+    Ok(())
+}
+
+/// The round's candidates: drafts from the agent's recent runs, stored (an item drafted before
+/// is found again, not duplicated); at most `[learning] max_candidates` still undecided.
+async fn gather_candidates(state: &AppState, agent: &AgentId) -> anyhow::Result<Vec<LearnedItem>> {
     let config = &state.config.learning;
     let recent = state.store.recent_runs(agent, config.recent_runs).await?;
     let drafts = gather::gather(state, &recent, config.max_candidates.saturating_mul(3)).await?;
-    let mut candidates: Vec<LearnedItem> = Vec::new();
+    let mut candidates = Vec::new();
     for draft in drafts {
         let (item, _) = state
             .store
@@ -147,108 +191,180 @@ async fn run_round(state: &AppState, agent: &AgentId, round: i64) -> anyhow::Res
             candidates.push(item);
         }
     }
-    let sources: BTreeSet<String> =
-        candidates.iter().flat_map(|item| item.source_runs.iter().map(|run| run.conversation_id.clone())).collect();
-    let held_out: Vec<Case> = state
+    Ok(candidates)
+}
+
+/// The held-out cases: those no candidate of the round was learned from.
+async fn held_out_cases(state: &AppState, agent: &AgentId, candidates: &[LearnedItem]) -> anyhow::Result<Vec<Case>> {
+    let sources: BTreeSet<&str> = candidates
+        .iter()
+        .flat_map(|item| item.source_runs.iter().map(|run| run.conversation_id.as_str()))
+        .collect();
+    Ok(state
         .store
         .cases(agent)
         .await?
         .into_iter()
-        .filter(|case| case.conversation_id.as_ref().is_none_or(|conversation| !sources.contains(conversation)))
-        .collect();
-    let held = i64::try_from(held_out.len())?;
-    for item in &candidates {
-        state.store.add_round_candidate(round, item.id, i64::try_from(item_tokens(&item.text))?).await?;
-    }
-    let mut total = held * (1 + i64::try_from(candidates.len())?);
-    let mut done = 0;
-    state.store.round_progress(round, done, total, held).await?;
+        .filter(|case| case.conversation_id.as_deref().is_none_or(|conversation| !sources.contains(conversation)))
+        .collect())
+}
 
-    let mut before = Vec::new();
-    for case in &held_out {
-        before.push(replay_case(state, agent, round, case, ReplayPhase::Before, &[]).await?);
-        done += 1;
-        state.store.round_progress(round, done, total, held).await?;
+/// A round's replays done and to do, as the canvas shows them. The total shrinks when a
+/// candidate is judged without replaying every case.
+struct Progress<'a> {
+    state: &'a AppState,
+    round: i64,
+    held: i64,
+    done: i64,
+    total: i64,
+}
+
+impl<'a> Progress<'a> {
+    async fn new(state: &'a AppState, round: i64, held: usize, candidates: usize) -> anyhow::Result<Self> {
+        let held = i64::try_from(held)?;
+        let progress = Progress { state, round, held, done: 0, total: held * (1 + i64::try_from(candidates)?) };
+        progress.save().await?;
+        Ok(progress)
     }
-    let passed_before = i64::try_from(before.iter().filter(|passed| **passed).count())?;
+
+    async fn step(&mut self) -> anyhow::Result<()> {
+        self.done += 1;
+        self.save().await
+    }
+
+    async fn add(&mut self, replays: usize) -> anyhow::Result<()> {
+        self.total += i64::try_from(replays)?;
+        self.save().await
+    }
+
+    async fn skip(&mut self, replays: usize) -> anyhow::Result<()> {
+        self.total -= i64::try_from(replays)?;
+        self.save().await
+    }
+
+    async fn save(&self) -> anyhow::Result<()> {
+        Ok(self.state.store.round_progress(self.round, self.done, self.total, self.held).await?)
+    }
+}
+
+/// What replaying the held-out cases with one candidate showed.
+enum Verdict {
+    NoCases,
+    OverBudget { tokens: usize, budget: usize },
+    /// Every case passed without it: there is nothing it could raise.
+    NothingToRaise,
+    /// None of the cases that failed without it passes with it.
+    NoRise { failed_before: usize },
+    /// It raises `raised` of the `failed` cases that fail without it, but a case that passed
+    /// without it fails with it.
+    Breaks { raised: usize, failed: usize, case: i64 },
+    Rises { rise: String },
+}
+
+/// Replays the held-out cases with `item` live, in the order that decides soonest: the cases
+/// that failed without it first (only they can raise the passes; if none does, the rest need
+/// not be replayed), then those that passed, stopping at the first one it breaks. With a
+/// small local model a replay takes a minute, so a round replays what can change its decision
+/// and nothing else; the cases left out show no "after" for the candidate.
+async fn judge(
+    state: &AppState,
+    agent: &AgentId,
+    round: i64,
+    item: &LearnedItem,
+    held_out: &[Case],
+    before: &[bool],
+    progress: &mut Progress<'_>,
+) -> anyhow::Result<Verdict> {
+    let held = held_out.len();
+    if held == 0 {
+        return Ok(Verdict::NoCases);
+    }
     let budget = state.config.agent.learned_budget_tokens.min(gather::ITEM_MAX_TOKENS);
-    let settings = state.store.learning_settings(agent).await?;
-    let mut accepted = Vec::new();
-    for item in &candidates {
-        let refuse = |reason: String| async move {
-            state.store.decide_candidate(round, item.id, CandidateDecision::Refused, &reason).await?;
-            state.store.set_item_status(agent, item.id, ItemStatus::Refused, ItemAuthor::Learning, &reason).await?;
-            anyhow::Ok(())
-        };
-        let tokens = item_tokens(&item.text);
-        if held_out.is_empty() {
-            let reason = "no held-out case to validate it on (make cases from conversations)".to_owned();
-            // Left a candidate: a later round with cases may validate it.
-            state.store.decide_candidate(round, item.id, CandidateDecision::Refused, &reason).await?;
-            continue;
+    let tokens = item_tokens(&item.text);
+    if tokens > budget {
+        progress.skip(held).await?;
+        return Ok(Verdict::OverBudget { tokens, budget });
+    }
+    let (failed, passed): (Vec<(&Case, bool)>, Vec<(&Case, bool)>) =
+        held_out.iter().zip(before.iter().copied()).partition(|(_, passed)| !passed);
+    if failed.is_empty() {
+        progress.skip(held).await?;
+        return Ok(Verdict::NothingToRaise);
+    }
+    let mut raised = 0;
+    for (case, _) in &failed {
+        if replay_case(state, agent, round, case, ReplayPhase::Candidate, &[item.id]).await? {
+            raised += 1;
         }
-        if tokens > budget {
-            done += held;
-            state.store.round_progress(round, done, total, held).await?;
-            refuse(format!("it adds {tokens} tokens to a request, over the budget of {budget}")).await?;
-            continue;
-        }
-        let mut after = Vec::new();
-        for case in &held_out {
-            after.push(replay_case(state, agent, round, case, ReplayPhase::Candidate, &[item.id]).await?);
-            done += 1;
-            state.store.round_progress(round, done, total, held).await?;
-        }
-        let passed_after = after.iter().filter(|passed| **passed).count();
-        let broken: Vec<i64> = held_out
-            .iter()
-            .zip(before.iter().zip(&after))
-            .filter(|(_, (before, after))| **before && !**after)
-            .map(|(case, _)| case.id)
-            .collect();
-        let rise = format!("held-out passes {passed_before} → {passed_after} of {held}");
-        if !broken.is_empty() {
-            let cases: Vec<String> = broken.iter().map(|id| format!("#{id}")).collect();
-            refuse(format!("{rise}, but case {} passed without it and fails with it", cases.join(", "))).await?;
-        } else if i64::try_from(passed_after)? <= passed_before {
-            refuse(format!("{rise}: no rise")).await?;
-        } else if settings.require_approval || item.read_outside {
-            let why = if item.read_outside {
-                "it was learned from a run whose context held outside content"
-            } else {
-                "the agent's settings ask for approval"
-            };
-            let reason = format!("{rise}, no case broke; waits for the person's approval: {why}");
-            state.store.decide_candidate(round, item.id, CandidateDecision::AwaitingApproval, &reason).await?;
-            state
-                .store
-                .set_item_status(agent, item.id, ItemStatus::AwaitingApproval, ItemAuthor::Learning, &reason)
-                .await?;
-            accepted.push(item.id);
-        } else {
-            let reason = format!("accepted by learning round {round}: {rise}, no case broke, {tokens} tokens");
-            state.store.decide_candidate(round, item.id, CandidateDecision::Accepted, &reason).await?;
-            state.store.set_item_status(agent, item.id, ItemStatus::Live, ItemAuthor::Learning, &reason).await?;
-            accepted.push(item.id);
+        progress.step().await?;
+    }
+    if raised == 0 {
+        progress.skip(passed.len()).await?;
+        return Ok(Verdict::NoRise { failed_before: failed.len() });
+    }
+    let passed_before = passed.len();
+    let rise = format!("held-out passes {passed_before} → {} of {held}", passed_before + raised);
+    for (index, (case, _)) in passed.iter().enumerate() {
+        let still = replay_case(state, agent, round, case, ReplayPhase::Candidate, &[item.id]).await?;
+        progress.step().await?;
+        if !still {
+            progress.skip(passed.len() - index - 1).await?;
+            return Ok(Verdict::Breaks { raised, failed: failed.len(), case: case.id });
         }
     }
-    // The learning curve's point: the held-out cases with every accepted item live together.
-    let passed_after = if accepted.is_empty() {
-        passed_before
-    } else {
-        total += held;
-        let mut passed = 0;
-        for case in &held_out {
-            if replay_case(state, agent, round, case, ReplayPhase::After, &accepted).await? {
-                passed += 1;
-            }
-            done += 1;
-            state.store.round_progress(round, done, total, held).await?;
+    Ok(Verdict::Rises { rise })
+}
+
+/// Records the round's decision on `item` from its verdict; returns its id when it went live
+/// or waits for the person's approval (it counts as accepted for the round's "after").
+async fn decide(
+    state: &AppState,
+    agent: &AgentId,
+    round: i64,
+    item: &LearnedItem,
+    verdict: Verdict,
+    require_approval: bool,
+) -> anyhow::Result<Option<i64>> {
+    let refusal = match verdict {
+        Verdict::NoCases => {
+            let reason = "no held-out case to validate it on (make cases from conversations)";
+            // Left a candidate: a later round with cases may validate it.
+            state.store.decide_candidate(round, item.id, CandidateDecision::Refused, reason).await?;
+            return Ok(None);
         }
-        passed
+        Verdict::OverBudget { tokens, budget } => {
+            format!("it adds {tokens} tokens to a request, over the budget of {budget}")
+        }
+        Verdict::NothingToRaise => "every held-out case passes without it: there is nothing for it to raise".to_owned(),
+        Verdict::NoRise { failed_before } => {
+            format!("no rise: none of the {failed_before} held-out cases that fail without it passes with it")
+        }
+        Verdict::Breaks { raised, failed, case } => format!(
+            "it makes {raised} of the {failed} failing held-out cases pass, but case #{case} passed without it and \
+             fails with it"
+        ),
+        Verdict::Rises { rise } => {
+            let tokens = item_tokens(&item.text);
+            let (decision, status, reason) = if require_approval || item.read_outside {
+                let why = if item.read_outside {
+                    "it was learned from a run whose context held outside content"
+                } else {
+                    "the agent's settings ask for approval"
+                };
+                let reason = format!("{rise}, no case broke; waits for the person's approval: {why}");
+                (CandidateDecision::AwaitingApproval, ItemStatus::AwaitingApproval, reason)
+            } else {
+                let reason = format!("accepted by learning round {round}: {rise}, no case broke, {tokens} tokens");
+                (CandidateDecision::Accepted, ItemStatus::Live, reason)
+            };
+            state.store.decide_candidate(round, item.id, decision, &reason).await?;
+            state.store.set_item_status(agent, item.id, status, ItemAuthor::Learning, &reason).await?;
+            return Ok(Some(item.id));
+        }
     };
-    state.store.finish_round(round, RoundStatus::Finished, Some((passed_before, passed_after)), None).await?;
-    Ok(())
+    state.store.decide_candidate(round, item.id, CandidateDecision::Refused, &refusal).await?;
+    state.store.set_item_status(agent, item.id, ItemStatus::Refused, ItemAuthor::Learning, &refusal).await?;
+    Ok(None)
 }
 
 /// What the person may do with a learned item.

@@ -4,7 +4,7 @@ use std::os::unix::fs::symlink;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use wright_workspace::{GrepRequest, ShellRequest, WorkspaceError};
+use wright_workspace::{GrepRequest, Place, ShellRequest, WorkspaceError};
 
 use crate::{Fixture, SECRET, path_text};
 
@@ -305,4 +305,26 @@ fn read_and_write_limits_are_configurable() {
 
 pub(crate) fn grep_request(pattern: &str) -> wright_workspace::GrepRequest {
     wright_workspace::GrepRequest { pattern: pattern.to_owned(), ..Default::default() }
+}
+
+/// What the tools' approval rule rests on: a write into the agent's own workspace runs without
+/// asking, one into an operator's root asks, so `place` must name the root the kernel will
+/// resolve the path beneath, however the path is spelled.
+#[test]
+fn place_names_the_root_a_path_resolves_beneath() {
+    let fixture = Fixture::new();
+    let shared = path_text(&fixture.root("shared-rw"));
+    for own in ["todo.txt", "./notes/a.md", "/workspace/x", "/workspace", "notes/../b.txt"] {
+        assert_eq!(fixture.workspace.place(own), Place::Own, "{own}");
+    }
+    for other in [format!("{shared}/a.txt"), shared.clone(), format!("{shared}/../shared-rw/a.txt")] {
+        assert_eq!(fixture.workspace.place(&other), Place::OperatorRoot, "{other}");
+    }
+    // A path in no root leads nowhere (the write fails on its own, nothing to ask about), and a
+    // relative path that climbs out still resolves beneath the workspace, where the kernel refuses it.
+    assert_eq!(fixture.workspace.place(&path_text(&fixture.outside().join("secret.txt"))), Place::Nowhere);
+    assert_eq!(fixture.workspace.place("/workspacex/a"), Place::Nowhere);
+    assert_eq!(fixture.workspace.place("../outside/secret.txt"), Place::Own);
+    assert_refused(fixture.workspace.write("../outside/secret.txt", "x"), "a relative write climbing out");
+    fixture.assert_secret_intact();
 }
