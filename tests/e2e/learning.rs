@@ -455,3 +455,63 @@ async fn an_item_learned_from_a_run_that_read_outside_content_waits_for_approval
     assert_eq!(status, 200);
     assert_eq!(server.get("/api/agents/default/learning/settings").await, settings);
 }
+
+/// `wright learn` runs a round in the terminal, on the data a stopped server left (its SQLite
+/// WAL included), waits for it and prints each candidate's decision and the held-out passes;
+/// it ends by itself.
+#[tokio::test]
+async fn wright_learn_runs_a_round_in_the_terminal_and_ends() {
+    let fake = FakeProvider::start(vec![set_state("favourite_colour", "green"), Turn::text("Saved.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
+    let server = Server::start(dir.path(), &fake);
+    let colour = server.conversation().await;
+    server.say(&colour, "Remember that my favourite colour is green").await;
+    let check = json!({"type": "state_equals", "key": "favourite_colour", "value": "green"});
+    let (status, _) = server.post("/api/agents/default/cases", json!({"conversation_id": colour, "check": check})).await;
+    assert_eq!(status, 201);
+    let drink = json!({"type": "state_equals", "key": "favourite_drink", "value": "tea"});
+    let (status, _) = server
+        .post("/api/agents/default/cases", json!({"message": "Remember that my favourite drink is tea", "check": drink}))
+        .await;
+    assert_eq!(status, 201);
+    // Killed, as a person's Ctrl-C or a crash would leave it.
+    drop(server);
+
+    fake.push([
+        Turn::text("I will remember that."), // baseline: the drink case fails
+        set_state("favourite_drink", "tea"), // with the exemplar: it passes
+        Turn::text("Saved."),
+        set_state("favourite_drink", "tea"), // the accepted items together
+        Turn::text("Saved."),
+    ]);
+    let mut child = wright(dir.path(), &fake)
+        .arg("learn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(90) {
+            child.kill().ok();
+            let output = child.wait_with_output().unwrap();
+            panic!("`wright learn` hung: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let output = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("exemplar [accepted]"), "{stdout}");
+    assert!(stdout.contains("held-out passes: 0 before, 1 after, of 1"), "{stdout}");
+    assert!(stderr.contains("of 3 replays") || stderr.contains("3 of 3"), "progress is shown: {stderr}");
+    // The live data is as the person's run left it; the round is on record for the canvas.
+    let server = Server::start(dir.path(), &fake);
+    let rounds = server.get("/api/agents/default/learning/rounds").await;
+    assert_eq!(rounds[0]["trigger"], "cli", "{rounds}");
+    assert_eq!(server.get("/api/agents/default/state/favourite_drink").await["value"], Value::Null);
+}
