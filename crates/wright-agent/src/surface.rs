@@ -234,14 +234,39 @@ const STOPWORDS: &[&str] = &[
     "about", "there", "their", "them", "they", "all", "any", "some", "one", "two", "now", "just", "also", "my",
 ];
 
+/// Words people use for one act, as cut by [`keywords`], and the word it is scored as: a person
+/// "stores", "keeps" or "puts" what a tool's description "saves", and "removes" or "forgets"
+/// what it "deletes". Without this, "store my shoe size in your key-value state" shares more
+/// words with `delete_state` ("Delete a key from your key-value state") than with `set_state`.
+const SAME_ACT: &[(&str, &[&str])] = &[
+    ("save", &["store", "keep", "keeps", "put", "puts", "recor", "remem", "saves", "saved"]),
+    ("delet", &["remov", "forge", "erase", "drop", "drops", "unset"]),
+];
+
+/// The verbs that start the names of tools that destroy or switch off (`delete_state`,
+/// `disable_tool`): such a tool is chosen for a request only when the request says so.
+const DESTRUCTIVE_VERBS: &[&str] = &["delete", "disable"];
+
 /// The words of `text` that can name a tool: lowercase, at least three letters, not a
-/// stopword, cut to five characters so `tables` meets `table` and `stored` meets `store`.
+/// stopword, cut to five characters so `tables` meets `table` and `stored` meets `store`, and
+/// words for the same act scored as one ([`SAME_ACT`]).
 pub(crate) fn keywords(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .map(str::to_lowercase)
         .filter(|word| word.chars().count() >= 3 && !STOPWORDS.contains(&word.as_str()))
-        .map(|word| word.chars().take(5).collect())
+        .map(|word| {
+            let cut: String = word.chars().take(5).collect();
+            let act = SAME_ACT.iter().find(|(_, said)| said.contains(&cut.as_str()));
+            act.map_or(cut, |(act, _)| (*act).to_owned())
+        })
         .collect()
+}
+
+/// Whether a request that says `wanted` may be about the tool `name`: a tool that destroys
+/// or switches off only when the request names that act.
+fn says_the_act_of(name: &str, wanted: &BTreeSet<String>) -> bool {
+    let verb = name.split('_').next().unwrap_or(name);
+    !DESTRUCTIVE_VERBS.contains(&verb) || keywords(verb).iter().all(|act| wanted.contains(act))
 }
 
 /// Up to `limit` tools of the catalogue that `message` (the person's request) is about, best
@@ -279,7 +304,11 @@ pub(crate) fn fitting<'a>(
     limit: usize,
     include: impl Fn(&ToolSpec) -> bool,
 ) -> Vec<&'a ToolSpec> {
-    let specs: Vec<&ToolSpec> = all.iter().filter(|spec| settings.enables(spec.toolset) && include(spec)).collect();
+    let wanted = keywords(message);
+    let specs: Vec<&ToolSpec> = all
+        .iter()
+        .filter(|spec| settings.enables(spec.toolset) && include(spec) && says_the_act_of(&spec.name, &wanted))
+        .collect();
     let words: Vec<(BTreeSet<String>, BTreeSet<String>)> =
         specs.iter().map(|spec| (keywords(&spec.name.replace('_', " ")), keywords(&spec.description))).collect();
     let mut scored: Vec<(f64, &ToolSpec)> =
@@ -423,7 +452,7 @@ mod tests {
     fn the_request_preselects_the_tools_it_names() {
         let mut tools = all();
         tools[0].description = "Read a value from your persistent key-value state.".into();
-        tools[1].description = "Write any JSON value under a key in your persistent key-value state.".into();
+        tools[1].description = "Save any JSON value under a key in your persistent key-value state.".into();
         tools.push(ToolSpec {
             description: "Run one SQL statement on your own SQLite database: tables, rows and columns.".into(),
             ..spec("db_sql", Some(Toolset::Database))
@@ -440,6 +469,20 @@ mod tests {
             "a word of the name counts twice"
         );
         assert!(preselect(&tools, &settings, "hello there", 3).is_empty());
+        // What a real 1.5B did: asked to "store" a value in its "key-value state", it was sent
+        // `delete_state` first (more words shared) and called it.
+        tools.push(ToolSpec {
+            description: "Delete a key from your key-value state.".into(),
+            ..spec("delete_state", Some(Toolset::State))
+        });
+        let store = "Please store my shoe size, 42, in your key-value state as shoe_size.";
+        assert_eq!(preselect(&tools, &settings, store, 1), ["set_state"], "store is the act of saving");
+        assert!(!preselect(&tools, &settings, store, 5).contains(&"delete_state".to_owned()), "nobody asked to delete");
+        assert_eq!(
+            preselect(&tools, &settings, "Remove the key shoe_size from your state", 1),
+            ["delete_state"],
+            "a request that says it"
+        );
         assert!(
             preselect(&tools, &settings, "Click the browser button", 3).is_empty(),
             "tools of a toolset that is off are never chosen"
@@ -447,6 +490,32 @@ mod tests {
         assert!(preselect(&tools, &settings, "set state", 0).is_empty());
         let all_loading = ToolSettings { loading: ToolLoading::All, ..ToolSettings::default() };
         assert!(preselect(&tools, &all_loading, "set state", 3).is_empty(), "everything is sent anyway");
+    }
+
+    /// The messages of the real-model evaluations (and their paraphrases), against the real
+    /// built-in specs and the default toolsets: the tool each needs is among the two schemas
+    /// preselected, and no tool that destroys is sent when nobody asked for it.
+    #[test]
+    fn the_evaluations_messages_preselect_the_tool_they_need_with_the_real_specs() {
+        let specs = crate::engine::scripted_tools::builtin_specs();
+        let settings = ToolSettings::default();
+        let cases = [
+            ("Please store my shoe size, 42, in your key-value state as shoe_size.", "set_state"),
+            ("Store true under the state key newsletter_opt_in.", "set_state"),
+            ("Keep in your state that my favourite drink is tea (key favourite_drink).", "set_state"),
+            ("Put the list [\"milk\", \"eggs\"] in state under shopping_list.", "set_state"),
+            ("Save the number 3 as state key kids_count.", "set_state"),
+            ("Make a database table books (title TEXT) and insert the book Dune.", "db_sql"),
+            ("Write a file todo.txt in your workspace containing the line buy bread.", "file_write"),
+            ("Calculate 2 to the power of 20 with run_sandbox_code.", "run_sandbox_code"),
+            ("Schedule a reminder every day at 8:00 to drink water.", "schedule"),
+            ("Add to your learned notes that I prefer metric units.", "edit_learned_notes"),
+        ];
+        for (message, needed) in cases {
+            let picks = preselect(&specs, &settings, message, 2);
+            assert!(picks.iter().any(|pick| pick == needed), "{message}: {picks:?}");
+            assert!(picks.iter().all(|pick| !pick.starts_with("delete_")), "{message}: {picks:?}");
+        }
     }
 
     #[test]

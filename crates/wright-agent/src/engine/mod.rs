@@ -417,4 +417,4 @@ async fn system_for(
 mod tests;
 
 #[cfg(test)]
-mod scripted_tools;
+pub(crate) mod scripted_tools;

@@ -17,7 +17,7 @@ pub(super) struct ScriptedTools {
     store: Store,
 }
 
-fn builtin_specs() -> Arc<[ToolSpec]> {
+pub(crate) fn builtin_specs() -> Arc<[ToolSpec]> {
     static SPECS: OnceLock<Arc<[ToolSpec]>> = OnceLock::new();
     Arc::clone(SPECS.get_or_init(|| {
         let snapshot = include_str!("testdata/builtin_specs.json");
