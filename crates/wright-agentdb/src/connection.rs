@@ -46,6 +46,8 @@ pub const PROGRESS_OPS: i32 = 100;
 /// the system message stays short whatever the agent builds.
 const SUMMARY_TABLES: usize = 50;
 const SUMMARY_COLUMNS: usize = 30;
+/// The longest first statement quoted back in a refusal of several statements.
+const FIRST_STATEMENT_CHARS: usize = 400;
 
 /// The deadline of the statement running now, and whether its caller has gone. Shared between
 /// the progress handler (on the connection's thread) and whoever may cancel (a dropped future
@@ -293,10 +295,15 @@ impl GuardedConnection {
         // compile, its error is reported instead. `first_statement_failed` tells them apart.
         let mut statement = match self.connection.prepare_cached(sql) {
             Ok(statement) => statement,
-            Err(rusqlite::Error::MultipleStatement) => return Err(AgentDbError::MultipleStatements),
+            Err(rusqlite::Error::MultipleStatement) => {
+                return Err(AgentDbError::MultipleStatements { first: self.first_statement(sql) });
+            }
             Err(error) => {
                 let error = self.classify(error, sql);
-                return Err(if self.first_statement_compiles(sql) { AgentDbError::MultipleStatements } else { error });
+                return Err(match self.first_statement(sql) {
+                    Some(first) => AgentDbError::MultipleStatements { first: Some(first) },
+                    None => error,
+                });
             }
         };
         if read_only && !statement.readonly() {
@@ -370,12 +377,22 @@ impl GuardedConnection {
         Ok(Value::Object(result))
     }
 
-    /// Whether the first statement of `sql` compiles on its own (so a compile error came
-    /// from a second statement). Only called on the error path.
-    fn first_statement_compiles(&self, sql: &str) -> bool {
-        let compiles = matches!(Batch::new(&self.connection, sql).next(), Ok(Some(_)));
+    /// The text of the first statement of `sql` when it compiles on its own (so a compile
+    /// error came from a second statement), as SQLite's tokenizer ends it. Only called on the
+    /// error path; nothing runs.
+    fn first_statement(&self, sql: &str) -> Option<String> {
+        let first = match Batch::new(&self.connection, sql).next() {
+            Ok(Some(statement)) => Some(statement.expanded_sql().unwrap_or_default()),
+            _ => None,
+        };
         self.auth.take_denial();
-        compiles
+        let first = first?;
+        let first = first.trim().trim_end_matches(';').trim_end();
+        Some(if first.chars().count() > FIRST_STATEMENT_CHARS {
+            format!("{}…", first.chars().take(FIRST_STATEMENT_CHARS).collect::<String>())
+        } else {
+            first.to_owned()
+        })
     }
 
     fn tables(&self) -> rusqlite::Result<Vec<Table>> {
@@ -414,7 +431,7 @@ impl GuardedConnection {
         let (code, message) = match &error {
             rusqlite::Error::SqliteFailure(failure, message) => (failure.code, message.clone()),
             rusqlite::Error::SqlInputError { error: failure, msg, .. } => (failure.code, Some(msg.clone())),
-            rusqlite::Error::MultipleStatement => return AgentDbError::MultipleStatements,
+            rusqlite::Error::MultipleStatement => return AgentDbError::MultipleStatements { first: None },
             rusqlite::Error::InvalidParameterCount(given, expected) => {
                 return AgentDbError::Params {
                     message: format!("the statement has {expected} placeholders (?) but {given} params were given"),

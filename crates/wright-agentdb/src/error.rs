@@ -44,12 +44,11 @@ pub enum AgentDbError {
     /// limit, extension loading, …). Nothing ran.
     #[error("{what} is not allowed in the agent database (one file with fixed limits)")]
     Denied { what: String },
-    /// The SQL text holds more than one statement. Nothing ran.
-    #[error(
-        "only one SQL statement per call is allowed; send the statements in separate calls \
-         (BEGIN and COMMIT work across calls)"
-    )]
-    MultipleStatements,
+    /// The SQL text holds more than one statement. Nothing ran. `first`: the text of the
+    /// first statement, quoted back so a model can send it alone (a small model told only
+    /// "send them separately" tends to give up).
+    #[error("{}", multiple_statements(first.as_deref()))]
+    MultipleStatements { first: Option<String> },
     /// A statement that may write where only reading is allowed (a case's check).
     #[error("only a statement that reads is allowed here (SELECT); this one may write")]
     NotReadOnly,
@@ -70,4 +69,15 @@ pub enum AgentDbError {
     /// not of the SQL.
     #[error("the agent database is unavailable: {message}")]
     Unavailable { message: String },
+}
+
+/// The message of [`AgentDbError::MultipleStatements`].
+fn multiple_statements(first: Option<&str>) -> String {
+    let mut message = "only one SQL statement per call is allowed, and nothing ran; send each statement in its own \
+                       call, in order (BEGIN and COMMIT work across calls)"
+        .to_owned();
+    if let Some(first) = first {
+        message.push_str(&format!(". Send this one first, alone: {first}"));
+    }
+    message
 }

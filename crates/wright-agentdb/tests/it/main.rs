@@ -214,9 +214,15 @@ async fn a_second_statement_is_refused_and_nothing_runs() {
         "SELECT 1 /* a comment */ ; -- and another\n SELECT 2",
     ] {
         let error = fixture.fails(&alice, sql, &[]).await;
-        assert_eq!(error, AgentDbError::MultipleStatements, "{sql}");
+        assert!(matches!(error, AgentDbError::MultipleStatements { first: Some(_) }), "{sql}: {error:?}");
         assert!(error.to_string().contains("one SQL statement per call"));
     }
+    // The refusal quotes the first statement, as SQLite's tokenizer ends it, to send alone —
+    // also when the second cannot compile before the first has run (its table is not there).
+    let error = fixture.fails(&alice, "CREATE TABLE books (title TEXT); INSERT INTO books VALUES ('Dune')", &[]).await;
+    assert!(error.to_string().ends_with("Send this one first, alone: CREATE TABLE books (title TEXT)"), "{error}");
+    let error = fixture.fails(&alice, "SELECT ';' AS semi; SELECT 2", &[]).await;
+    assert!(error.to_string().ends_with("alone: SELECT ';' AS semi"), "{error}");
     assert_eq!(fixture.databases.schema(&alice).await.unwrap(), json!({ "tables": [] }), "nothing ran");
     // When the first statement itself does not compile, its own error is the useful one.
     let error = fixture.fails(&alice, "INSERT INTO nowhere VALUES (1); SELECT 1", &[]).await;
