@@ -468,11 +468,15 @@ async fn wright_learn_runs_a_round_in_the_terminal_and_ends() {
     let colour = server.conversation().await;
     server.say(&colour, "Remember that my favourite colour is green").await;
     let check = json!({"type": "state_equals", "key": "favourite_colour", "value": "green"});
-    let (status, _) = server.post("/api/agents/default/cases", json!({"conversation_id": colour, "check": check})).await;
+    let (status, _) =
+        server.post("/api/agents/default/cases", json!({"conversation_id": colour, "check": check})).await;
     assert_eq!(status, 201);
     let drink = json!({"type": "state_equals", "key": "favourite_drink", "value": "tea"});
     let (status, _) = server
-        .post("/api/agents/default/cases", json!({"message": "Remember that my favourite drink is tea", "check": drink}))
+        .post(
+            "/api/agents/default/cases",
+            json!({"message": "Remember that my favourite drink is tea", "check": drink}),
+        )
         .await;
     assert_eq!(status, 201);
     // Killed, as a person's Ctrl-C or a crash would leave it.
@@ -485,12 +489,8 @@ async fn wright_learn_runs_a_round_in_the_terminal_and_ends() {
         set_state("favourite_drink", "tea"), // the accepted items together
         Turn::text("Saved."),
     ]);
-    let mut child = wright(dir.path(), &fake)
-        .arg("learn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        wright(dir.path(), &fake).arg("learn").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -514,4 +514,75 @@ async fn wright_learn_runs_a_round_in_the_terminal_and_ends() {
     let rounds = server.get("/api/agents/default/learning/rounds").await;
     assert_eq!(rounds[0]["trigger"], "cli", "{rounds}");
     assert_eq!(server.get("/api/agents/default/state/favourite_drink").await["value"], Value::Null);
+}
+
+/// Issue 31 item 3c: from a failing run the agent's model drafts a notes edit and a skill; the
+/// round replays the failing held-out case with each, accepts the skill that makes it pass (it
+/// becomes one of the agent's skills, listed in the request), refuses the notes edit that
+/// raises nothing, and rolling the item back deletes the skill — each a new version.
+#[tokio::test]
+async fn a_skill_drafted_from_a_failing_run_is_validated_by_replay_and_becomes_a_skill() {
+    let fake = FakeProvider::start(vec![Turn::text("I cannot do that.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
+    let server = Server::start(dir.path(), &fake);
+    let books = server.conversation().await;
+    server.say(&books, "Create a table books and add the book Dune").await;
+    let (status, rated) = server.post(&format!("/api/conversations/{books}/feedback"), json!({"rating": "down"})).await;
+    assert_eq!((status, rated["outcome"].as_str()), (200, Some("failure")), "{rated}");
+    let plants = json!({"type": "db_count", "sql": "SELECT COUNT(*) FROM plants", "min": 1});
+    let (status, _) = server
+        .post("/api/agents/default/cases", json!({"message": "Create a table plants and add a fern", "check": plants}))
+        .await;
+    assert_eq!(status, 201);
+
+    let db_sql = |sql: &str| Turn::tool_call("db_sql", json!({"sql": sql}));
+    let skill = "name: tables-with-rows\ndescription: Use when asked to create a table and add rows.\n\n\
+                 Call db_sql with the CREATE TABLE statement alone, then db_sql with each INSERT.";
+    fake.push([
+        Turn::text("Use db_sql to create tables."), // the notes edit drafted
+        Turn::text(skill),                          // the skill drafted
+        Turn::text("OK."),                          // baseline: the plants case fails
+        Turn::text("OK."),                          // with the notes edit: still fails
+        db_sql("CREATE TABLE plants (name TEXT)"),  // with the skill: it passes
+        db_sql("INSERT INTO plants VALUES ('fern')"),
+        Turn::text("Done."),
+        db_sql("CREATE TABLE plants (name TEXT)"), // after, with the skill live
+        db_sql("INSERT INTO plants VALUES ('fern')"),
+        Turn::text("Done."),
+    ]);
+    let before_round = chats(&fake).len();
+    let round = server.round().await;
+    assert_eq!(chats(&fake).len() - before_round, 10, "every scripted turn was used: {round}");
+    let candidates = round["candidates"].as_array().unwrap();
+    let by_kind = |kind: &str| candidates.iter().find(|candidate| candidate["item"]["kind"] == kind).unwrap();
+    assert_eq!(by_kind("notes_edit")["decision"], "refused", "{round}");
+    assert!(by_kind("notes_edit")["reason"].as_str().unwrap().contains("no rise"), "{round}");
+    let learned = by_kind("skill");
+    assert_eq!((learned["decision"].as_str(), learned["item"]["status"].as_str()), (Some("accepted"), Some("live")));
+    assert_eq!(
+        (round["round"]["passed_before"].as_i64(), round["round"]["passed_after"].as_i64()),
+        (Some(0), Some(1)),
+        "{round}"
+    );
+    // The replay with the skill listed it in its request, as one of the agent's skills.
+    let replays = &chats(&fake)[before_round..];
+    assert!(!replays[3].to_string().contains("tables-with-rows"), "not with the notes edit");
+    assert!(replays[4].to_string().contains("tables-with-rows"), "{}", replays[4]);
+
+    let live = server.get("/api/agents/default/skills/tables-with-rows").await;
+    assert!(live["content"].as_str().unwrap().contains("CREATE TABLE statement alone"), "{live}");
+    let versions = server.get("/api/agents/default/skills/tables-with-rows/versions").await;
+    assert_eq!(versions[0]["author"], "agent", "{versions}");
+    assert!(versions[0]["reason"].as_str().unwrap().contains("learned item"), "{versions}");
+
+    // Rolled back by the person: the skill is deleted, in a new version.
+    let id = learned["item"]["id"].as_i64().unwrap();
+    let (status, rolled) =
+        server.post(&format!("/api/agents/default/learning/items/{id}/decision"), json!({"action": "roll_back"})).await;
+    assert_eq!((status, rolled["status"].as_str()), (200, Some("rolled_back")), "{rolled}");
+    let (status, _) = server.send(reqwest::Method::GET, "/api/agents/default/skills/tables-with-rows", None).await;
+    assert_eq!(status, 404, "the rolled-back skill is gone");
+    let versions = server.get("/api/agents/default/skills/tables-with-rows/versions").await;
+    assert_eq!(versions.as_array().unwrap().len(), 2, "{versions}");
 }

@@ -43,12 +43,13 @@ string_enum!(
 
 string_enum!(
     /// What a learned item is: the compressed call sequence of a successful run, a failed call
-    /// and the call that fixed it, or an addition to the agent's notes the model drafted from
-    /// a failing run.
+    /// and the call that fixed it, or what the model drafted from a failing run: an addition
+    /// to the agent's notes, or a skill (a `SKILL.md`; while live, one of the agent's skills).
     LearnedKind, "learned item kind" {
         Exemplar => "exemplar",
         ErrorFix => "error_fix",
         NotesEdit => "notes_edit",
+        Skill => "skill",
     }
 );
 

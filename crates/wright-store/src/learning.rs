@@ -13,11 +13,13 @@ use serde_json::Value;
 use sqlx::Row;
 use utoipa::ToSchema;
 use wright_core::{
-    AgentId, CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, LearnedKind, Outcome, OutcomeSource, Rating,
+    AgentId, Author, CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, LearnedKind, Outcome, OutcomeSource, Rating,
     ReplayPhase, RoundStatus, RoundTrigger,
 };
 
 use crate::catalog::decode;
+use crate::documents::VersionMeta;
+use crate::skills::SkillChange;
 use crate::{Store, StoreError};
 
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
@@ -398,6 +400,9 @@ impl Store {
     }
 
     /// Changes an item's status and records the change (one transaction); returns the item.
+    /// A skill item's skill follows it in the same transaction: written as one of the agent's
+    /// skills (a new version, author `agent`) when it goes live, deleted (a new version too)
+    /// when it stops being live. A skill item cannot go live over a skill the agent already has.
     pub async fn set_item_status(
         &self,
         agent: &AgentId,
@@ -407,6 +412,37 @@ impl Store {
         reason: &str,
     ) -> Result<LearnedItem, StoreError> {
         let mut transaction = self.begin_write().await?;
+        let before: Option<(String, String, String)> =
+            sqlx::query_as("SELECT kind, status, text FROM learned_items WHERE agent_id = ? AND id = ?")
+                .bind(agent.as_str())
+                .bind(id)
+                .fetch_optional(&mut *transaction)
+                .await?;
+        if let Some((kind, previous, text)) = before
+            && kind == LearnedKind::Skill.as_str()
+        {
+            let was_live = previous == ItemStatus::Live.as_str();
+            let going_live = status == ItemStatus::Live;
+            if was_live != going_live {
+                let name = wright_core::SkillFile::parse(&text)
+                    .map_err(|error| StoreError::InvalidEdit(format!("learned skill #{id}: {error}")))?
+                    .name;
+                let by = if author == ItemAuthor::Person { Author::Admin } else { Author::Agent };
+                let meta = VersionMeta {
+                    reason: Some(format!("learned item #{id} ({author}): {reason}")),
+                    ..VersionMeta::new(by)
+                };
+                if going_live {
+                    if Self::skill_exists(&mut transaction, agent, &name).await? {
+                        return Err(StoreError::ItemExists { kind: "skill", name });
+                    }
+                    let change = SkillChange::Write { content: text, resources: None };
+                    self.apply_skill_change(&mut transaction, agent, &name, change, &meta).await?;
+                } else if Self::skill_exists(&mut transaction, agent, &name).await? {
+                    self.apply_skill_change(&mut transaction, agent, &name, SkillChange::Delete, &meta).await?;
+                }
+            }
+        }
         let changed = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE learned_items SET status = ?, updated_at = {NOW} WHERE agent_id = ? AND id = ?"
         )))

@@ -42,6 +42,8 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (26, "push_subscriptions", include_str!("../../../migrations/0026_push_subscriptions.sql")),
     (27, "usage_totals", include_str!("../../../migrations/0027_usage_totals.sql")),
     (28, "model_profile_overrides", include_str!("../../../migrations/0028_model_profile_overrides.sql")),
+    // 29 is taken by work on another branch.
+    (30, "learned_skills", include_str!("../../../migrations/0030_learned_skills.sql")),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), sqlx::migrate::MigrateError> {
@@ -116,5 +118,58 @@ mod tests {
         .execute(&pool)
         .await;
         assert!(orphan.is_err());
+    }
+
+    /// Migration 0030 rebuilds `learned_items` (to allow the kind `skill`) the same way: an
+    /// item and its recorded changes are kept, with their ids.
+    #[tokio::test]
+    async fn the_learned_items_rebuild_keeps_items_and_their_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .unwrap()
+            .filename(dir.path().join("old.db"))
+            .create_if_missing(true)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
+        let before: Vec<Migration> = MIGRATIONS
+            .iter()
+            .filter(|(version, _, _)| *version < 30)
+            .map(|(version, description, sql)| {
+                let sql = sqlx::SqlSafeStr::into_sql_str(*sql);
+                Migration::new(*version, Cow::Borrowed(*description), MigrationType::Simple, sql, false)
+            })
+            .collect();
+        Migrator { migrations: Cow::Owned(before), ..Migrator::DEFAULT }.run(&pool).await.unwrap();
+        for statement in [
+            "INSERT INTO agents (id, name) VALUES ('a', 'A')",
+            "INSERT INTO learned_items (id, agent_id, kind, trigger, text, source_runs, read_outside, status) \
+             VALUES (5, 'a', 'exemplar', 't', 'x', '[]', 0, 'live')",
+            "INSERT INTO learned_item_changes (item_id, version, status, author, reason) \
+             VALUES (5, 1, 'live', 'learning', 'r')",
+        ] {
+            sqlx::query(statement).execute(&pool).await.unwrap();
+        }
+        let skill_before = sqlx::query(
+            "INSERT INTO learned_items (agent_id, kind, trigger, text, source_runs, read_outside, status) \
+             VALUES ('a', 'skill', 't', 'y', '[]', 0, 'candidate')",
+        )
+        .execute(&pool)
+        .await;
+        assert!(skill_before.is_err(), "no skill kind before 0030");
+
+        run(&pool).await.unwrap();
+        let items: Vec<(i64, String)> =
+            sqlx::query_as("SELECT id, kind FROM learned_items").fetch_all(&pool).await.unwrap();
+        assert_eq!(items, [(5, "exemplar".to_owned())]);
+        let dangling: Vec<(String,)> =
+            sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check").fetch_all(&pool).await.unwrap();
+        assert!(dangling.is_empty(), "{dangling:?}");
+        sqlx::query(
+            "INSERT INTO learned_items (agent_id, kind, trigger, text, source_runs, read_outside, status) \
+             VALUES ('a', 'skill', 't', 'y', '[]', 0, 'candidate')",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
     }
 }

@@ -170,12 +170,28 @@ impl Store {
             check_size("SKILL.md", content.len() as u64, limits.max_skill_bytes, "max_skill_bytes")?;
         }
         let mut transaction = self.begin_write().await?;
+        let version = self.apply_skill_change(&mut transaction, agent, name, change, meta).await?;
+        transaction.commit().await?;
+        Ok(version)
+    }
+
+    /// [`change_skill`](Self::change_skill) inside the caller's write transaction (a learned
+    /// item's status and its skill change together).
+    pub(crate) async fn apply_skill_change(
+        &self,
+        transaction: &mut sqlx::SqliteConnection,
+        agent: &AgentId,
+        name: &str,
+        change: SkillChange,
+        meta: &VersionMeta,
+    ) -> Result<i64, StoreError> {
+        let limits = &self.text_limits;
         let exists: Option<(i64,)> = sqlx::query_as("SELECT 1 FROM agents WHERE id = ?")
             .bind(agent.as_str())
             .fetch_optional(&mut *transaction)
             .await?;
         exists.ok_or_else(|| StoreError::AgentNotFound(agent.to_string()))?;
-        let current = read_state(&mut transaction, agent, name).await?;
+        let current = read_state(&mut *transaction, agent, name).await?;
         let live = current.as_ref().filter(|(_, state)| !state.deleted);
         let next = match (change, live) {
             (SkillChange::Create { .. }, Some(_)) => {
@@ -240,9 +256,17 @@ impl Store {
             }
         }
         let version = current.map_or(0, |(version, _)| version) + 1;
-        write_state(&mut transaction, agent, name, version, &next, meta).await?;
-        transaction.commit().await?;
+        write_state(&mut *transaction, agent, name, version, &next, meta).await?;
         Ok(version)
+    }
+
+    /// Whether `agent` has a skill named `name` (not deleted).
+    pub(crate) async fn skill_exists(
+        transaction: &mut sqlx::SqliteConnection,
+        agent: &AgentId,
+        name: &str,
+    ) -> Result<bool, StoreError> {
+        Ok(read_state(transaction, agent, name).await?.is_some_and(|(_, state)| !state.deleted))
     }
 
     /// Writes a new version whose folder, switch and deletion equal version `to_version`'s.

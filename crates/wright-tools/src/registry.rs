@@ -229,7 +229,9 @@ impl ToolRegistry {
     pub fn asks_when(&self, name: &str) -> Option<&'static str> {
         match self.builtins.get(name)?.tool.ask_when() {
             AskWhen::Never | AskWhen::ShellHasNetwork => None,
-            AskWhen::WritesOutsideOwnWorkspace => Some("writes into the operator's roots ask; the agent's own workspace does not"),
+            AskWhen::WritesOutsideOwnWorkspace => {
+                Some("writes into the operator's roots ask; the agent's own workspace does not")
+            }
         }
     }
 

@@ -251,29 +251,29 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         )),
         asking_when(
             with_effects(
-            Builtin::<BashArgs>::boxed(
-                "bash",
-                "Run a bash command in a sandbox. Your workspace is at /workspace (the only writable place besides \
+                Builtin::<BashArgs>::boxed(
+                    "bash",
+                    "Run a bash command in a sandbox. Your workspace is at /workspace (the only writable place besides \
              /tmp), allowed roots at their paths, read-only system tools; network only if the system message says so, \
              through an HTTP proxy (http_proxy/https_proxy are set). Returns {stdout, stderr, exit_code, \
              duration_ms, truncated, timed_out}; exit_code is null when the command was killed (deadline or \
              output cap). Background processes end with the command.",
-                |context, args| {
-                    Box::pin(async move {
-                        let services = context.services.clone();
-                        let agent = context.agent.clone();
-                        let workspace = tokio::task::spawn_blocking(move || services.workspaces.open(&agent))
-                            .await
-                            .map_err(|error| ToolError::Internal(format!("workspace task failed: {error}")))?
-                            .map_err(workspace_error)?;
-                        let request =
-                            ShellRequest { command: args.command, timeout_ms: args.timeout_ms, cwd: args.cwd };
-                        to_json(workspace.run(&request).await.map_err(workspace_error)?)
-                    })
-                },
+                    |context, args| {
+                        Box::pin(async move {
+                            let services = context.services.clone();
+                            let agent = context.agent.clone();
+                            let workspace = tokio::task::spawn_blocking(move || services.workspaces.open(&agent))
+                                .await
+                                .map_err(|error| ToolError::Internal(format!("workspace task failed: {error}")))?
+                                .map_err(workspace_error)?;
+                            let request =
+                                ShellRequest { command: args.command, timeout_ms: args.timeout_ms, cwd: args.cwd };
+                            to_json(workspace.run(&request).await.map_err(workspace_error)?)
+                        })
+                    },
+                ),
+                SENDS_OUT,
             ),
-            SENDS_OUT,
-        ),
             AskWhen::ShellHasNetwork,
         ),
     ]

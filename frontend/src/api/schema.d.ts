@@ -2376,11 +2376,11 @@ export interface components {
         };
         /**
          * @description What a learned item is: the compressed call sequence of a successful run, a failed call
-         *     and the call that fixed it, or an addition to the agent's notes the model drafted from
-         *     a failing run.
+         *     and the call that fixed it, or what the model drafted from a failing run: an addition
+         *     to the agent's notes, or a skill (a `SKILL.md`; while live, one of the agent's skills).
          * @enum {string}
          */
-        LearnedKind: "exemplar" | "error_fix" | "notes_edit";
+        LearnedKind: "exemplar" | "error_fix" | "notes_edit" | "skill";
         /** @description The person's learning settings for an agent. */
         LearningSettings: {
             /** @description Accepted items wait for the person's approval before they go live. */

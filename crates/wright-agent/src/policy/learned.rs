@@ -81,12 +81,15 @@ pub fn choose_learned<'a>(items: &'a [LearnedText], request: &str, budget_tokens
     chosen
 }
 
-/// The note the chosen items make.
+/// The note the chosen items make. A learned skill is not said here: while live it is one of
+/// the agent's skills, listed and loaded like the others (it is chosen all the same, so the
+/// runs it fitted count for it).
 pub(crate) fn learned_note(chosen: &[&LearnedText]) -> Option<String> {
-    if chosen.is_empty() {
+    let lines: Vec<String> =
+        chosen.iter().filter(|item| item.kind != LearnedKind::Skill).map(|item| format!("- {}", item.text)).collect();
+    if lines.is_empty() {
         return None;
     }
-    let lines: Vec<String> = chosen.iter().map(|item| format!("- {}", item.text)).collect();
     Some(format!("## learned\nWhat worked in your earlier runs for requests like this one:\n{}", lines.join("\n")))
 }
 
@@ -129,5 +132,17 @@ mod tests {
             choose_learned(&items, "remember my favourite colour", budget).iter().map(|i| i.id).collect();
         assert_eq!(chosen, vec![3], "what does not fit the budget is left out");
         assert_eq!(learned_note(&[]), None);
+    }
+
+    #[test]
+    fn a_learned_skill_fits_by_its_trigger_but_is_not_said_in_the_note() {
+        let skill = item(4, LearnedKind::Skill, "create a table and add rows", "---\nname: tables\n---\n\nSteps.");
+        let exemplar = item(5, LearnedKind::Exemplar, "create a table and add rows", "this worked: db_sql");
+        let items = [skill, exemplar];
+        let chosen = choose_learned(&items, "Create a table books and add a row", 500);
+        assert_eq!(chosen.iter().map(|item| item.id).collect::<Vec<_>>(), vec![4, 5], "both count as used");
+        let note = learned_note(&chosen).unwrap();
+        assert!(note.contains("this worked: db_sql") && !note.contains("name: tables"), "{note}");
+        assert_eq!(learned_note(&chosen[..1]), None, "a skill alone makes no note");
     }
 }

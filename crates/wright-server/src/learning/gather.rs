@@ -1,7 +1,7 @@
 //! Candidates from recent runs: (a) an exemplar — the compressed call sequence of a
 //! successful run, with no model call; (b) an error→fix rule — a failed call and the call that
-//! worked after it in the same run; (c) a notes edit the agent's model drafts from a failing
-//! run and its execution log. Each names the runs it came from and is at most
+//! worked after it in the same run; (c) a notes edit and a skill the agent's model drafts from
+//! a failing run and its execution log. Each names the runs it came from and is at most
 //! [`ITEM_MAX_TOKENS`] tokens in a request.
 
 use serde_json::Value;
@@ -142,13 +142,20 @@ the assistant failed, what it did, and its execution log. Write one or two short
 its notes so that it handles this kind of request correctly next time: name the tool and what to pass. Reply with \
 only the sentences.";
 
-/// (c) A notes edit the agent's own model drafts from a failing run and its execution log.
-async fn notes_edit(state: &AppState, run: &RunOutcomeRecord, events: &[Event]) -> anyhow::Result<Option<Draft>> {
-    if run.outcome != Outcome::Failure {
-        return Ok(None);
-    }
-    let agent = wright_core::AgentId::parse(&state.store.conversation(&run.conversation_id).await?.agent_id)?;
-    let model = state.models.for_agent(&agent).await.map_err(|problem| anyhow::anyhow!(problem))?;
+const SKILL_SYSTEM: &str = "You write skills for an assistant that works with tools: short instructions it loads \
+when a request needs them. You are shown a request the assistant failed, what it did, and its execution log. Write a \
+skill for this kind of request, in exactly this form:\nname: a lowercase name with hyphens, e.g. save-a-preference\n\
+description: one sentence saying when to use the skill\n\nthen the steps, under 80 words: which tool to call, with \
+which arguments, in which order. Reply with only the skill.";
+
+/// What happened in a failing run, for a model to draft from: the run's events, the failed
+/// calls the execution log holds for its conversation, and why it counts as failed.
+async fn failure_story(
+    state: &AppState,
+    agent: &wright_core::AgentId,
+    run: &RunOutcomeRecord,
+    events: &[Event],
+) -> anyhow::Result<String> {
     let mut shown = Vec::new();
     for event in events {
         let line = match &event.body {
@@ -169,7 +176,7 @@ async fn notes_edit(state: &AppState, run: &RunOutcomeRecord, events: &[Event]) 
     let filter = ExecutionFilter { success: Some(false), limit: Some(200), ..ExecutionFilter::default() };
     let failures: Vec<String> = state
         .store
-        .list_executions(&agent, &filter)
+        .list_executions(agent, &filter)
         .await?
         .into_iter()
         .filter(|execution| execution.conversation_id.as_deref() == Some(run.conversation_id.as_str()))
@@ -183,35 +190,95 @@ async fn notes_edit(state: &AppState, run: &RunOutcomeRecord, events: &[Event]) 
             )
         })
         .collect();
-    let text = format!(
+    Ok(format!(
         "The request: {}\n\nWhat happened:\n{}\n\nExecution log (failed calls):\n{}\n\nWhy it failed: {}",
         cut(&run.request, 400),
         shown.join("\n"),
         if failures.is_empty() { "none".to_owned() } else { failures.join("\n") },
         run.source
-    );
-    let history = [Event { seq: 1, content: text.clone(), body: EventBody::User { text, component: None } }];
+    ))
+}
+
+/// The agent's model's answer to `system` about `story`, at temperature 0.
+async fn draft_with_model(
+    state: &AppState,
+    agent: &wright_core::AgentId,
+    system: &str,
+    story: String,
+    max_tokens: u32,
+) -> anyhow::Result<String> {
+    let model = state.models.for_agent(agent).await.map_err(|problem| anyhow::anyhow!(problem))?;
+    let history = [Event { seq: 1, content: story.clone(), body: EventBody::User { text: story, component: None } }];
     let request = ModelRequest {
-        system: DRAFT_SYSTEM.to_owned(),
+        system: system.to_owned(),
         history: &history,
         tools: std::sync::Arc::default(),
         temperature: Some(0.0),
-        max_output_tokens: Some(200),
+        max_output_tokens: Some(max_tokens),
         require_tool_call: false,
         tail: String::new(),
     };
     let reply = model.model.reply(request, &|_| {}, &CancellationToken::new()).await?;
-    let drafted = reply.text.trim();
-    if drafted.is_empty() {
-        return Ok(None);
+    Ok(reply.text.trim().to_owned())
+}
+
+/// (c) What the agent's own model drafts from a failing run and its execution log: an
+/// addition to its notes, and a skill for this kind of request (kept only when it reads as
+/// a valid `SKILL.md` within the item budget).
+async fn model_drafts(state: &AppState, run: &RunOutcomeRecord, events: &[Event]) -> anyhow::Result<Vec<Draft>> {
+    if run.outcome != Outcome::Failure {
+        return Ok(Vec::new());
     }
-    Ok(Some(Draft {
-        kind: LearnedKind::NotesEdit,
-        trigger: run.request.clone(),
-        text: capped(drafted.to_owned()),
-        sources: vec![RunRef { conversation_id: run.conversation_id.clone(), user_seq: run.user_seq }],
-        read_outside: run.read_outside,
-    }))
+    let agent = wright_core::AgentId::parse(&state.store.conversation(&run.conversation_id).await?.agent_id)?;
+    let story = failure_story(state, &agent, run, events).await?;
+    let sources = vec![RunRef { conversation_id: run.conversation_id.clone(), user_seq: run.user_seq }];
+    let mut drafts = Vec::new();
+    let notes = draft_with_model(state, &agent, DRAFT_SYSTEM, story.clone(), 200).await?;
+    if !notes.is_empty() {
+        drafts.push(Draft {
+            kind: LearnedKind::NotesEdit,
+            trigger: run.request.clone(),
+            text: capped(notes),
+            sources: sources.clone(),
+            read_outside: run.read_outside,
+        });
+    }
+    let skill = draft_with_model(state, &agent, SKILL_SYSTEM, story, 300).await?;
+    match skill_file(&skill) {
+        Some(text) if item_tokens(&text) <= ITEM_MAX_TOKENS => drafts.push(Draft {
+            kind: LearnedKind::Skill,
+            trigger: run.request.clone(),
+            text,
+            sources,
+            read_outside: run.read_outside,
+        }),
+        Some(_) => tracing::info!("a drafted skill was over the item budget; left out"),
+        None => tracing::info!(reply = %cut(&skill, 200), "a drafted skill did not read as one; left out"),
+    }
+    Ok(drafts)
+}
+
+/// The `SKILL.md` a model's reply in [`SKILL_SYSTEM`]'s form makes: `name:` and
+/// `description:` lines (a Markdown fence or front matter around them tolerated), then the
+/// steps. `None` when the name is not a valid skill name or a part is missing.
+pub(crate) fn skill_file(reply: &str) -> Option<String> {
+    let lines: Vec<&str> =
+        reply.lines().map(str::trim_end).filter(|line| !line.starts_with("```") && line.trim() != "---").collect();
+    let field = |key: &str| {
+        lines.iter().position(|line| line.trim_start().to_lowercase().starts_with(&format!("{key}:"))).map(|at| {
+            let line = lines[at].trim_start();
+            (at, line[key.len() + 1..].trim().trim_matches(['"', '\'', '`']).to_owned())
+        })
+    };
+    let (name_at, name) = field("name")?;
+    let (description_at, description) = field("description")?;
+    wright_core::check_skill_name(&name).ok()?;
+    let body = lines[name_at.max(description_at) + 1..].join("\n").trim().to_owned();
+    if description.is_empty() || body.is_empty() {
+        return None;
+    }
+    let text = wright_core::SkillFile::render(&name, &description, &body);
+    wright_core::SkillFile::parse(&text).ok().map(|_| text)
 }
 
 /// The drafts the agent's recent runs give, newest run first, at most `max`.
@@ -224,9 +291,9 @@ pub(crate) async fn gather(state: &AppState, runs: &[RunOutcomeRecord], max: usi
         let events = run_events(state, run).await?;
         let mut found: Vec<Draft> = exemplar(run, &events).into_iter().chain(error_fix(run, &events)).collect();
         if found.is_empty() {
-            match notes_edit(state, run, &events).await {
-                Ok(draft) => found.extend(draft),
-                Err(error) => tracing::warn!(%error, "could not draft a notes edit from a failing run"),
+            match model_drafts(state, run, &events).await {
+                Ok(drafted) => found.extend(drafted),
+                Err(error) => tracing::warn!(%error, "could not draft from a failing run"),
             }
         }
         for draft in found {
@@ -237,4 +304,31 @@ pub(crate) async fn gather(state: &AppState, runs: &[RunOutcomeRecord], max: usi
     }
     drafts.truncate(max);
     Ok(drafts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drafted_skill_becomes_a_skill_file_when_it_has_a_valid_name_a_description_and_steps() {
+        let reply = "```\nname: tables-with-rows\ndescription: Use when asked to create a table and add rows.\n\n\
+                     1. Call db_sql with the CREATE TABLE statement alone.\n2. Call db_sql with the INSERT.\n```";
+        let text = skill_file(reply).expect("a skill");
+        let file = wright_core::SkillFile::parse(&text).unwrap();
+        assert_eq!(file.name, "tables-with-rows");
+        assert_eq!(file.description, "Use when asked to create a table and add rows.");
+        assert!(file.body.starts_with("1. Call db_sql") && file.body.ends_with("the INSERT."), "{}", file.body);
+        // Front matter as the model may copy it, and quotes around the values.
+        let quoted = "---\nName: \"save-a-value\"\ndescription: 'When a value must be kept.'\n---\nCall set_state.";
+        assert_eq!(wright_core::SkillFile::parse(&skill_file(quoted).unwrap()).unwrap().name, "save-a-value");
+        for bad in [
+            "Just call db_sql twice.",
+            "name: Tables With Rows\ndescription: x\n\nsteps",
+            "name: tables\n\nsteps without a description",
+            "name: tables\ndescription: when\n",
+        ] {
+            assert_eq!(skill_file(bad), None, "{bad}");
+        }
+    }
 }

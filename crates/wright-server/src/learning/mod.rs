@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use wright_agent::item_tokens;
 use wright_core::{
-    AgentId, CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, Outcome, OutcomeSource, Rating, ReplayPhase,
-    RoundStatus, RoundTrigger,
+    AgentId, CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, LearnedKind, Outcome, OutcomeSource, Rating,
+    ReplayPhase, RoundStatus, RoundTrigger,
 };
 use wright_store::{Case, LearnedItem, Replay, Round, RunOutcomeRecord, RunRef};
 
@@ -196,10 +196,8 @@ async fn gather_candidates(state: &AppState, agent: &AgentId) -> anyhow::Result<
 
 /// The held-out cases: those no candidate of the round was learned from.
 async fn held_out_cases(state: &AppState, agent: &AgentId, candidates: &[LearnedItem]) -> anyhow::Result<Vec<Case>> {
-    let sources: BTreeSet<&str> = candidates
-        .iter()
-        .flat_map(|item| item.source_runs.iter().map(|run| run.conversation_id.as_str()))
-        .collect();
+    let sources: BTreeSet<&str> =
+        candidates.iter().flat_map(|item| item.source_runs.iter().map(|run| run.conversation_id.as_str())).collect();
     Ok(state
         .store
         .cases(agent)
@@ -250,15 +248,30 @@ impl<'a> Progress<'a> {
 /// What replaying the held-out cases with one candidate showed.
 enum Verdict {
     NoCases,
-    OverBudget { tokens: usize, budget: usize },
+    OverBudget {
+        tokens: usize,
+        budget: usize,
+    },
+    /// A learned skill whose name one of the agent's skills already has.
+    SkillNameTaken {
+        name: String,
+    },
     /// Every case passed without it: there is nothing it could raise.
     NothingToRaise,
     /// None of the cases that failed without it passes with it.
-    NoRise { failed_before: usize },
+    NoRise {
+        failed_before: usize,
+    },
     /// It raises `raised` of the `failed` cases that fail without it, but a case that passed
     /// without it fails with it.
-    Breaks { raised: usize, failed: usize, case: i64 },
-    Rises { rise: String },
+    Breaks {
+        raised: usize,
+        failed: usize,
+        case: i64,
+    },
+    Rises {
+        rise: String,
+    },
 }
 
 /// Replays the held-out cases with `item` live, in the order that decides soonest: the cases
@@ -278,6 +291,13 @@ async fn judge(
     let held = held_out.len();
     if held == 0 {
         return Ok(Verdict::NoCases);
+    }
+    if item.kind == LearnedKind::Skill
+        && let Ok(file) = wright_core::SkillFile::parse(&item.text)
+        && state.store.skill(agent, &file.name).await.is_ok()
+    {
+        progress.skip(held).await?;
+        return Ok(Verdict::SkillNameTaken { name: file.name });
     }
     let budget = state.config.agent.learned_budget_tokens.min(gather::ITEM_MAX_TOKENS);
     let tokens = item_tokens(&item.text);
@@ -335,6 +355,7 @@ async fn decide(
         Verdict::OverBudget { tokens, budget } => {
             format!("it adds {tokens} tokens to a request, over the budget of {budget}")
         }
+        Verdict::SkillNameTaken { name } => format!("the agent already has a skill named {name}"),
         Verdict::NothingToRaise => "every held-out case passes without it: there is nothing for it to raise".to_owned(),
         Verdict::NoRise { failed_before } => {
             format!("no rise: none of the {failed_before} held-out cases that fail without it passes with it")
