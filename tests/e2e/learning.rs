@@ -586,3 +586,65 @@ async fn a_skill_drafted_from_a_failing_run_is_validated_by_replay_and_becomes_a
     let versions = server.get("/api/agents/default/skills/tables-with-rows/versions").await;
     assert_eq!(versions.as_array().unwrap().len(), 2, "{versions}");
 }
+
+/// A case made from a conversation whose run waits for the person (it asked with ask_user)
+/// records the check's verdict as that run's outcome, the run's later end keeps it, and the
+/// exemplar learned from it names the question it asked.
+#[tokio::test]
+async fn a_case_from_a_run_that_waits_for_the_person_is_labelled_and_teaches_its_question() {
+    let ask = |question: &str| {
+        Turn::tool_call("ask_user", json!({"question": question, "options": ["Tea", "Coffee"]}))
+    };
+    let fake = FakeProvider::start(vec![ask("Tea or coffee?")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
+    let server = Server::start(dir.path(), &fake);
+    let drink = server.conversation().await;
+    let (status, _) = server
+        .post(&format!("/api/conversations/{drink}/messages"), json!({"text": "Ask me whether I want tea or coffee"}))
+        .await;
+    assert_eq!(status, 202);
+    let started = Instant::now();
+    let detail = loop {
+        let detail = server.get(&format!("/api/conversations/{drink}")).await;
+        if detail["conversation"]["status"] == "waiting" {
+            break detail;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the run did not park: {detail}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let waiting = json!({"type": "pending_call", "tool": "ask_user"});
+    let (status, _) = server.post("/api/agents/default/cases", json!({"conversation_id": drink, "check": waiting})).await;
+    assert_eq!(status, 201);
+    let outcomes = server.get(&format!("/api/conversations/{drink}/outcomes")).await;
+    assert_eq!((outcomes[0]["outcome"].as_str(), outcomes[0]["source"].as_str()), (Some("success"), Some("check")));
+
+    // The person answers; the run ends, and the check's verdict stays.
+    let call_id = detail["pending"][0]["tool_call_id"].as_str().unwrap().to_owned();
+    fake.push([Turn::text("Tea it is.")]);
+    let (status, _) = server
+        .post(&format!("/api/conversations/{drink}/pending/{call_id}"), json!({"answer": {"answer": "Tea"}}))
+        .await;
+    assert_eq!(status, 200);
+    let started = Instant::now();
+    while server.get(&format!("/api/conversations/{drink}")).await["conversation"]["status"] != "idle" {
+        assert!(started.elapsed() < Duration::from_secs(20), "the run did not end");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let outcomes = server.get(&format!("/api/conversations/{drink}/outcomes")).await;
+    assert_eq!((outcomes[0]["outcome"].as_str(), outcomes[0]["source"].as_str()), (Some("success"), Some("check")));
+
+    let (status, _) = server
+        .post("/api/agents/default/cases", json!({"message": "Ask me: beach or mountains?", "check": waiting}))
+        .await;
+    assert_eq!(status, 201);
+    fake.push([
+        Turn::text("Beach or mountains?"), // baseline: asked in prose, nothing waits
+        ask("Beach or mountains?"),        // with the exemplar
+        ask("Beach or mountains?"),        // after
+    ]);
+    let round = server.round().await;
+    let candidate = &round["candidates"][0];
+    assert_eq!((candidate["item"]["kind"].as_str(), candidate["decision"].as_str()), (Some("exemplar"), Some("accepted")));
+    assert!(candidate["item"]["text"].as_str().unwrap().contains("ask_user"), "{candidate}");
+}

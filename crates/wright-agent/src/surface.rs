@@ -248,10 +248,18 @@ const SAME_ACT: &[(&str, &[&str])] = &[
 const DESTRUCTIVE_VERBS: &[&str] = &["delete", "disable"];
 
 /// The words of `text` that can name a tool: lowercase, at least three letters, not a
-/// stopword, cut to five characters so `tables` meets `table` and `stored` meets `store`, and
-/// words for the same act scored as one ([`SAME_ACT`]).
+/// stopword, cut to five characters so `tables` meets `table` and `stored` meets `store`,
+/// words for the same act scored as one ([`SAME_ACT`]), and a file's name as `file`.
 pub(crate) fn keywords(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
+    // A file's name says "file", not its stem: "create notes.md" is not about the notes.
+    let names_file = text.split_whitespace().any(names_a_file);
+    let text: String = text
+        .split_whitespace()
+        .filter(|word| !names_a_file(word))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut words: BTreeSet<String> = text
+        .split(|c: char| !c.is_alphanumeric())
         .map(str::to_lowercase)
         .filter(|word| word.chars().count() >= 3 && !STOPWORDS.contains(&word.as_str()))
         .map(|word| {
@@ -259,7 +267,25 @@ pub(crate) fn keywords(text: &str) -> BTreeSet<String> {
             let act = SAME_ACT.iter().find(|(_, said)| said.contains(&cut.as_str()));
             act.map_or(cut, |(act, _)| (*act).to_owned())
         })
-        .collect()
+        .collect();
+    if names_file {
+        words.insert("file".to_owned());
+    }
+    words
+}
+
+/// Extensions that make a word a file's name: "create notes.md" is about a file, not notes.
+const FILE_EXTENSIONS: &[&str] = &[
+    "txt", "md", "json", "csv", "tsv", "py", "js", "ts", "rs", "html", "css", "yaml", "yml", "toml", "sh", "log", "xml",
+    "sql", "ini", "cfg",
+];
+
+/// Whether `word` (as written, punctuation around it allowed) is a file name like `todo.txt`.
+fn names_a_file(word: &str) -> bool {
+    let word = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+    word.rsplit_once('.').is_some_and(|(stem, extension)| {
+        !stem.is_empty() && FILE_EXTENSIONS.contains(&extension.to_lowercase().as_str())
+    })
 }
 
 /// Whether a request that says `wanted` may be about the tool `name`: a tool that destroys
@@ -507,6 +533,7 @@ mod tests {
             ("Save the number 3 as state key kids_count.", "set_state"),
             ("Make a database table books (title TEXT) and insert the book Dune.", "db_sql"),
             ("Write a file todo.txt in your workspace containing the line buy bread.", "file_write"),
+            ("Create notes.md in the workspace with the text hello world.", "file_write"),
             ("Calculate 2 to the power of 20 with run_sandbox_code.", "run_sandbox_code"),
             ("Schedule a reminder every day at 8:00 to drink water.", "schedule"),
             ("Add to your learned notes that I prefer metric units.", "edit_learned_notes"),

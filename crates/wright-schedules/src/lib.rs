@@ -160,6 +160,35 @@ impl Schedules {
     }
 }
 
+/// What to send instead of a one-off time that has passed, in the schedule's zone: the same
+/// time on the first day it is still ahead, or a daily cron at that time (a small model asked
+/// for "every day at 8:00" in the evening writes today's 08:00 as `at`).
+fn later_instead(at: i64, now: i64, time_zone: &jiff::tz::TimeZone) -> String {
+    let Ok(at) = jiff::Timestamp::from_millisecond(at) else { return String::new() };
+    let local = at.to_zoned_datetime(time_zone.clone());
+    let mut later = local.clone();
+    // Whole days of 24 hours: the date is what is said; the hour and minute are the asked ones.
+    while later.timestamp().as_millisecond() <= now {
+        match later.checked_add(jiff::SignedDuration::from_hours(24)) {
+            Ok(next) => later = next,
+            Err(_) => return String::new(),
+        }
+    }
+    let (time, day) = (local.datetime(), later.datetime());
+    format!(
+        "; for the next {:02}:{:02} send at \"{:04}-{:02}-{:02}T{:02}:{:02}\", or cron \"{} {} * * *\" to repeat it every day",
+        time.hour(),
+        time.minute(),
+        day.year(),
+        day.month(),
+        day.day(),
+        time.hour(),
+        time.minute(),
+        time.minute(),
+        time.hour()
+    )
+}
+
 /// A new schedule checked against `config` and timed from `now`.
 fn plan_new(new: &NewSchedule, now: i64, config: &ScheduleConfig) -> Result<ScheduleRow, ScheduleError> {
     let name = new.name.trim();
@@ -200,9 +229,10 @@ fn plan_new(new: &NewSchedule, now: i64, config: &ScheduleConfig) -> Result<Sche
         Timing::Once(at) => {
             if *at <= now {
                 return Err(ScheduleError::Invalid(format!(
-                    "the time {} has already passed (now is {})",
+                    "the time {} has already passed (now is {}){}",
                     wright_core::iso_from_ms(*at),
-                    wright_core::iso_from_ms(now)
+                    wright_core::iso_from_ms(now),
+                    later_instead(*at, now, &time_zone)
                 )));
             }
             if *at - now > config.max_days_ahead * DAY_MS {

@@ -132,3 +132,21 @@ fn the_shortest_gap_of_an_expression_is_found() {
     let daily = parse_cron("0 9 * * *").unwrap();
     assert_eq!(shortest_gap(&daily, &zone, 0, 10), Some(DAY_MS));
 }
+
+/// A one-off time that has passed is refused with what to send instead, in the schedule's
+/// zone: the next such time, or a daily cron (a small model asked in the evening for "every
+/// day at 8:00" wrote today's 08:00 as `at`).
+#[test]
+fn a_past_one_off_time_is_refused_with_the_next_such_time_and_a_daily_cron() {
+    let now = ms("2026-11-27T20:36:00Z");
+    let at = ms("2026-11-27T07:00:00Z"); // 08:00 in Paris (UTC+1)
+    let error = plan_new(&new("water", Timing::Once(at), "Europe/Paris"), now, &ScheduleConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.ends_with(
+            "for the next 08:00 send at \"2026-11-28T08:00\", or cron \"0 8 * * *\" to repeat it every day"
+        ),
+        "{error}"
+    );
+}

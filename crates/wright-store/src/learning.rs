@@ -160,14 +160,18 @@ impl Store {
     // ---- outcomes ----
 
     /// Records a finished run's outcome (replacing an earlier record of the same run: a run
-    /// resumed after a pause finishes again).
+    /// resumed after a pause finishes again), except that a check's or the person's verdict
+    /// recorded earlier (a case made while the run waited) is kept over the run's own signals.
     pub async fn record_run_outcome(&self, new: &NewRunOutcome<'_>) -> Result<(), StoreError> {
         let mut transaction = self.begin_write().await?;
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO run_outcomes (conversation_id, user_seq, agent_id, end_seq, outcome, source, request, read_outside)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT (conversation_id, user_seq) DO UPDATE SET end_seq = excluded.end_seq,
-                 outcome = excluded.outcome, source = excluded.source,
+                 outcome = CASE WHEN run_outcomes.source IN ('check', 'rating') THEN run_outcomes.outcome
+                                ELSE excluded.outcome END,
+                 source = CASE WHEN run_outcomes.source IN ('check', 'rating') THEN run_outcomes.source
+                               ELSE excluded.source END,
                  read_outside = MAX(run_outcomes.read_outside, excluded.read_outside), updated_at = {NOW}"
         )))
         .bind(&new.run.conversation_id)

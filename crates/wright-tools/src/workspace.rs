@@ -214,8 +214,8 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         ),
         own_workspace_write(Builtin::<WriteArgs>::boxed(
             "file_write",
-            "Create or replace a file with the given content. Parent directories are created; returns \
-             {output, path, bytes, created}. Read-only roots refuse writes.",
+            "Create or replace a file in your workspace with the given content. Parent directories are \
+             created; returns {output, path, bytes, created}. Read-only roots refuse writes.",
             |context, args| {
                 Box::pin(async move {
                     let outcome =
@@ -231,8 +231,9 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
         )),
         own_workspace_write(Builtin::<EditArgs>::boxed(
             "file_edit",
-            "Replace exact text in a file. old_string must occur exactly once (or set replace_all); \
-             returns {output, path, replacements, bytes}. Read the file first so the text matches exactly.",
+            "Replace exact text in a file in your workspace. old_string must occur exactly once (or set \
+             replace_all); returns {output, path, replacements, bytes}. Read the file first so the text \
+             matches exactly.",
             |context, args| {
                 Box::pin(async move {
                     let replace_all = args.replace_all.unwrap_or(false);

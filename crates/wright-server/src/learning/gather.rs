@@ -87,12 +87,23 @@ fn successful_calls(events: &[Event]) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// (a) The successful run's calls as one line: what to do for a request like it.
+/// The call a run ended waiting on (a question to the person, an approval): it has no result
+/// yet, and it is the run's last event.
+fn waiting_call(events: &[Event]) -> Option<(String, Value)> {
+    match &events.last()?.body {
+        EventBody::ToolCall { name, arguments, .. } => Some((name.clone(), arguments.clone())),
+        _ => None,
+    }
+}
+
+/// (a) The successful run's calls as one line: what to do for a request like it (a call it
+/// ended waiting on included: asking the person was the work).
 pub(crate) fn exemplar(run: &RunOutcomeRecord, events: &[Event]) -> Option<Draft> {
     if run.outcome != Outcome::Success {
         return None;
     }
-    let calls = successful_calls(events);
+    let mut calls = successful_calls(events);
+    calls.extend(waiting_call(events));
     if calls.is_empty() {
         return None;
     }

@@ -27,7 +27,7 @@ use wright_core::{
     AgentId, CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, LearnedKind, Outcome, OutcomeSource, Rating,
     ReplayPhase, RoundStatus, RoundTrigger,
 };
-use wright_store::{Case, LearnedItem, Replay, Round, RunOutcomeRecord, RunRef};
+use wright_store::{Case, LearnedItem, NewRunOutcome, Replay, Round, RunOutcomeRecord, RunRef};
 
 use crate::AppState;
 use crate::domain::DomainError;
@@ -95,7 +95,26 @@ pub async fn create_case(
                 replay::judge(&state.store, state.tools.services(), agent, Some(&conversation_id), check).await;
             let outcome = if verdict.passed { Outcome::Success } else { Outcome::Failure };
             let run = RunRef { conversation_id, user_seq: seq };
-            state.store.set_run_outcome(&run, outcome, OutcomeSource::Check).await?;
+            if !state.store.set_run_outcome(&run, outcome, OutcomeSource::Check).await? {
+                // The run has not ended: it waits for the person (a question, an approval). The
+                // check is judged on what it did so far and recorded now; its end keeps it.
+                let specs =
+                    state.tools.specs(agent).await.map_err(|error| DomainError::Internal(error.to_string()))?;
+                let run_events: Vec<&wright_core::Event> =
+                    events.iter().map(|stored| &stored.event).filter(|event| event.seq >= seq).collect();
+                state
+                    .store
+                    .record_run_outcome(&NewRunOutcome {
+                        agent,
+                        end_seq: run_events.last().map_or(seq, |event| event.seq),
+                        read_outside: crate::domain::outcomes::read_outside(&run_events, &specs),
+                        run,
+                        outcome,
+                        source: OutcomeSource::Check,
+                        request: &message,
+                    })
+                    .await?;
+            }
             Ok(case)
         }
     }
