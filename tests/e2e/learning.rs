@@ -635,7 +635,10 @@ async fn a_case_from_a_run_that_waits_for_the_person_is_labelled_and_teaches_its
     assert_eq!((outcomes[0]["outcome"].as_str(), outcomes[0]["source"].as_str()), (Some("success"), Some("check")));
 
     let (status, _) = server
-        .post("/api/agents/default/cases", json!({"message": "Ask me: beach or mountains?", "check": waiting}))
+        .post(
+            "/api/agents/default/cases",
+            json!({"message": "Ask me whether I want the beach or the mountains", "check": waiting}),
+        )
         .await;
     assert_eq!(status, 201);
     fake.push([

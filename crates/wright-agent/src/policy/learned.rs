@@ -25,8 +25,13 @@ pub struct LearnedText {
     pub text: String,
 }
 
-/// The share of an item's trigger words a request must contain for the item to fit it.
+/// The share of the words of an item's trigger or of the request (the shorter) the two must
+/// have in common for the item to fit the request.
 const MIN_OVERLAP: f64 = 0.34;
+
+/// The fewest words they must have in common (fewer when the trigger has fewer): one shared
+/// word ("state") is not a kind of request.
+const MIN_SHARED_WORDS: usize = 2;
 
 /// Words that say nothing of what a request is about.
 const STOPWORDS: &[&str] = &[
@@ -35,12 +40,12 @@ const STOPWORDS: &[&str] = &[
     "it's", "our", "my", "me",
 ];
 
-/// The content words of a text, lowercased.
+/// The content words of a text as a request's words are matched to tools: lowercased, cut
+/// to five characters, words for one act as one ("keep", "store" and "save"), a file's name as
+/// `file` — so a paraphrase of a request ("Keep in your state that my favourite drink is tea")
+/// fits an item learned from another ("Remember my favourite colour … in your state").
 pub fn content_words(text: &str) -> BTreeSet<String> {
-    text.split(|character: char| !character.is_alphanumeric() && character != '_')
-        .map(str::to_lowercase)
-        .filter(|word| word.chars().count() >= 3 && !STOPWORDS.contains(&word.as_str()))
-        .collect()
+    crate::surface::keywords(text).into_iter().filter(|word| !STOPWORDS.contains(&word.as_str())).collect()
 }
 
 /// The tokens an item adds to a request (the conservative estimate requests are fitted by).
@@ -63,9 +68,12 @@ pub fn choose_learned<'a>(items: &'a [LearnedText], request: &str, budget_tokens
             if trigger.is_empty() {
                 return None;
             }
+            // Over the shorter of the two: a short request ("remember my favourite drink is
+            // tea") fits an item learned from a longer one when most of its words are shared.
             let shared = trigger.intersection(&words).count();
-            let score = shared as f64 / trigger.len() as f64;
-            (shared > 0 && score >= MIN_OVERLAP).then_some((score, item))
+            let score = shared as f64 / trigger.len().min(words.len()).max(1) as f64;
+            let enough = shared >= MIN_SHARED_WORDS.min(trigger.len());
+            (enough && score >= MIN_OVERLAP).then_some((score, item))
         })
         .collect();
     scored.sort_by(|(left, a), (right, b)| right.total_cmp(left).then(a.id.cmp(&b.id)));
@@ -132,6 +140,25 @@ mod tests {
             choose_learned(&items, "remember my favourite colour", budget).iter().map(|i| i.id).collect();
         assert_eq!(chosen, vec![3], "what does not fit the budget is left out");
         assert_eq!(learned_note(&[]), None);
+    }
+
+    /// The learning evaluation's families: an item learned from one request of a family fits
+    /// its paraphrases, not requests of another family.
+    #[test]
+    fn a_paraphrase_of_the_request_fits_and_another_kind_of_request_does_not() {
+        let trigger = "Remember that my favourite colour is green. Save it in your state under favourite_colour.";
+        let items = [item(1, LearnedKind::Exemplar, trigger, "this worked: set_state")];
+        let fits = |request: &str| !choose_learned(&items, request, 500).is_empty();
+        for paraphrase in [
+            "Keep in your state that my favourite drink is tea (key favourite_drink).",
+            "Save my home city, Lyon, to your state under the key home_city.",
+        ] {
+            assert!(fits(paraphrase), "{paraphrase}");
+        }
+        for other in ["Create a table plants (name TEXT) and record a fern.", "Use ask_user to let me pick red or blue."]
+        {
+            assert!(!fits(other), "{other}");
+        }
     }
 
     #[test]

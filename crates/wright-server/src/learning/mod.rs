@@ -22,7 +22,7 @@ pub(crate) mod replay;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use wright_agent::item_tokens;
+use wright_agent::{LearnedText, choose_learned, item_tokens};
 use wright_core::{
     AgentId, CandidateDecision, CaseCheck, ItemAuthor, ItemStatus, LearnedKind, Outcome, OutcomeSource, Rating,
     ReplayPhase, RoundStatus, RoundTrigger,
@@ -277,10 +277,11 @@ enum Verdict {
     },
     /// Every case passed without it: there is nothing it could raise.
     NothingToRaise,
-    /// None of the cases that failed without it passes with it.
-    NoRise {
-        failed_before: usize,
-    },
+    /// It fits none of the `failing` held-out cases that fail without it (its trigger shares
+    /// too few words with their messages), so it cannot change them.
+    FitsNoFailing { failing: usize },
+    /// None of the cases it fits that failed without it passes with it.
+    NoRise { failed_before: usize },
     /// It raises `raised` of the `failed` cases that fail without it, but a case that passed
     /// without it fails with it.
     Breaks {
@@ -295,9 +296,10 @@ enum Verdict {
 
 /// Replays the held-out cases with `item` live, in the order that decides soonest: the cases
 /// that failed without it first (only they can raise the passes; if none does, the rest need
-/// not be replayed), then those that passed, stopping at the first one it breaks. With a
-/// small local model a replay takes a minute, so a round replays what can change its decision
-/// and nothing else; the cases left out show no "after" for the candidate.
+/// not be replayed), then those that passed, stopping at the first one it breaks; a case the
+/// item does not fit (it would not be said in its requests) keeps its baseline verdict. With
+/// a small local model a replay takes a minute, so a round replays what can change its
+/// decision and nothing else; the cases left out show no "after" for the candidate.
 async fn judge(
     state: &AppState,
     agent: &AgentId,
@@ -324,11 +326,28 @@ async fn judge(
         progress.skip(held).await?;
         return Ok(Verdict::OverBudget { tokens, budget });
     }
-    let (failed, passed): (Vec<(&Case, bool)>, Vec<(&Case, bool)>) =
-        held_out.iter().zip(before.iter().copied()).partition(|(_, passed)| !passed);
-    if failed.is_empty() {
+    if before.iter().all(|passed| *passed) {
         progress.skip(held).await?;
         return Ok(Verdict::NothingToRaise);
+    }
+    // A case the item does not fit gets the same request with it as without it, so the same
+    // reply at temperature 0: its verdict is the baseline's, and it is not replayed. A skill
+    // changes every request (the system message lists it); a notes edit fits every request.
+    let as_text =
+        LearnedText { id: item.id, kind: item.kind, trigger: item.trigger.clone(), text: item.text.clone() };
+    let fits = |case: &Case| {
+        item.kind == LearnedKind::Skill
+            || !choose_learned(std::slice::from_ref(&as_text), &case.message, usize::MAX).is_empty()
+    };
+    let (failed, passed): (Vec<(&Case, bool)>, Vec<(&Case, bool)>) = held_out
+        .iter()
+        .zip(before.iter().copied())
+        .filter(|(case, _)| fits(case))
+        .partition(|(_, passed)| !passed);
+    progress.skip(held - failed.len() - passed.len()).await?;
+    if failed.is_empty() {
+        progress.skip(passed.len()).await?;
+        return Ok(Verdict::FitsNoFailing { failing: before.iter().filter(|passed| !**passed).count() });
     }
     let mut raised = 0;
     for (case, _) in &failed {
@@ -341,7 +360,7 @@ async fn judge(
         progress.skip(passed.len()).await?;
         return Ok(Verdict::NoRise { failed_before: failed.len() });
     }
-    let passed_before = passed.len();
+    let passed_before = before.iter().filter(|passed| **passed).count();
     let rise = format!("held-out passes {passed_before} → {} of {held}", passed_before + raised);
     for (index, (case, _)) in passed.iter().enumerate() {
         let still = replay_case(state, agent, round, case, ReplayPhase::Candidate, &[item.id]).await?;
@@ -376,8 +395,12 @@ async fn decide(
         }
         Verdict::SkillNameTaken { name } => format!("the agent already has a skill named {name}"),
         Verdict::NothingToRaise => "every held-out case passes without it: there is nothing for it to raise".to_owned(),
+        Verdict::FitsNoFailing { failing } => format!(
+            "no rise: it fits none of the {failing} held-out cases that fail without it (their requests do not \
+             share its trigger's words)"
+        ),
         Verdict::NoRise { failed_before } => {
-            format!("no rise: none of the {failed_before} held-out cases that fail without it passes with it")
+            format!("no rise: none of the {failed_before} held-out cases it fits that fail without it passes with it")
         }
         Verdict::Breaks { raised, failed, case } => format!(
             "it makes {raised} of the {failed} failing held-out cases pass, but case #{case} passed without it and \
