@@ -168,6 +168,9 @@ def main():
             break
     threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
     rows = []
+    trained = []
+    load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
+    started_training = time.time()
     try:
         # 1. Training variants, run and labelled with their checks.
         for family, variants in chosen:
@@ -180,10 +183,12 @@ def main():
                 outcome = api.call("GET", f"/api/conversations/{cid}/outcomes")[1]
                 passed = bool(outcome) and outcome[0]["outcome"] == "success"
                 print(f"train  {family:28} {'pass' if passed else 'fail'} {wall:6.0f}s  {message[:60]}", flush=True)
+                trained.append((message, passed))
             # 2. Held-out variants, as cases from their message.
             for message, check in variants[half:]:
                 api.call("POST", "/api/agents/default/cases", {"message": message, "check": check})
         # 3. One round.
+        training_time = time.time() - started_training
         started = time.time()
         status, round_ = api.call("POST", "/api/agents/default/learning/rounds")
         rid = round_["id"]
@@ -195,7 +200,10 @@ def main():
             print(f"round {rid}: {detail['round']['replays_done']} of {detail['round']['replays_total']} replays", flush=True)
         round_time = time.time() - started
         r = detail["round"]
-        cases = detail["cases"]
+        # The held-out variants only: a training run's case stays in the round's held-out set
+        # when no candidate was learned from it, but it is not held out for this evaluation.
+        held_messages = {message for _, variants in chosen for message, _ in variants[len(variants) // 2:]}
+        cases = [c for c in detail["cases"] if c["message"] in held_messages]
         before = sum(1 for c in cases if c["before"])
         after = sum(1 for c in cases if (c["after"] if c["after"] is not None else c["before"]))
         regressions = [c for c in cases if c["before"] and c["after"] is False]
@@ -220,9 +228,12 @@ def main():
         for c in detail["candidates"]:
             text = c["item"]["text"].replace("|", "\\|").replace("\n", " ")[:90]
             lines.append(f"| #{c['item']['id']} {text} | {c['item']['kind']} | {c['decision']} | {(c['reason'] or '').replace('|', '/')} |")
-        lines += ["", "| held-out case | before | after |", "|---|---|---|"]
+        lines += ["", "| held-out case | before | after (every accepted item) |", "|---|---|---|"]
         for c in cases:
-            lines.append(f"| {c['message'][:70]} | {c['before']} | {c['after']} |")
+            after = c["after"] if c["after"] is not None else "(as before: nothing accepted)"
+            lines.append(f"| {c['message'][:70]} | {c['before']} | {after} |")
+        lines += ["", "| training run | check |", "|---|---|"] + [f"| {m[:70]} | {'pass' if p else 'fail'} |" for m, p in trained]
+        lines += ["", f"Machine load (1/5/15 min) at the start: {load_at_start}; training took {training_time:.0f} s."]
         report = "\n".join(lines) + "\n"
         print(report)
         out = args.out or os.path.join("docs", f"eval-learning-{date}-{args.size}.md")

@@ -149,9 +149,10 @@ pub(crate) fn error_fix(run: &RunOutcomeRecord, events: &[Event]) -> Option<Draf
 }
 
 const DRAFT_SYSTEM: &str = "You improve the notes of an assistant that works with tools. You are shown a request \
-the assistant failed, what it did, and its execution log. Write one or two short sentences (under 60 words) to add to \
-its notes so that it handles this kind of request correctly next time: name the tool and what to pass. Reply with \
-only the sentences.";
+the assistant failed, what it did, and its execution log. Write one or two short instructions (under 60 words) to add \
+to its notes so that it handles this kind of request correctly next time. Write them as orders to the assistant, \
+starting with a verb, naming the tool and what to pass, for example: \"To keep a value for later, call set_state with \
+the key and the value.\" Do not explain what went wrong. Reply with only the instructions.";
 
 const SKILL_SYSTEM: &str = "You write skills for an assistant that works with tools: short instructions it loads \
 when a request needs them. You are shown a request the assistant failed, what it did, and its execution log. Write a \
