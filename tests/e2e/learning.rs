@@ -84,6 +84,13 @@ impl Server {
         body
     }
 
+    /// A case from a message alone.
+    async fn message_case(&self, message: &str, check: &Value) -> Value {
+        let (status, case) = self.post("/api/agents/default/cases", json!({"message": message, "check": check})).await;
+        assert_eq!(status, 201, "{case}");
+        case
+    }
+
     async fn conversation(&self) -> String {
         let (status, created) = self.post("/api/agents/default/conversations", json!({"title": "learning"})).await;
         assert_eq!(status, 201, "{created}");
@@ -125,6 +132,21 @@ impl Server {
             assert!(began.elapsed() < Duration::from_secs(60), "the round did not finish: {detail}");
         }
     }
+}
+
+/// A server on a fresh data directory whose agent sends every schema (the scripted model calls
+/// tools by name), with a first conversation the model answers by saving the colour, made a
+/// case with its check.
+async fn server_with_colour_case(fake: &FakeProvider, dir: &Path) -> (Server, String) {
+    std::fs::write(dir.join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
+    let server = Server::start(dir, fake);
+    let colour = server.conversation().await;
+    server.say(&colour, "Remember that my favourite colour is green").await;
+    let check = json!({"type": "state_equals", "key": "favourite_colour", "value": "green"});
+    let (status, _) =
+        server.post("/api/agents/default/cases", json!({"conversation_id": colour, "check": check})).await;
+    assert_eq!(status, 201);
+    (server, colour)
 }
 
 fn set_state(key: &str, value: &str) -> Turn {
@@ -184,13 +206,7 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
 
     // A case from a message alone; and one made and deleted.
     let drink = json!({"type": "state_equals", "key": "favourite_drink", "value": "tea"});
-    let (status, case_b) = server
-        .post(
-            "/api/agents/default/cases",
-            json!({"message": "Remember that my favourite drink is tea", "check": drink}),
-        )
-        .await;
-    assert_eq!(status, 201, "{case_b}");
+    let case_b = server.message_case("Remember that my favourite drink is tea", &drink).await;
     let (status, extra) = server
         .post("/api/agents/default/cases", json!({"message": "x", "check": {"type": "notes_contain", "text": "x"}}))
         .await;
@@ -398,23 +414,11 @@ async fn an_item_learned_from_a_run_that_read_outside_content_waits_for_approval
     ])
     .await;
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
-    let server = Server::start(dir.path(), &fake);
-    let colour = server.conversation().await;
-    server.say(&colour, "Remember that my favourite colour is green").await;
-    let check = json!({"type": "state_equals", "key": "favourite_colour", "value": "green"});
-    let (status, _) =
-        server.post("/api/agents/default/cases", json!({"conversation_id": colour, "check": check})).await;
-    assert_eq!(status, 201);
+    let (server, colour) = server_with_colour_case(&fake, dir.path()).await;
     let outcome = &server.get(&format!("/api/conversations/{colour}/outcomes")).await[0];
     assert_eq!(outcome["read_outside"], true, "{outcome}");
     let drink = json!({"type": "state_equals", "key": "favourite_drink", "value": "tea"});
-    server
-        .post(
-            "/api/agents/default/cases",
-            json!({"message": "Remember that my favourite drink is tea", "check": drink}),
-        )
-        .await;
+    server.message_case("Remember that my favourite drink is tea", &drink).await;
 
     fake.push([
         Turn::text("I will remember that."), // before: fails
@@ -463,22 +467,9 @@ async fn an_item_learned_from_a_run_that_read_outside_content_waits_for_approval
 async fn wright_learn_runs_a_round_in_the_terminal_and_ends() {
     let fake = FakeProvider::start(vec![set_state("favourite_colour", "green"), Turn::text("Saved.")]).await;
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
-    let server = Server::start(dir.path(), &fake);
-    let colour = server.conversation().await;
-    server.say(&colour, "Remember that my favourite colour is green").await;
-    let check = json!({"type": "state_equals", "key": "favourite_colour", "value": "green"});
-    let (status, _) =
-        server.post("/api/agents/default/cases", json!({"conversation_id": colour, "check": check})).await;
-    assert_eq!(status, 201);
+    let (server, _) = server_with_colour_case(&fake, dir.path()).await;
     let drink = json!({"type": "state_equals", "key": "favourite_drink", "value": "tea"});
-    let (status, _) = server
-        .post(
-            "/api/agents/default/cases",
-            json!({"message": "Remember that my favourite drink is tea", "check": drink}),
-        )
-        .await;
-    assert_eq!(status, 201);
+    server.message_case("Remember that my favourite drink is tea", &drink).await;
     // Killed, as a person's Ctrl-C or a crash would leave it.
     drop(server);
 
@@ -531,10 +522,7 @@ async fn a_skill_drafted_from_a_failing_run_is_validated_by_replay_and_becomes_a
     let (status, rated) = server.post(&format!("/api/conversations/{books}/feedback"), json!({"rating": "down"})).await;
     assert_eq!((status, rated["outcome"].as_str()), (200, Some("failure")), "{rated}");
     let plants = json!({"type": "db_count", "sql": "SELECT COUNT(*) FROM plants", "min": 1});
-    let (status, _) = server
-        .post("/api/agents/default/cases", json!({"message": "Create a table plants and add a fern", "check": plants}))
-        .await;
-    assert_eq!(status, 201);
+    server.message_case("Create a table plants and add a fern", &plants).await;
 
     let db_sql = |sql: &str| Turn::tool_call("db_sql", json!({"sql": sql}));
     let skill = "name: tables-with-rows\ndescription: Use when asked to create a table and add rows.\n\n\
@@ -592,9 +580,7 @@ async fn a_skill_drafted_from_a_failing_run_is_validated_by_replay_and_becomes_a
 /// exemplar learned from it names the question it asked.
 #[tokio::test]
 async fn a_case_from_a_run_that_waits_for_the_person_is_labelled_and_teaches_its_question() {
-    let ask = |question: &str| {
-        Turn::tool_call("ask_user", json!({"question": question, "options": ["Tea", "Coffee"]}))
-    };
+    let ask = |question: &str| Turn::tool_call("ask_user", json!({"question": question, "options": ["Tea", "Coffee"]}));
     let fake = FakeProvider::start(vec![ask("Tea or coffee?")]).await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
@@ -614,7 +600,8 @@ async fn a_case_from_a_run_that_waits_for_the_person_is_labelled_and_teaches_its
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let waiting = json!({"type": "pending_call", "tool": "ask_user"});
-    let (status, _) = server.post("/api/agents/default/cases", json!({"conversation_id": drink, "check": waiting})).await;
+    let (status, _) =
+        server.post("/api/agents/default/cases", json!({"conversation_id": drink, "check": waiting})).await;
     assert_eq!(status, 201);
     let outcomes = server.get(&format!("/api/conversations/{drink}/outcomes")).await;
     assert_eq!((outcomes[0]["outcome"].as_str(), outcomes[0]["source"].as_str()), (Some("success"), Some("check")));
@@ -634,13 +621,7 @@ async fn a_case_from_a_run_that_waits_for_the_person_is_labelled_and_teaches_its
     let outcomes = server.get(&format!("/api/conversations/{drink}/outcomes")).await;
     assert_eq!((outcomes[0]["outcome"].as_str(), outcomes[0]["source"].as_str()), (Some("success"), Some("check")));
 
-    let (status, _) = server
-        .post(
-            "/api/agents/default/cases",
-            json!({"message": "Ask me whether I want the beach or the mountains", "check": waiting}),
-        )
-        .await;
-    assert_eq!(status, 201);
+    server.message_case("Ask me whether I want the beach or the mountains", &waiting).await;
     fake.push([
         Turn::text("Beach or mountains?"), // baseline: asked in prose, nothing waits
         ask("Beach or mountains?"),        // with the exemplar
@@ -648,6 +629,9 @@ async fn a_case_from_a_run_that_waits_for_the_person_is_labelled_and_teaches_its
     ]);
     let round = server.round().await;
     let candidate = &round["candidates"][0];
-    assert_eq!((candidate["item"]["kind"].as_str(), candidate["decision"].as_str()), (Some("exemplar"), Some("accepted")));
+    assert_eq!(
+        (candidate["item"]["kind"].as_str(), candidate["decision"].as_str()),
+        (Some("exemplar"), Some("accepted"))
+    );
     assert!(candidate["item"]["text"].as_str().unwrap().contains("ask_user"), "{candidate}");
 }

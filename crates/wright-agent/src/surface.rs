@@ -253,11 +253,7 @@ const DESTRUCTIVE_VERBS: &[&str] = &["delete", "disable"];
 pub(crate) fn keywords(text: &str) -> BTreeSet<String> {
     // A file's name says "file", not its stem: "create notes.md" is not about the notes.
     let names_file = text.split_whitespace().any(names_a_file);
-    let text: String = text
-        .split_whitespace()
-        .filter(|word| !names_a_file(word))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let text: String = text.split_whitespace().filter(|word| !names_a_file(word)).collect::<Vec<_>>().join(" ");
     let mut words: BTreeSet<String> = text
         .split(|c: char| !c.is_alphanumeric())
         .map(str::to_lowercase)
@@ -276,8 +272,8 @@ pub(crate) fn keywords(text: &str) -> BTreeSet<String> {
 
 /// Extensions that make a word a file's name: "create notes.md" is about a file, not notes.
 const FILE_EXTENSIONS: &[&str] = &[
-    "txt", "md", "json", "csv", "tsv", "py", "js", "ts", "rs", "html", "css", "yaml", "yml", "toml", "sh", "log", "xml",
-    "sql", "ini", "cfg",
+    "txt", "md", "json", "csv", "tsv", "py", "js", "ts", "rs", "html", "css", "yaml", "yml", "toml", "sh", "log",
+    "xml", "sql", "ini", "cfg",
 ];
 
 /// Whether `word` (as written, punctuation around it allowed) is a file name like `todo.txt`.

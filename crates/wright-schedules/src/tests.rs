@@ -144,9 +144,8 @@ fn a_past_one_off_time_is_refused_with_the_next_such_time_and_a_daily_cron() {
         .unwrap_err()
         .to_string();
     assert!(
-        error.ends_with(
-            "for the next 08:00 send at \"2026-11-28T08:00\", or cron \"0 8 * * *\" to repeat it every day"
-        ),
+        error
+            .ends_with("for the next 08:00 send at \"2026-11-28T08:00\", or cron \"0 8 * * *\" to repeat it every day"),
         "{error}"
     );
 }

@@ -66,27 +66,33 @@ mod tests {
 
     use super::*;
 
+    /// A database in `dir` with the migrations before `version` applied, foreign keys on.
+    async fn migrated_before(dir: &std::path::Path, version: i64) -> SqlitePool {
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .unwrap()
+            .filename(dir.join("old.db"))
+            .create_if_missing(true)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
+        let before: Vec<Migration> = MIGRATIONS
+            .iter()
+            .filter(|(number, _, _)| *number < version)
+            .map(|(number, description, sql)| {
+                let sql = sqlx::SqlSafeStr::into_sql_str(*sql);
+                Migration::new(*number, Cow::Borrowed(*description), MigrationType::Simple, sql, false)
+            })
+            .collect();
+        Migrator { migrations: Cow::Owned(before), ..Migrator::DEFAULT }.run(&pool).await.unwrap();
+        pool
+    }
+
     /// Migration 0017 rebuilds `market_listings` (to allow the kind `skill`) under deferred
     /// foreign keys: a database that already has listings and versions keeps them, with their
     /// ids, and the versions still reference them.
     #[tokio::test]
     async fn the_market_rebuild_keeps_existing_listings_and_their_versions() {
         let dir = tempfile::tempdir().unwrap();
-        let options = SqliteConnectOptions::from_str("sqlite:")
-            .unwrap()
-            .filename(dir.path().join("old.db"))
-            .create_if_missing(true)
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
-        let before_skills: Vec<Migration> = MIGRATIONS
-            .iter()
-            .filter(|(version, _, _)| *version < 17)
-            .map(|(version, description, sql)| {
-                let sql = sqlx::SqlSafeStr::into_sql_str(*sql);
-                Migration::new(*version, Cow::Borrowed(*description), MigrationType::Simple, sql, false)
-            })
-            .collect();
-        Migrator { migrations: Cow::Owned(before_skills), ..Migrator::DEFAULT }.run(&pool).await.unwrap();
+        let pool = migrated_before(dir.path(), 17).await;
         sqlx::query("INSERT INTO market_listings (id, kind, name, publisher_agent) VALUES (7, 'tool', 'shout', 'a')")
             .execute(&pool)
             .await
@@ -125,21 +131,7 @@ mod tests {
     #[tokio::test]
     async fn the_learned_items_rebuild_keeps_items_and_their_changes() {
         let dir = tempfile::tempdir().unwrap();
-        let options = SqliteConnectOptions::from_str("sqlite:")
-            .unwrap()
-            .filename(dir.path().join("old.db"))
-            .create_if_missing(true)
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
-        let before: Vec<Migration> = MIGRATIONS
-            .iter()
-            .filter(|(version, _, _)| *version < 30)
-            .map(|(version, description, sql)| {
-                let sql = sqlx::SqlSafeStr::into_sql_str(*sql);
-                Migration::new(*version, Cow::Borrowed(*description), MigrationType::Simple, sql, false)
-            })
-            .collect();
-        Migrator { migrations: Cow::Owned(before), ..Migrator::DEFAULT }.run(&pool).await.unwrap();
+        let pool = migrated_before(dir.path(), 30).await;
         for statement in [
             "INSERT INTO agents (id, name) VALUES ('a', 'A')",
             "INSERT INTO learned_items (id, agent_id, kind, trigger, text, source_runs, read_outside, status) \

@@ -155,7 +155,8 @@ mod tests {
         ] {
             assert!(fits(paraphrase), "{paraphrase}");
         }
-        for other in ["Create a table plants (name TEXT) and record a fern.", "Use ask_user to let me pick red or blue."]
+        for other in
+            ["Create a table plants (name TEXT) and record a fern.", "Use ask_user to let me pick red or blue."]
         {
             assert!(!fits(other), "{other}");
         }

@@ -98,8 +98,7 @@ pub async fn create_case(
             if !state.store.set_run_outcome(&run, outcome, OutcomeSource::Check).await? {
                 // The run has not ended: it waits for the person (a question, an approval). The
                 // check is judged on what it did so far and recorded now; its end keeps it.
-                let specs =
-                    state.tools.specs(agent).await.map_err(|error| DomainError::Internal(error.to_string()))?;
+                let specs = state.tools.specs(agent).await.map_err(|error| DomainError::Internal(error.to_string()))?;
                 let run_events: Vec<&wright_core::Event> =
                     events.iter().map(|stored| &stored.event).filter(|event| event.seq >= seq).collect();
                 state
@@ -279,9 +278,13 @@ enum Verdict {
     NothingToRaise,
     /// It fits none of the `failing` held-out cases that fail without it (its trigger shares
     /// too few words with their messages), so it cannot change them.
-    FitsNoFailing { failing: usize },
+    FitsNoFailing {
+        failing: usize,
+    },
     /// None of the cases it fits that failed without it passes with it.
-    NoRise { failed_before: usize },
+    NoRise {
+        failed_before: usize,
+    },
     /// It raises `raised` of the `failed` cases that fail without it, but a case that passed
     /// without it fails with it.
     Breaks {
@@ -333,17 +336,13 @@ async fn judge(
     // A case the item does not fit gets the same request with it as without it, so the same
     // reply at temperature 0: its verdict is the baseline's, and it is not replayed. A skill
     // changes every request (the system message lists it); a notes edit fits every request.
-    let as_text =
-        LearnedText { id: item.id, kind: item.kind, trigger: item.trigger.clone(), text: item.text.clone() };
+    let as_text = LearnedText { id: item.id, kind: item.kind, trigger: item.trigger.clone(), text: item.text.clone() };
     let fits = |case: &Case| {
         item.kind == LearnedKind::Skill
             || !choose_learned(std::slice::from_ref(&as_text), &case.message, usize::MAX).is_empty()
     };
-    let (failed, passed): (Vec<(&Case, bool)>, Vec<(&Case, bool)>) = held_out
-        .iter()
-        .zip(before.iter().copied())
-        .filter(|(case, _)| fits(case))
-        .partition(|(_, passed)| !passed);
+    let (failed, passed): (Vec<(&Case, bool)>, Vec<(&Case, bool)>) =
+        held_out.iter().zip(before.iter().copied()).filter(|(case, _)| fits(case)).partition(|(_, passed)| !passed);
     progress.skip(held - failed.len() - passed.len()).await?;
     if failed.is_empty() {
         progress.skip(passed.len()).await?;
