@@ -980,3 +980,30 @@ async fn the_model_profile_is_chosen_from_the_connection_and_applied_to_the_requ
     hosted.say(&id, "Save my favourite colour, green, in your state under the key colour.").await;
     assert!(hosted_fake.requests()[0].body.get("temperature").is_none_or(Value::is_null));
 }
+
+/// Issue 32: a message that names a day ("tomorrow", "next Monday") reaches the model headed by
+/// when it was sent and the dates of the days it names, worked out by the host in the
+/// `[sessions]` zone; a message that names none carries the time alone.
+#[tokio::test]
+async fn a_message_that_names_a_day_carries_its_date() {
+    let fake = FakeProvider::start(vec![Turn::text("Noted."), Turn::text("Hi.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &fake, Wire::Openai);
+    let id = server.conversation().await;
+    server.say(&id, "Remind me tomorrow at 9 and next Monday at 8:30").await;
+    server.say(&id, "hello").await;
+    let last = fake.requests().last().unwrap().body.clone();
+    let users: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "user")
+        .map(|message| message["content"].as_str().unwrap().to_owned())
+        .collect();
+    let header = |text: &str| text.split(']').next().unwrap().to_owned();
+    let days = header(&users[0]);
+    assert!(days.contains("time zone UTC (UTC+00:00); tomorrow is "), "{days}");
+    let monday = days.split("next Monday is Monday ").nth(1).expect("next Monday's date");
+    assert!(monday.len() >= 10 && monday.as_bytes()[4] == b'-', "{days}");
+    assert!(!header(&users[1]).contains(" is "), "{}", users[1]);
+}

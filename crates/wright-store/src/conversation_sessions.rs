@@ -89,6 +89,14 @@ impl Default for SessionSchedule {
     }
 }
 
+/// The weekdays' English names, Monday first (jiff's `to_monday_zero_offset` order).
+const WEEKDAYS: [&str; 7] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
+
+fn capitalised(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map_or_else(String::new, |first| first.to_uppercase().chain(chars).collect())
+}
+
 impl SessionSchedule {
     /// When the next session starts after one that started at `started_ms`: the first
     /// division time strictly after it, in the zone's local time. A local time that does not
@@ -132,6 +140,47 @@ impl SessionSchedule {
             }
             Err(_) => format!("time zone {zone}"),
         }
+    }
+
+    /// The dates the days a message names fall on, counted from `at_ms` in the zone (English
+    /// words): `tomorrow is Saturday 2026-11-28`, `the day after tomorrow is …`, `next Monday is
+    /// 2026-11-30` (a weekday is the first one after today). A small model told "today is
+    /// Friday 2026-11-27" does not work out next Monday's date; the host does, once per message.
+    pub fn days_named(&self, text: &str, at_ms: i64) -> Vec<String> {
+        let Ok(at) = Timestamp::from_millisecond(at_ms) else { return Vec::new() };
+        let today = self.time_zone.to_datetime(at).date();
+        let words: Vec<String> =
+            text.split(|c: char| !c.is_alphabetic()).filter(|word| !word.is_empty()).map(str::to_lowercase).collect();
+        let shown = |date: jiff::civil::Date| format!("{} {date}", date.strftime("%A"));
+        let mut named = Vec::new();
+        let mut add = |line: String| {
+            if !named.contains(&line) {
+                named.push(line);
+            }
+        };
+        for (index, word) in words.iter().enumerate() {
+            let before = |back: usize| index.checked_sub(back).and_then(|at| words.get(at)).map(String::as_str);
+            if word == "tomorrow" {
+                let after = before(1) == Some("after") && before(2) == Some("day");
+                let (days, said) = if after { (2, "the day after tomorrow") } else { (1, "tomorrow") };
+                if let Ok(date) = today.checked_add(jiff::Span::new().days(days)) {
+                    add(format!("{said} is {}", shown(date)));
+                }
+                continue;
+            }
+            let Some(weekday) = WEEKDAYS.iter().position(|name| name == word) else { continue };
+            let mut date = today;
+            for _ in 0..7 {
+                let Ok(next) = date.tomorrow() else { break };
+                date = next;
+                if date.weekday().to_monday_zero_offset() as usize == weekday {
+                    break;
+                }
+            }
+            let said = if before(1) == Some("next") { "next " } else { "" };
+            add(format!("{said}{} is {}", capitalised(word), shown(date)));
+        }
+        named
     }
 
     /// A name for a session the schedule starts: its local date (`2026-11-24`).
@@ -205,10 +254,16 @@ impl Store {
     }
 
     /// A stored time (`created_at`, UTC ISO 8601) as a person reads it in the `[sessions]`
-    /// zone; `None` when it does not parse.
-    pub fn local_time_of(&self, stored: &str) -> Option<String> {
-        let at = stored.parse::<Timestamp>().ok()?;
-        Some(self.session_schedule.local_time_line(at.as_millisecond()))
+    /// zone, with the dates of the days the message `text` names (see
+    /// [`SessionSchedule::days_named`]); `None` when it does not parse.
+    pub fn local_time_of(&self, stored: &str, text: &str) -> Option<String> {
+        let at = stored.parse::<Timestamp>().ok()?.as_millisecond();
+        let mut line = self.session_schedule.local_time_line(at);
+        for named in self.session_schedule.days_named(text, at) {
+            line.push_str("; ");
+            line.push_str(&named);
+        }
+        Some(line)
     }
 
     /// The agent's open session, after dividing if the schedule says a new one has begun

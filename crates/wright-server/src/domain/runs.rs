@@ -790,8 +790,12 @@ impl Transcript for StoreTranscript {
             let stored = self.store.events_after(&self.conversation_id, 0).await.map_err(message)?;
             Ok(stored
                 .iter()
-                .filter(|stored| stored.event.kind() == wright_core::EventKind::User)
-                .filter_map(|stored| Some((stored.event.seq, self.store.local_time_of(&stored.created_at)?)))
+                .filter_map(|stored| match &stored.event.body {
+                    wright_core::EventBody::User { text, .. } => {
+                        Some((stored.event.seq, self.store.local_time_of(&stored.created_at, text)?))
+                    }
+                    _ => None,
+                })
                 .collect())
         })
     }

@@ -46,6 +46,28 @@ fn the_local_time_line_names_the_weekday_date_time_and_zone() {
 }
 
 #[test]
+fn the_days_a_message_names_get_their_dates_in_the_zone() {
+    let berlin = schedule(AutoDivide::Daily, "00:00", "Europe/Berlin");
+    // Friday 2026-11-27, 23:30 in Berlin (22:30 UTC): "tomorrow" is Berlin's tomorrow.
+    let at = ms("2026-11-27T22:30:00Z");
+    assert_eq!(
+        berlin.days_named("Remind me tomorrow at 9:00 to call the dentist.", at),
+        ["tomorrow is Saturday 2026-11-28"]
+    );
+    assert_eq!(
+        berlin.days_named("Next Monday at 8:30, and on friday; the day after tomorrow too.", at),
+        [
+            "next Monday is Monday 2026-11-30",
+            "Friday is Friday 2026-12-04",
+            "the day after tomorrow is Sunday 2026-11-29"
+        ]
+    );
+    assert!(berlin.days_named("What is on the monitor today?", at).is_empty(), "no day named");
+    // One minute later it is Saturday there.
+    assert_eq!(berlin.days_named("tomorrow", ms("2026-11-27T23:01:00Z")), ["tomorrow is Sunday 2026-11-29"]);
+}
+
+#[test]
 fn daily_division_at_local_midnight_in_a_non_utc_zone() {
     let berlin = schedule(AutoDivide::Daily, "00:00", "Europe/Berlin");
     // Winter (UTC+1): Berlin's midnight is 23:00 UTC the day before.
