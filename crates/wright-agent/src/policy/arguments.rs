@@ -43,12 +43,16 @@ impl CallRule for RefuseSchemaText {
             if said.chars().count() < MIN_COPIED_CHARS {
                 continue;
             }
+            let asked_for_it = view.run.last_request().is_some_and(|request| normalized(request).contains(&said));
+            // What the person's request says is theirs, whatever a description holds.
             let copied = HOST_NOTE_MARKS.iter().any(|mark| said.contains(mark))
-                || descriptions.iter().any(|(_, description)| {
-                    let description = normalized(description);
-                    description == said
-                        || (description.contains(&said) && said.chars().count() * 2 >= description.len())
-                });
+                || (!asked_for_it
+                    && descriptions.iter().any(|(_, description)| {
+                        let whole = normalized(description);
+                        whole == said
+                            || (whole.contains(&said) && said.chars().count() * 2 >= whole.len())
+                            || quoted_examples(description).any(|example| normalized(example) == said)
+                    }));
             if copied {
                 let purpose = descriptions
                     .iter()
@@ -95,6 +99,12 @@ fn collect_descriptions(schema: &Value, name: Option<&str>, out: &mut Vec<(Optio
             collect_descriptions(variant, None, out);
         }
     }
+}
+
+/// The examples a description quotes (`(e.g. "one row per expense …")`): a small model copies
+/// one as the value.
+fn quoted_examples(description: &str) -> impl Iterator<Item = &str> {
+    description.split('"').skip(1).step_by(2)
 }
 
 /// Lowercase words, single spaces, no trailing punctuation: copies differ in little else.
@@ -232,6 +242,25 @@ mod tests {
             RefuseSchemaText.decide(&scene.call_view(&other_field, Some(&spec))),
             CallDecision::Answered(_)
         ));
+        // The example a description quotes, copied as the value (what a real 1.5B did with
+        // describe_db_table), is refused — unless the person's request says it.
+        let table_spec = spec_with(
+            "describe_db_table",
+            "Note what a table is for.",
+            json!({"type": "object", "properties": {"purpose": {"type": "string", "description":
+                "What the table is for, in one line (e.g. \"one row per expense the person reports; amount in euros\")."}}}),
+        );
+        let example = call(
+            "c",
+            "describe_db_table",
+            json!({"purpose": "one row per expense the person reports; amount in euros"}),
+        );
+        assert!(matches!(
+            RefuseSchemaText.decide(&scene.call_view(&example, Some(&table_spec))),
+            CallDecision::Answered(_)
+        ));
+        let said = Scene::new(&["Note that expenses is one row per expense the person reports; amount in euros."]);
+        assert_eq!(RefuseSchemaText.decide(&said.call_view(&example, Some(&table_spec))), CallDecision::Run);
         // A real value runs, short values are never compared, and so does a value that only
         // shares a few words with a description.
         for arguments in [
