@@ -54,6 +54,8 @@ pub(crate) struct Leases {
     /// Tells leases apart across a lapse (a request settles into the lease it was admitted by).
     serials: AtomicU64,
     keeper: OnceLock<()>,
+    /// How long the keeper leaves an idle lease ([`IDLE_RETURN`]).
+    idle_return: Duration,
 }
 
 /// One scope's lease.
@@ -155,6 +157,7 @@ impl Leases {
             settings: AtomicU64::new(1),
             serials: AtomicU64::new(1),
             keeper: OnceLock::new(),
+            idle_return: IDLE_RETURN,
         }
     }
 
@@ -301,7 +304,7 @@ impl Leases {
                 loop {
                     tick.tick().await;
                     let Some(leases) = leases.upgrade() else { return };
-                    if let Err(error) = leases.keep(IDLE_RETURN).await {
+                    if let Err(error) = leases.keep(leases.idle_return).await {
                         tracing::warn!(%error, "cannot return or renew a budget lease");
                     }
                 }
@@ -313,4 +316,159 @@ impl Leases {
 /// A request's size in both measures.
 pub(crate) fn asked(tokens: u64, cost_usd: f64) -> UsageAmount {
     UsageAmount { tokens: tokens as f64, cost_usd }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wright_store::{BudgetMeasure, BudgetPeriod, StateLimits, UsageRecord};
+
+    fn tokens_per_day(limit: f64) -> Vec<BudgetLimit> {
+        vec![BudgetLimit {
+            agent: Some("a".to_owned()),
+            period: BudgetPeriod::Day,
+            measure: BudgetMeasure::Tokens,
+            limit,
+            notify_at_percent: Some(80),
+        }]
+    }
+
+    /// Leases of one "process": its own store handle on the shared file; the keeper never
+    /// returns a lease on its own here (the tests return them).
+    async fn process(path: &std::path::Path) -> Arc<Leases> {
+        let store = Store::open(path, StateLimits::default()).await.unwrap();
+        Arc::new(Leases { idle_return: Duration::MAX, ..Leases::new(store) })
+    }
+
+    async fn take(leases: &Arc<Leases>, tokens: u64, limits: &[BudgetLimit]) -> Result<Admission, BudgetStanding> {
+        match leases.admit(Some("a"), asked(tokens, 0.0), limits, leases.generation()).await.unwrap() {
+            Admitted::Granted { admission, .. } => Ok(admission),
+            Admitted::Refused(standing) => Err(standing),
+        }
+    }
+
+    /// The largest request another process could still be granted, to the token.
+    async fn room_seen_by_another(leases: &Leases, limits: &[BudgetLimit]) -> u64 {
+        let (mut low, mut high) = (0_u64, 100_000_u64);
+        while low < high {
+            let mid = (low + high).div_ceil(2);
+            let refused = leases.check(Some("a"), asked(mid, 0.0), limits, leases.generation()).await.unwrap();
+            if refused.is_none() {
+                low = mid;
+            } else {
+                high = mid - 1;
+            }
+        }
+        low
+    }
+
+    fn record(tokens: i64) -> UsageRecord {
+        UsageRecord {
+            agent_id: Some("a".to_owned()),
+            conversation_id: None,
+            run_id: None,
+            caller: wright_core::UsageCaller::Person,
+            purpose: wright_core::UsagePurpose::Turn,
+            connection: "env:openai".to_owned(),
+            model: "m".to_owned(),
+            prompt_tokens: tokens,
+            cached_prompt_tokens: 0,
+            completion_tokens: 0,
+            reasoning_tokens: None,
+            request_id: None,
+            duration_ms: 1,
+            cost_usd: 0.0,
+            estimated: false,
+            cut: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lease_takes_a_slice_in_the_store_admits_in_memory_and_counts_written_use_once() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("wright.db");
+        let (one, other) = (process(&path).await, process(&path).await);
+        let limits = tokens_per_day(1000.0);
+
+        // The first request takes a quarter of the room (250), which the other process sees.
+        let first = take(&one, 100, &limits).await.unwrap();
+        assert_eq!(room_seen_by_another(&other, &limits).await, 750);
+        // The next fits what is left of the slice: admitted in memory, the store unchanged.
+        let second = take(&one, 100, &limits).await.unwrap();
+        assert_eq!(room_seen_by_another(&other, &limits).await, 750);
+
+        // Settled with less than reserved; the row, once written, lowers the lease's row by
+        // its use: the use is counted once, so the other process sees the same room.
+        one.settle(&first, asked(30, 0.0)).await;
+        one.store.record_usage_batch(&[(record(30), Some(first.lease()))]).await.unwrap();
+        assert_eq!(room_seen_by_another(&other, &limits).await, 750);
+
+        // Returned with a request still settling: only the written use and the use not yet
+        // written stay counted.
+        one.settle(&second, asked(20, 0.0)).await;
+        one.keep(Duration::ZERO).await.unwrap();
+        assert_eq!(room_seen_by_another(&other, &limits).await, 1000 - 30 - 20);
+        one.store.record_usage_batch(&[(record(20), Some(second.lease()))]).await.unwrap();
+        assert_eq!(room_seen_by_another(&other, &limits).await, 950);
+    }
+
+    #[tokio::test]
+    async fn within_one_process_a_budget_refuses_exactly_the_request_that_would_pass_it() {
+        let directory = tempfile::tempdir().unwrap();
+        let one = process(&directory.path().join("wright.db")).await;
+        let limits = tokens_per_day(1000.0);
+        let mut in_flight = Vec::new();
+        for _ in 0..10 {
+            in_flight.push(take(&one, 100, &limits).await.expect("ten requests of 100 fit 1000"));
+        }
+        let refused = take(&one, 1, &limits).await.expect_err("the eleventh passes the budget");
+        assert_eq!((refused.spent, refused.asked), (1000.0, 1.0));
+        // One settles with 60 of its 100: exactly 40 fit again, not 41.
+        one.settle(&in_flight.pop().unwrap(), asked(60, 0.0)).await;
+        assert!(take(&one, 41, &limits).await.is_err());
+        take(&one, 40, &limits).await.unwrap();
+        assert!(take(&one, 1, &limits).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn two_processes_cannot_together_pass_a_budget_and_a_returned_slice_is_used_by_the_other() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("wright.db");
+        let (one, other) = (process(&path).await, process(&path).await);
+        let limits = tokens_per_day(1000.0);
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        loop {
+            let a = take(&one, 100, &limits).await;
+            let b = take(&other, 100, &limits).await;
+            if a.is_err() && b.is_err() {
+                break;
+            }
+            first.extend(a);
+            second.extend(b);
+        }
+        assert!((first.len() + second.len()) * 100 <= 1000, "{} + {} requests of 100", first.len(), second.len());
+        // The first process's requests end having used nothing and its lease is returned:
+        // the other is granted what is left, to the request, and refused after it.
+        for admission in &first {
+            one.settle(admission, asked(0, 0.0)).await;
+        }
+        one.keep(Duration::ZERO).await.unwrap();
+        while let Ok(admission) = take(&other, 100, &limits).await {
+            second.push(admission);
+        }
+        assert_eq!(second.len(), 10, "the other process has the whole budget, to the request");
+        assert_eq!(room_seen_by_another(&one, &limits).await, 0);
+    }
+
+    #[tokio::test]
+    async fn a_change_of_the_budgets_is_checked_in_the_store_before_the_next_request() {
+        let directory = tempfile::tempdir().unwrap();
+        let one = process(&directory.path().join("wright.db")).await;
+        take(&one, 100, &tokens_per_day(1000.0)).await.unwrap();
+        // The lease has 150 left in memory, but the budget is now 150 in all.
+        one.settings_changed();
+        let refused = take(&one, 100, &tokens_per_day(150.0)).await.expect_err("100 + 100 passes 150");
+        assert_eq!((refused.spent, refused.asked), (100.0, 100.0));
+        take(&one, 50, &tokens_per_day(150.0)).await.unwrap();
+    }
 }
