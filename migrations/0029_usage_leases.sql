@@ -4,4 +4,17 @@
 -- lets it lapse soon after a process that died without returning it, instead of the hour a
 -- request's reservation (NULL here) is kept. The ledger's writer lowers the row by each
 -- request's real use in the transaction that writes the request's row, so use is counted once.
-ALTER TABLE usage_reservations ADD COLUMN expires_at INTEGER;
+-- Rebuilt with AUTOINCREMENT: a row the writer lowers by id after its lease lapsed must not
+-- be another lease that took the freed id.
+CREATE TABLE usage_reservations_new (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    at         INTEGER NOT NULL,
+    agent_id   TEXT,
+    tokens     INTEGER NOT NULL,
+    cost_usd   REAL NOT NULL,
+    expires_at INTEGER
+) STRICT;
+INSERT INTO usage_reservations_new (id, at, agent_id, tokens, cost_usd)
+    SELECT id, at, agent_id, tokens, cost_usd FROM usage_reservations;
+DROP TABLE usage_reservations;
+ALTER TABLE usage_reservations_new RENAME TO usage_reservations;
