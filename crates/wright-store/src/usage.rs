@@ -586,12 +586,6 @@ impl Store {
         Ok(())
     }
 
-    /// Drops a reservation whose request was never sent.
-    pub async fn release_usage(&self, reservation: i64) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM usage_reservations WHERE id = ?").bind(reservation).execute(&self.writer).await?;
-        Ok(())
-    }
-
     /// Records that a budget notice of `level` (`soft`, `exceeded`) was given for `budget` in
     /// `period`; false when it already was (the caller then says nothing).
     pub async fn first_budget_notice(&self, budget: &str, period: &str, level: &str) -> Result<bool, StoreError> {
