@@ -460,6 +460,38 @@ mod tests {
         assert_eq!(room_seen_by_another(&one, &limits).await, 0);
     }
 
+    /// A process killed holding a lease (it never returns it nor renews it): the others get
+    /// its slice back once the lease lapses; a holder whose lease lapsed starts a new one.
+    #[tokio::test]
+    async fn a_lease_not_renewed_lapses_and_its_slice_counts_no_more() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("wright.db");
+        // 2026-11-27T12:00:00Z: the lapse stays within the day.
+        let clock = Arc::new(wright_core::FixedClock::at(1_795_780_800_000));
+        let open = |clock: Arc<wright_core::FixedClock>| {
+            let path = path.clone();
+            async move {
+                let store = Store::open(&path, StateLimits::default()).await.unwrap();
+                let store = store.with_memory(wright_store::MemoryConfig::default(), clock);
+                Arc::new(Leases { idle_return: Duration::MAX, ..Leases::new(store) })
+            }
+        };
+        let (killed, other) = (open(Arc::clone(&clock)).await, open(Arc::clone(&clock)).await);
+        let limits = tokens_per_day(1000.0);
+        take(&killed, 100, &limits).await.unwrap();
+        assert_eq!(room_seen_by_another(&other, &limits).await, 750);
+        clock.advance_ms(wright_store::usage::LEASE_TTL_MS - 1);
+        assert_eq!(room_seen_by_another(&other, &limits).await, 750, "not lapsed yet");
+        clock.advance_ms(2);
+        assert_eq!(room_seen_by_another(&other, &limits).await, 1000);
+        // Had the process lived on (stalled past the lapse), its next check in the store finds
+        // the lease gone and takes a new one, counted afresh. (The store's clock is fixed here,
+        // the lease's re-check interval is not: a settings change sends it to the store now.)
+        killed.settings_changed();
+        take(&killed, 100, &limits).await.unwrap();
+        assert_eq!(room_seen_by_another(&other, &limits).await, 750);
+    }
+
     #[tokio::test]
     async fn a_change_of_the_budgets_is_checked_in_the_store_before_the_next_request() {
         let directory = tempfile::tempdir().unwrap();
