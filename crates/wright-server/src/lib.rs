@@ -278,8 +278,8 @@ pub fn report_capabilities(config: &Config, workspaces: &wright_workspace::Works
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then ends event streams, lets
-/// in-flight requests finish for at most `[server] shutdown_grace_secs`, returns the budget
-/// leases, and closes the store.
+/// in-flight requests finish for at most `[server] shutdown_grace_secs`, closes the ledger
+/// (its queued rows, its budget leases) and the store.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -303,8 +303,9 @@ pub async fn serve(
     listener::run(listener, router, limits, token.clone()).await;
     token.cancel();
     signal.await.ok();
-    // The budget slices this process holds go back to the others now, not when they lapse.
-    ledger.return_leases().await;
+    // The ledger's queued rows are written, and the budget slices this process holds go back
+    // to the others now, not when they lapse.
+    ledger.close(std::time::Duration::from_secs(5)).await;
     store.close().await;
     Ok(())
 }

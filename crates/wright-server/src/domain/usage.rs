@@ -63,6 +63,10 @@ pub struct Ledger {
     /// queued in one transaction: nothing waits on them, and a commit is paid per batch, not
     /// per request. Started on the first such row (a runtime is there then).
     writer: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<(UsageRecord, Option<i64>)>>,
+    /// Rows queued for the writer, and rows it has handled (written, or failed and logged):
+    /// [`Ledger::close`] waits for the one to reach the other.
+    queued: AtomicU64,
+    handled: Arc<AtomicU64>,
     /// The budget leases requests are admitted against.
     leases: Arc<Leases>,
     /// Budget notices known to be given (budget, period, level): asked of the store once.
@@ -84,6 +88,8 @@ impl Ledger {
             agents,
             cached: Mutex::new(None),
             writer: std::sync::OnceLock::new(),
+            queued: AtomicU64::new(0),
+            handled: Arc::new(AtomicU64::new(0)),
             noticed: Mutex::new(HashSet::new()),
         }
     }
@@ -95,9 +101,23 @@ impl Ledger {
         *self.cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 
-    /// Returns the unused slices of the budget leases that have nothing in flight (at
-    /// shutdown; the keeper does it for leases idle a while).
-    pub async fn return_leases(&self) {
+    /// At the process's end: waits (for `within` at most) until the writer has written the
+    /// rows queued so far, then returns the unused slices of the budget leases that have
+    /// nothing in flight (the keeper does it for leases idle a while; a lease not returned
+    /// lapses a minute later).
+    pub async fn close(&self, within: std::time::Duration) {
+        let queued = self.queued.load(Ordering::Acquire);
+        let started = Instant::now();
+        while self.handled.load(Ordering::Acquire) < queued {
+            if started.elapsed() >= within {
+                tracing::warn!(
+                    unwritten = queued - self.handled.load(Ordering::Acquire),
+                    "the usage ledger's writer did not finish in time; rows are lost"
+                );
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         if let Err(error) = self.leases.keep(std::time::Duration::ZERO).await {
             tracing::warn!(%error, "cannot return the budget leases");
         }
@@ -120,6 +140,7 @@ impl Ledger {
         let writer = self.writer.get_or_init(|| {
             let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<(UsageRecord, Option<i64>)>();
             let store = self.store.clone();
+            let handled = Arc::clone(&self.handled);
             tokio::spawn(async move {
                 while let Some(first) = receiver.recv().await {
                     let mut batch = vec![first];
@@ -131,11 +152,14 @@ impl Ledger {
                     if let Err(error) = store.record_usage_batch(&batch).await {
                         tracing::error!(%error, rows = batch.len(), "model requests could not be written to the usage ledger");
                     }
+                    handled.fetch_add(batch.len() as u64, Ordering::Release);
                 }
             });
             sender
         });
+        self.queued.fetch_add(1, Ordering::AcqRel);
         if let Err(unsent) = writer.send((record, lease)) {
+            self.handled.fetch_add(1, Ordering::AcqRel);
             tracing::error!(request = ?(unsent.0).0.request_id, "the usage ledger's writer is gone; a row is lost");
         }
     }
