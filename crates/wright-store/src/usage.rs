@@ -472,7 +472,10 @@ impl Store {
         };
         let left = held.granted.minus(held.used);
         let grow = |measure: BudgetMeasure| -> f64 {
-            let Some(free) = free[measure_index(measure)] else { return 0.0 };
+            // A measure no limit of the lease counts: the row holds the lease's use not yet
+            // written and this request, nothing more, so a process that does count the measure
+            // sees them.
+            let Some(free) = free[measure_index(measure)] else { return asked.of(measure) - left.of(measure) };
             // What the lease could still admit, and what it keeps of it.
             let room = free + left.of(measure);
             let mut kept = (room * share).max(asked.of(measure));

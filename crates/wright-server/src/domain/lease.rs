@@ -460,6 +460,30 @@ mod tests {
         assert_eq!(room_seen_by_another(&one, &limits).await, 0);
     }
 
+    /// A lease holds only the measures its limits count, but its row still carries the use of
+    /// the other measure, for a process that counts that one.
+    #[tokio::test]
+    async fn a_lease_of_token_limits_shows_its_spending_to_a_dollar_limit_elsewhere() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("wright.db");
+        let (one, other) = (process(&path).await, process(&path).await);
+        let Admitted::Granted { .. } =
+            one.admit(Some("a"), asked(100, 1.0), &tokens_per_day(1000.0), one.generation()).await.unwrap()
+        else {
+            panic!("100 tokens fit 1000");
+        };
+        let dollars = vec![BudgetLimit {
+            agent: Some("a".to_owned()),
+            period: BudgetPeriod::Day,
+            measure: BudgetMeasure::Usd,
+            limit: 1.5,
+            notify_at_percent: None,
+        }];
+        let refused = other.check(Some("a"), asked(0, 1.0), &dollars, other.generation()).await.unwrap();
+        assert_eq!(refused.map(|standing| standing.spent), Some(1.0), "the dollar in flight counts");
+        assert!(other.check(Some("a"), asked(0, 0.5), &dollars, other.generation()).await.unwrap().is_none());
+    }
+
     /// A process killed holding a lease (it never returns it nor renews it): the others get
     /// its slice back once the lease lapses; a holder whose lease lapsed starts a new one.
     #[tokio::test]
