@@ -574,16 +574,28 @@ impl Store {
     pub async fn record_usage_batch(&self, records: &[(UsageRecord, Option<i64>)]) -> Result<(), StoreError> {
         let now = self.clock.now_ms();
         let mut transaction = self.begin_write().await?;
+        // The leases' use in this batch, summed: one update a lease, not one a row.
+        let mut leased: Vec<(i64, i64, f64)> = Vec::new();
         for (record, lease) in records {
             insert_record(&mut transaction, record, now).await?;
-            if let Some(lease) = lease {
-                sqlx::query("UPDATE usage_reservations SET tokens = tokens - ?, cost_usd = cost_usd - ? WHERE id = ?")
-                    .bind(record.prompt_tokens + record.completion_tokens)
-                    .bind(record.cost_usd)
-                    .bind(lease)
-                    .execute(&mut *transaction)
-                    .await?;
+            if let Some(lease) = *lease {
+                let tokens = record.prompt_tokens + record.completion_tokens;
+                match leased.iter_mut().find(|(id, _, _)| *id == lease) {
+                    Some((_, sum_tokens, sum_cost)) => {
+                        *sum_tokens += tokens;
+                        *sum_cost += record.cost_usd;
+                    }
+                    None => leased.push((lease, tokens, record.cost_usd)),
+                }
             }
+        }
+        for (lease, tokens, cost_usd) in leased {
+            sqlx::query("UPDATE usage_reservations SET tokens = tokens - ?, cost_usd = cost_usd - ? WHERE id = ?")
+                .bind(tokens)
+                .bind(cost_usd)
+                .bind(lease)
+                .execute(&mut *transaction)
+                .await?;
         }
         transaction.commit().await?;
         Ok(())
