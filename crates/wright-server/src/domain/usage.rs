@@ -101,22 +101,28 @@ impl Ledger {
         *self.cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 
+    /// Waits (for `within` at most) until the writer has written the rows queued so far;
+    /// false when it did not in time. A usage report reads after it, so it shows the requests
+    /// this process finished before it was asked.
+    pub async fn written(&self, within: std::time::Duration) -> bool {
+        let queued = self.queued.load(Ordering::Acquire);
+        let started = Instant::now();
+        while self.handled.load(Ordering::Acquire) < queued {
+            if started.elapsed() >= within {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        true
+    }
+
     /// At the process's end: waits (for `within` at most) until the writer has written the
     /// rows queued so far, then returns the unused slices of the budget leases that have
     /// nothing in flight (the keeper does it for leases idle a while; a lease not returned
     /// lapses a minute later).
     pub async fn close(&self, within: std::time::Duration) {
-        let queued = self.queued.load(Ordering::Acquire);
-        let started = Instant::now();
-        while self.handled.load(Ordering::Acquire) < queued {
-            if started.elapsed() >= within {
-                tracing::warn!(
-                    unwritten = queued - self.handled.load(Ordering::Acquire),
-                    "the usage ledger's writer did not finish in time; rows are lost"
-                );
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        if !self.written(within).await {
+            tracing::warn!("the usage ledger's writer did not finish in time; rows are lost");
         }
         if let Err(error) = self.leases.keep(std::time::Duration::ZERO).await {
             tracing::warn!(%error, "cannot return the budget leases");
