@@ -59,9 +59,10 @@ pub struct Ledger {
     /// ([`Ledger::settings_changed`]), so a request's path reads no table for them. Held only
     /// to read or replace, never across an await.
     cached: Mutex<Option<Arc<SettingsRead>>>,
-    /// Rows of requests that hold no reservation go to one writer task that writes what has
-    /// queued in one transaction: nothing waits on them, and a commit is paid per batch, not
-    /// per request. Started on the first such row (a runtime is there then).
+    /// Every request's row goes to one writer task that writes what has queued in one
+    /// transaction (with the lease it was admitted by, whose row it lowers): nothing waits on
+    /// them, and a commit is paid per batch, not per request. Started on the first row (a
+    /// runtime is there then).
     writer: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<(UsageRecord, Option<i64>)>>,
     /// Rows queued for the writer, and rows it has handled (written, or failed and logged):
     /// [`Ledger::close`] waits for the one to reach the other.
@@ -698,9 +699,8 @@ impl Provider for MeteredProvider {
                 }
                 if last {
                     let cut = item.is_err();
-                    // A budget's next check must see this row: written before the loop hears
-                    // the end. Without budgets nothing waits on it.
-                    // Without one, the row is queued for the ledger's writer.
+                    // A budget's next check must see this use: settled in the lease before the
+                    // loop hears the end. The row itself is queued for the ledger's writer.
                     pending.settle(cut).await;
                     sender.send(item).await.ok();
                     return;
