@@ -1,9 +1,11 @@
 //! What the usage ledger adds to one model request of the loop (issue 34): the same request
 //! through the loop's `ProviderModel` over a provider that answers at once (text, usage,
 //! finish), bare and wrapped in `MeteredProvider` over a real app database file — without a
-//! budget (the row written beside the stream) and with one (the check and reservation, then
-//! the row, on the request's path). The request is a run's: the real built-in tool specs and a
-//! twenty-event history. Medians over repeated batches, per request.
+//! budget (the row written beside the stream) and with three (the check and reservation
+//! against the process's budget lease, then the settle, on the request's path; the row beside
+//! it). The request is a run's: the real built-in tool specs and a twenty-event history.
+//! Medians over repeated batches, per request; before each metered measurement the ledger's
+//! writer has written every earlier row, so one path's rows do not load the next's figure.
 //!
 //! `cargo bench -p wright-server --bench ledger_overhead` (release).
 
@@ -80,6 +82,17 @@ async fn median_per_request(model: &dyn Model, history: &[Event], tools: &Arc<[w
     batches[BATCHES / 2]
 }
 
+/// Waits until the ledger holds `rows` rows (its writer has caught up).
+async fn drained(store: &Store, rows: i64) {
+    loop {
+        let (_, totals) = store.usage_summary(0, wright_store::UsageGrouping::Agent).await.unwrap();
+        if totals.requests >= rows {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 fn metering(agent: &str) -> Metering {
     Metering {
         agent: Some(agent.into()),
@@ -134,9 +147,13 @@ fn main() {
         median_per_request(&unbudgeted, &history, &tools).await;
         median_per_request(&budgeted, &history, &tools).await;
 
+        let per_run = (BATCHES * REQUESTS) as i64;
+        drained(&store, 2 * per_run).await;
         let bare_us = median_per_request(&bare, &history, &tools).await;
         let unbudgeted_us = median_per_request(&unbudgeted, &history, &tools).await;
+        drained(&store, 3 * per_run).await;
         let budgeted_us = median_per_request(&budgeted, &history, &tools).await;
+        drained(&store, 4 * per_run).await;
         let (rows, totals) = store.usage_summary(0, wright_store::UsageGrouping::Agent).await.unwrap();
         println!("model request through ProviderModel, median of {BATCHES} batches of {REQUESTS}:");
         println!("  bare provider:                     {bare_us:8.1} µs/request");
@@ -145,7 +162,7 @@ fn main() {
             unbudgeted_us - bare_us
         );
         println!(
-            "  metered, three budgets (reserve):  {budgeted_us:8.1} µs/request  (ledger adds {:+.1} µs)",
+            "  metered, three budgets (lease):    {budgeted_us:8.1} µs/request  (ledger adds {:+.1} µs)",
             budgeted_us - bare_us
         );
         println!("  rows written: {} ({} groups)", totals.requests, rows.len());

@@ -387,7 +387,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )
             .await;
             let state = AppState::open(config, auth, models).await?;
-            crate::chat::chat(state, &agent).await?;
+            let ledger = Arc::clone(&state.ledger);
+            let chatted = crate::chat::chat(state, &agent).await;
+            ledger.close(std::time::Duration::from_secs(5)).await;
+            chatted?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Tool { command: ToolCommand::Call { name, agent, args } } => {
@@ -402,7 +405,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )
             .await;
             let state = AppState::open(config, auth, models).await?;
-            learn(&state, &agent).await
+            let learned = learn(&state, &agent).await;
+            state.ledger.close(std::time::Duration::from_secs(5)).await;
+            learned
         }
         Command::Tool { command: ToolCommand::Surface { agent } } => tool_surface(config, &agent).await,
         Command::Prompt { command } => document_command(config, DocumentKind::SystemPrompt, command).await,

@@ -278,13 +278,15 @@ pub fn report_capabilities(config: &Config, workspaces: &wright_workspace::Works
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then ends event streams, lets
-/// in-flight requests finish for at most `[server] shutdown_grace_secs`, and closes the store.
+/// in-flight requests finish for at most `[server] shutdown_grace_secs`, closes the ledger
+/// (its queued rows, its budget leases) and the store.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let store = state.store.clone();
+    let ledger = Arc::clone(&state.ledger);
     let token = state.shutdown.clone();
     let limits = listener::ListenerLimits::from(&state.config.server);
     let router = api::app(state);
@@ -301,6 +303,9 @@ pub async fn serve(
     listener::run(listener, router, limits, token.clone()).await;
     token.cancel();
     signal.await.ok();
+    // The ledger's queued rows are written, and the budget slices this process holds go back
+    // to the others now, not when they lapse.
+    ledger.close(std::time::Duration::from_secs(5)).await;
     store.close().await;
     Ok(())
 }

@@ -88,7 +88,8 @@ pub use state::StateLimits;
 pub use telegram_outbox::OutboxItem;
 pub use usage::{
     BudgetLimit, BudgetMeasure, BudgetPeriod, BudgetScope, BudgetSettings, BudgetStanding, ConversationUsage,
-    ModelPrice, Reserved, UsageGrouping, UsageRecord, UsageReservation, UsageRow, UsageTotals,
+    LeaseAnswer, LeaseHeld, LimitOutside, ModelPrice, Reserved, UsageAmount, UsageGrouping, UsageRecord,
+    UsageReservation, UsageRow, UsageTotals,
 };
 
 /// The one error of the app store. Variants are what a caller can act on; `Database` is the

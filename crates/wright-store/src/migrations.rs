@@ -42,7 +42,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (26, "push_subscriptions", include_str!("../../../migrations/0026_push_subscriptions.sql")),
     (27, "usage_totals", include_str!("../../../migrations/0027_usage_totals.sql")),
     (28, "model_profile_overrides", include_str!("../../../migrations/0028_model_profile_overrides.sql")),
-    // 29 is taken by work on another branch.
+    (29, "usage_leases", include_str!("../../../migrations/0029_usage_leases.sql")),
     (30, "learned_skills", include_str!("../../../migrations/0030_learned_skills.sql")),
 ];
 

@@ -10,6 +10,11 @@
 //!   transaction, so a request is never counted twice nor not at all.
 //! - A reservation older than [`STALE_RESERVATION_MS`] belongs to a process that died before
 //!   settling it and no longer counts.
+//! - A lease ([`Store::lease_usage`]) is a reservation row a process holds for many requests:
+//!   its value is what the process was granted less the real use of its requests already
+//!   written (the writer lowers it in the transaction that writes each row,
+//!   [`Store::record_usage_batch`]), so the ledger's totals plus the reservations count every
+//!   request once. It lapses at `expires_at` unless its holder renews it.
 //! - Days and months are UTC.
 
 use jiff::Timestamp;
@@ -22,6 +27,10 @@ use crate::{Store, StoreError};
 
 /// A reservation not settled within an hour was left by a process that died.
 pub const STALE_RESERVATION_MS: i64 = 3_600_000;
+
+/// How long a lease counts without its holder renewing it: a process that died holding one
+/// returns its slice to the others this long after.
+pub const LEASE_TTL_MS: i64 = 60_000;
 
 /// One model request, as the ledger keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -132,6 +141,60 @@ pub enum Reserved {
     Refused(BudgetStanding),
 }
 
+/// An amount of use in both measures a budget can count.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UsageAmount {
+    pub tokens: f64,
+    pub cost_usd: f64,
+}
+
+impl UsageAmount {
+    /// The amount in `measure`.
+    pub fn of(self, measure: BudgetMeasure) -> f64 {
+        measured_f(measure, self.tokens, self.cost_usd)
+    }
+
+    pub fn plus(self, other: UsageAmount) -> UsageAmount {
+        UsageAmount { tokens: self.tokens + other.tokens, cost_usd: self.cost_usd + other.cost_usd }
+    }
+
+    pub fn minus(self, other: UsageAmount) -> UsageAmount {
+        UsageAmount { tokens: self.tokens - other.tokens, cost_usd: self.cost_usd - other.cost_usd }
+    }
+}
+
+/// A lease as its holder knows it, for the store's exact check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseHeld {
+    /// Its reservation row; None before the first slice.
+    pub id: Option<i64>,
+    pub agent_id: Option<String>,
+    /// All it was granted (the row holds this less its requests' use already written).
+    pub granted: UsageAmount,
+    /// Its requests' use: reservations of those in flight, real use of those settled.
+    pub used: UsageAmount,
+}
+
+/// One limit as a lease sees it: what is spent and reserved outside the lease.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitOutside {
+    pub limit: BudgetLimit,
+    pub outside: f64,
+    /// The period, as notices name it.
+    pub period: String,
+}
+
+/// The answer to a lease's check.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LeaseAnswer {
+    /// The request fits, and the lease's row `id` grew (or shrank, when negative) by `grown`.
+    Granted { id: i64, grown: UsageAmount, limits: Vec<LimitOutside> },
+    /// The first limit the request would pass; the lease is unchanged.
+    Refused(BudgetStanding),
+    /// The lease's row lapsed (its holder did not renew it in time): start a new lease.
+    Lost,
+}
+
 /// How the summary groups its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -221,6 +284,13 @@ impl BudgetScope {
 /// The scope of `usage_totals` that counts every agent.
 const ALL_AGENTS: &str = "*";
 
+fn measure_index(measure: BudgetMeasure) -> usize {
+    match measure {
+        BudgetMeasure::Tokens => 0,
+        BudgetMeasure::Usd => 1,
+    }
+}
+
 /// A period as `usage_totals` names it.
 fn period_name(period: BudgetPeriod) -> &'static str {
     match period {
@@ -276,10 +346,53 @@ pub fn parse_since(since: Option<&str>, now_ms: i64) -> Result<i64, String> {
 }
 
 fn measured(measure: BudgetMeasure, tokens: i64, cost_usd: f64) -> f64 {
+    measured_f(measure, tokens as f64, cost_usd)
+}
+
+fn measured_f(measure: BudgetMeasure, tokens: f64, cost_usd: f64) -> f64 {
     match measure {
-        BudgetMeasure::Tokens => tokens as f64,
+        BudgetMeasure::Tokens => tokens,
         BudgetMeasure::Usd => cost_usd,
     }
+}
+
+/// Drops reservations that no longer count: a request's left for an hour, a lease not renewed.
+async fn sweep_reservations(
+    transaction: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM usage_reservations WHERE (expires_at IS NULL AND at < ?) OR expires_at < ?")
+        .bind(now - STALE_RESERVATION_MS)
+        .bind(now)
+        .execute(&mut **transaction)
+        .await?;
+    Ok(())
+}
+
+/// What `limit`'s period has spent (its running total, one row kept by every insert) plus
+/// what is reserved, in its measure; and the period's name.
+async fn spent_and_reserved(
+    transaction: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    limit: &BudgetLimit,
+    now: i64,
+) -> Result<(f64, String), StoreError> {
+    let (start, period) = period_start(now, limit.period);
+    let row = sqlx::query(
+        "SELECT \
+           (SELECT COALESCE(SUM(tokens), 0) FROM usage_totals WHERE scope = ?1 AND period = ?2 AND start = ?3) \
+         + (SELECT COALESCE(SUM(tokens), 0) FROM usage_reservations WHERE (?4 IS NULL OR agent_id = ?4)) \
+           AS tokens, \
+           (SELECT COALESCE(SUM(cost_usd), 0.0) FROM usage_totals WHERE scope = ?1 AND period = ?2 AND start = ?3) \
+         + (SELECT COALESCE(SUM(cost_usd), 0.0) FROM usage_reservations WHERE (?4 IS NULL OR agent_id = ?4)) \
+           AS cost_usd",
+    )
+    .bind(limit.agent.as_deref().unwrap_or(ALL_AGENTS))
+    .bind(period_name(limit.period))
+    .bind(start)
+    .bind(&limit.agent)
+    .fetch_one(&mut **transaction)
+    .await?;
+    Ok((measured(limit.measure, row.try_get("tokens")?, row.try_get("cost_usd")?), period))
 }
 
 const TOTALS: &str = "COUNT(*) AS requests, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, \
@@ -308,34 +421,13 @@ impl Store {
     ) -> Result<Reserved, StoreError> {
         let now = self.clock.now_ms();
         let mut transaction = self.begin_write().await?;
-        sqlx::query("DELETE FROM usage_reservations WHERE at < ?")
-            .bind(now - STALE_RESERVATION_MS)
-            .execute(&mut *transaction)
-            .await?;
+        sweep_reservations(&mut transaction, now).await?;
         let mut standings = Vec::with_capacity(limits.len());
         for limit in limits {
             if limit.agent.is_some() && limit.agent != reservation.agent_id {
                 continue;
             }
-            let (start, period) = period_start(now, limit.period);
-            // The period's running total (one row, kept by every insert) and what requests in
-            // flight reserved.
-            let spent_row = sqlx::query(
-                "SELECT \
-                   (SELECT COALESCE(SUM(tokens), 0) FROM usage_totals WHERE scope = ?1 AND period = ?2 AND start = ?3) \
-                 + (SELECT COALESCE(SUM(tokens), 0) FROM usage_reservations WHERE (?4 IS NULL OR agent_id = ?4)) \
-                   AS tokens, \
-                   (SELECT COALESCE(SUM(cost_usd), 0.0) FROM usage_totals WHERE scope = ?1 AND period = ?2 AND start = ?3) \
-                 + (SELECT COALESCE(SUM(cost_usd), 0.0) FROM usage_reservations WHERE (?4 IS NULL OR agent_id = ?4)) \
-                   AS cost_usd",
-            )
-            .bind(limit.agent.as_deref().unwrap_or(ALL_AGENTS))
-            .bind(period_name(limit.period))
-            .bind(start)
-            .bind(&limit.agent)
-            .fetch_one(&mut *transaction)
-            .await?;
-            let spent = measured(limit.measure, spent_row.try_get("tokens")?, spent_row.try_get("cost_usd")?);
+            let (spent, period) = spent_and_reserved(&mut transaction, limit, now).await?;
             let asked = measured(limit.measure, reservation.tokens, reservation.cost_usd);
             let standing = BudgetStanding { limit: limit.clone(), spent, asked, period };
             if spent + asked > limit.limit {
@@ -357,6 +449,113 @@ impl Store {
         Ok(Reserved::Granted { id, standings })
     }
 
+    /// Checks a request of `asked` against `limits` for the holder of a lease — exactly: the
+    /// request fits when everything spent and reserved outside the lease, plus the lease's
+    /// own use, plus `asked` stays within every limit — and resizes the lease's row (creating
+    /// it) so that what it has left is `share` of the room left, and at least `asked`. One
+    /// transaction, so two processes' leases cannot together pass a budget.
+    pub async fn lease_usage(
+        &self,
+        held: &LeaseHeld,
+        asked: UsageAmount,
+        limits: &[BudgetLimit],
+        share: f64,
+    ) -> Result<LeaseAnswer, StoreError> {
+        let now = self.clock.now_ms();
+        let mut transaction = self.begin_write().await?;
+        let (free, outside) = match check_lease(&mut transaction, held, asked, limits, now).await? {
+            Ok(fits) => fits,
+            Err(answer) => {
+                transaction.commit().await?;
+                return Ok(answer);
+            }
+        };
+        let left = held.granted.minus(held.used);
+        let grow = |measure: BudgetMeasure| -> f64 {
+            // A measure no limit of the lease counts: the row holds the lease's use not yet
+            // written and this request, nothing more, so a process that does count the measure
+            // sees them.
+            let Some(free) = free[measure_index(measure)] else { return asked.of(measure) - left.of(measure) };
+            // What the lease could still admit, and what it keeps of it.
+            let room = free + left.of(measure);
+            let mut kept = (room * share).max(asked.of(measure));
+            if measure == BudgetMeasure::Tokens {
+                kept = kept.floor().max(asked.of(measure));
+            }
+            kept - left.of(measure)
+        };
+        let grown = UsageAmount { tokens: grow(BudgetMeasure::Tokens), cost_usd: grow(BudgetMeasure::Usd) };
+        let expires_at = now + LEASE_TTL_MS;
+        let id = match held.id {
+            Some(id) => {
+                sqlx::query(
+                    "UPDATE usage_reservations SET tokens = tokens + ?, cost_usd = cost_usd + ?, expires_at = ? \
+                     WHERE id = ?",
+                )
+                .bind(grown.tokens as i64)
+                .bind(grown.cost_usd)
+                .bind(expires_at)
+                .bind(id)
+                .execute(&mut *transaction)
+                .await?;
+                id
+            }
+            None => {
+                sqlx::query_scalar(
+                    "INSERT INTO usage_reservations (at, agent_id, tokens, cost_usd, expires_at) \
+                     VALUES (?, ?, ?, ?, ?) RETURNING id",
+                )
+                .bind(now)
+                .bind(&held.agent_id)
+                .bind(grown.tokens as i64)
+                .bind(grown.cost_usd)
+                .bind(expires_at)
+                .fetch_one(&mut *transaction)
+                .await?
+            }
+        };
+        transaction.commit().await?;
+        Ok(LeaseAnswer::Granted { id, grown, limits: outside })
+    }
+
+    /// Whether a request of `asked` fits now for the holder of a lease, as
+    /// [`Store::lease_usage`] checks it, reserving nothing: None when it fits, else the
+    /// refusal (or the lease's lapse).
+    pub async fn check_lease_usage(
+        &self,
+        held: &LeaseHeld,
+        asked: UsageAmount,
+        limits: &[BudgetLimit],
+    ) -> Result<Option<LeaseAnswer>, StoreError> {
+        let now = self.clock.now_ms();
+        let mut transaction = self.begin_write().await?;
+        let answer = check_lease(&mut transaction, held, asked, limits, now).await?.err();
+        transaction.commit().await?;
+        Ok(answer)
+    }
+
+    /// Keeps a lease counting for another [`LEASE_TTL_MS`]; false when it already lapsed.
+    pub async fn renew_usage_lease(&self, id: i64) -> Result<bool, StoreError> {
+        let renewed = sqlx::query("UPDATE usage_reservations SET expires_at = ? WHERE id = ?")
+            .bind(self.clock.now_ms() + LEASE_TTL_MS)
+            .bind(id)
+            .execute(&self.writer)
+            .await?;
+        Ok(renewed.rows_affected() == 1)
+    }
+
+    /// Returns what a lease holds beyond its requests' use (`unused`): the row keeps only the
+    /// use not yet written, which the writer then takes off, and lapses soon after.
+    pub async fn return_usage_lease(&self, id: i64, unused: UsageAmount) -> Result<(), StoreError> {
+        sqlx::query("UPDATE usage_reservations SET tokens = tokens - ?, cost_usd = cost_usd - ? WHERE id = ?")
+            .bind(unused.tokens as i64)
+            .bind(unused.cost_usd)
+            .bind(id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
     /// Writes a request's row and drops its reservation (when it had one), together.
     pub async fn settle_usage(&self, reservation: Option<i64>, record: &UsageRecord) -> Result<(), StoreError> {
         let now = self.clock.now_ms();
@@ -369,21 +568,36 @@ impl Store {
         Ok(())
     }
 
-    /// Writes rows that hold no reservation, in one transaction (the ledger's writer batches
-    /// the rows of requests made without a budget, so each costs an insert, not a commit).
-    pub async fn record_usage_batch(&self, records: &[UsageRecord]) -> Result<(), StoreError> {
+    /// Writes rows in one transaction (the ledger's writer batches them, so each costs an
+    /// insert, not a commit); a row admitted under a lease lowers the lease's row by its real
+    /// use in the same transaction, so the use is counted once.
+    pub async fn record_usage_batch(&self, records: &[(UsageRecord, Option<i64>)]) -> Result<(), StoreError> {
         let now = self.clock.now_ms();
         let mut transaction = self.begin_write().await?;
-        for record in records {
+        // The leases' use in this batch, summed: one update a lease, not one a row.
+        let mut leased: Vec<(i64, i64, f64)> = Vec::new();
+        for (record, lease) in records {
             insert_record(&mut transaction, record, now).await?;
+            if let Some(lease) = *lease {
+                let tokens = record.prompt_tokens + record.completion_tokens;
+                match leased.iter_mut().find(|(id, _, _)| *id == lease) {
+                    Some((_, sum_tokens, sum_cost)) => {
+                        *sum_tokens += tokens;
+                        *sum_cost += record.cost_usd;
+                    }
+                    None => leased.push((lease, tokens, record.cost_usd)),
+                }
+            }
+        }
+        for (lease, tokens, cost_usd) in leased {
+            sqlx::query("UPDATE usage_reservations SET tokens = tokens - ?, cost_usd = cost_usd - ? WHERE id = ?")
+                .bind(tokens)
+                .bind(cost_usd)
+                .bind(lease)
+                .execute(&mut *transaction)
+                .await?;
         }
         transaction.commit().await?;
-        Ok(())
-    }
-
-    /// Drops a reservation whose request was never sent.
-    pub async fn release_usage(&self, reservation: i64) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM usage_reservations WHERE id = ?").bind(reservation).execute(&self.writer).await?;
         Ok(())
     }
 
@@ -600,6 +814,58 @@ impl Store {
         .await?;
         Ok(())
     }
+}
+
+/// Room per measure (the least any of its limits leaves beyond everything the store counts,
+/// the lease's whole row included; None when no limit counts the measure), and the limits as
+/// the lease sees them.
+type LeaseRoom = ([Option<f64>; 2], Vec<LimitOutside>);
+
+/// The check of [`Store::lease_usage`], inside its transaction: the room when the request
+/// fits, else the refusal (or the lease's lapse).
+async fn check_lease(
+    transaction: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    held: &LeaseHeld,
+    asked: UsageAmount,
+    limits: &[BudgetLimit],
+    now: i64,
+) -> Result<Result<LeaseRoom, LeaseAnswer>, StoreError> {
+    sweep_reservations(transaction, now).await?;
+    if let Some(id) = held.id {
+        let present: Option<i64> = sqlx::query_scalar("SELECT id FROM usage_reservations WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&mut **transaction)
+            .await?;
+        if present.is_none() {
+            return Ok(Err(LeaseAnswer::Lost));
+        }
+    }
+    let left = held.granted.minus(held.used);
+    let mut free: [Option<f64>; 2] = [None, None];
+    let mut outside = Vec::with_capacity(limits.len());
+    for limit in limits {
+        if limit.agent.is_some() && limit.agent != held.agent_id {
+            continue;
+        }
+        let (counted, period) = spent_and_reserved(transaction, limit, now).await?;
+        // The row holds what was granted less what is written, the totals what is written:
+        // what is not the lease's is the rest.
+        let beyond = counted - held.granted.of(limit.measure);
+        let measure = limit.measure;
+        let room = limit.limit - counted;
+        if asked.of(measure) - left.of(measure) > room {
+            return Ok(Err(LeaseAnswer::Refused(BudgetStanding {
+                limit: limit.clone(),
+                spent: beyond + held.used.of(measure),
+                asked: asked.of(measure),
+                period,
+            })));
+        }
+        let slot = &mut free[measure_index(measure)];
+        *slot = Some(slot.map_or(room, |free: f64| free.min(room)));
+        outside.push(LimitOutside { limit: limit.clone(), outside: beyond, period });
+    }
+    Ok(Ok((free, outside)))
 }
 
 /// One ledger row, inside the caller's transaction.

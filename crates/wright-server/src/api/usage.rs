@@ -15,6 +15,10 @@ use super::{ApiError, ApiJson};
 use crate::AppState;
 use crate::domain::prices::list_prices;
 
+/// How long a usage report waits for the ledger's writer to write the rows queued before it
+/// (it then reads what is there).
+const REPORT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How a report groups its rows.
 #[derive(Deserialize, Serialize, ToSchema, Clone, Copy, Default)]
 #[serde(rename_all = "snake_case")]
@@ -117,6 +121,7 @@ pub(crate) async fn report(
 ) -> Result<Json<UsageReportView>, ApiError> {
     let since = since_of(&state, query.since.as_deref())?;
     let by = query.by.unwrap_or_default();
+    state.ledger.written(REPORT_WAIT).await;
     let (rows, totals) = state.store.usage_summary(since, by.into()).await?;
     Ok(Json(report_view(since, by, &rows, &totals)))
 }
@@ -146,6 +151,7 @@ pub(crate) async fn export(
         "time,agent,conversation,run,caller,purpose,connection,model,prompt_tokens,cached_prompt_tokens,\
          completion_tokens,reasoning_tokens,request_id,duration_ms,cost_usd,estimated,cut\n",
     );
+    state.ledger.written(REPORT_WAIT).await;
     for (at, record) in state.store.usage_records(since).await? {
         let fields = [
             iso_from_ms(at),
@@ -201,6 +207,7 @@ pub(crate) async fn conversation(
     Path(id): Path<String>,
 ) -> Result<Json<ConversationUsageView>, ApiError> {
     let conversation = state.store.conversation(&id).await?;
+    state.ledger.written(REPORT_WAIT).await;
     let usage = state.store.conversation_usage(&id).await?;
     let agent = AgentId::parse(&conversation.agent_id)?;
     let context_window = match state.models.for_agent(&agent).await {

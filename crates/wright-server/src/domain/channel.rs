@@ -152,6 +152,7 @@ pub async fn run_command(state: &AppState, conversation_id: &str, command: Comma
                 Ok(since) => since,
                 Err(problem) => return Ok(Reply::Text(vec![problem])),
             };
+            state.ledger.written(std::time::Duration::from_secs(1)).await;
             let (rows, totals) = state.store.usage_summary(since, wright_store::UsageGrouping::Agent).await?;
             let mut text = crate::domain::usage::report_text(&rows, &totals, wright_store::UsageGrouping::Agent, since);
             let this = state.store.conversation_usage(conversation_id).await?;

@@ -22,6 +22,7 @@
 pub mod channel;
 mod error;
 pub mod hub;
+pub mod lease;
 pub mod models;
 pub(crate) mod outcomes;
 pub mod owner;

@@ -6,18 +6,21 @@
 //! 1. the loop guard: a run that has spent `[agent] max_run_tokens` is not sent further;
 //! 2. the budgets ([`Ledger::limits`]: `[budget]`, `[agents.<id>.budget]`, or the Settings
 //!    page's in their place) are checked against what is spent plus this request's prompt and
-//!    output cap, and that much reserved — one transaction in the store, so two runs at once
-//!    cannot overspend together. A request that would pass a budget is not sent: the run ends
-//!    with a notice that names the budget and how to raise it, and the person is told once;
+//!    output cap, and that much reserved — one step, against the process's budget lease
+//!    ([`crate::domain::lease`]: a slice of the budgets taken in one store transaction, so two
+//!    runs or two processes at once cannot overspend together). A request that would pass a
+//!    budget is not sent: the run ends with a notice that names the budget and how to raise
+//!    it, and the person is told once;
 //! 3. the request streams through untouched; its usage is read as the wire reports it;
-//! 4. the row is written and the reservation settled, before the stream's last event reaches
-//!    the loop (so the next request's check sees it), also when the stream was cut or dropped.
-//!    A wire that reported no usage (or a cut stream) is estimated from characters and marked.
+//! 4. the reservation is settled with the real use in the lease, before the stream's last
+//!    event reaches the loop (so the next request's check sees it), also when the stream was
+//!    cut or dropped; the row goes to the ledger's writer. A wire that reported no usage (or a
+//!    cut stream) is estimated from characters and marked.
 //!
-//! Without any budget the check is skipped (there is nothing to hold) and the row is written
-//! beside the stream, off the loop's path.
+//! Without any budget the check is skipped (there is nothing to hold). Either way the row is
+//! written beside the stream, off the loop's path.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -29,9 +32,10 @@ use wright_core::{AgentId, EventBody, UsageCaller, UsagePurpose};
 use wright_llm::{EventStream, LlmError, Provider, Request, ServerFacts, StreamEvent};
 use wright_store::{
     BudgetLimit, BudgetMeasure, BudgetPeriod, BudgetScope, BudgetSettings, BudgetStanding, ModelPrice, NewNotification,
-    NotificationSource, Reserved, Store, StoreError, UsageRecord, UsageReservation,
+    NotificationSource, Store, StoreError, UsageAmount, UsageRecord,
 };
 
+use crate::domain::lease::{Admission, Admitted, Leases, asked};
 use crate::domain::prices::{Price, Tokens, price_of};
 
 /// The share of a budget at which the person is told, when a budget is set without
@@ -55,10 +59,19 @@ pub struct Ledger {
     /// ([`Ledger::settings_changed`]), so a request's path reads no table for them. Held only
     /// to read or replace, never across an await.
     cached: Mutex<Option<Arc<SettingsRead>>>,
-    /// Rows of requests that hold no reservation go to one writer task that writes what has
-    /// queued in one transaction: nothing waits on them, and a commit is paid per batch, not
-    /// per request. Started on the first such row (a runtime is there then).
-    writer: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<UsageRecord>>,
+    /// Every request's row goes to one writer task that writes what has queued in one
+    /// transaction (with the lease it was admitted by, whose row it lowers): nothing waits on
+    /// them, and a commit is paid per batch, not per request. Started on the first row (a
+    /// runtime is there then).
+    writer: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<(UsageRecord, Option<i64>)>>,
+    /// Rows queued for the writer, and rows it has handled (written, or failed and logged):
+    /// [`Ledger::close`] waits for the one to reach the other.
+    queued: AtomicU64,
+    handled: Arc<AtomicU64>,
+    /// The budget leases requests are admitted against.
+    leases: Arc<Leases>,
+    /// Budget notices known to be given (budget, period, level): asked of the store once.
+    noticed: Mutex<HashSet<(String, String, &'static str)>>,
 }
 
 /// What the Settings page set, as last read.
@@ -69,12 +82,52 @@ struct SettingsRead {
 
 impl Ledger {
     pub fn new(store: Store, all: BudgetSettings, agents: BTreeMap<String, BudgetSettings>) -> Self {
-        Self { store, all, agents, cached: Mutex::new(None), writer: std::sync::OnceLock::new() }
+        Self {
+            leases: Arc::new(Leases::new(store.clone())),
+            store,
+            all,
+            agents,
+            cached: Mutex::new(None),
+            writer: std::sync::OnceLock::new(),
+            queued: AtomicU64::new(0),
+            handled: Arc::new(AtomicU64::new(0)),
+            noticed: Mutex::new(HashSet::new()),
+        }
     }
 
-    /// The Settings page changed a price or a budget: read them again at the next request.
+    /// The Settings page changed a price or a budget: read them again at the next request,
+    /// and check the leases under them.
     pub fn settings_changed(&self) {
+        self.leases.settings_changed();
         *self.cached.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    /// Waits (for `within` at most) until the writer has written the rows queued so far;
+    /// false when it did not in time. A usage report reads after it, so it shows the requests
+    /// this process finished before it was asked.
+    pub async fn written(&self, within: std::time::Duration) -> bool {
+        let queued = self.queued.load(Ordering::Acquire);
+        let started = Instant::now();
+        while self.handled.load(Ordering::Acquire) < queued {
+            if started.elapsed() >= within {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        true
+    }
+
+    /// At the process's end: waits (for `within` at most) until the writer has written the
+    /// rows queued so far, then returns the unused slices of the budget leases that have
+    /// nothing in flight (the keeper does it for leases idle a while; a lease not returned
+    /// lapses a minute later).
+    pub async fn close(&self, within: std::time::Duration) {
+        if !self.written(within).await {
+            tracing::warn!("the usage ledger's writer did not finish in time; rows are lost");
+        }
+        if let Err(error) = self.leases.keep(std::time::Duration::ZERO).await {
+            tracing::warn!(%error, "cannot return the budget leases");
+        }
     }
 
     async fn settings(&self) -> Result<Arc<SettingsRead>, StoreError> {
@@ -89,11 +142,12 @@ impl Ledger {
         Ok(read)
     }
 
-    /// Queues a row that holds no reservation for the writer task.
-    fn record_later(&self, record: UsageRecord) {
+    /// Queues a row for the writer task, with the lease its request was admitted by.
+    fn record_later(&self, record: UsageRecord, lease: Option<i64>) {
         let writer = self.writer.get_or_init(|| {
-            let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<UsageRecord>();
+            let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<(UsageRecord, Option<i64>)>();
             let store = self.store.clone();
+            let handled = Arc::clone(&self.handled);
             tokio::spawn(async move {
                 while let Some(first) = receiver.recv().await {
                     let mut batch = vec![first];
@@ -105,12 +159,15 @@ impl Ledger {
                     if let Err(error) = store.record_usage_batch(&batch).await {
                         tracing::error!(%error, rows = batch.len(), "model requests could not be written to the usage ledger");
                     }
+                    handled.fetch_add(batch.len() as u64, Ordering::Release);
                 }
             });
             sender
         });
-        if let Err(unsent) = writer.send(record) {
-            tracing::error!(request = ?unsent.0.request_id, "the usage ledger's writer is gone; a row is lost");
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        if let Err(unsent) = writer.send((record, lease)) {
+            self.handled.fetch_add(1, Ordering::AcqRel);
+            tracing::error!(request = ?(unsent.0).0.request_id, "the usage ledger's writer is gone; a row is lost");
         }
     }
 
@@ -155,40 +212,32 @@ impl Ledger {
     /// `output_cap` tokens, so no request could fit — or None. For the scheduler, which skips
     /// a scheduled run rather than start one that stops at its first request.
     pub async fn spent_budget(&self, agent: &AgentId, output_cap: u64) -> Result<Option<String>, StoreError> {
+        let generation = self.leases.generation();
         let limits = self.limits(Some(agent.as_str())).await?;
         if limits.is_empty() {
             return Ok(None);
         }
         // The smallest request there is: no prompt, a reply of the output cap, the smallest sum
         // of money (the model's price is the run's to know).
-        let probe = UsageReservation {
-            agent_id: Some(agent.as_str().to_owned()),
-            tokens: output_cap as i64,
-            cost_usd: f64::MIN_POSITIVE,
-        };
-        match self.store.reserve_usage(&probe, &limits).await? {
-            Reserved::Granted { id, .. } => {
-                self.store.release_usage(id).await?;
-                Ok(None)
-            }
-            Reserved::Refused(standing) => Ok(Some(refusal_text(&standing))),
-        }
+        let probe = asked(output_cap, f64::MIN_POSITIVE);
+        let refused = self.leases.check(Some(agent.as_str()), probe, &limits, generation).await?;
+        Ok(refused.as_ref().map(refusal_text))
     }
 
     /// Checks the budgets of `agent` (all agents' with None) for a request of `tokens` and
-    /// `cost_usd` at most, and reserves it: the reservation's id, None when no budget applies,
-    /// or the refusal's text (the person told once). For requests made outside a run
-    /// (embeddings); a run's go through [`MeteredProvider`].
-    pub async fn reserve(&self, agent: Option<&str>, tokens: u64, cost_usd: f64) -> Result<Option<i64>, String> {
+    /// `cost_usd` at most, and reserves it: its admission, None when no budget applies, or the
+    /// refusal's text (the person told once). For requests made outside a run (embeddings);
+    /// a run's go through [`MeteredProvider`].
+    pub async fn reserve(&self, agent: Option<&str>, tokens: u64, cost_usd: f64) -> Result<Option<Admission>, String> {
+        let generation = self.leases.generation();
         let limits =
             self.limits(agent).await.map_err(|error| format!("Not sent: the budgets cannot be read ({error})"))?;
         if limits.is_empty() {
             return Ok(None);
         }
-        let asked = UsageReservation { agent_id: agent.map(str::to_owned), tokens: tokens as i64, cost_usd };
-        match self.store.reserve_usage(&asked, &limits).await {
-            Ok(Reserved::Granted { id, .. }) => Ok(Some(id)),
-            Ok(Reserved::Refused(standing)) => {
+        match self.leases.admit(agent, asked(tokens, cost_usd), &limits, generation).await {
+            Ok(Admitted::Granted { admission, .. }) => Ok(Some(admission)),
+            Ok(Admitted::Refused(standing)) => {
                 let notified = agent.unwrap_or(AgentId::DEFAULT);
                 self.notify_once(notified, &standing, NoticeLevel::Exceeded).await;
                 Err(refusal_text(&standing))
@@ -197,19 +246,42 @@ impl Ledger {
         }
     }
 
-    /// Writes a request's row and settles its reservation.
-    pub async fn record(&self, reservation: Option<i64>, record: &UsageRecord) {
-        if let Err(error) = self.store.settle_usage(reservation, record).await {
-            tracing::error!(%error, "a model request could not be written to the usage ledger");
+    /// Settles a request's admission with its real use and writes its row (at once when it
+    /// had none, through the writer when it had).
+    pub async fn record(&self, admission: Option<Admission>, record: &UsageRecord) {
+        match admission {
+            Some(admission) => self.settle(&admission, record.clone()).await,
+            None => {
+                if let Err(error) = self.store.settle_usage(None, record).await {
+                    tracing::error!(%error, "a model request could not be written to the usage ledger");
+                }
+            }
         }
+    }
+
+    /// Replaces an admitted request's reservation with its real use in the lease (so the
+    /// next check in this process sees it), and queues its row.
+    async fn settle(&self, admission: &Admission, record: UsageRecord) {
+        let real =
+            UsageAmount { tokens: (record.prompt_tokens + record.completion_tokens) as f64, cost_usd: record.cost_usd };
+        self.leases.settle(admission, real).await;
+        self.record_later(record, Some(admission.lease()));
     }
 
     /// Tells the person, once per budget and period, that a budget reached its soft
     /// threshold or was spent (canvas and Telegram, through the notifications).
     async fn notify_once(&self, agent: &str, standing: &BudgetStanding, level: NoticeLevel) {
         let name = standing.limit.name();
-        let first = match self.store.first_budget_notice(&name, &standing.period, level.as_str()).await {
-            Ok(first) => first,
+        let key = (name, standing.period.clone(), level.as_str());
+        if self.noticed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&key) {
+            return;
+        }
+        let name = &key.0;
+        let first = match self.store.first_budget_notice(name, &standing.period, level.as_str()).await {
+            Ok(first) => {
+                self.noticed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone());
+                first
+            }
             Err(error) => {
                 tracing::warn!(%error, budget = %name, "cannot record a budget notice");
                 return;
@@ -483,7 +555,7 @@ struct Pending {
     metering: Arc<Metering>,
     spent: Arc<AtomicU64>,
     price: Price,
-    reservation: Option<i64>,
+    admission: Option<Admission>,
     prompt_chars: u64,
     started: Instant,
     seen: Seen,
@@ -513,29 +585,25 @@ impl Pending {
             estimated,
             cut,
         };
-        match self.reservation {
-            // A budget's next check must see this row with its reservation gone: one
-            // transaction, now.
-            Some(reservation) => {
-                if let Err(error) = self.ledger.store.settle_usage(Some(reservation), &record).await {
-                    tracing::error!(%error, "a model request could not be written to the usage ledger");
-                }
-            }
-            None => self.ledger.record_later(record),
+        match &self.admission {
+            // A budget's next check must see this use with its reservation gone: in the lease,
+            // now; the row follows through the writer.
+            Some(admission) => self.ledger.settle(admission, record).await,
+            None => self.ledger.record_later(record, None),
         }
     }
 }
 
 /// Whether a request may be sent: the loop guard, then the budgets (checked and reserved in
-/// one transaction). The price it is costed at and its reservation, or the refusal the loop
-/// reads as "not sent".
+/// one step against the lease). The price it is costed at and its admission, or the refusal
+/// the loop reads as "not sent".
 async fn admit(
     ledger: &Ledger,
     metering: &Metering,
     spent: &AtomicU64,
     prompt_chars: u64,
     output_cap: u64,
-) -> Result<(Price, Option<i64>), LlmError> {
+) -> Result<(Price, Option<Admission>), LlmError> {
     let prompt_tokens = prompt_chars.div_ceil(CHARS_PER_TOKEN);
     let reserved_tokens = prompt_tokens + output_cap;
     if let Some(limit) = metering.max_run_tokens {
@@ -556,20 +624,20 @@ async fn admit(
             Price::FREE
         }
     };
+    let generation = ledger.leases.generation();
     let limits = match ledger.limits(metering.agent.as_deref()).await {
         Ok(limits) => limits,
         Err(error) => return Err(LlmError::NotSent(format!("Not sent: the budgets cannot be read ({error})"))),
     };
-    let mut reservation = None;
+    let mut admitted = None;
     if !limits.is_empty() {
-        let asked = UsageReservation {
-            agent_id: metering.agent.clone(),
-            tokens: reserved_tokens as i64,
-            cost_usd: price.cost(&Tokens { prompt: prompt_tokens, completion: output_cap, ..Tokens::default() }),
-        };
-        match ledger.store.reserve_usage(&asked, &limits).await {
-            Ok(Reserved::Granted { id, standings }) => {
-                reservation = Some(id);
+        let request = asked(
+            reserved_tokens,
+            price.cost(&Tokens { prompt: prompt_tokens, completion: output_cap, ..Tokens::default() }),
+        );
+        match ledger.leases.admit(metering.agent.as_deref(), request, &limits, generation).await {
+            Ok(Admitted::Granted { admission, standings }) => {
+                admitted = Some(admission);
                 for standing in standings {
                     let threshold = f64::from(standing.limit.notify_at_percent.unwrap_or(100)) / 100.0;
                     if standing.spent + standing.asked >= standing.limit.limit * threshold
@@ -579,7 +647,7 @@ async fn admit(
                     }
                 }
             }
-            Ok(Reserved::Refused(standing)) => {
+            Ok(Admitted::Refused(standing)) => {
                 if let Some(agent) = &metering.agent {
                     ledger.notify_once(agent, &standing, NoticeLevel::Exceeded).await;
                 }
@@ -590,7 +658,7 @@ async fn admit(
             }
         }
     }
-    Ok((price, reservation))
+    Ok((price, admitted))
 }
 
 impl Provider for MeteredProvider {
@@ -606,7 +674,7 @@ impl Provider for MeteredProvider {
         // stream ends, or when the loop drops the stream (the receiver), which drops the
         // provider's stream and so the HTTP request; either way the row is written.
         tokio::spawn(async move {
-            let (price, reservation) = match admit(&ledger, &metering, &spent, prompt_chars, output_cap).await {
+            let (price, admission) = match admit(&ledger, &metering, &spent, prompt_chars, output_cap).await {
                 Ok(admitted) => admitted,
                 Err(refusal) => {
                     sender.send(Err(refusal)).await.ok();
@@ -618,7 +686,7 @@ impl Provider for MeteredProvider {
                 metering,
                 spent,
                 price,
-                reservation,
+                admission,
                 prompt_chars,
                 started: Instant::now(),
                 seen: Seen::default(),
@@ -631,9 +699,8 @@ impl Provider for MeteredProvider {
                 }
                 if last {
                     let cut = item.is_err();
-                    // A budget's next check must see this row: written before the loop hears
-                    // the end. Without budgets nothing waits on it.
-                    // Without one, the row is queued for the ledger's writer.
+                    // A budget's next check must see this use: settled in the lease before the
+                    // loop hears the end. The row itself is queued for the ledger's writer.
                     pending.settle(cut).await;
                     sender.send(item).await.ok();
                     return;
