@@ -1,8 +1,10 @@
 // The confined shell through the canvas (issue 17), against a real `wright serve` with the
-// workspace toolset on and a scripted model: the model asks for `bash`, which asks the person
-// first (its default policy); the person edits the command and approves, and sees what the
-// command really printed in the sandbox; another call is denied and runs nothing; a call that
-// waits for approval survives a crash of the server and runs when approved after the restart.
+// workspace toolset on and a scripted model. Without network, `bash` runs in the agent's own
+// workspace without asking (issue 35's default); the person then sets it to "ask me first" on
+// the Tools page's policy, and the model's next call asks: the person edits the command and
+// approves, and sees what the command really printed in the sandbox; another call is denied and
+// runs nothing; a call that waits for approval survives a crash of the server and runs when
+// approved after the restart.
 //
 // Needs the built app (`npm run build`), the built binary (`cargo build`), Chromium and
 // bubblewrap (the shell is off without it, and these tests then fail); skipped without the
@@ -18,6 +20,7 @@ const built = existsSync(join(import.meta.dirname, '..', 'dist', 'index.html'));
 
 /** The bash calls the model makes, by scenario. Each would leave a file if it ran as asked. */
 const ASKED: Record<string, string> = {
+  default: 'echo default-ran > /workspace/default.txt',
   edit: 'echo model-ran > /workspace/model.txt',
   deny: 'echo denied-ran > /workspace/denied.txt',
   restart: 'echo "after restart: $((40 + 2)) as $(id -u)" | tee /workspace/restart.txt',
@@ -76,13 +79,14 @@ describe.skipIf(!built || !hasChromium || !hasWright)('bash in the canvas: appro
     return (await call.locator('.tool-body').innerText()).replace(/\s+/g, ' ');
   };
 
-  const call = (method: string, path: string) =>
+  const call = (method: string, path: string, body?: unknown) =>
     page.evaluate(
-      async ({ method, path }) => {
-        const response = await fetch(path, { method });
+      async ({ method, path, body }) => {
+        const init: RequestInit = body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } };
+        const response = await fetch(path, init);
         return { status: response.status, body: await response.json() };
       },
-      { method, path },
+      { method, path, body },
     );
 
   beforeAll(async () => {
@@ -105,6 +109,19 @@ describe.skipIf(!built || !hasChromium || !hasWright)('bash in the canvas: appro
     await browser?.close();
     await wright?.stop();
     await fake?.close();
+  });
+
+  it('without network, a command in the workspace runs without asking; the person can ask to be asked', async () => {
+    await startConversation('default');
+    const result = await resultSeenByModel('default');
+    expect(result).toMatchObject({ exit_code: 0, timed_out: false });
+    expect(readFileSync(workspaceFile('default.txt'), 'utf8')).toBe('default-ran\n');
+    expect(await page.getByRole('group', { name: 'Approve bash?' }).count()).toBe(0);
+    const tools = await call('GET', '/api/agents/default/tools');
+    expect(tools.body.find((tool: { name: string }) => tool.name === 'bash')).toMatchObject({ default_policy: 'allow', overridden: false });
+    // "Ask me first", as the Tools page sets it: every later call waits for the person.
+    const set = await call('PUT', '/api/agents/default/tools/bash/policy', { policy: 'ask' });
+    expect(set).toMatchObject({ status: 200, body: { policy: 'ask', overridden: true } });
   });
 
   it('the person edits the command, approves it, and sees what it really printed', async () => {
@@ -156,6 +173,7 @@ describe.skipIf(!built || !hasChromium || !hasWright)('bash in the canvas: appro
       ['person', true],
       ['person', false],
       ['person', true],
+      ['policy', true],
     ]);
   });
 });
