@@ -515,7 +515,12 @@ async fn wright_learn_runs_a_round_in_the_terminal_and_ends() {
 async fn a_skill_drafted_from_a_failing_run_is_validated_by_replay_and_becomes_a_skill() {
     let fake = FakeProvider::start(vec![Turn::text("I cannot do that.")]).await;
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("config.toml"), "[agents.default.tools]\nloading = \"all\"\n").unwrap();
+    // A stronger model drafts (same wire and address here; its name tells its requests apart).
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[agents.default.tools]\nloading = \"all\"\n\n[learning]\ndraft_model = \"openai-chat/strong-model\"\n",
+    )
+    .unwrap();
     let server = Server::start(dir.path(), &fake);
     let books = server.conversation().await;
     server.say(&books, "Create a table books and add the book Dune").await;
@@ -553,6 +558,14 @@ async fn a_skill_drafted_from_a_failing_run_is_validated_by_replay_and_becomes_a
         (Some(0), Some(1)),
         "{round}"
     );
+    // The drafts came from the configured drafting model, the replays from the agent's, and
+    // the drafting requests are in the usage ledger as the learning caller's.
+    let models: Vec<String> =
+        chats(&fake)[before_round..].iter().map(|request| request["model"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(models[..3], ["strong-model", "strong-model", "fake-model"], "{models:?}");
+    let usage = server.get("/api/usage?by=caller").await;
+    let learning = usage["rows"].as_array().unwrap().iter().find(|row| row["key"] == "learning");
+    assert!(learning.is_some_and(|row| row["requests"].as_i64().unwrap() >= 10), "{usage}");
     // The replay with the skill listed it in its request, as one of the agent's skills.
     let replays = &chats(&fake)[before_round..];
     assert!(!replays[3].to_string().contains("tables-with-rows"), "not with the notes edit");

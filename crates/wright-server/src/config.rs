@@ -198,11 +198,21 @@ pub struct LearningConfig {
     pub max_candidates: usize,
     /// The hour (0–23, UTC) after which the nightly round of agents that turned it on starts.
     pub nightly_hour: u8,
+    /// The model that drafts notes edits and skills from failing runs (`provider/model`, like
+    /// `WRIGHT_MODEL`), when a stronger one than the agent's should; the agent's own by default.
+    pub draft_model: Option<String>,
 }
 
 impl Default for LearningConfig {
     fn default() -> Self {
-        Self { rollback_min_failures: 3, replay_timeout_secs: 120, recent_runs: 30, max_candidates: 6, nightly_hour: 3 }
+        Self {
+            rollback_min_failures: 3,
+            replay_timeout_secs: 120,
+            recent_runs: 30,
+            max_candidates: 6,
+            nightly_hour: 3,
+            draft_model: None,
+        }
     }
 }
 

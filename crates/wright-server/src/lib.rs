@@ -84,7 +84,11 @@ impl AppState {
         services.egress.refuse_secrets(Arc::new(EgressSecrets(redactor.clone())));
         // The models read the canvas's choices through a store without the embedder: the
         // embedder reads its connection through the models.
-        let models = Arc::new(models.with_settings(services.store.clone(), Arc::clone(&secrets)));
+        let models = Arc::new(
+            models
+                .with_drafting(config.learning.draft_model.as_deref())
+                .with_settings(services.store.clone(), Arc::clone(&secrets)),
+        );
         let shutdown = CancellationToken::new();
         let ledger = Arc::new(domain::usage::Ledger::for_config(services.store.clone(), &config));
         if let Some(embeddings) = &config.memory.embeddings {

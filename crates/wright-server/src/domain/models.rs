@@ -101,6 +101,9 @@ pub struct Models {
     problem: Option<String>,
     env: ProviderEnv,
     settings: Option<Settings>,
+    /// `[learning] draft_model`: the model that drafts notes edits and skills from failing
+    /// runs, when the person configured a stronger one than the agent's.
+    drafting: Option<ConfiguredModel>,
     /// Every configured secret, shared with each provider built here so its errors are
     /// redacted where they are made (the environment's keys from the start; the access token,
     /// the Telegram token and `secrets.json` join when the app opens).
@@ -193,6 +196,31 @@ impl Models {
             }
         }
         models
+    }
+
+    /// Sets the model that drafts learned items (`[learning] draft_model`, `provider/model`
+    /// like `WRIGHT_MODEL`, with the environment's keys and addresses). A choice that cannot be
+    /// used is logged and the agent's own model drafts.
+    pub fn with_drafting(mut self, choice: Option<&str>) -> Self {
+        let Some(choice) = choice else { return self };
+        let mut env = self.env.clone();
+        env.wright_model = Some(choice.to_owned());
+        match config_from_env(&env).and_then(|config| configured(&config, None, None, &self.redactor)) {
+            Ok(model) => self.drafting = Some(model),
+            Err(error) => {
+                tracing::warn!(%choice, %error, "[learning] draft_model cannot be used; the agent's model drafts")
+            }
+        }
+        self
+    }
+
+    /// The model that drafts learned items for `agent`: `[learning] draft_model`, else the
+    /// agent's own.
+    pub async fn for_drafting(&self, agent: &AgentId) -> Result<ConfiguredModel, String> {
+        match &self.drafting {
+            Some(model) => Ok(model.clone()),
+            None => self.for_agent(agent).await,
+        }
     }
 
     /// Reads the canvas's choices from `store` and keys from `secrets` from now on.

@@ -777,9 +777,9 @@ pub fn report_text(
     text
 }
 
-/// The model a learning round talks to: metered as caller `learning` and purpose `learning`,
-/// under the agent's budgets and the loop guard, like a run's. The learning rounds (built on
-/// another branch) call the model through this, so their requests are checked and recorded.
+/// The model a learning round drafts with: metered as caller `learning` and purpose
+/// `learning`, under the agent's budgets and the loop guard, like a run's (replays are runs and
+/// are metered as such).
 pub fn learning_model(
     ledger: &Arc<Ledger>,
     model: &crate::domain::models::ConfiguredModel,

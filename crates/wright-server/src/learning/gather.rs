@@ -211,7 +211,8 @@ async fn failure_story(
     ))
 }
 
-/// The agent's model's answer to `system` about `story`, at temperature 0.
+/// The drafting model's answer to `system` about `story`, at temperature 0: `[learning]
+/// draft_model` when the person configured a stronger one, else the agent's own.
 async fn draft_with_model(
     state: &AppState,
     agent: &wright_core::AgentId,
@@ -219,7 +220,9 @@ async fn draft_with_model(
     story: String,
     max_tokens: u32,
 ) -> anyhow::Result<String> {
-    let model = state.models.for_agent(agent).await.map_err(|problem| anyhow::anyhow!(problem))?;
+    let configured = state.models.for_drafting(agent).await.map_err(|problem| anyhow::anyhow!(problem))?;
+    // Metered as caller `learning`, under the agent's budgets, like the round's replays.
+    let model = crate::domain::usage::learning_model(&state.ledger, &configured, agent, &state.config.agent);
     let history = [Event { seq: 1, content: story.clone(), body: EventBody::User { text: story, component: None } }];
     let request = ModelRequest {
         system: system.to_owned(),
@@ -230,7 +233,7 @@ async fn draft_with_model(
         require_tool_call: false,
         tail: String::new(),
     };
-    let reply = model.model.reply(request, &|_| {}, &CancellationToken::new()).await?;
+    let reply = wright_agent::Model::reply(&model, request, &|_| {}, &CancellationToken::new()).await?;
     Ok(reply.text.trim().to_owned())
 }
 

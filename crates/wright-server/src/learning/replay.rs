@@ -83,8 +83,10 @@ pub(crate) async fn replay(
             Arc::new(Hub::default()),
             Arc::clone(&tools),
             Arc::clone(&state.models),
-            // A replay's requests are metered and held to the budgets like any other run's.
-            Arc::new(crate::domain::usage::Ledger::for_config(store.clone(), &config)),
+            // A replay's requests are metered in the live ledger (caller `learning`) and held to
+            // the agent's budgets like any other run's: a ledger on the scratch copy would count
+            // them against a copy of the totals and lose them with the copy.
+            Arc::clone(&state.ledger),
             config.agent.clone(),
             config.runs.clone(),
             RunOwner::acquire(&root)?,
