@@ -34,12 +34,12 @@ const TOKEN: &str = "attack-suite-token-0123456789";
 /// Every request a local server received: its address and path with query, and its body.
 type Hits = Arc<Mutex<Vec<(String, String)>>>;
 
+/// The pages served: (path, content type, body).
+type Pages = Arc<Vec<(String, String, String)>>;
+
 /// Serves the pages (each a different way of hiding an instruction) and records every request.
-async fn web_server(address: &str, pages: Arc<Vec<(String, String, String)>>, hits: Hits) -> SocketAddr {
-    async fn handle(
-        State((pages, hits)): State<(Arc<Vec<(String, String, String)>>, Hits)>,
-        request: Request,
-    ) -> impl IntoResponse {
+async fn web_server(address: &str, pages: Pages, hits: Hits) -> SocketAddr {
+    async fn handle(State((pages, hits)): State<(Pages, Hits)>, request: Request) -> impl IntoResponse {
         let uri = request.uri().clone();
         let body = axum::body::to_bytes(request.into_body(), 1 << 20).await.unwrap_or_default();
         let path = uri.path_and_query().map(|path| path.to_string()).unwrap_or_default();

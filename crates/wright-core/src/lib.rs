@@ -142,6 +142,7 @@ string_enum!(
     }
 );
 
+#[allow(clippy::derivable_impls, reason = "string_enum! declares the enum and cannot mark a #[default] variant")]
 impl Default for ToolCallMode {
     fn default() -> Self {
         ToolCallMode::Native

@@ -976,18 +976,23 @@ mod tests {
         };
         store.settle_usage(None, &record("a", 30, 10)).await.unwrap();
         let ask = UsageReservation { agent_id: Some("a".to_owned()), tokens: 50, cost_usd: 0.0 };
-        let Reserved::Granted { id, standings } = store.reserve_usage(&ask, &[limit.clone()]).await.unwrap() else {
+        let Reserved::Granted { id, standings } =
+            store.reserve_usage(&ask, std::slice::from_ref(&limit)).await.unwrap()
+        else {
             panic!("40 spent + 50 asked fits 100");
         };
         assert_eq!((standings[0].spent, standings[0].asked), (40.0, 50.0));
         // The first request is in flight: 40 + 50 reserved + 50 > 100.
-        let Reserved::Refused(standing) = store.reserve_usage(&ask, &[limit.clone()]).await.unwrap() else {
+        let Reserved::Refused(standing) = store.reserve_usage(&ask, std::slice::from_ref(&limit)).await.unwrap() else {
             panic!("the reservation in flight counts");
         };
         assert_eq!(standing.spent, 90.0);
         // Another agent's requests do not count against this agent's budget.
         let other = UsageReservation { agent_id: Some("b".to_owned()), tokens: 50, cost_usd: 0.0 };
-        assert!(matches!(store.reserve_usage(&other, &[limit.clone()]).await.unwrap(), Reserved::Granted { .. }));
+        assert!(matches!(
+            store.reserve_usage(&other, std::slice::from_ref(&limit)).await.unwrap(),
+            Reserved::Granted { .. }
+        ));
         // Settled with less than reserved: 40 + 10 spent, and 50 more fits again, to the token.
         store.settle_usage(Some(id), &record("a", 5, 5)).await.unwrap();
         assert!(matches!(store.reserve_usage(&ask, &[limit]).await.unwrap(), Reserved::Granted { .. }));

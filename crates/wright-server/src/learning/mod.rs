@@ -263,6 +263,9 @@ impl<'a> Progress<'a> {
     }
 }
 
+/// A held-out case and whether it passed without the candidate.
+type CaseBefore<'a> = (&'a Case, bool);
+
 /// What replaying the held-out cases with one candidate showed.
 enum Verdict {
     NoCases,
@@ -341,7 +344,7 @@ async fn judge(
         item.kind == LearnedKind::Skill
             || !choose_learned(std::slice::from_ref(&as_text), &case.message, usize::MAX).is_empty()
     };
-    let (failed, passed): (Vec<(&Case, bool)>, Vec<(&Case, bool)>) =
+    let (failed, passed): (Vec<CaseBefore<'_>>, Vec<CaseBefore<'_>>) =
         held_out.iter().zip(before.iter().copied()).filter(|(case, _)| fits(case)).partition(|(_, passed)| !passed);
     progress.skip(held - failed.len() - passed.len()).await?;
     if failed.is_empty() {
