@@ -13,6 +13,11 @@ use super::{CallDecision, CallRule, CallView};
 /// a key) match a description's words by chance.
 const MIN_COPIED_CHARS: usize = 16;
 
+/// Shortest description whose whole text inside a longer argument counts as copied (the 0.5B
+/// appended `content`'s description to the person's sentence); shorter ones ("The table's
+/// name.") may be said in a real value.
+const MIN_CARRIED_CHARS: usize = 40;
+
 /// A call whose string argument repeats a description from the tool's schema (of that field
 /// or another, or of a variant), or a note Wright itself wrote to the model, is refused as
 /// invalid arguments.
@@ -37,6 +42,8 @@ impl CallRule for RefuseSchemaText {
         };
         let mut descriptions = Vec::new();
         collect_descriptions(&spec.parameters, None, &mut descriptions);
+        // The tool's own description, sentence by sentence (a small model copies those too).
+        descriptions.extend(spec.description.split(". ").map(|sentence| (None, sentence.to_owned())));
         for (field, value) in arguments {
             let Value::String(text) = value else { continue };
             let said = normalized(text);
@@ -51,6 +58,7 @@ impl CallRule for RefuseSchemaText {
                         let whole = normalized(description);
                         whole == said
                             || (whole.contains(&said) && said.chars().count() * 2 >= whole.len())
+                            || (whole.chars().count() >= MIN_CARRIED_CHARS && said.contains(&whole))
                             || quoted_examples(description).any(|example| normalized(example) == said)
                     }));
             if copied {
@@ -240,6 +248,26 @@ mod tests {
             call("c", "edit_learned_notes", json!({"content": "The text to add at the end, on a line of its own"}));
         assert!(matches!(
             RefuseSchemaText.decide(&scene.call_view(&other_field, Some(&spec))),
+            CallDecision::Answered(_)
+        ));
+        // A description carried whole inside the value, after the person's words (the 0.5B).
+        let carried = call(
+            "c",
+            "edit_learned_notes",
+            json!({"operation": "append", "content": "I prefer tea. Append: the text to add at the end, on a line of its own."}),
+        );
+        assert!(matches!(RefuseSchemaText.decide(&scene.call_view(&carried, Some(&spec))), CallDecision::Answered(_)));
+        let mut described = notes_spec();
+        described.description =
+            "Edit your learned notes. This is a durable fact and preferences about the user. Returns the new version."
+                .into();
+        let from_the_tool = call(
+            "c",
+            "edit_learned_notes",
+            json!({"operation": "append", "content": "I prefer tea over coffee. This is a durable fact and preferences about the user."}),
+        );
+        assert!(matches!(
+            RefuseSchemaText.decide(&scene.call_view(&from_the_tool, Some(&described))),
             CallDecision::Answered(_)
         ));
         // The example a description quotes, copied as the value (what a real 1.5B did with
