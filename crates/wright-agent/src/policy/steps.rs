@@ -16,11 +16,6 @@ use crate::surface::{fitting, keywords};
 /// How many of the best-fitting tools of a step count as doing it.
 const TOOLS_PER_STEP: usize = 3;
 
-/// Words of a request that ask for a change, as `keywords` cuts them ("store", "keep" and
-/// "remember" are `save`; "remove" is `delet`).
-const CHANGE_WORDS: [&str; 11] =
-    ["add", "save", "creat", "inser", "write", "updat", "set", "make", "delet", "chang", "renam"];
-
 /// Words that start the next step of a request.
 const SEQUENCERS: [&str; 6] = [" and then ", ", then ", " then ", " after that ", "; ", ". "];
 
@@ -51,16 +46,12 @@ impl TurnRule for NameUndoneSteps {
                 words.extend(step.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(str::to_owned));
                 // A step no tool fits ("what is my favourite colour?") is not judged: it is
                 // answered in words, and holding the model to a call for it makes it loop.
-                // A step that asks for a change ("add the book Dune …") is not done by a call
-                // that carries none of its words (`db_schema {}` fits the request but only read).
-                let asks_change = words.iter().any(|word| CHANGE_WORDS.contains(&word.as_str()));
                 !tools.is_empty()
                     && !worked.iter().any(|(name, arguments)| {
                         // Done by a tool that fits it, unless the step names something that tool's
                         // arguments do not carry (the same tool may be the right one for two steps).
                         tools.contains(name.as_str())
-                            && ((steps.len() == 1 && !asks_change)
-                                || words.iter().any(|word| arguments.contains(word.as_str())))
+                            && (steps.len() == 1 || words.iter().any(|word| arguments.contains(word.as_str())))
                     })
             })
             .map(String::as_str)
@@ -212,39 +203,6 @@ mod tests {
         off.config.name_undone_steps = false;
         off.call_and_result("b", "set_state", json!({"key": "a", "value": 1}), json!({"ok": true}), true);
         assert_eq!(self::note(&off), None);
-    }
-
-    /// What both real models did with "Add the book Dune … to the books table": `db_schema {}`,
-    /// then nothing. A read that carries none of the request's words does not do a change.
-    #[test]
-    fn a_request_for_a_change_is_not_done_by_a_read_that_carries_none_of_its_words() {
-        let mut scene = scene("Add the book Dune by Frank Herbert to the books table in your database.");
-        scene.all_tools.push(spec_with(
-            "db_schema",
-            "List the tables of your own database and their columns.",
-            json!({}),
-        ));
-        scene.all_tools.push(spec_with("db_sql", "Run SQL on your own database: insert rows into a table.", json!({})));
-        scene.call_and_result("a", "db_schema", json!({}), json!({"tables": [{"name": "books"}]}), true);
-        let decision = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
-        assert!(decision.require_call && decision.load == ["db_sql"], "{decision:?}");
-        scene.call_and_result(
-            "b",
-            "db_sql",
-            json!({"sql": "INSERT INTO books VALUES ('Dune', 'Frank Herbert')"}),
-            json!({"changes": 1}),
-            true,
-        );
-        assert!(NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false)).answer_now);
-        // A request that only asks to read is done by the read.
-        let mut read = self::scene("Which tables are in your database?");
-        read.all_tools.push(spec_with(
-            "db_schema",
-            "List the tables of your own database and their columns.",
-            json!({}),
-        ));
-        read.call_and_result("a", "db_schema", json!({}), json!({"tables": []}), true);
-        assert!(NameUndoneSteps.decide(&read.turn_view(&BTreeSet::new(), false)).answer_now);
     }
 
     #[test]
