@@ -416,37 +416,7 @@ impl Store {
         reason: &str,
     ) -> Result<LearnedItem, StoreError> {
         let mut transaction = self.begin_write().await?;
-        let before: Option<(String, String, String)> =
-            sqlx::query_as("SELECT kind, status, text FROM learned_items WHERE agent_id = ? AND id = ?")
-                .bind(agent.as_str())
-                .bind(id)
-                .fetch_optional(&mut *transaction)
-                .await?;
-        if let Some((kind, previous, text)) = before
-            && kind == LearnedKind::Skill.as_str()
-        {
-            let was_live = previous == ItemStatus::Live.as_str();
-            let going_live = status == ItemStatus::Live;
-            if was_live != going_live {
-                let name = wright_core::SkillFile::parse(&text)
-                    .map_err(|error| StoreError::InvalidEdit(format!("learned skill #{id}: {error}")))?
-                    .name;
-                let by = if author == ItemAuthor::Person { Author::Admin } else { Author::Agent };
-                let meta = VersionMeta {
-                    reason: Some(format!("learned item #{id} ({author}): {reason}")),
-                    ..VersionMeta::new(by)
-                };
-                if going_live {
-                    if Self::skill_exists(&mut transaction, agent, &name).await? {
-                        return Err(StoreError::ItemExists { kind: "skill", name });
-                    }
-                    let change = SkillChange::Write { content: text, resources: None };
-                    self.apply_skill_change(&mut transaction, agent, &name, change, &meta).await?;
-                } else if Self::skill_exists(&mut transaction, agent, &name).await? {
-                    self.apply_skill_change(&mut transaction, agent, &name, SkillChange::Delete, &meta).await?;
-                }
-            }
-        }
+        self.skill_follows_item(&mut transaction, agent, id, status, author, reason).await?;
         let changed = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE learned_items SET status = ?, updated_at = {NOW} WHERE agent_id = ? AND id = ?"
         )))
@@ -474,6 +444,52 @@ impl Store {
         self.learned_item(agent, id)
             .await?
             .ok_or(StoreError::ItemNotFound { kind: "learned item", name: id.to_string() })
+    }
+
+    /// A skill item's skill follows its status, in the caller's transaction: written as one of
+    /// the agent's skills when the item goes live (refused over a skill the agent already
+    /// has), deleted when a live one leaves. Other kinds, and changes that keep the item on the
+    /// same side of live, touch nothing.
+    async fn skill_follows_item(
+        &self,
+        transaction: &mut sqlx::SqliteConnection,
+        agent: &AgentId,
+        id: i64,
+        status: ItemStatus,
+        author: ItemAuthor,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let before: Option<(String, String, String)> =
+            sqlx::query_as("SELECT kind, status, text FROM learned_items WHERE agent_id = ? AND id = ?")
+                .bind(agent.as_str())
+                .bind(id)
+                .fetch_optional(&mut *transaction)
+                .await?;
+        let Some((kind, previous, text)) = before else { return Ok(()) };
+        let (was_live, going_live) = (previous == ItemStatus::Live.as_str(), status == ItemStatus::Live);
+        if kind != LearnedKind::Skill.as_str() || was_live == going_live {
+            return Ok(());
+        }
+        let name = wright_core::SkillFile::parse(&text)
+            .map_err(|error| StoreError::InvalidEdit(format!("learned skill #{id}: {error}")))?
+            .name;
+        let by = if author == ItemAuthor::Person { Author::Admin } else { Author::Agent };
+        let meta =
+            VersionMeta { reason: Some(format!("learned item #{id} ({author}): {reason}")), ..VersionMeta::new(by) };
+        let exists = Self::skill_exists(&mut *transaction, agent, &name).await?;
+        match (going_live, exists) {
+            (true, true) => return Err(StoreError::ItemExists { kind: "skill", name }),
+            (true, false) => {
+                let change = SkillChange::Write { content: text, resources: None };
+                self.apply_skill_change(&mut *transaction, agent, &name, change, &meta).await?;
+            }
+            (false, true) => {
+                self.apply_skill_change(&mut *transaction, agent, &name, SkillChange::Delete, &meta).await?;
+            }
+            // The person deleted it already: nothing to take away.
+            (false, false) => {}
+        }
+        Ok(())
     }
 
     pub async fn learned_item(&self, agent: &AgentId, id: i64) -> Result<Option<LearnedItem>, StoreError> {
