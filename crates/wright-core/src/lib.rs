@@ -603,6 +603,10 @@ pub struct Effects {
     /// A call writes files (the workspace): a file a page dictated may be a script the agent or
     /// the person runs later, so after outside content it asks like a change of the agent.
     pub writes_files: bool,
+    /// A call only reads the agent's own data (its state, database schema, notes, files): it
+    /// changes nothing and sends nothing. A request that asks for a change is not done by such
+    /// calls alone (the loop's `NameUndoneSteps` rule).
+    pub reads_only: bool,
 }
 
 /// The field of a sandbox result that lists the hosts its code fetched from (set by the host,

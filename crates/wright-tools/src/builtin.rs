@@ -28,6 +28,7 @@ pub(crate) const READS_OUTSIDE: Effects = Effects {
     requests_url: false,
     fetches: false,
     writes_files: false,
+    reads_only: false,
 };
 /// The effects of a tool that reads the page at the URL it is given (and may send a body there).
 pub(crate) const REQUESTS_URL: Effects = Effects {
@@ -38,6 +39,7 @@ pub(crate) const REQUESTS_URL: Effects = Effects {
     requests_url: true,
     fetches: false,
     writes_files: false,
+    reads_only: false,
 };
 /// The effects of a tool that runs the agent's code: its `fetch` may send data out, and a
 /// result that fetched carries outside content.
@@ -49,6 +51,7 @@ pub(crate) const RUNS_CODE: Effects = Effects {
     requests_url: false,
     fetches: true,
     writes_files: false,
+    reads_only: false,
 };
 /// The effects of a tool that changes the agent itself.
 pub(crate) const CHANGES_AGENT: Effects = Effects {
@@ -59,6 +62,7 @@ pub(crate) const CHANGES_AGENT: Effects = Effects {
     requests_url: false,
     fetches: false,
     writes_files: false,
+    reads_only: false,
 };
 /// The effects of a tool that can send data out of Wright.
 pub(crate) const SENDS_OUT: Effects = Effects {
@@ -69,6 +73,7 @@ pub(crate) const SENDS_OUT: Effects = Effects {
     requests_url: false,
     fetches: false,
     writes_files: false,
+    reads_only: false,
 };
 
 /// The effects of a tool that sets up later runs.
@@ -80,6 +85,7 @@ pub(crate) const SCHEDULES: Effects = Effects {
     requests_url: false,
     fetches: false,
     writes_files: false,
+    reads_only: false,
 };
 
 /// The effects of a tool that writes files.
@@ -91,6 +97,19 @@ pub(crate) const WRITES_FILES: Effects = Effects {
     requests_url: false,
     fetches: false,
     writes_files: true,
+    reads_only: false,
+};
+
+/// The effects of a tool that only reads the agent's own data.
+pub(crate) const READS_ONLY: Effects = Effects {
+    reads_outside: false,
+    changes_agent: false,
+    sends_out: false,
+    schedules: false,
+    requests_url: false,
+    fetches: false,
+    writes_files: false,
+    reads_only: true,
 };
 
 /// When a built-in's calls ask although its spec's policy is `allow`: a property of the call
@@ -132,6 +151,11 @@ impl<A: DeserializeOwned + JsonSchema + Send + 'static> Builtin<A> {
     /// A tool that runs when called (its default policy is `allow`).
     pub(crate) fn boxed(name: &str, description: &str, handler: Handler<A>) -> Box<dyn Tool> {
         Self::with(name, description, handler, None, ToolPolicy::Allow)
+    }
+
+    /// A tool that only reads the agent's own data (see [`READS_ONLY`]); it runs when called.
+    pub(crate) fn reading(name: &str, description: &str, handler: Handler<A>) -> Box<dyn Tool> {
+        with_effects(Self::boxed(name, description, handler), READS_ONLY)
     }
 
     /// A tool with effects outside the agent's own data (acting on a web page, publishing):

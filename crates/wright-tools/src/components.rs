@@ -160,7 +160,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             ),
             CHANGES_AGENT,
         ),
-        Builtin::<NoArgs>::boxed(
+        Builtin::<NoArgs>::reading(
             "list_ui_components",
             "List your stored UI components: name, description, version.",
             |context, _| {

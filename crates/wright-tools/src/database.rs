@@ -116,7 +116,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 })
             },
         ),
-        Builtin::<NoArgs>::boxed(
+        Builtin::<NoArgs>::reading(
             "db_schema",
             "List the tables of your own database with their columns (name, type, notnull, pk) and row counts. \
              Also returns your notes on what each table is for (table_notes).",

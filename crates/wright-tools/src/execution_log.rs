@@ -143,7 +143,7 @@ async fn read_log(context: ToolContext, args: LogArgs) -> Result<Value, ToolErro
 }
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
-    vec![Builtin::<LogArgs>::boxed(
+    vec![Builtin::<LogArgs>::reading(
         "read_execution_log",
         "Read your past tool calls. Newest first, each with the tool, its arguments, whether it worked, its \
          result or error. Filter by tool, success, error_category, scope (all, conversation, session) and since. Use it to \

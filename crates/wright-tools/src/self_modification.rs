@@ -96,7 +96,7 @@ async fn edit(context: ToolContext, kind: DocumentKind, args: EditArgs) -> Resul
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
-        Builtin::<NoArgs>::boxed(
+        Builtin::<NoArgs>::reading(
             "read_system_prompt",
             "Read your current stored system prompt and its version. The prompt in your context may \
              be older if you edited it during this conversation: read it before a surgical edit.",
@@ -114,7 +114,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             ),
             CHANGES_AGENT,
         ),
-        Builtin::<NoArgs>::boxed(
+        Builtin::<NoArgs>::reading(
             "read_learned_notes",
             "Read your learned notes (what you know about the user and their world) and their version.",
             |context, _| Box::pin(read(context, DocumentKind::LearnedNotes, "notes")),

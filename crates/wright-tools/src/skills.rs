@@ -171,7 +171,7 @@ async fn edit(context: ToolContext, args: EditArgs) -> Result<Value, ToolError> 
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
-        Builtin::<LoadArgs>::boxed(
+        Builtin::<LoadArgs>::reading(
             "load_skill",
             "Load a skill. Load one of yours (listed under \"Your skills\" in your instructions) before a task it \
              fits: returns its instructions and the names of its files; with `resource`, that file's text. Files \

@@ -28,7 +28,7 @@ pub(crate) struct ListArgs {
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
-        Builtin::<KeyArgs>::boxed(
+        Builtin::<KeyArgs>::reading(
             "get_state",
             "Read a value from your persistent key-value state. Returns {value}, null when the key does not exist.",
             |context, args| {
@@ -59,7 +59,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 })
             },
         ),
-        Builtin::<ListArgs>::boxed(
+        Builtin::<ListArgs>::reading(
             "list_state_keys",
             "List the keys of your key-value state, optionally only those starting with a prefix.",
             |context, args| {

@@ -275,7 +275,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
             ),
             CHANGES_AGENT,
         ),
-        Builtin::<ListArgs>::boxed(
+        Builtin::<ListArgs>::reading(
             "list_tools",
             "List the tools you wrote (not the built-in ones): name, description, enabled, version.",
             |context, args| {
@@ -295,7 +295,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 })
             },
         ),
-        Builtin::<NameArgs>::boxed(
+        Builtin::<NameArgs>::reading(
             "read_tool",
             "Read the full definition of one of your tools: description, parameter_schema, code, enabled, version.",
             |context, args| {

@@ -154,7 +154,7 @@ async fn on_workspace<T: Send + 'static>(
 
 pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
     vec![
-        Builtin::<GlobArgs>::boxed(
+        Builtin::<GlobArgs>::reading(
             "glob",
             "Find files by name pattern. Searches your workspace (/workspace) or an allowed root; returns \
              {output: paths one per line, newest first, count, truncated}. Hidden files and paths in .gitignore \
@@ -170,7 +170,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 })
             },
         ),
-        Builtin::<ReadArgs>::boxed(
+        Builtin::<ReadArgs>::reading(
             "file_read",
             "Read a text file with numbered lines. Returns (like cat -n) {output, path, start_line, lines, \
              total_lines, truncated}. Use offset and limit for long files. Binary files, devices and hard links are refused.",
@@ -190,7 +190,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                 })
             },
         ),
-        Builtin::<GrepArgs>::boxed(
+        Builtin::<GrepArgs>::reading(
             "grep",
             "Search file contents with a regular expression. Ripgrep's engine; returns {output, count, \
              files_searched, truncated}. output_mode: content (path:line:text, default), files_with_matches, count. Hidden files, \

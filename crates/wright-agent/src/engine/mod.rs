@@ -92,7 +92,8 @@ struct Run<'a> {
 
 /// How a model turn came back.
 enum Turned {
-    Reply(ModelReply),
+    /// The reply, and whether it was stopped for repeating itself.
+    Reply(ModelReply, bool),
     Ended(RunOutcome),
 }
 
@@ -170,9 +171,9 @@ impl<'a> Run<'a> {
         let all_tools = self.specs().await?;
         let prepared = self.prepare(&all_tools).await?;
         let (reply, provider) = match self.ask(&prepared, &all_tools).await? {
-            Turned::Reply(ModelReply { text, tool_calls, data }) => {
+            Turned::Reply(ModelReply { text, tool_calls, data }, stopped_repeating) => {
                 let calls = if prepared.tools_enabled { tool_calls } else { Vec::new() };
-                (Reply { text, calls, renamed: Vec::new() }, data)
+                (Reply { text, calls, renamed: Vec::new(), stopped_repeating }, data)
             }
             Turned::Ended(outcome) => return Ok(Some(outcome)),
         };
@@ -235,11 +236,12 @@ impl<'a> Run<'a> {
         Ok(match outcome {
             Ok(mut reply) if stopped_repeating => {
                 reply.text = without_repeats(&so_far);
-                Turned::Reply(reply)
+                Turned::Reply(reply, true)
             }
-            Ok(reply) => Turned::Reply(reply),
+            Ok(reply) => Turned::Reply(reply, false),
             Err(ModelError::Cancelled) if stopped_repeating => {
-                Turned::Reply(ModelReply { text: without_repeats(&so_far), tool_calls: Vec::new(), data: Value::Null })
+                let text = without_repeats(&so_far);
+                Turned::Reply(ModelReply { text, tool_calls: Vec::new(), data: Value::Null }, true)
             }
             Err(ModelError::Cancelled) => {
                 Turned::Ended(self.end(RunOutcome::Cancelled, vec![NewEvent::notice(Notice::Cancelled)]).await?)

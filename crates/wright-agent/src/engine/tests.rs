@@ -769,7 +769,16 @@ async fn a_known_window_caps_each_reply_at_the_reserved_output() {
 async fn a_reply_stopped_for_repeating_itself_is_stored_with_one_copy() {
     let fixture = Fixture::new().await;
     let line = "The value is saved under k. ";
-    let model = ScriptedModel::new(vec![text(&format!("Done. {}", line.repeat(6)))]);
+    let looping = || text(&format!("Done. {}", line.repeat(6)));
+    // Asked again, hotter, with a note saying what repeated; the new reply is the answer.
+    let model = ScriptedModel::new(vec![looping(), text("Saved under k.")]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    assert_eq!(data(&fixture.events().await[1])["text"], json!("Saved under k."));
+    let seen = model.seen();
+    assert!(seen[1].0.contains("repeated the same part over and over"), "{}", seen[1].0);
+    // Once the run's resamples are spent, a reply that still loops is kept with one copy.
+    let fixture = Fixture::new().await;
+    let model = ScriptedModel::new(vec![looping(), looping(), looping()]);
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
     let answer = data(&fixture.events().await[1])["text"].clone();
     assert_eq!(answer, json!(format!("Done. {}", line.trim_end())));

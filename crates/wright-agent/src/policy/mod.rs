@@ -24,6 +24,7 @@ mod arguments;
 mod echo;
 mod learned;
 mod names;
+mod placeholders;
 mod preselection;
 mod repeats;
 mod repetition;
@@ -176,6 +177,8 @@ pub(crate) struct Reply {
     pub(crate) calls: Vec<ModelToolCall>,
     /// `(call id, name the model used)` of calls renamed to the tool it meant.
     pub(crate) renamed: Vec<(String, String)>,
+    /// The model fell into repeating itself and was stopped; `text` keeps one copy.
+    pub(crate) stopped_repeating: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -313,6 +316,7 @@ impl Policy {
                 Box::new(learned::ApplyLearned),
             ],
             reply: vec![
+                Box::new(repetition::AskAgainAfterLoop),
                 Box::new(text_calls::RecoverTextCalls),
                 Box::new(echo::AskAgainAfterEcho),
                 Box::new(echo::DropParrotedText),
@@ -326,6 +330,7 @@ impl Policy {
                 Box::new(withhold::RefuseSwitchedOff),
                 Box::new(withhold::RefuseWithheld),
                 Box::new(arguments::RefuseSchemaText),
+                Box::new(placeholders::RefusePlaceholders),
                 Box::new(arguments::GuardDocumentReplace),
                 Box::new(repeats::AnswerRepeats),
                 Box::new(untrusted::AskAfterOutsideContent),

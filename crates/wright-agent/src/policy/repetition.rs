@@ -1,9 +1,40 @@
 //! A reply that repeats itself: a small model decoding greedily writes the same call or
 //! sentence until its output limit (2,048 tokens, 80 s of a local server's time, for nothing).
 //! The driver watches the stream with [`repeating_tail`] and stops the request; the reply is
-//! kept up to one copy ([`without_repeats`]).
+//! kept up to one copy ([`without_repeats`]), and the turn is asked again at a higher
+//! temperature ([`AskAgainAfterLoop`]): at temperature 0 the same request loops the same way,
+//! and what was kept is a fragment (the real 1.5B's `render_blocks` call written as text,
+//! repeating one image block until it was stopped).
 
 use std::collections::BTreeSet;
+
+use super::{Counter, NextRequest, ReplyDecision, ReplyRule, ReplyView};
+use crate::config::RESAMPLE_TEMPERATURE;
+
+/// Most characters of the looping reply quoted back to the model.
+const QUOTED_CHARS: usize = 200;
+
+/// A reply stopped for repeating itself is dropped and asked again, hotter, with a note,
+/// within the run's resamples ([`LoopConfig::resample_failed_repeats`](crate::LoopConfig)).
+pub(crate) struct AskAgainAfterLoop;
+
+impl ReplyRule for AskAgainAfterLoop {
+    fn decide(&self, view: &ReplyView<'_>) -> ReplyDecision {
+        let config = view.run.config;
+        if !view.reply.stopped_repeating || view.run.facts.count(Counter::Resamples) >= config.resample_failed_repeats {
+            return ReplyDecision::Pass;
+        }
+        let quoted: String = view.reply.text.chars().take(QUOTED_CHARS).collect();
+        let note = format!(
+            "## Your last reply\nYour last reply repeated the same part over and over until it was stopped; it \
+             began: \"{}\". Write it again, saying each thing once: if you meant to call a tool, call it with \
+             its arguments (one of each, not a list of copies); otherwise answer the person briefly.",
+            quoted.trim()
+        );
+        let next = NextRequest { note: Some(note), temperature: Some(RESAMPLE_TEMPERATURE), ..NextRequest::default() };
+        ReplyDecision::AskAgain { counter: Counter::Resamples, next }
+    }
+}
 
 /// Shortest and longest run of text that counts as a repeated unit, in bytes.
 const REPEAT_UNIT: std::ops::RangeInclusive<usize> = 16..=400;
@@ -42,6 +73,27 @@ pub(crate) fn without_repeats(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_stopped_for_looping_is_asked_again_hotter_within_the_resamples() {
+        use crate::policy::testing::Scene;
+        use crate::policy::{Counter, Reply, ReplyDecision, ReplyRule};
+        let mut scene = Scene::new(&["Show me a form with render_blocks that asks for my name."]);
+        let fragment = "```json\n{\"name\": \"render_blocks\", \"arguments\": {\"blocks\": [{\"type\": \"image\"}";
+        let looped = Reply { text: fragment.into(), stopped_repeating: true, ..Reply::default() };
+        let ReplyDecision::AskAgain { counter: Counter::Resamples, next } =
+            AskAgainAfterLoop.decide(&scene.reply_view(&looped, &[]))
+        else {
+            panic!("not asked again")
+        };
+        assert_eq!(next.temperature, Some(crate::config::RESAMPLE_TEMPERATURE));
+        let note = next.note.unwrap();
+        assert!(note.contains("repeated the same part") && note.contains("\"type\": \"image\""), "{note}");
+        let plain = Reply { text: fragment.into(), ..Reply::default() };
+        assert_eq!(AskAgainAfterLoop.decide(&scene.reply_view(&plain, &[])), ReplyDecision::Pass);
+        scene.facts.counts.insert(Counter::Resamples, scene.config.resample_failed_repeats);
+        assert_eq!(AskAgainAfterLoop.decide(&scene.reply_view(&looped, &[])), ReplyDecision::Pass, "spent");
+    }
 
     #[test]
     fn a_reply_that_repeats_itself_is_cut_to_one_copy() {

@@ -3,12 +3,13 @@
 //! then repeats it. After a turn, the person's request is cut into its steps at the words that
 //! sequence them; a step is done when a call of this run that worked fits it (by the words the
 //! tools are preselected by, or its own words in the call's arguments). The next request says
-//! what is done and names the step still undone — or, when all are done, asks for the answer.
-//! Judged from the request's words and the calls made, never from tool names in a list.
+//! what is done and names the step still undone — or, when all are done, asks for the answer;
+//! when every call so far only read (tools declare it), it names the tools that would make the
+//! change instead of saying the request is done. Judged from the request's words and the calls made, never from tool names in a list.
 
 use std::collections::BTreeSet;
 
-use wright_core::{Event, EventBody};
+use wright_core::{Event, EventBody, ToolSpec};
 
 use super::{TurnDecision, TurnRule, TurnView};
 use crate::surface::{fitting, keywords};
@@ -57,6 +58,29 @@ impl TurnRule for NameUndoneSteps {
             .map(String::as_str)
             .collect();
         let done: Vec<String> = worked.iter().map(|(name, _)| format!("`{name}`")).collect();
+        if undone.is_empty() && worked.iter().all(|(name, _)| reads_only(run.all_tools, name)) {
+            // Only reads so far ("Add the book Dune … to the books table" answered with
+            // `db_schema {}`): whether the request asks for a change is the model's to judge, so
+            // no call is required (a forced call makes a small model loop on another read);
+            // but the request is not said to be done, and the tools that change what it is
+            // about are loaded.
+            let changers: Vec<String> =
+                fitting(run.all_tools, run.settings, request, TOOLS_PER_STEP, |spec| !spec.effects.reads_only)
+                    .into_iter()
+                    .map(|spec| spec.name.clone())
+                    .collect();
+            if !changers.is_empty() {
+                let named: Vec<String> = changers.iter().map(|name| format!("`{name}`")).collect();
+                let note = format!(
+                    "## Read so far\n{} worked: {} only read, and changed nothing. If the person asked for a \
+                     change, make it now with {}, using what you read; if they asked a question, answer it.",
+                    done.join(", "),
+                    if worked.len() == 1 { "it" } else { "they" },
+                    named.join(" or ")
+                );
+                return TurnDecision { note: Some(note), load: changers, ..TurnDecision::default() };
+            }
+        }
         if undone.is_empty() {
             // The answer is asked for with no call taken: a small model told it is done still
             // calls again, and copies the note into the call (into the person's prompt).
@@ -89,6 +113,11 @@ impl TurnRule for NameUndoneSteps {
             ..TurnDecision::default()
         }
     }
+}
+
+/// Whether the tool `name` declares that its calls only read ([`Effects::reads_only`](wright_core::Effects)).
+fn reads_only(all_tools: &[ToolSpec], name: &str) -> bool {
+    all_tools.iter().any(|spec| spec.name == name && spec.effects.reads_only)
 }
 
 /// `(tool, arguments as lowercase JSON)` of the calls since the person's last message whose
@@ -203,6 +232,37 @@ mod tests {
         off.config.name_undone_steps = false;
         off.call_and_result("b", "set_state", json!({"key": "a", "value": 1}), json!({"ok": true}), true);
         assert_eq!(self::note(&off), None);
+    }
+
+    /// What both real models did with "Add the book Dune … to the books table": `db_schema {}`,
+    /// then an answer (the 1.5B's: "I added the book", after it was told the request was done).
+    #[test]
+    fn calls_that_only_read_do_not_make_the_request_done() {
+        let mut scene = scene("Add the book Dune by Frank Herbert to the books table in your database.");
+        let mut schema = spec_with("db_schema", "List the tables of your own database and their columns.", json!({}));
+        schema.effects.reads_only = true;
+        scene.all_tools.push(schema);
+        scene.all_tools.push(spec_with("db_sql", "Run SQL on your own database: insert rows into a table.", json!({})));
+        scene.call_and_result("a", "db_schema", json!({}), json!({"tables": [{"name": "books"}]}), true);
+        let decision = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
+        let note = decision.note.clone().unwrap();
+        assert!(note.starts_with("## Read so far\n`db_schema` worked: it only read"), "{note}");
+        assert!(note.contains("make it now with `db_sql`") && !note.contains("`db_schema` or"), "{note}");
+        assert_eq!(decision.load, ["db_sql"], "only tools that change are loaded");
+        assert!(!decision.require_call && !decision.answer_now, "the model judges: no call forced, none barred");
+        scene.call_and_result(
+            "b",
+            "db_sql",
+            json!({"sql": "INSERT INTO books VALUES ('Dune', 'Frank Herbert')"}),
+            json!({"changes": 1}),
+            true,
+        );
+        assert!(NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false)).answer_now, "a change was made");
+        // A read of a tool that does not declare it only reads is judged as before.
+        let mut undeclared = self::scene("Add the book Dune by Frank Herbert to the books table in your database.");
+        undeclared.all_tools.push(spec_with("db_schema", "List the tables of your own database.", json!({})));
+        undeclared.call_and_result("a", "db_schema", json!({}), json!({"tables": []}), true);
+        assert!(NameUndoneSteps.decide(&undeclared.turn_view(&BTreeSet::new(), false)).answer_now);
     }
 
     #[test]

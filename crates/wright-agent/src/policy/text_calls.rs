@@ -16,7 +16,7 @@ impl ReplyRule for RecoverTextCalls {
             return ReplyDecision::Pass;
         }
         match recovered_calls(&view.reply.text, view.offered) {
-            Some((text, calls)) => ReplyDecision::Amend(Reply { text, calls, renamed: view.reply.renamed.clone() }),
+            Some((text, calls)) => ReplyDecision::Amend(Reply { text, calls, ..view.reply.clone() }),
             None => ReplyDecision::Pass,
         }
     }

@@ -1377,7 +1377,16 @@ fn tools_declare_whether_they_read_outside_and_what_their_calls_change() {
     }
     let code = effects("run_sandbox_code");
     assert!(code.sends_out && code.fetches && !code.reads_outside);
-    for plain in ["get_state", "set_state", "db_sql", "ask_user", "read_system_prompt"] {
+    for plain in ["set_state", "db_sql", "ask_user"] {
         assert!(effects(plain).is_none(), "{plain}");
     }
+    // Reads of the agent's own data say so (the loop does not take them for a change done),
+    // and nothing else.
+    for reader in ["get_state", "db_schema", "read_system_prompt", "file_read", "load_skill"] {
+        let effects = effects(reader);
+        assert!(effects.reads_only && !effects.is_sensitive() && !effects.reads_outside, "{reader}");
+    }
+    let changers = specs.iter().filter(|spec| !spec.effects.reads_only).count();
+    assert!(["set_state", "db_sql", "describe_db_table", "file_write"].iter().all(|name| !effects(name).reads_only));
+    assert!(changers > 30, "only reads are declared read-only");
 }
