@@ -366,6 +366,20 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
         (Some("failure"), Some("correction")),
         "{outcomes}"
     );
+
+    // The error→fix rule, approved by the person, is said next to the same error in a later
+    // run, whatever that run's request is about.
+    let items = server.get("/api/agents/default/learning/items").await;
+    let rule = items.as_array().unwrap().iter().find(|item| item["kind"] == "error_fix").unwrap();
+    let (status, live) =
+        server.post(&format!("/api/agents/default/learning/items/{}/decision", rule["id"]), decide("approve")).await;
+    assert_eq!((status, live["status"].as_str()), (200, Some("live")), "{live}");
+    fake.push([Turn::tool_call("set_state", json!({"key": "", "value": "blue"})), Turn::text("Done.")]);
+    let sky = server.conversation().await;
+    server.say(&sky, "The sky is blue today").await;
+    let after_error = chats(&fake).last().unwrap().to_string();
+    assert!(after_error.contains("learned_fix") && after_error.contains("happened in an earlier run too"), "{after_error}");
+    assert!(after_error.contains("what worked was set_state") && after_error.contains("favourite_city"), "{after_error}");
 }
 
 #[tokio::test]

@@ -241,6 +241,8 @@ const STOPWORDS: &[&str] = &[
 const SAME_ACT: &[(&str, &[&str])] = &[
     ("save", &["store", "keep", "keeps", "put", "puts", "recor", "remem", "saves", "saved"]),
     ("delet", &["remov", "forge", "erase", "drop", "drops", "unset"]),
+    // "Add the book to the table" is an insert; "add it to your notes" an append.
+    ("add", &["adds", "added", "inser", "appen"]),
 ];
 
 /// The verbs that start the names of tools that destroy or switch off (`delete_state`,
@@ -533,6 +535,8 @@ mod tests {
             ("Calculate 2 to the power of 20 with run_sandbox_code.", "run_sandbox_code"),
             ("Schedule a reminder every day at 8:00 to drink water.", "schedule"),
             ("Add to your learned notes that I prefer metric units.", "edit_learned_notes"),
+            ("Add the book Dune by Frank Herbert to the books table in your database.", "db_sql"),
+            ("Add the sentence 'Always answer in English.' to the end of your system prompt.", "edit_system_prompt"),
         ];
         for (message, needed) in cases {
             let picks = preselect(&specs, &settings, message, 2);

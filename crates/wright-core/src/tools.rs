@@ -118,6 +118,8 @@ pub enum Hint {
     NameNote(String),
     /// The person changed the arguments before approving the call (`arguments_edited_by_person`).
     ArgumentsEditedByPerson(Value),
+    /// How a learned error→fix item says the same error was fixed in an earlier run (`learned_fix`).
+    LearnedFix(String),
 }
 
 impl Hint {
@@ -129,6 +131,7 @@ impl Hint {
             Hint::ForTheRequest(tools) => ("for_the_request", tools.clone()),
             Hint::NameNote(text) => ("name_note", Value::String(text.clone())),
             Hint::ArgumentsEditedByPerson(arguments) => ("arguments_edited_by_person", arguments.clone()),
+            Hint::LearnedFix(text) => ("learned_fix", Value::String(text.clone())),
         }
     }
 }

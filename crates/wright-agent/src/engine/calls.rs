@@ -154,7 +154,12 @@ impl Run<'_> {
                 }
                 if let Dispatched::Finished(outcome) = &mut dispatched {
                     let hints =
-                        self.policy.result_hints(&ResultView { run: self.run_view(all_tools), outcome, unloaded });
+                        self.policy.result_hints(&ResultView {
+                        run: self.run_view(all_tools),
+                        tool: &call.name,
+                        outcome,
+                        unloaded,
+                    });
                     outcome.hints.extend(hints);
                     if let Ok(arguments) = &call.arguments {
                         let output = outcome.clone().into_output();
@@ -189,5 +194,8 @@ impl Run<'_> {
         self.next.require_call = decision.require_call;
         self.next.answer_now = decision.answer_now;
         self.facts.loaded.extend(decision.load);
+        for counter in decision.counted {
+            *self.facts.counts.entry(counter).or_default() += 1;
+        }
     }
 }

@@ -10,9 +10,9 @@
 
 use std::collections::BTreeSet;
 
-use wright_core::LearnedKind;
+use wright_core::{Hint, LearnedKind};
 
-use super::{StartDecision, StartRule, StartView};
+use super::{ResultRule, ResultView, StartDecision, StartRule, StartView};
 use crate::config::CHARS_PER_TOKEN;
 
 /// A live learned item as a run receives it.
@@ -101,6 +101,57 @@ pub(crate) fn learned_note(chosen: &[&LearnedText]) -> Option<String> {
     Some(format!("## learned\nWhat worked in your earlier runs for requests like this one:\n{}", lines.join("\n")))
 }
 
+/// The text of an error→fix item: the call that failed, its error, and the call of the same
+/// tool that worked (each call shown as `name {arguments}`). Written here and read by
+/// [`SayLearnedFix`], so the shape has one owner.
+pub fn error_fix_text(failed_call: &str, error: &str, fixed_call: &str) -> String {
+    format!("When {failed_call} failed with {error:?}, what worked was {fixed_call}.")
+}
+
+/// The error an error→fix item of the tool `tool` was learned from, as its text says it.
+fn learned_error<'a>(item: &'a LearnedText, tool: &str) -> Option<&'a str> {
+    if item.kind != LearnedKind::ErrorFix {
+        return None;
+    }
+    let rest = item.text.strip_prefix("When ")?.strip_prefix(tool)?.strip_prefix(' ')?;
+    let (_, error) = rest.split_once(" failed with ")?;
+    Some(error.split_once(", what worked was ").map_or(error, |(error, _)| error))
+}
+
+/// The share of the words of the shorter error that two errors must share to be the same.
+const SAME_ERROR_OVERLAP: f64 = 0.6;
+
+/// Says a live error→fix item with a failing result of its tool when the error is the one it
+/// was learned from — whatever the request's words: at the start of the run it is one note
+/// among many, next to the error it is the fix the model needs. The run's items are those the
+/// host passed in (every live item).
+pub(crate) struct SayLearnedFix;
+
+impl ResultRule for SayLearnedFix {
+    fn hints(&self, view: &ResultView<'_>) -> Vec<Hint> {
+        if view.outcome.success {
+            return Vec::new();
+        }
+        let error = view.outcome.output.get("error").and_then(serde_json::Value::as_str).unwrap_or_default();
+        let words = content_words(error);
+        let fix = view.run.facts.learned.iter().find(|item| {
+            learned_error(item, view.tool).is_some_and(|learned| {
+                let learned = content_words(learned);
+                let shared = learned.intersection(&words).count();
+                let shorter = learned.len().min(words.len());
+                #[allow(clippy::cast_precision_loss)] // a few dozen words
+                let overlap = shared as f64 / shorter.max(1) as f64;
+                shorter > 0 && overlap >= SAME_ERROR_OVERLAP
+            })
+        });
+        fix.map(|item| {
+            Hint::LearnedFix(format!("This error happened in an earlier run too. {} Do the same now.", item.text))
+        })
+        .into_iter()
+        .collect()
+    }
+}
+
 /// Says the learned items that fit the person's last message in every request of the run.
 pub(crate) struct ApplyLearned;
 
@@ -160,6 +211,37 @@ mod tests {
         {
             assert!(!fits(other), "{other}");
         }
+    }
+
+    /// The 1.5B's table tasks: `CREATE …; INSERT …` in one `db_sql` call, refused.
+    #[test]
+    fn an_error_fix_is_said_with_the_same_error_of_its_tool_whatever_the_request() {
+        use serde_json::json;
+        use wright_core::{ErrorCategory, ToolFailure, ToolOutcome};
+
+        use crate::policy::testing::Scene;
+
+        let error = "only one SQL statement per call is allowed, and nothing ran; send each statement in its own \
+                     call, in order. Send this one first, alone: CREATE TABLE books (title TEXT)";
+        let text = error_fix_text(
+            r#"db_sql {"sql":"CREATE TABLE books (title TEXT); INSERT INTO books VALUES ('Dune')"}"#,
+            error,
+            r#"db_sql {"sql":"CREATE TABLE books (title TEXT)"}"#,
+        );
+        let mut scene = Scene::new(&["Make a table plants (name TEXT) and record a fern in it."]);
+        scene.facts.learned = vec![item(7, LearnedKind::ErrorFix, "books table dune db_sql", &text)];
+        let same = "only one SQL statement per call is allowed, and nothing ran; send each statement in its own \
+                    call, in order. Send this one first, alone: CREATE TABLE plants (name TEXT)";
+        let failed = ToolOutcome::failure(&ToolFailure::new(ErrorCategory::InvalidArguments, same));
+        let hints = SayLearnedFix.hints(&scene.result_view("db_sql", &failed, None));
+        let [Hint::LearnedFix(said)] = hints.as_slice() else { panic!("{hints:?}") };
+        assert!(said.contains("what worked was db_sql {\"sql\":\"CREATE TABLE books (title TEXT)\"}"), "{said}");
+        // Another error of the tool, the same error of another tool, or a success: nothing.
+        let other = ToolOutcome::failure(&ToolFailure::new(ErrorCategory::InvalidArguments, "no such table: plants"));
+        assert!(SayLearnedFix.hints(&scene.result_view("db_sql", &other, None)).is_empty());
+        assert!(SayLearnedFix.hints(&scene.result_view("db_query", &failed, None)).is_empty());
+        let worked = ToolOutcome::success(json!({"changes": 1}));
+        assert!(SayLearnedFix.hints(&scene.result_view("db_sql", &worked, None)).is_empty());
     }
 
     #[test]

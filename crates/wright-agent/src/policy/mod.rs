@@ -23,6 +23,7 @@ mod answer_now;
 mod arguments;
 mod echo;
 mod learned;
+mod named;
 mod names;
 mod placeholders;
 mod preselection;
@@ -46,7 +47,7 @@ use crate::surface::Loaded;
 
 pub(crate) use answer_now::ANSWER_NOTE;
 pub use echo::ECHO_NOTE;
-pub use learned::{LearnedText, choose_learned, content_words, item_tokens};
+pub use learned::{LearnedText, choose_learned, content_words, error_fix_text, item_tokens};
 pub(crate) use names::name_note;
 pub(crate) use repeats::RecentCalls;
 pub(crate) use repetition::{repeating_tail, without_repeats};
@@ -100,6 +101,9 @@ pub(crate) enum Counter {
     AnswerRequests,
     /// Replies that only called tools the request withheld.
     StuckReplies,
+    /// Turns whose calls all only read, for a request that asks for a change, answered by
+    /// requiring a call of the tool that makes it (once a run).
+    ReadOnlyNudges,
 }
 
 /// What every rule may read.
@@ -243,6 +247,8 @@ pub(crate) trait CallRule: Send + Sync {
 
 pub(crate) struct ResultView<'a> {
     pub(crate) run: RunView<'a>,
+    /// The tool called.
+    pub(crate) tool: &'a str,
     pub(crate) outcome: &'a ToolOutcome,
     /// The tool was called from the catalogue before it was loaded.
     pub(crate) unloaded: Option<&'a ToolSpec>,
@@ -275,6 +281,8 @@ pub(crate) struct TurnDecision {
     pub(crate) require_call: bool,
     /// Ask for the answer next (no calls taken).
     pub(crate) answer_now: bool,
+    /// What the rule did that it counts, to do it at most so many times a run.
+    pub(crate) counted: Vec<Counter>,
 }
 
 pub(crate) trait TurnRule: Send + Sync {
@@ -331,11 +339,16 @@ impl Policy {
                 Box::new(withhold::RefuseWithheld),
                 Box::new(arguments::RefuseSchemaText),
                 Box::new(placeholders::RefusePlaceholders),
+                Box::new(named::UseTheNamedTool),
                 Box::new(arguments::GuardDocumentReplace),
                 Box::new(repeats::AnswerRepeats),
                 Box::new(untrusted::AskAfterOutsideContent),
             ],
-            result: vec![Box::new(names::SchemaOfUnloadedTool), Box::new(names::ToolsForUnknownName)],
+            result: vec![
+                Box::new(names::SchemaOfUnloadedTool),
+                Box::new(names::ToolsForUnknownName),
+                Box::new(learned::SayLearnedFix),
+            ],
             turn: vec![
                 Box::new(withhold::WithholdRepeated),
                 Box::new(withhold::WithholdStreak),
@@ -403,8 +416,10 @@ impl Policy {
     pub(crate) fn turn(&self, view: &TurnView<'_>) -> TurnDecision {
         let mut decision = TurnDecision::default();
         for rule in &self.turn {
-            let TurnDecision { withhold, end_streak, note, load, require_call, answer_now } = rule.decide(view);
+            let TurnDecision { withhold, end_streak, note, load, require_call, answer_now, counted } =
+                rule.decide(view);
             decision.answer_now |= answer_now;
+            decision.counted.extend(counted);
             decision.withhold.extend(withhold);
             decision.end_streak |= end_streak;
             decision.load.extend(load);

@@ -36,7 +36,7 @@ impl CallRule for AnswerUnknownTool {
         let message = format!("unknown tool `{}`; the closest real tools are: {}", view.call.name, closest.join(", "));
         let mut outcome = ToolOutcome::failure(&ToolFailure::new(ErrorCategory::UnknownTool, message));
         outcome.output["closest"] = json!(closest);
-        outcome.hints = ToolsForUnknownName.hints(&ResultView { run: *run, outcome: &outcome, unloaded: None });
+        outcome.hints = ToolsForUnknownName.hints(&ResultView { run: *run, tool: &view.call.name, outcome: &outcome, unloaded: None });
         CallDecision::Answered(outcome)
     }
 }
@@ -171,11 +171,11 @@ mod tests {
         let mut scene = Scene::new(&["store my favourite colour in the state"]);
         scene.all_tools = state_tools();
         let outcome = ToolOutcome::failure(&ToolFailure::new(ErrorCategory::UnknownTool, "unknown tool"));
-        let hints = ToolsForUnknownName.hints(&scene.result_view(&outcome, None));
+        let hints = ToolsForUnknownName.hints(&scene.result_view("save_colour", &outcome, None));
         assert!(matches!(&hints[0], Hint::Available(names) if names.len() == 3));
         assert!(matches!(&hints[1], Hint::ForTheRequest(tools) if tools.to_string().contains("set_state")));
         let success = ToolOutcome::success(json!(1));
-        assert!(ToolsForUnknownName.hints(&scene.result_view(&success, None)).is_empty());
+        assert!(ToolsForUnknownName.hints(&scene.result_view("set_state", &success, None)).is_empty());
     }
 
     #[test]
@@ -203,8 +203,8 @@ mod tests {
         let scene = Scene::new(&["hello"]);
         let tools = state_tools();
         let outcome = ToolOutcome::failure(&ToolFailure::new(ErrorCategory::InvalidArguments, "missing key"));
-        let hints = SchemaOfUnloadedTool.hints(&scene.result_view(&outcome, Some(&tools[0])));
+        let hints = SchemaOfUnloadedTool.hints(&scene.result_view(&tools[0].name, &outcome, Some(&tools[0])));
         assert!(matches!(&hints[0], Hint::Parameters(parameters) if *parameters == tools[0].parameters));
-        assert!(SchemaOfUnloadedTool.hints(&scene.result_view(&outcome, None)).is_empty());
+        assert!(SchemaOfUnloadedTool.hints(&scene.result_view(&tools[0].name, &outcome, None)).is_empty());
     }
 }

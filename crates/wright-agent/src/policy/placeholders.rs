@@ -8,7 +8,7 @@ use serde_json::Value;
 use wright_core::{ErrorCategory, ToolFailure, ToolOutcome};
 
 use super::{CallDecision, CallRule, CallView};
-use crate::surface::keywords;
+use crate::surface::{fitting, keywords};
 
 /// Most words a placeholder holds (`<the person's home town>` is still one).
 const MAX_PLACEHOLDER_WORDS: usize = 4;
@@ -26,12 +26,19 @@ impl CallRule for RefusePlaceholders {
         for (field, text) in strings {
             let found = placeholders(text).find(|inner| keywords(inner).iter().any(|word| asked.contains(word)));
             if let Some(inner) = found {
+                // Where the value is, when the request says it ("read the key town from your
+                // state"): the tool that reads it, not a question to the person.
+                let run = &view.run;
+                let reader = fitting(run.all_tools, run.settings, request, 1, |spec| spec.effects.reads_only);
+                let first = match reader.first() {
+                    Some(reader) => format!("read it first with `{}`, as the person's request says", reader.name),
+                    None => "get it first (ask the person if nothing you have holds it)".to_owned(),
+                };
                 return CallDecision::Answered(ToolOutcome::failure(&ToolFailure::new(
                     ErrorCategory::InvalidArguments,
                     format!(
                         "`{field}` holds the placeholder `<{inner}>` instead of the real value; nothing was done. \
-                         Get the value first (call the tool that reads it, or ask the person), then send this call \
-                         with the value itself."
+                         The value: {first}; then send this call again with the value itself in place of `<{inner}>`."
                     ),
                 )));
             }
@@ -68,7 +75,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::policy::testing::{Scene, call};
+    use crate::policy::testing::{Scene, call, spec_with};
 
     fn decide(request: &str, arguments: Value) -> CallDecision {
         let scene = Scene::new(&[request]);
@@ -86,6 +93,18 @@ mod tests {
         };
         let error = outcome.output["error"].as_str().unwrap();
         assert!(error.starts_with("`content` holds the placeholder `<town>` instead of the real value"), "{error}");
+        assert!(error.contains("get it first (ask the person if nothing you have holds it)"), "{error}");
+        // With a tool that reads what the request names, that tool is the way to the value.
+        let mut scene = Scene::new(&[request]);
+        let mut get_state = spec_with("get_state", "Read a value from your key-value state.", json!({}));
+        get_state.effects.reads_only = true;
+        scene.all_tools = vec![get_state, spec_with("set_state", "Save a value in your key-value state.", json!({}))];
+        let placeholder = call("c", "edit_learned_notes", json!({"content": "my home town is <town>"}));
+        let CallDecision::Answered(outcome) = RefusePlaceholders.decide(&scene.call_view(&placeholder, None)) else {
+            panic!("not refused")
+        };
+        let error = outcome.output["error"].as_str().unwrap();
+        assert!(error.contains("read it first with `get_state`, as the person's request says"), "{error}");
         assert!(matches!(
             decide(request, json!({"edit": {"content": "home: <home town>"}})),
             CallDecision::Answered(_)

@@ -3,19 +3,24 @@
 //! then repeats it. After a turn, the person's request is cut into its steps at the words that
 //! sequence them; a step is done when a call of this run that worked fits it (by the words the
 //! tools are preselected by, or its own words in the call's arguments). The next request says
-//! what is done and names the step still undone — or, when all are done, asks for the answer;
-//! when every call so far only read (tools declare it), it names the tools that would make the
-//! change instead of saying the request is done. Judged from the request's words and the calls made, never from tool names in a list.
+//! what is done and names the step still undone — or, when all are done, asks for the answer.
+//! When every call so far only read (tools declare it) and a step starts with a verb of change,
+//! the request is not done: the tool that makes the change is required next, once a run. Judged from the request's words and the calls made, never from tool names in a list.
 
 use std::collections::BTreeSet;
 
 use wright_core::{Event, EventBody, ToolSpec};
 
-use super::{TurnDecision, TurnRule, TurnView};
+use super::{Counter, TurnDecision, TurnRule, TurnView};
 use crate::surface::{fitting, keywords};
 
 /// How many of the best-fitting tools of a step count as doing it.
 const TOOLS_PER_STEP: usize = 3;
+
+/// The verbs that start a step asking for a change, as [`keywords`] cuts them ("store", "keep",
+/// "remember" are `save`; "insert", "append" are `add`; "remove" is `delet`).
+const CHANGE_VERBS: [&str; 13] =
+    ["add", "save", "creat", "write", "updat", "set", "make", "delet", "chang", "renam", "remin", "sched", "edit"];
 
 /// Words that start the next step of a request.
 const SEQUENCERS: [&str; 6] = [" and then ", ", then ", " then ", " after that ", "; ", ". "];
@@ -58,27 +63,27 @@ impl TurnRule for NameUndoneSteps {
             .map(String::as_str)
             .collect();
         let done: Vec<String> = worked.iter().map(|(name, _)| format!("`{name}`")).collect();
-        if undone.is_empty() && worked.iter().all(|(name, _)| reads_only(run.all_tools, name)) {
-            // Only reads so far ("Add the book Dune … to the books table" answered with
-            // `db_schema {}`): whether the request asks for a change is the model's to judge, so
-            // no call is required (a forced call makes a small model loop on another read);
-            // but the request is not said to be done, and the tools that change what it is
-            // about are loaded.
-            let changers: Vec<String> =
-                fitting(run.all_tools, run.settings, request, TOOLS_PER_STEP, |spec| !spec.effects.reads_only)
-                    .into_iter()
-                    .map(|spec| spec.name.clone())
-                    .collect();
-            if !changers.is_empty() {
-                let named: Vec<String> = changers.iter().map(|name| format!("`{name}`")).collect();
+        let only_read = worked.iter().all(|(name, _)| reads_only(run.all_tools, name));
+        if undone.is_empty() && only_read && run.facts.count(Counter::ReadOnlyNudges) == 0 {
+            // Only reads so far, for a request that starts with a change ("Add the book Dune …
+            // to the books table" answered with `db_schema {}`): not done. The tool that
+            // changes what the request is about is required next, once a run (a second read
+            // in reply ends it as before, never a loop).
+            if let Some(next) = tool_for_the_change(run.all_tools, run.settings, request, &steps) {
                 let note = format!(
-                    "## Read so far\n{} worked: {} only read, and changed nothing. If the person asked for a \
-                     change, make it now with {}, using what you read; if they asked a question, answer it.",
+                    "## Still to do\n{} worked: {} only read, and nothing the person asked for is changed yet. \
+                     Do it now with `{}`, using what you read.",
                     done.join(", "),
                     if worked.len() == 1 { "it" } else { "they" },
-                    named.join(" or ")
+                    next.name
                 );
-                return TurnDecision { note: Some(note), load: changers, ..TurnDecision::default() };
+                return TurnDecision {
+                    note: Some(note),
+                    require_call: true,
+                    load: vec![next.name.clone()],
+                    counted: vec![Counter::ReadOnlyNudges],
+                    ..TurnDecision::default()
+                };
             }
         }
         if undone.is_empty() {
@@ -113,6 +118,32 @@ impl TurnRule for NameUndoneSteps {
             ..TurnDecision::default()
         }
     }
+}
+
+/// The tool that makes the change a request asks for, when a step of it starts with a verb of
+/// change: the best-fitting tool that changes something and says that verb ("add" is `db_sql`'s
+/// "insert", not `describe_db_table`'s note on a table), else the best that changes something.
+fn tool_for_the_change<'a>(
+    all_tools: &'a [ToolSpec],
+    settings: &wright_core::ToolSettings,
+    request: &str,
+    steps: &[String],
+) -> Option<&'a ToolSpec> {
+    let verb = steps.iter().find_map(|step| change_verb(step))?;
+    let changes = |spec: &ToolSpec| !spec.effects.reads_only;
+    let says_verb = |spec: &ToolSpec| changes(spec) && keywords(&spec.description).contains(&verb);
+    fitting(all_tools, settings, request, 1, says_verb)
+        .first()
+        .or(fitting(all_tools, settings, request, 1, changes).first())
+        .copied()
+}
+
+/// The verb of change `step` starts with: its first word that can name a tool, when it is one of
+/// [`CHANGE_VERBS`]. Only the first: in "Read the value stored under the key city", `stored`
+/// asks for nothing.
+fn change_verb(step: &str) -> Option<String> {
+    let first = step.split_whitespace().find_map(|word| keywords(word).into_iter().next());
+    first.filter(|word| CHANGE_VERBS.contains(&word.as_str()))
 }
 
 /// Whether the tool `name` declares that its calls only read ([`Effects::reads_only`](wright_core::Effects)).
@@ -237,32 +268,56 @@ mod tests {
     /// What both real models did with "Add the book Dune … to the books table": `db_schema {}`,
     /// then an answer (the 1.5B's: "I added the book", after it was told the request was done).
     #[test]
-    fn calls_that_only_read_do_not_make_the_request_done() {
-        let mut scene = scene("Add the book Dune by Frank Herbert to the books table in your database.");
-        let mut schema = spec_with("db_schema", "List the tables of your own database and their columns.", json!({}));
-        schema.effects.reads_only = true;
-        scene.all_tools.push(schema);
-        scene.all_tools.push(spec_with("db_sql", "Run SQL on your own database: insert rows into a table.", json!({})));
-        scene.call_and_result("a", "db_schema", json!({}), json!({"tables": [{"name": "books"}]}), true);
+    fn calls_that_only_read_do_not_do_a_request_for_a_change() {
+        let with_tables = |request: &str| {
+            let mut scene = scene(request);
+            let mut schema = spec_with("db_schema", "List the tables of your own database and their columns.", json!({}));
+            schema.effects.reads_only = true;
+            scene.all_tools.push(schema);
+            scene.all_tools.push(spec_with("describe_db_table", "Note what a database table is for.", json!({})));
+            scene.all_tools.push(spec_with("db_sql", "Run SQL on your database: insert rows into a table.", json!({})));
+            scene.call_and_result("a", "db_schema", json!({}), json!({"tables": [{"name": "books"}]}), true);
+            scene
+        };
+        let mut scene = with_tables("Add the book Dune by Frank Herbert to the books table in your database.");
         let decision = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
         let note = decision.note.clone().unwrap();
-        assert!(note.starts_with("## Read so far\n`db_schema` worked: it only read"), "{note}");
-        assert!(note.contains("make it now with `db_sql`") && !note.contains("`db_schema` or"), "{note}");
-        assert_eq!(decision.load, ["db_sql"], "only tools that change are loaded");
-        assert!(!decision.require_call && !decision.answer_now, "the model judges: no call forced, none barred");
-        scene.call_and_result(
-            "b",
-            "db_sql",
-            json!({"sql": "INSERT INTO books VALUES ('Dune', 'Frank Herbert')"}),
-            json!({"changes": 1}),
-            true,
-        );
+        assert!(note.starts_with("## Still to do\n`db_schema` worked: it only read"), "{note}");
+        assert!(note.ends_with("Do it now with `db_sql`, using what you read."), "{note}");
+        assert_eq!((decision.load, decision.require_call), (vec!["db_sql".to_owned()], true));
+        assert_eq!(decision.counted, [Counter::ReadOnlyNudges]);
+        // Once a run: a second read in reply is not nudged again.
+        scene.facts.counts.insert(Counter::ReadOnlyNudges, 1);
+        assert!(NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false)).answer_now);
+        scene.facts.counts.clear();
+        scene.call_and_result("b", "db_sql", json!({"sql": "INSERT INTO books VALUES ('Dune')"}), json!({}), true);
         assert!(NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false)).answer_now, "a change was made");
+        // A request that only asks to read is done by the read ("stored" is not its verb).
+        for question in ["Which tables are in your database?", "Read the value stored in the books table."] {
+            let read = with_tables(question);
+            assert!(NameUndoneSteps.decide(&read.turn_view(&BTreeSet::new(), false)).answer_now, "{question}");
+        }
         // A read of a tool that does not declare it only reads is judged as before.
         let mut undeclared = self::scene("Add the book Dune by Frank Herbert to the books table in your database.");
         undeclared.all_tools.push(spec_with("db_schema", "List the tables of your own database.", json!({})));
         undeclared.call_and_result("a", "db_schema", json!({}), json!({"tables": []}), true);
         assert!(NameUndoneSteps.decide(&undeclared.turn_view(&BTreeSet::new(), false)).answer_now);
+    }
+
+    /// With the real built-in specs and default toolsets.
+    #[test]
+    fn the_tool_for_a_change_says_the_requests_verb() {
+        let specs = crate::engine::scripted_tools::builtin_specs();
+        let settings = wright_core::ToolSettings::default();
+        let tool = |request: &str| {
+            let steps = steps_of(request, |_| true);
+            tool_for_the_change(&specs, &settings, request, &steps).map(|spec| spec.name.clone())
+        };
+        let dune = "Add the book Dune by Frank Herbert to the books table in your database.";
+        assert_eq!(tool(dune).as_deref(), Some("db_sql"));
+        assert_eq!(tool("Add to your learned notes that I prefer metric units.").as_deref(), Some("edit_learned_notes"));
+        assert_eq!(tool("Save my favourite colour, green, in your state.").as_deref(), Some("set_state"));
+        assert_eq!(tool("Read the value stored in your state under the key city."), None, "no change asked");
     }
 
     #[test]

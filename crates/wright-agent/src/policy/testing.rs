@@ -101,10 +101,11 @@ impl Scene {
 
     pub(crate) fn result_view<'a>(
         &'a self,
+        tool: &'a str,
         outcome: &'a ToolOutcome,
         unloaded: Option<&'a ToolSpec>,
     ) -> ResultView<'a> {
-        ResultView { run: self.run(), outcome, unloaded }
+        ResultView { run: self.run(), tool, outcome, unloaded }
     }
 
     pub(crate) fn end_view<'a>(&'a self, text: &'a str) -> EndView<'a> {

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wright_agent::{ModelRequest, item_tokens};
+use wright_agent::{ModelRequest, error_fix_text, item_tokens};
 use wright_core::{Event, EventBody, LearnedKind, Outcome};
 use wright_store::{ExecutionFilter, RunOutcomeRecord, RunRef};
 
@@ -130,12 +130,8 @@ pub(crate) fn error_fix(run: &RunOutcomeRecord, events: &[Event]) -> Option<Draf
         let fix = calls[index + 1..].iter().find(|(later, _, worked, _)| later == name && *worked);
         if let Some((_, fixed, _, _)) = fix {
             let error = output.get("error").and_then(Value::as_str).map_or_else(|| output.to_string(), str::to_owned);
-            let text = capped(format!(
-                "When {} failed with {:?}, what worked was {}.",
-                shown_call(name, arguments),
-                cut(&error, 160),
-                shown_call(name, fixed)
-            ));
+            let text =
+                capped(error_fix_text(&shown_call(name, arguments), &cut(&error, 160), &shown_call(name, fixed)));
             return Some(Draft {
                 kind: LearnedKind::ErrorFix,
                 trigger: format!("{} {name}", run.request),
