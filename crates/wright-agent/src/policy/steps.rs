@@ -19,8 +19,8 @@ const TOOLS_PER_STEP: usize = 3;
 
 /// The verbs that start a step asking for a change, as [`keywords`] cuts them ("store", "keep",
 /// "remember" are `save`; "insert", "append" are `add`; "remove" is `delet`).
-const CHANGE_VERBS: [&str; 13] =
-    ["add", "save", "creat", "write", "updat", "set", "make", "delet", "chang", "renam", "remin", "sched", "edit"];
+const CHANGE_VERBS: [&str; 14] =
+    ["add", "save", "creat", "write", "updat", "set", "make", "delet", "chang", "renam", "remin", "sched", "edit", "log"];
 
 /// Words that start the next step of a request.
 const SEQUENCERS: [&str; 6] = [" and then ", ", then ", " then ", " after that ", "; ", ". "];
@@ -40,6 +40,12 @@ impl TurnRule for NameUndoneSteps {
             return TurnDecision::default();
         }
         let steps = steps_of(request, |part| !fitting(run.all_tools, run.settings, part, 1, |_| true).is_empty());
+        // The tools the whole request is about: a step's words alone may point elsewhere
+        // ("record a fern", after "create a table plants", fits the notes).
+        let for_request: BTreeSet<&str> = fitting(run.all_tools, run.settings, request, TOOLS_PER_STEP, |_| true)
+            .into_iter()
+            .map(|spec| spec.name.as_str())
+            .collect();
         let undone: Vec<&str> = steps
             .iter()
             .filter(|step| {
@@ -52,12 +58,16 @@ impl TurnRule for NameUndoneSteps {
                 words.extend(step.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(str::to_owned));
                 // A step no tool fits ("what is my favourite colour?") is not judged: it is
                 // answered in words, and holding the model to a call for it makes it loop.
+                let carries_its_words = |arguments: &str| words.iter().any(|word| arguments.contains(word.as_str()));
                 !tools.is_empty()
                     && !worked.iter().any(|(name, arguments)| {
                         // Done by a tool that fits it, unless the step names something that tool's
-                        // arguments do not carry (the same tool may be the right one for two steps).
-                        tools.contains(name.as_str())
-                            && (steps.len() == 1 || words.iter().any(|word| arguments.contains(word.as_str())))
+                        // arguments do not carry (the same tool may be the right one for two steps);
+                        // or by a change of a tool the request is about that carries the step's
+                        // words (`INSERT INTO plants … 'fern'` records the fern).
+                        let changes = !reads_only(run.all_tools, name);
+                        (tools.contains(name.as_str()) && (steps.len() == 1 || carries_its_words(arguments)))
+                            || (changes && for_request.contains(name.as_str()) && carries_its_words(arguments))
                     })
             })
             .map(String::as_str)
@@ -98,11 +108,15 @@ impl TurnRule for NameUndoneSteps {
         }
         // The tool that fits the next undone step best is loaded (its schema is sent from the
         // next request on: a server's grammar lets a model call only what it was sent), and
-        // the next reply must call a tool.
+        // the next reply must call a tool. It is named only when the whole request is about it
+        // too (else the step's words may point anywhere: "record a fern" fits the notes, "log a
+        // run" the execution log); a step that asks for a change is not done by a read.
+        let asks_change = change_verb(undone[0]).is_some();
         let next_tool = fitting(run.all_tools, run.settings, undone[0], 1, |spec| {
-            !worked.iter().any(|(name, _)| *name == spec.name)
+            !worked.iter().any(|(name, _)| *name == spec.name) && !(asks_change && spec.effects.reads_only)
         })
         .first()
+        .filter(|spec| for_request.contains(spec.name.as_str()))
         .map(|spec| spec.name.clone());
         let with = next_tool.as_ref().map(|name| format!(" with `{name}`")).unwrap_or_default();
         let note = format!(
@@ -302,6 +316,30 @@ mod tests {
         undeclared.all_tools.push(spec_with("db_schema", "List the tables of your own database.", json!({})));
         undeclared.call_and_result("a", "db_schema", json!({}), json!({"tables": []}), true);
         assert!(NameUndoneSteps.decide(&undeclared.turn_view(&BTreeSet::new(), false)).answer_now);
+    }
+
+    /// The learning evaluation's table tasks, with the real specs: after the table is created,
+    /// "record a fern" is not sent to the notes; the insert that carries the fern does it.
+    #[test]
+    fn a_step_whose_words_point_away_from_the_request_names_no_tool() {
+        let mut scene = Scene::new(&["In your database, create a table plants (name TEXT) and record a fern."]);
+        scene.config.name_undone_steps = true;
+        scene.all_tools = crate::engine::scripted_tools::builtin_specs().to_vec();
+        scene.call_and_result("a", "db_sql", json!({"sql": "CREATE TABLE plants (name TEXT)"}), json!({}), true);
+        let decision = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
+        let note = decision.note.unwrap();
+        assert!(note.contains("Not done yet from the person's request: \"record a fern\". Do that next,"), "{note}");
+        assert!(decision.load.is_empty() && decision.require_call, "no tool named, a call required");
+        let insert = json!({"sql": "INSERT INTO plants (name) VALUES ('fern')"});
+        scene.call_and_result("b", "db_sql", insert, json!({"changes": 1}), true);
+        assert!(NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false)).answer_now, "the insert did it");
+        // Two steps whose tools the request is about are named as before, with the real specs.
+        let mut town = Scene::new(&["Read the key town from your state, then add it to your learned notes as my home town."]);
+        town.config.name_undone_steps = true;
+        town.all_tools = crate::engine::scripted_tools::builtin_specs().to_vec();
+        town.call_and_result("a", "get_state", json!({"key": "town"}), json!({"value": "Tromso"}), true);
+        let decision = NameUndoneSteps.decide(&town.turn_view(&BTreeSet::new(), false));
+        assert_eq!(decision.load, ["edit_learned_notes"], "{:?}", decision.note);
     }
 
     /// With the real built-in specs and default toolsets.
