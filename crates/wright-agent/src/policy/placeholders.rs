@@ -7,6 +7,7 @@
 use serde_json::Value;
 use wright_core::{ErrorCategory, ToolFailure, ToolOutcome};
 
+use super::steps::steps_of;
 use super::{CallDecision, CallRule, CallView};
 use crate::surface::{fitting, keywords};
 
@@ -28,8 +29,15 @@ impl CallRule for RefusePlaceholders {
             if let Some(inner) = found {
                 // Where the value is, when the request says it ("read the key town from your
                 // state"): the tool that reads it, not a question to the person.
+                // The step of the request that names it says where ("read the key town from
+                // your state", not "add it to your learned notes").
                 let run = &view.run;
-                let reader = fitting(run.all_tools, run.settings, request, 1, |spec| spec.effects.reads_only);
+                let named = keywords(inner);
+                let steps = steps_of(request, |_| true);
+                let step = steps.iter().find(|step| keywords(step).iter().any(|word| named.contains(word)));
+                let reader = fitting(run.all_tools, run.settings, step.map_or(request, String::as_str), 1, |spec| {
+                    spec.effects.reads_only
+                });
                 let first = match reader.first() {
                     Some(reader) => format!("read it first with `{}`, as the person's request says", reader.name),
                     None => "get it first (ask the person if nothing you have holds it)".to_owned(),
@@ -98,7 +106,10 @@ mod tests {
         let mut scene = Scene::new(&[request]);
         let mut get_state = spec_with("get_state", "Read a value from your key-value state.", json!({}));
         get_state.effects.reads_only = true;
-        scene.all_tools = vec![get_state, spec_with("set_state", "Save a value in your key-value state.", json!({}))];
+        let mut read_notes = spec_with("read_learned_notes", "Read your learned notes.", json!({}));
+        read_notes.effects.reads_only = true;
+        scene.all_tools =
+            vec![read_notes, get_state, spec_with("set_state", "Save a value in your key-value state.", json!({}))];
         let placeholder = call("c", "edit_learned_notes", json!({"content": "my home town is <town>"}));
         let CallDecision::Answered(outcome) = RefusePlaceholders.decide(&scene.call_view(&placeholder, None)) else {
             panic!("not refused")

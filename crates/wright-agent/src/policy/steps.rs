@@ -189,7 +189,7 @@ fn calls_that_worked(history: &[Event]) -> Vec<(String, String)> {
 /// The steps of a request: its parts between sequencing words, in order (one when it has
 /// none). `and` joins steps only when the part after it is about a tool by itself
 /// (`about_a_tool`): "fetch the page and save the word" is two steps, "tea and coffee" one.
-fn steps_of(request: &str, about_a_tool: impl Fn(&str) -> bool) -> Vec<String> {
+pub(super) fn steps_of(request: &str, about_a_tool: impl Fn(&str) -> bool) -> Vec<String> {
     let mut steps = vec![request.trim().to_lowercase()];
     for sequencer in SEQUENCERS {
         steps = steps
