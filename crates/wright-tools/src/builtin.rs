@@ -19,9 +19,9 @@ pub(crate) fn with_effects(mut tool: Box<dyn Tool>, effects: Effects) -> Box<dyn
     tool
 }
 
-/// The effects of a tool whose results carry outside content.
-pub(crate) const READS_OUTSIDE: Effects = Effects {
-    reads_outside: true,
+/// A tool with none of the effects (the base the others are written over).
+const NO_EFFECTS: Effects = Effects {
+    reads_outside: false,
     changes_agent: false,
     sends_out: false,
     schedules: false,
@@ -30,87 +30,27 @@ pub(crate) const READS_OUTSIDE: Effects = Effects {
     writes_files: false,
     reads_only: false,
 };
+
+/// The effects of a tool whose results carry outside content.
+pub(crate) const READS_OUTSIDE: Effects = Effects { reads_outside: true, ..NO_EFFECTS };
 /// The effects of a tool that reads the page at the URL it is given (and may send a body there).
-pub(crate) const REQUESTS_URL: Effects = Effects {
-    reads_outside: true,
-    changes_agent: false,
-    sends_out: false,
-    schedules: false,
-    requests_url: true,
-    fetches: false,
-    writes_files: false,
-    reads_only: false,
-};
+pub(crate) const REQUESTS_URL: Effects = Effects { reads_outside: true, requests_url: true, ..NO_EFFECTS };
 /// The effects of a tool that runs the agent's code: its `fetch` may send data out, and a
 /// result that fetched carries outside content.
-pub(crate) const RUNS_CODE: Effects = Effects {
-    reads_outside: false,
-    changes_agent: false,
-    sends_out: true,
-    schedules: false,
-    requests_url: false,
-    fetches: true,
-    writes_files: false,
-    reads_only: false,
-};
+pub(crate) const RUNS_CODE: Effects = Effects { sends_out: true, fetches: true, ..NO_EFFECTS };
 /// The effects of a tool that changes the agent itself.
-pub(crate) const CHANGES_AGENT: Effects = Effects {
-    reads_outside: false,
-    changes_agent: true,
-    sends_out: false,
-    schedules: false,
-    requests_url: false,
-    fetches: false,
-    writes_files: false,
-    reads_only: false,
-};
+pub(crate) const CHANGES_AGENT: Effects = Effects { changes_agent: true, ..NO_EFFECTS };
 /// The effects of a tool that can send data out of Wright.
-pub(crate) const SENDS_OUT: Effects = Effects {
-    reads_outside: false,
-    changes_agent: false,
-    sends_out: true,
-    schedules: false,
-    requests_url: false,
-    fetches: false,
-    writes_files: false,
-    reads_only: false,
-};
+pub(crate) const SENDS_OUT: Effects = Effects { sends_out: true, ..NO_EFFECTS };
 
 /// The effects of a tool that sets up later runs.
-pub(crate) const SCHEDULES: Effects = Effects {
-    reads_outside: false,
-    changes_agent: false,
-    sends_out: false,
-    schedules: true,
-    requests_url: false,
-    fetches: false,
-    writes_files: false,
-    reads_only: false,
-};
+pub(crate) const SCHEDULES: Effects = Effects { schedules: true, ..NO_EFFECTS };
 
 /// The effects of a tool that writes files.
-pub(crate) const WRITES_FILES: Effects = Effects {
-    reads_outside: false,
-    changes_agent: false,
-    sends_out: false,
-    schedules: false,
-    requests_url: false,
-    fetches: false,
-    writes_files: true,
-    reads_only: false,
-};
+pub(crate) const WRITES_FILES: Effects = Effects { writes_files: true, ..NO_EFFECTS };
 
 /// The effects of a tool that only reads the agent's own data.
-pub(crate) const READS_ONLY: Effects = Effects {
-    reads_outside: false,
-    changes_agent: false,
-    sends_out: false,
-    schedules: false,
-    requests_url: false,
-    fetches: false,
-    writes_files: false,
-    reads_only: true,
-};
+pub(crate) const READS_ONLY: Effects = Effects { reads_only: true, ..NO_EFFECTS };
 
 /// When a built-in's calls ask although its spec's policy is `allow`: a property of the call
 /// or of the server's settings, judged by the registry before the call runs.
