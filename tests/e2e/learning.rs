@@ -378,8 +378,14 @@ async fn cases_rounds_that_accept_and_refuse_ratings_and_a_rollback_by_counters(
     let sky = server.conversation().await;
     server.say(&sky, "The sky is blue today").await;
     let after_error = chats(&fake).last().unwrap().to_string();
-    assert!(after_error.contains("learned_fix") && after_error.contains("happened in an earlier run too"), "{after_error}");
-    assert!(after_error.contains("what worked was set_state") && after_error.contains("favourite_city"), "{after_error}");
+    assert!(
+        after_error.contains("learned_fix") && after_error.contains("happened in an earlier run too"),
+        "{after_error}"
+    );
+    assert!(
+        after_error.contains("what worked was set_state") && after_error.contains("favourite_city"),
+        "{after_error}"
+    );
 }
 
 #[tokio::test]

@@ -130,6 +130,16 @@ impl Run<'_> {
         match decision {
             CallDecision::Answered(outcome) => {
                 ran.only_repeats = false;
+                // A refusal is remembered like a call that ran and failed: the same call sent
+                // again is a repeat of a failed call (asked again hotter, then answered as a
+                // repeat), not refused anew until the turn limit (the real 0.5B sent one
+                // refused `edit_learned_notes` eight times).
+                if !outcome.success
+                    && call.name != LOAD_TOOLS
+                    && let Ok(arguments) = &call.arguments
+                {
+                    self.facts.recent_calls.record(&call.name, arguments, &outcome.clone().into_output(), false);
+                }
                 Dispatched::Finished(outcome)
             }
             // Only a repeat of a call that worked is withheld: one that failed needs
@@ -153,8 +163,7 @@ impl Run<'_> {
                     self.facts.loaded.insert(spec.name.clone());
                 }
                 if let Dispatched::Finished(outcome) = &mut dispatched {
-                    let hints =
-                        self.policy.result_hints(&ResultView {
+                    let hints = self.policy.result_hints(&ResultView {
                         run: self.run_view(all_tools),
                         tool: &call.name,
                         outcome,

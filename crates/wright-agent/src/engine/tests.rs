@@ -751,6 +751,28 @@ async fn a_reply_that_repeats_a_failed_call_is_asked_again_at_a_higher_temperatu
     assert_eq!(results[1]["output"]["repeated_call"], true);
 }
 
+/// The real 0.5B sent the same refused call again and again until the turn limit: a refusal
+/// counts as a failed call for the repeats rules, so the same call again is asked again hotter.
+#[tokio::test]
+async fn a_refused_call_sent_again_is_asked_again_hotter() {
+    let fixture = Fixture::new().await;
+    let placeholder = || {
+        let arguments = json!({"operation": "append", "content": "my home town is <town>", "reason": "home town"});
+        calls(&[("p", "edit_learned_notes", Ok(arguments))])
+    };
+    let message = "Read the key town from your state, then add it to your notes as my home town.";
+    fixture.transcript.store.append_events("c1", &[user(message)]).await.unwrap();
+    let model = ScriptedModel::new(vec![placeholder(), placeholder(), placeholder(), placeholder(), text("Sorry.")]);
+    assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
+    let temperatures = model.temperatures.lock().unwrap().clone();
+    assert_eq!(temperatures, [None, None, Some(RESAMPLE_TEMPERATURE), Some(RESAMPLE_TEMPERATURE), None]);
+    assert!(model.seen()[2].0.contains("calls that already failed in this run"), "{}", model.seen()[2].0);
+    // The two resampled replies are not stored; once the resamples are spent, it is refused again.
+    let results = fixture.results().await;
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results.iter().all(|result| result["output"]["error"].as_str().unwrap().contains("placeholder `<town>`")));
+}
+
 #[tokio::test]
 async fn a_known_window_caps_each_reply_at_the_reserved_output() {
     let fixture = Fixture::new().await;

@@ -36,7 +36,12 @@ impl CallRule for AnswerUnknownTool {
         let message = format!("unknown tool `{}`; the closest real tools are: {}", view.call.name, closest.join(", "));
         let mut outcome = ToolOutcome::failure(&ToolFailure::new(ErrorCategory::UnknownTool, message));
         outcome.output["closest"] = json!(closest);
-        outcome.hints = ToolsForUnknownName.hints(&ResultView { run: *run, tool: &view.call.name, outcome: &outcome, unloaded: None });
+        outcome.hints = ToolsForUnknownName.hints(&ResultView {
+            run: *run,
+            tool: &view.call.name,
+            outcome: &outcome,
+            unloaded: None,
+        });
         CallDecision::Answered(outcome)
     }
 }

@@ -19,8 +19,9 @@ const TOOLS_PER_STEP: usize = 3;
 
 /// The verbs that start a step asking for a change, as [`keywords`] cuts them ("store", "keep",
 /// "remember" are `save`; "insert", "append" are `add`; "remove" is `delet`).
-const CHANGE_VERBS: [&str; 14] =
-    ["add", "save", "creat", "write", "updat", "set", "make", "delet", "chang", "renam", "remin", "sched", "edit", "log"];
+const CHANGE_VERBS: [&str; 14] = [
+    "add", "save", "creat", "write", "updat", "set", "make", "delet", "chang", "renam", "remin", "sched", "edit", "log",
+];
 
 /// Words that start the next step of a request.
 const SEQUENCERS: [&str; 6] = [" and then ", ", then ", " then ", " after that ", "; ", ". "];
@@ -285,7 +286,8 @@ mod tests {
     fn calls_that_only_read_do_not_do_a_request_for_a_change() {
         let with_tables = |request: &str| {
             let mut scene = scene(request);
-            let mut schema = spec_with("db_schema", "List the tables of your own database and their columns.", json!({}));
+            let mut schema =
+                spec_with("db_schema", "List the tables of your own database and their columns.", json!({}));
             schema.effects.reads_only = true;
             scene.all_tools.push(schema);
             scene.all_tools.push(spec_with("describe_db_table", "Note what a database table is for.", json!({})));
@@ -334,7 +336,8 @@ mod tests {
         scene.call_and_result("b", "db_sql", insert, json!({"changes": 1}), true);
         assert!(NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false)).answer_now, "the insert did it");
         // Two steps whose tools the request is about are named as before, with the real specs.
-        let mut town = Scene::new(&["Read the key town from your state, then add it to your learned notes as my home town."]);
+        let mut town =
+            Scene::new(&["Read the key town from your state, then add it to your learned notes as my home town."]);
         town.config.name_undone_steps = true;
         town.all_tools = crate::engine::scripted_tools::builtin_specs().to_vec();
         town.call_and_result("a", "get_state", json!({"key": "town"}), json!({"value": "Tromso"}), true);
@@ -353,7 +356,10 @@ mod tests {
         };
         let dune = "Add the book Dune by Frank Herbert to the books table in your database.";
         assert_eq!(tool(dune).as_deref(), Some("db_sql"));
-        assert_eq!(tool("Add to your learned notes that I prefer metric units.").as_deref(), Some("edit_learned_notes"));
+        assert_eq!(
+            tool("Add to your learned notes that I prefer metric units.").as_deref(),
+            Some("edit_learned_notes")
+        );
         assert_eq!(tool("Save my favourite colour, green, in your state.").as_deref(), Some("set_state"));
         assert_eq!(tool("Read the value stored in your state under the key city."), None, "no change asked");
     }
