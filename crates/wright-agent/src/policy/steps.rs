@@ -47,33 +47,50 @@ impl TurnRule for NameUndoneSteps {
             .into_iter()
             .map(|spec| spec.name.as_str())
             .collect();
-        let undone: Vec<&str> = steps
-            .iter()
-            .filter(|step| {
-                let tools: BTreeSet<&str> = fitting(run.all_tools, run.settings, step, TOOLS_PER_STEP, |_| true)
-                    .into_iter()
-                    .map(|spec| spec.name.as_str())
-                    .collect();
-                // Its words, and its numbers (`17`, `23`), which keywords leave out.
-                let mut words = keywords(step);
-                words.extend(step.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(str::to_owned));
-                // A step no tool fits ("what is my favourite colour?") is not judged: it is
-                // answered in words, and holding the model to a call for it makes it loop.
-                let carries_its_words = |arguments: &str| words.iter().any(|word| arguments.contains(word.as_str()));
-                !tools.is_empty()
-                    && !worked.iter().any(|(name, arguments)| {
-                        // Done by a tool that fits it, unless the step names something that tool's
-                        // arguments do not carry (the same tool may be the right one for two steps);
-                        // or by a change of a tool the request is about that carries the step's
-                        // words (`INSERT INTO plants … 'fern'` records the fern).
-                        let changes = !reads_only(run.all_tools, name);
-                        (tools.contains(name.as_str()) && (steps.len() == 1 || carries_its_words(arguments)))
-                            || (changes && for_request.contains(name.as_str()) && carries_its_words(arguments))
-                    })
-            })
-            .map(String::as_str)
-            .collect();
-        let done: Vec<String> = worked.iter().map(|(name, _)| format!("`{name}`")).collect();
+        // The steps in order: a step is done by a call after the one that did the step before
+        // it (the 0.5B saved "single word" in state, then fetched the page; the 1.5B wrote the
+        // note, then read the state: the later step's call came too early to use the result).
+        let mut cursor = 0;
+        let mut used: BTreeSet<&str> = BTreeSet::new();
+        let mut undone: Vec<&str> = Vec::new();
+        for step in &steps {
+            let tools: BTreeSet<&str> = fitting(run.all_tools, run.settings, step, TOOLS_PER_STEP, |_| true)
+                .into_iter()
+                .map(|spec| spec.name.as_str())
+                .collect();
+            // A step no tool fits ("what is my favourite colour?") is not judged: it is
+            // answered in words, and holding the model to a call for it makes it loop.
+            if tools.is_empty() {
+                continue;
+            }
+            // Its words, and its numbers (`17`, `23`), which keywords leave out.
+            let mut words = keywords(step);
+            words.extend(step.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(str::to_owned));
+            let carries_its_words = |arguments: &str| words.iter().any(|word| arguments.contains(word.as_str()));
+            // Done by a tool that fits it, unless the step names something that tool's arguments
+            // do not carry (the same tool may be the right one for two steps); or by a change of
+            // a tool the request is about that carries the step's words (`INSERT INTO plants …
+            // 'fern'` records the fern).
+            let does = |(name, arguments): &(String, String)| {
+                let changes = !reads_only(run.all_tools, name);
+                (tools.contains(name.as_str()) && (steps.len() == 1 || carries_its_words(arguments)))
+                    || (changes && for_request.contains(name.as_str()) && carries_its_words(arguments))
+            };
+            match worked.iter().enumerate().skip(cursor).find(|(_, call)| does(call)) {
+                Some((at, (name, _))) => {
+                    cursor = at + 1;
+                    used.insert(name.as_str());
+                }
+                None => undone.push(step.as_str()),
+            }
+        }
+        let mut done: Vec<String> = Vec::new();
+        for (name, _) in &worked {
+            let shown = format!("`{name}`");
+            if !done.contains(&shown) {
+                done.push(shown);
+            }
+        }
         let only_read = worked.iter().all(|(name, _)| reads_only(run.all_tools, name));
         if undone.is_empty() && only_read && run.facts.count(Counter::ReadOnlyNudges) == 0 {
             // Only reads so far, for a request that starts with a change ("Add the book Dune …
@@ -114,7 +131,8 @@ impl TurnRule for NameUndoneSteps {
         // run" the execution log); a step that asks for a change is not done by a read.
         let asks_change = change_verb(undone[0]).is_some();
         let next_tool = fitting(run.all_tools, run.settings, undone[0], 1, |spec| {
-            !worked.iter().any(|(name, _)| *name == spec.name) && !(asks_change && spec.effects.reads_only)
+            let read_for_a_change = asks_change && spec.effects.reads_only;
+            !used.contains(spec.name.as_str()) && !read_for_a_change
         })
         .first()
         .filter(|spec| for_request.contains(spec.name.as_str()))
@@ -167,24 +185,23 @@ fn reads_only(all_tools: &[ToolSpec], name: &str) -> bool {
 }
 
 /// `(tool, arguments as lowercase JSON)` of the calls since the person's last message whose
-/// results say they worked, each tool once, in order.
+/// results say they worked, in order.
 fn calls_that_worked(history: &[Event]) -> Vec<(String, String)> {
     let since = history.iter().rposition(|event| matches!(event.body, EventBody::User { .. })).map_or(0, |at| at + 1);
-    let mut worked: Vec<(String, String)> = Vec::new();
-    for event in &history[since..] {
-        let EventBody::ToolResult { tool_call_id, name, success: true, .. } = &event.body else { continue };
-        let arguments = history[since..].iter().find_map(|call| match &call.body {
-            EventBody::ToolCall { id, arguments, .. } if id == tool_call_id => {
-                Some(arguments.to_string().to_lowercase())
-            }
-            _ => None,
-        });
-        match worked.iter_mut().find(|(done, _)| done == name) {
-            Some((_, all)) => all.push_str(&arguments.unwrap_or_default()),
-            None => worked.push((name.clone(), arguments.unwrap_or_default())),
-        }
-    }
-    worked
+    let recent = &history[since..];
+    recent
+        .iter()
+        .filter_map(|event| {
+            let EventBody::ToolResult { tool_call_id, name, success: true, .. } = &event.body else { return None };
+            let arguments = recent.iter().find_map(|call| match &call.body {
+                EventBody::ToolCall { id, arguments, .. } if id == tool_call_id => {
+                    Some(arguments.to_string().to_lowercase())
+                }
+                _ => None,
+            });
+            Some((name.clone(), arguments.unwrap_or_default()))
+        })
+        .collect()
 }
 
 /// The steps of a request: its parts between sequencing words, in order (one when it has
@@ -343,6 +360,27 @@ mod tests {
         town.call_and_result("a", "get_state", json!({"key": "town"}), json!({"value": "Tromso"}), true);
         let decision = NameUndoneSteps.decide(&town.turn_view(&BTreeSet::new(), false));
         assert_eq!(decision.load, ["edit_learned_notes"], "{:?}", decision.note);
+    }
+
+    /// What the 0.5B did with "Fetch the page … and save the single word on it …": it saved
+    /// first. A later step's call made before the earlier step's cannot use its result.
+    #[test]
+    fn a_step_is_done_only_by_a_call_after_the_step_before_it() {
+        let mut scene =
+            scene("Fetch the page http://x.test/ and save the single word on it in your state under the key secret.");
+        let early = json!({"key": "secret", "value": "single word"});
+        scene.call_and_result("a", "set_state", early, json!({"ok": true}), true);
+        scene.call_and_result("b", "fetch_url", json!({"url": "http://x.test/"}), json!({"body": "periwinkle"}), true);
+        let decision = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
+        let note = decision.note.unwrap();
+        assert!(note.starts_with("## Still to do\n`set_state`, `fetch_url` worked."), "{note}");
+        assert!(note.contains("\"save the single word on it in your state under the key secret\""), "{note}");
+        assert_eq!(decision.load, ["set_state"], "the tool that saved too early is the one to call again");
+        let late = json!({"key": "secret", "value": "periwinkle"});
+        scene.call_and_result("c", "set_state", late, json!({"ok": true}), true);
+        let done = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
+        assert!(done.answer_now, "{:?}", done.note);
+        assert!(done.note.unwrap().starts_with("## The request is done\n`set_state`, `fetch_url` worked."));
     }
 
     /// With the real built-in specs and default toolsets.
