@@ -4,14 +4,16 @@
 //! sequence them; a step is done when a call of this run that worked fits it (by the words the
 //! tools are preselected by, or its own words in the call's arguments). The next request says
 //! what is done and names the step still undone — or, when all are done, asks for the answer.
+//! Steps are done in order: a step's call must come after the call that did the step before.
 //! When every call so far only read (tools declare it) and a step starts with a verb of change,
-//! the request is not done: the tool that makes the change is required next, once a run. Judged from the request's words and the calls made, never from tool names in a list.
+//! the request is not done: the tool that makes the change is required next, once a run.
+//! Judged from the request's words and the calls made, never from tool names in a list.
 
 use std::collections::BTreeSet;
 
 use wright_core::{Event, EventBody, ToolSpec};
 
-use super::{Counter, TurnDecision, TurnRule, TurnView};
+use super::{Counter, RunView, TurnDecision, TurnRule, TurnView};
 use crate::surface::{fitting, keywords};
 
 /// How many of the best-fitting tools of a step count as doing it.
@@ -47,43 +49,7 @@ impl TurnRule for NameUndoneSteps {
             .into_iter()
             .map(|spec| spec.name.as_str())
             .collect();
-        // The steps in order: a step is done by a call after the one that did the step before
-        // it (the 0.5B saved "single word" in state, then fetched the page; the 1.5B wrote the
-        // note, then read the state: the later step's call came too early to use the result).
-        let mut cursor = 0;
-        let mut used: BTreeSet<&str> = BTreeSet::new();
-        let mut undone: Vec<&str> = Vec::new();
-        for step in &steps {
-            let tools: BTreeSet<&str> = fitting(run.all_tools, run.settings, step, TOOLS_PER_STEP, |_| true)
-                .into_iter()
-                .map(|spec| spec.name.as_str())
-                .collect();
-            // A step no tool fits ("what is my favourite colour?") is not judged: it is
-            // answered in words, and holding the model to a call for it makes it loop.
-            if tools.is_empty() {
-                continue;
-            }
-            // Its words, and its numbers (`17`, `23`), which keywords leave out.
-            let mut words = keywords(step);
-            words.extend(step.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(str::to_owned));
-            let carries_its_words = |arguments: &str| words.iter().any(|word| arguments.contains(word.as_str()));
-            // Done by a tool that fits it, unless the step names something that tool's arguments
-            // do not carry (the same tool may be the right one for two steps); or by a change of
-            // a tool the request is about that carries the step's words (`INSERT INTO plants …
-            // 'fern'` records the fern).
-            let does = |(name, arguments): &(String, String)| {
-                let changes = !reads_only(run.all_tools, name);
-                (tools.contains(name.as_str()) && (steps.len() == 1 || carries_its_words(arguments)))
-                    || (changes && for_request.contains(name.as_str()) && carries_its_words(arguments))
-            };
-            match worked.iter().enumerate().skip(cursor).find(|(_, call)| does(call)) {
-                Some((at, (name, _))) => {
-                    cursor = at + 1;
-                    used.insert(name.as_str());
-                }
-                None => undone.push(step.as_str()),
-            }
-        }
+        let (undone, used) = undone_steps(run, &steps, &for_request, &worked);
         let mut done: Vec<String> = Vec::new();
         for (name, _) in &worked {
             let shown = format!("`{name}`");
@@ -91,28 +57,10 @@ impl TurnRule for NameUndoneSteps {
                 done.push(shown);
             }
         }
-        let only_read = worked.iter().all(|(name, _)| reads_only(run.all_tools, name));
-        if undone.is_empty() && only_read && run.facts.count(Counter::ReadOnlyNudges) == 0 {
-            // Only reads so far, for a request that starts with a change ("Add the book Dune …
-            // to the books table" answered with `db_schema {}`): not done. The tool that
-            // changes what the request is about is required next, once a run (a second read
-            // in reply ends it as before, never a loop).
-            if let Some(next) = tool_for_the_change(run.all_tools, run.settings, request, &steps) {
-                let note = format!(
-                    "## Still to do\n{} worked: {} only read, and nothing the person asked for is changed yet. \
-                     Do it now with `{}`, using what you read.",
-                    done.join(", "),
-                    if worked.len() == 1 { "it" } else { "they" },
-                    next.name
-                );
-                return TurnDecision {
-                    note: Some(note),
-                    require_call: true,
-                    load: vec![next.name.clone()],
-                    counted: vec![Counter::ReadOnlyNudges],
-                    ..TurnDecision::default()
-                };
-            }
+        if undone.is_empty()
+            && let Some(nudge) = read_only_nudge(run, request, &steps, &worked, &done)
+        {
+            return nudge;
         }
         if undone.is_empty() {
             // The answer is asked for with no call taken: a small model told it is done still
@@ -151,6 +99,87 @@ impl TurnRule for NameUndoneSteps {
             ..TurnDecision::default()
         }
     }
+}
+
+/// The steps of `steps` not done by the calls that `worked`, in order, and the tools of the
+/// calls that did the others.
+fn undone_steps<'s>(
+    run: &RunView<'s>,
+    steps: &'s [String],
+    for_request: &BTreeSet<&str>,
+    worked: &'s [(String, String)],
+) -> (Vec<&'s str>, BTreeSet<&'s str>) {
+    // The steps in order: a step is done by a call after the one that did the step before
+    // it (the 0.5B saved "single word" in state, then fetched the page; the 1.5B wrote the
+    // note, then read the state: the later step's call came too early to use the result).
+    let mut cursor = 0;
+    let mut used: BTreeSet<&str> = BTreeSet::new();
+    let mut undone: Vec<&str> = Vec::new();
+    for step in steps {
+        let tools: BTreeSet<&str> = fitting(run.all_tools, run.settings, step, TOOLS_PER_STEP, |_| true)
+            .into_iter()
+            .map(|spec| spec.name.as_str())
+            .collect();
+        // A step no tool fits ("what is my favourite colour?") is not judged: it is
+        // answered in words, and holding the model to a call for it makes it loop.
+        if tools.is_empty() {
+            continue;
+        }
+        // Its words, and its numbers (`17`, `23`), which keywords leave out.
+        let mut words = keywords(step);
+        words.extend(step.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(str::to_owned));
+        let carries_its_words = |arguments: &str| words.iter().any(|word| arguments.contains(word.as_str()));
+        // Done by a tool that fits it, unless the step names something that tool's arguments
+        // do not carry (the same tool may be the right one for two steps); or by a change of
+        // a tool the request is about that carries the step's words (`INSERT INTO plants …
+        // 'fern'` records the fern).
+        let does = |(name, arguments): &(String, String)| {
+            let changes = !reads_only(run.all_tools, name);
+            (tools.contains(name.as_str()) && (steps.len() == 1 || carries_its_words(arguments)))
+                || (changes && for_request.contains(name.as_str()) && carries_its_words(arguments))
+        };
+        match worked.iter().enumerate().skip(cursor).find(|(_, call)| does(call)) {
+            Some((at, (name, _))) => {
+                cursor = at + 1;
+                used.insert(name.as_str());
+            }
+            None => undone.push(step.as_str()),
+        }
+    }
+    (undone, used)
+}
+
+/// The turn after a request for a change was met only with reads ("Add the book Dune … to the
+/// books table" answered with `db_schema {}`): not done. The tool that changes what the request
+/// is about is required next, once a run (a second read in reply ends it as before, never a
+/// loop). `None` when a call changed something, a step does not start with a change, or the
+/// run was nudged already.
+fn read_only_nudge(
+    run: &RunView<'_>,
+    request: &str,
+    steps: &[String],
+    worked: &[(String, String)],
+    done: &[String],
+) -> Option<TurnDecision> {
+    let only_read = worked.iter().all(|(name, _)| reads_only(run.all_tools, name));
+    if !only_read || run.facts.count(Counter::ReadOnlyNudges) > 0 {
+        return None;
+    }
+    let next = tool_for_the_change(run.all_tools, run.settings, request, steps)?;
+    let note = format!(
+        "## Still to do\n{} worked: {} only read, and nothing the person asked for is changed yet. Do it now \
+         with `{}`, using what you read.",
+        done.join(", "),
+        if done.len() == 1 { "it" } else { "they" },
+        next.name
+    );
+    Some(TurnDecision {
+        note: Some(note),
+        require_call: true,
+        load: vec![next.name.clone()],
+        counted: vec![Counter::ReadOnlyNudges],
+        ..TurnDecision::default()
+    })
 }
 
 /// The tool that makes the change a request asks for, when a step of it starts with a verb of
