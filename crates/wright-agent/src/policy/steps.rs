@@ -4,7 +4,7 @@
 //! sequence them; a step is done when a call of this run that worked fits it (by the words the
 //! tools are preselected by, or its own words in the call's arguments). The next request says
 //! what is done and names the step still undone — or, when all are done, asks for the answer.
-//! Steps are done in order: a step's call must come after the call that did the step before.
+//! Steps are done in order: a step's call may not come before the call that did the step before.
 //! When every call so far only read (tools declare it) and a step starts with a verb of change,
 //! the request is not done: the tool that makes the change is required next, once a run.
 //! Judged from the request's words and the calls made, never from tool names in a list.
@@ -109,7 +109,7 @@ fn undone_steps<'s>(
     for_request: &BTreeSet<&str>,
     worked: &'s [(String, String)],
 ) -> (Vec<&'s str>, BTreeSet<&'s str>) {
-    // The steps in order: a step is done by a call after the one that did the step before
+    // The steps in order: a step is done by a call not before the one that did the step before
     // it (the 0.5B saved "single word" in state, then fetched the page; the 1.5B wrote the
     // note, then read the state: the later step's call came too early to use the result).
     let mut cursor = 0;
@@ -140,7 +140,9 @@ fn undone_steps<'s>(
         };
         match worked.iter().enumerate().skip(cursor).find(|(_, call)| does(call)) {
             Some((at, (name, _))) => {
-                cursor = at + 1;
+                // The same call may do the next step too (one `CREATE TABLE` names both
+                // columns of "… with the columns title and author").
+                cursor = at;
                 used.insert(name.as_str());
             }
             None => undone.push(step.as_str()),
@@ -410,6 +412,20 @@ mod tests {
         let done = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
         assert!(done.answer_now, "{:?}", done.note);
         assert!(done.note.unwrap().starts_with("## The request is done\n`set_state`, `fetch_url` worked."));
+    }
+
+    /// The 1.5B's `db_create_table`: "… with the columns title and author in your database" is
+    /// cut into two steps, and one `CREATE TABLE` does both.
+    #[test]
+    fn one_call_may_do_two_steps_in_a_row() {
+        let mut scene =
+            Scene::new(&["Create a table called books with the columns title and author in your database."]);
+        scene.config.name_undone_steps = true;
+        scene.all_tools = crate::engine::scripted_tools::builtin_specs().to_vec();
+        let create = json!({"sql": "CREATE TABLE books (title TEXT, author TEXT)"});
+        scene.call_and_result("a", "db_sql", create, json!({"changes": 0}), true);
+        let decision = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
+        assert!(decision.answer_now, "{:?}", decision.note);
     }
 
     /// With the real built-in specs and default toolsets.
