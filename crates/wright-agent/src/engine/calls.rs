@@ -131,9 +131,9 @@ impl Run<'_> {
             CallDecision::Answered(outcome) => {
                 ran.only_repeats = false;
                 // A refusal is remembered like a call that ran and failed: the same call sent
-                // again is a repeat of a failed call (asked again hotter, then answered as a
-                // repeat), not refused anew until the turn limit (the real 0.5B sent one
-                // refused `edit_learned_notes` eight times).
+                // again is a repeat of a failed call, asked again hotter within the run's
+                // resamples (the real 0.5B sent one refused `edit_learned_notes` eight times at
+                // temperature 0).
                 if !outcome.success
                     && call.name != LOAD_TOOLS
                     && let Ok(arguments) = &call.arguments
