@@ -149,3 +149,18 @@ fn a_past_one_off_time_is_refused_with_the_next_such_time_and_a_daily_cron() {
         "{error}"
     );
 }
+
+/// The real 1.5B, asked for "a daily 22:00 schedule", sent `at: "22:00"`.
+#[test]
+fn a_time_of_day_without_a_date_is_refused_with_the_daily_cron() {
+    let error = crate::local_time("22:00", "UTC").unwrap_err().to_string();
+    assert!(
+        error.ends_with(
+            "\"22:00\" is a time of day without a date: send cron \"0 22 * * *\" (and no at) to repeat it every day \
+             at 22:00, or at with the date for once, like \"2026-12-24T22:00\""
+        ),
+        "{error}"
+    );
+    let error = crate::local_time("tomorrow", "UTC").unwrap_err().to_string();
+    assert!(error.ends_with("\"tomorrow\" is not a date and time like 2026-12-24T18:00"), "{error}");
+}

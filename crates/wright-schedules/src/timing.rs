@@ -123,10 +123,18 @@ pub fn local_time(text: &str, time_zone: &str) -> Result<i64, ScheduleError> {
     if let Ok(timestamp) = text.parse::<Timestamp>() {
         return Ok(timestamp.as_millisecond());
     }
-    let datetime: jiff::civil::DateTime = text
-        .replacen(' ', "T", 1)
-        .parse()
-        .map_err(|_| ScheduleError::Invalid(format!("{text:?} is not a date and time like 2026-12-24T18:00")))?;
+    let datetime: jiff::civil::DateTime = text.replacen(' ', "T", 1).parse().map_err(|_| {
+        // A time of day alone ("22:00" for "a daily 22:00 reminder", as the real 1.5B sent):
+        // say the cron that repeats it, and how a one-off is written.
+        let Ok(time) = text.parse::<jiff::civil::Time>() else {
+            return ScheduleError::Invalid(format!("{text:?} is not a date and time like 2026-12-24T18:00"));
+        };
+        let (hour, minute) = (time.hour(), time.minute());
+        ScheduleError::Invalid(format!(
+            "{text:?} is a time of day without a date: send cron \"{minute} {hour} * * *\" (and no at) to repeat it \
+             every day at {hour:02}:{minute:02}, or at with the date for once, like \"2026-12-24T{hour:02}:{minute:02}\""
+        ))
+    })?;
     let zoned = zone(time_zone)?
         .to_ambiguous_zoned_datetime(datetime)
         .compatible()

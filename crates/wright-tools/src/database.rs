@@ -52,6 +52,20 @@ async fn describe(context: ToolContext, args: DescribeArgs) -> Result<Value, Too
             purpose.chars().count()
         )));
     }
+    if !purpose.is_empty() {
+        // A note on a table that does not exist would tell later runs it does (the real 1.5B
+        // "created" a table by describing it).
+        let schema = context.services.databases.schema(&context.agent).await.map_err(database_error)?;
+        let tables: Vec<&str> =
+            schema["tables"].as_array().into_iter().flatten().filter_map(|table| table["name"].as_str()).collect();
+        if !tables.iter().any(|name| name.eq_ignore_ascii_case(table)) {
+            let yours = if tables.is_empty() { "none yet".to_owned() } else { tables.join(", ") };
+            return Err(ToolError::NotFound(format!(
+                "there is no table {table} in your database (your tables: {yours}), so nothing was noted. Create it \
+                 first with db_sql (CREATE TABLE {table} (…)), then note what it is for"
+            )));
+        }
+    }
     let store = &context.services.store;
     let notes = store.document(&context.agent, DocumentKind::DbNotes).await?;
     let prefix = line_prefix(table);

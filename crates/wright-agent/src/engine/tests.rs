@@ -762,11 +762,18 @@ async fn a_refused_call_sent_again_is_asked_again_hotter() {
     };
     let message = "Read the key town from your state, then add it to your notes as my home town.";
     fixture.transcript.store.append_events("c1", &[user(message)]).await.unwrap();
-    let model = ScriptedModel::new(vec![placeholder(), placeholder(), placeholder(), placeholder(), text("Sorry.")]);
+    let replies = vec![placeholder(), placeholder(), placeholder(), placeholder(), text("Sorry."), text("Sorry.")];
+    let model = ScriptedModel::new(replies);
     assert_eq!(fixture.run(&model, &LoopConfig::default(), &CancellationToken::new()).await, RunOutcome::Completed);
     let temperatures = model.temperatures.lock().unwrap().clone();
-    assert_eq!(temperatures, [None, None, Some(RESAMPLE_TEMPERATURE), Some(RESAMPLE_TEMPERATURE), None]);
+    assert_eq!(temperatures, [None, None, Some(RESAMPLE_TEMPERATURE), Some(RESAMPLE_TEMPERATURE), None, None]);
     assert!(model.seen()[2].0.contains("calls that already failed in this run"), "{}", model.seen()[2].0);
+    // The first "Sorry." left the refusal unanswered: asked once more for a call, then kept.
+    assert!(
+        model.seen()[5].0.contains("## The last call failed\n`edit_learned_notes` failed"),
+        "{}",
+        model.seen()[5].0
+    );
     // The two resampled replies are not stored; once the resamples are spent, it is refused again.
     let results = fixture.results().await;
     assert_eq!(results.len(), 2, "{results:?}");

@@ -34,6 +34,7 @@ mod silence;
 mod skills;
 mod steps;
 mod text_calls;
+mod unanswered;
 mod untrusted;
 mod withhold;
 
@@ -104,6 +105,9 @@ pub(crate) enum Counter {
     /// Turns whose calls all only read, for a request that asks for a change, answered by
     /// requiring a call of the tool that makes it (once a run).
     ReadOnlyNudges,
+    /// Replies without a call after a fixable failure, asked again with a call required (once
+    /// a run).
+    ErrorRetries,
 }
 
 /// What every rule may read.
@@ -330,6 +334,7 @@ impl Policy {
                 Box::new(echo::DropParrotedText),
                 Box::new(names::ResolveInventedNames),
                 Box::new(resample::ResampleFailedRepeats),
+                Box::new(unanswered::RetryAfterError),
                 Box::new(answer_now::AnswerWhenStuck),
                 Box::new(answer_now::AnswerAfterEmptyReply),
             ],

@@ -7,6 +7,8 @@
 //! Steps are done in order: a step's call may not come before the call that did the step before.
 //! When every call so far only read (tools declare it) and a step starts with a verb of change,
 //! the request is not done: the tool that makes the change is required next, once a run.
+//! A step that acts on what the run made ("create a tool greet, then use it for Ada") is done by
+//! a call of the tool made, and names it.
 //! Judged from the request's words and the calls made, never from tool names in a list.
 
 use std::collections::BTreeSet;
@@ -42,14 +44,17 @@ impl TurnRule for NameUndoneSteps {
         if worked.is_empty() {
             return TurnDecision::default();
         }
-        let steps = steps_of(request, |part| !fitting(run.all_tools, run.settings, part, 1, |_| true).is_empty());
+        let steps = steps_of(request, |part| {
+            refers_back(part) || !fitting(run.all_tools, run.settings, part, 1, |_| true).is_empty()
+        });
         // The tools the whole request is about: a step's words alone may point elsewhere
         // ("record a fern", after "create a table plants", fits the notes).
         let for_request: BTreeSet<&str> = fitting(run.all_tools, run.settings, request, TOOLS_PER_STEP, |_| true)
             .into_iter()
             .map(|spec| spec.name.as_str())
             .collect();
-        let (undone, used) = undone_steps(run, &steps, &for_request, &worked);
+        let made = made_tools(run.all_tools, &worked);
+        let (undone, used) = undone_steps(run, &steps, &for_request, &worked, &made);
         let mut done: Vec<String> = Vec::new();
         for (name, _) in &worked {
             let shown = format!("`{name}`");
@@ -77,14 +82,19 @@ impl TurnRule for NameUndoneSteps {
         // the next reply must call a tool. It is named only when the whole request is about it
         // too (else the step's words may point anywhere: "record a fern" fits the notes, "log a
         // run" the execution log); a step that asks for a change is not done by a read.
+        // A step that acts on what the run made ("then call it with 21", after `create_tool`)
+        // is done with the tool made, which no word of the request's could have preselected.
         let asks_change = change_verb(undone[0]).is_some();
-        let next_tool = fitting(run.all_tools, run.settings, undone[0], 1, |spec| {
-            let read_for_a_change = asks_change && spec.effects.reads_only;
-            !used.contains(spec.name.as_str()) && !read_for_a_change
-        })
-        .first()
-        .filter(|spec| for_request.contains(spec.name.as_str()))
-        .map(|spec| spec.name.clone());
+        let next_tool = match made.first() {
+            Some(made) if refers_back(undone[0]) => Some((*made).to_owned()),
+            _ => fitting(run.all_tools, run.settings, undone[0], 1, |spec| {
+                let read_for_a_change = asks_change && spec.effects.reads_only;
+                !used.contains(spec.name.as_str()) && !read_for_a_change
+            })
+            .first()
+            .filter(|spec| for_request.contains(spec.name.as_str()))
+            .map(|spec| spec.name.clone()),
+        };
         let with = next_tool.as_ref().map(|name| format!(" with `{name}`")).unwrap_or_default();
         let note = format!(
             "## Still to do\n{} worked. Not done yet from the person's request: \"{}\". Do that next{with}, using \
@@ -102,12 +112,14 @@ impl TurnRule for NameUndoneSteps {
 }
 
 /// The steps of `steps` not done by the calls that `worked`, in order, and the tools of the
-/// calls that did the others.
+/// calls that did the others. A step that acts on what the step before made ("use it for
+/// Ada") may be done by a tool the run `made`.
 fn undone_steps<'s>(
     run: &RunView<'s>,
     steps: &'s [String],
     for_request: &BTreeSet<&str>,
     worked: &'s [(String, String)],
+    made: &[&'s str],
 ) -> (Vec<&'s str>, BTreeSet<&'s str>) {
     // The steps in order: a step is done by a call not before the one that did the step before
     // it (the 0.5B saved "single word" in state, then fetched the page; the 1.5B wrote the
@@ -116,10 +128,13 @@ fn undone_steps<'s>(
     let mut used: BTreeSet<&str> = BTreeSet::new();
     let mut undone: Vec<&str> = Vec::new();
     for step in steps {
-        let tools: BTreeSet<&str> = fitting(run.all_tools, run.settings, step, TOOLS_PER_STEP, |_| true)
+        let mut tools: BTreeSet<&str> = fitting(run.all_tools, run.settings, step, TOOLS_PER_STEP, |_| true)
             .into_iter()
             .map(|spec| spec.name.as_str())
             .collect();
+        if refers_back(step) {
+            tools.extend(made.iter().copied());
+        }
         // A step no tool fits ("what is my favourite colour?") is not judged: it is
         // answered in words, and holding the model to a call for it makes it loop.
         if tools.is_empty() {
@@ -208,6 +223,30 @@ fn tool_for_the_change<'a>(
 fn change_verb(step: &str) -> Option<String> {
     let first = step.split_whitespace().find_map(|word| keywords(word).into_iter().next());
     first.filter(|word| CHANGE_VERBS.contains(&word.as_str()))
+}
+
+/// Whether `step` acts on what the step before it made or found: its verb's object is "it" or
+/// "them" ("call it with 21", "use it on hello", "save them").
+fn refers_back(step: &str) -> bool {
+    matches!(step.split_whitespace().nth(1), Some("it" | "them"))
+}
+
+/// The agent's tools that calls of this run made or changed, latest first: a call that worked
+/// and changes something named one of them as its `name` (`create_tool {"name": "greet", …}`).
+fn made_tools<'a>(all_tools: &'a [ToolSpec], worked: &[(String, String)]) -> Vec<&'a str> {
+    let mut made: Vec<&str> = Vec::new();
+    for (called, arguments) in worked.iter().rev() {
+        if reads_only(all_tools, called) {
+            continue;
+        }
+        for spec in all_tools {
+            let named = format!("\"name\":\"{}\"", spec.name.to_lowercase());
+            if &spec.name != called && arguments.contains(&named) && !made.contains(&spec.name.as_str()) {
+                made.push(spec.name.as_str());
+            }
+        }
+    }
+    made
 }
 
 /// Whether the tool `name` declares that its calls only read ([`Effects::reads_only`](wright_core::Effects)).
@@ -428,6 +467,43 @@ mod tests {
         assert!(decision.answer_now, "{:?}", decision.note);
     }
 
+    /// The learning evaluation's tool tasks on the real 1.5B: it made the tool, then said it had
+    /// called it ("use it for Ada" fits no tool by its words), or called another one.
+    #[test]
+    fn a_step_that_uses_what_the_run_made_is_done_by_the_tool_made() {
+        for (request, made, arguments) in [
+            (
+                "Write a tool greet that returns 'hi ' plus a name argument, then use it for Ada.",
+                "greet",
+                json!({"name": "Ada"}),
+            ),
+            (
+                "Make a tool celsius_to_f converting argument c to Fahrenheit and call it with 100.",
+                "celsius_to_f",
+                json!({"c": 100}),
+            ),
+        ] {
+            let mut scene = Scene::new(&[request]);
+            scene.config.name_undone_steps = true;
+            scene.all_tools = crate::engine::scripted_tools::builtin_specs().to_vec();
+            let create = json!({"name": made, "description": "Made by the agent.", "code": "async function f(a) {}"});
+            scene.call_and_result("a", "create_tool", create, json!({"name": made, "version": 1}), true);
+            scene.all_tools.push(spec_with(made, "Made by the agent.", json!({"type": "object"})));
+            let decision = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
+            let note = decision.note.unwrap();
+            assert!(note.contains(&format!("Do that next with `{made}`")), "{note}");
+            assert_eq!((decision.load, decision.require_call), (vec![made.to_owned()], true));
+            scene.call_and_result("b", made, arguments, json!({"result": "done"}), true);
+            let done = NameUndoneSteps.decide(&scene.turn_view(&BTreeSet::new(), false));
+            assert!(done.answer_now, "{:?}", done.note);
+        }
+        // Reading a tool names it too, but makes nothing.
+        let mut specs = crate::engine::scripted_tools::builtin_specs().to_vec();
+        specs.push(spec_with("greet", "Made by the agent.", json!({})));
+        assert_eq!(made_tools(&specs, &[("read_tool".into(), r#"{"name":"greet"}"#.into())]), Vec::<&str>::new());
+        assert_eq!(made_tools(&specs, &[("create_tool".into(), r#"{"name":"greet"}"#.into())]), ["greet"]);
+    }
+
     /// With the real built-in specs and default toolsets.
     #[test]
     fn the_tool_for_a_change_says_the_requests_verb() {
@@ -467,5 +543,7 @@ mod tests {
             ["fetch the page", "save the word on it"]
         );
         assert_eq!(steps_of("Note that I like tea and coffee", about_saving), ["note that i like tea and coffee"]);
+        let refers = |part: &str| refers_back(part);
+        assert_eq!(steps_of("Make a tool shout and use it on hello", refers), ["make a tool shout", "use it on hello"]);
     }
 }

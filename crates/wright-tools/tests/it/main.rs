@@ -1061,6 +1061,23 @@ mod database {
         let error = fixture.call("db_sql", json!({"sql": "SELECT * FROM agents"})).await.unwrap_err();
         assert!(error.to_string().contains("no such table"), "the app database is not reachable: {error}");
     }
+
+    /// The real 1.5B answered "create a table plants and record a fern" with a note on a table
+    /// that did not exist, and said it had made it.
+    #[tokio::test]
+    async fn a_note_on_a_table_that_does_not_exist_is_refused_and_says_how_to_make_it() {
+        let fixture = Fixture::new().await;
+        let note = json!({"table": "plants", "purpose": "one row per plant", "reason": "new table"});
+        let error = fixture.call("describe_db_table", note.clone()).await.unwrap_err();
+        assert_eq!(error.category().as_str(), "not_found", "{error}");
+        assert!(error.to_string().starts_with("there is no table plants in your database (your tables: none yet)"));
+        assert!(error.to_string().contains("Create it first with db_sql (CREATE TABLE plants (…))"), "{error}");
+        fixture.call("db_sql", json!({"sql": "CREATE TABLE Plants (name TEXT)"})).await.unwrap();
+        assert_eq!(fixture.call("describe_db_table", note).await.unwrap()["version"], 2);
+        // Removing the note of a table that is gone still works.
+        let removed = fixture.call("describe_db_table", json!({"table": "gone", "purpose": "", "reason": "x"})).await;
+        assert_eq!(removed.unwrap()["removed"], false);
+    }
 }
 
 #[test]
