@@ -144,12 +144,19 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                                 let timing = match (given(args.cron), given(args.at)) {
                                     (Some(cron), None) => Timing::Cron(cron),
                                     (None, Some(at)) => Timing::Once(wright_schedules::local_time(&at, &time_zone)?),
-                                    _ => {
+                                    (cron, at) => {
+                                        // Both, as the real 1.5B sent after being told the cron: say
+                                        // which to keep for which request.
+                                        let problem = match (cron, at) {
+                                            (Some(cron), Some(at)) => format!(
+                                                "create takes one of `cron` or `at`, and both were sent: send `cron` \
+                                                 {cron:?} alone to repeat it, or `at` {at:?} alone for once"
+                                            ),
+                                            _ => "create needs `cron` (repeating) or `at` (once)".to_owned(),
+                                        };
                                         return Err(ToolError::InvalidArguments {
                                             tool: SCHEDULE.into(),
-                                            problems: vec![
-                                                "create needs exactly one of `cron` (repeating) or `at` (once)".into(),
-                                            ],
+                                            problems: vec![problem],
                                         });
                                     }
                                 };

@@ -81,7 +81,10 @@ impl Run<'_> {
                 }
             }
         }
-        self.end_turn(reply, &ran, all_tools);
+        // The turn's rules see the tools as the calls left them: a call may have made one
+        // ("create a tool greet, then use it for Ada").
+        let after_calls = self.specs().await?;
+        self.end_turn(reply, &ran, &after_calls);
         if self.cancel.is_cancelled() {
             let mut closing: Vec<NewEvent> = last_result.into_iter().collect();
             closing.push(NewEvent::notice(Notice::Cancelled));

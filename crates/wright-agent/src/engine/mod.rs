@@ -178,6 +178,14 @@ impl<'a> Run<'a> {
             Turned::Ended(outcome) => return Ok(Some(outcome)),
         };
         let as_sent = reply.clone();
+        // For an operator asking why a reply left no trace (`RUST_LOG=wright_agent=debug`):
+        // dropped replies are never stored.
+        tracing::debug!(
+            offered = ?prepared.offered.iter().map(|spec| spec.name.as_str()).collect::<Vec<_>>(),
+            text = %as_sent.text,
+            calls = ?as_sent.calls.iter().map(|call| (call.name.as_str(), &call.arguments)).collect::<Vec<_>>(),
+            "model reply"
+        );
         let view = ReplyView {
             run: self.run_view(&all_tools),
             reply: &as_sent,
@@ -191,6 +199,7 @@ impl<'a> Run<'a> {
         }
         if let Some((counter, next)) = ask_again {
             // The reply is dropped: not stored, and the request asked again as the rule said.
+            tracing::debug!(?counter, note = ?next.note, "reply dropped, asked again");
             *self.facts.counts.entry(counter).or_default() += 1;
             self.next = next;
             return Ok(None);

@@ -3,8 +3,9 @@
 //! against their schemas as the registry does, the state tools over the real app store, every
 //! call recorded in `tool_executions`, and the pausing tools' preparation scripted. A tool
 //! without a script refuses (`rejected`), like a real tool that could not do what it was asked.
+//! `create_tool` makes a tool that is listed from then on and answers `{"result": <arguments>}`.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -15,6 +16,8 @@ use wright_store::{ExecutionRecord, Store};
 
 pub(super) struct ScriptedTools {
     store: Store,
+    /// The tools `create_tool` made.
+    made: Mutex<Vec<ToolSpec>>,
 }
 
 pub(crate) fn builtin_specs() -> Arc<[ToolSpec]> {
@@ -27,11 +30,16 @@ pub(crate) fn builtin_specs() -> Arc<[ToolSpec]> {
 
 impl ScriptedTools {
     pub(super) fn new(store: Store) -> Self {
-        Self { store }
+        Self { store, made: Mutex::new(Vec::new()) }
     }
 
-    fn spec(name: &str) -> Result<ToolSpec, ToolFailure> {
-        let specs = builtin_specs();
+    fn all(&self) -> Arc<[ToolSpec]> {
+        let made = self.made.lock().unwrap();
+        if made.is_empty() { builtin_specs() } else { builtin_specs().iter().chain(made.iter()).cloned().collect() }
+    }
+
+    fn spec(&self, name: &str) -> Result<ToolSpec, ToolFailure> {
+        let specs = self.all();
         specs.iter().find(|spec| spec.name == name).cloned().ok_or_else(|| {
             let closest = closest_names(name, specs.iter().map(|spec| spec.name.as_str()));
             ToolFailure::new(
@@ -57,8 +65,11 @@ impl ScriptedTools {
     }
 
     async fn run(&self, agent: &AgentId, name: &str, args: &Value) -> Result<Value, ToolFailure> {
-        let spec = Self::spec(name)?;
+        let spec = self.spec(name)?;
         Self::check(&spec, args)?;
+        if self.made.lock().unwrap().iter().any(|made| made.name == name) {
+            return Ok(json!({"result": args}));
+        }
         let key = args.get("key").and_then(Value::as_str).unwrap_or_default();
         let stored = |error: wright_store::StoreError| ToolFailure::new(ErrorCategory::Internal, error.to_string());
         match name {
@@ -71,6 +82,22 @@ impl ScriptedTools {
             "list_state_keys" => {
                 let prefix = args.get("prefix").and_then(Value::as_str);
                 Ok(json!({"keys": self.store.list_state_keys(agent, prefix).await.map_err(stored)?}))
+            }
+            "create_tool" => {
+                let name = args["name"].as_str().unwrap_or_default().to_owned();
+                let description = args["description"].as_str().unwrap_or_default().to_owned();
+                let parameters = args.get("parameter_schema").cloned().unwrap_or(json!({"type": "object"}));
+                let made = ToolSpec {
+                    name: name.clone(),
+                    description,
+                    parameters,
+                    pauses: None,
+                    effects: wright_core::Effects::default(),
+                    policy: ToolPolicy::Allow,
+                    toolset: None,
+                };
+                self.made.lock().unwrap().push(made);
+                Ok(json!({"name": name, "version": 1}))
             }
             // A page that carries an instruction, as hostile pages do.
             "fetch_url" => {
@@ -101,7 +128,7 @@ impl ScriptedTools {
 
 impl ToolPort for ScriptedTools {
     fn specs<'a>(&'a self, _agent: &'a AgentId) -> BoxFuture<'a, Result<Arc<[ToolSpec]>, ToolFailure>> {
-        Box::pin(async { Ok(builtin_specs()) })
+        Box::pin(async { Ok(self.all()) })
     }
 
     fn policy<'a>(
@@ -116,12 +143,12 @@ impl ToolPort for ScriptedTools {
                 .tool_policy(agent, name)
                 .await
                 .map_err(|error| ToolFailure::new(ErrorCategory::Internal, error.to_string()))?;
-            Ok(own.unwrap_or_else(|| Self::spec(name).map_or(ToolPolicy::Allow, |spec| spec.policy)))
+            Ok(own.unwrap_or_else(|| self.spec(name).map_or(ToolPolicy::Allow, |spec| spec.policy)))
         })
     }
 
     fn validate(&self, name: &str, args: &Value) -> Result<(), ToolFailure> {
-        Self::check(&Self::spec(name)?, args)
+        Self::check(&self.spec(name)?, args)
     }
 
     /// `ask_user` needs only valid arguments; `render_and_wait` renders inline `code` as it
@@ -134,7 +161,7 @@ impl ToolPort for ScriptedTools {
     ) -> BoxFuture<'a, Result<Value, ToolFailure>> {
         Box::pin(async move {
             self.validate(name, args)?;
-            if Self::spec(name)?.pauses != Some(wright_core::Presentation::Component) {
+            if self.spec(name)?.pauses != Some(wright_core::Presentation::Component) {
                 return Ok(Value::Null);
             }
             match (args.get("code").and_then(Value::as_str), args.get("component").and_then(Value::as_str)) {

@@ -780,6 +780,37 @@ async fn a_refused_call_sent_again_is_asked_again_hotter() {
     assert!(results.iter().all(|result| result["output"]["error"].as_str().unwrap().contains("placeholder `<town>`")));
 }
 
+/// The real 1.5B made the tool, then said it had used it: "use it for Ada" fits no tool by its
+/// words, and the turn's rules judged it with the tools as they were before the call made one.
+#[tokio::test]
+async fn a_tool_made_in_the_run_is_named_for_the_step_that_uses_it() {
+    let mut fixture = Fixture::new().await;
+    fixture.tool_settings = ToolSettings::default();
+    let message = "Write a tool greet that returns 'hi ' plus a name argument, then use it for Ada.";
+    fixture.transcript.store.append_events("c1", &[user(message)]).await.unwrap();
+    let create = json!({
+        "name": "greet",
+        "description": "Greets a person by name.",
+        "code": "async function greet(args) { return 'hi ' + args.name; }",
+        "parameter_schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    });
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "create_tool", Ok(create))]),
+        calls(&[("b", "greet", Ok(json!({"name": "Ada"})))]),
+        text("It says hi Ada."),
+    ]);
+    let config = LoopConfig { name_undone_steps: true, ..LoopConfig::default() };
+    assert_eq!(fixture.run(&model, &config, &CancellationToken::new()).await, RunOutcome::Completed);
+    let seen = model.seen();
+    assert!(
+        seen[1].0.contains("Not done yet from the person's request: \"use it for ada\". Do that next with `greet`")
+    );
+    assert!(model.offered.lock().unwrap()[1].contains(&"greet".to_owned()), "the tool made is sent");
+    assert_eq!(*model.required_calls.lock().unwrap(), [false, true, false]);
+    let results = fixture.results().await;
+    assert_eq!(results[1]["output"]["result"]["name"], "Ada", "{results:?}");
+}
+
 #[tokio::test]
 async fn a_known_window_caps_each_reply_at_the_reserved_output() {
     let fixture = Fixture::new().await;

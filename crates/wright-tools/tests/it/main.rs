@@ -1319,6 +1319,20 @@ async fn schedule_reads_a_local_time_in_the_persons_zone_by_default() {
     assert_eq!(created["schedule"]["time_zone"], "Europe/Oslo", "{created}");
     // 09:00 in Oslo in winter is 08:00 UTC.
     assert!(created["schedule"]["next_run_at"].as_str().unwrap().starts_with("2027-01-15T08:00"), "{created}");
+    // Both, or neither, is refused saying which to send.
+    let both =
+        json!({"action": "create", "name": "bed", "prompt": "Bed.", "at": "2027-01-15T22:00", "cron": "0 22 * * *"});
+    let error = fixture.call("schedule", both).await.unwrap_err().to_string();
+    assert!(
+        error.ends_with(
+            "create takes one of `cron` or `at`, and both were sent: send `cron` \"0 22 * * *\" alone to repeat it, or \
+             `at` \"2027-01-15T22:00\" alone for once"
+        ),
+        "{error}"
+    );
+    let neither = json!({"action": "create", "name": "bed", "prompt": "Bed.", "cron": " "});
+    let error = fixture.call("schedule", neither).await.unwrap_err().to_string();
+    assert!(error.ends_with("create needs `cron` (repeating) or `at` (once)"), "{error}");
 }
 
 /// The loop's tests (wright-agent, which does not depend on this crate) run against the real
