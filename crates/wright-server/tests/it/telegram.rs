@@ -61,7 +61,11 @@ impl Installation {
     /// Moves the binary's clock (every process of this installation reads it).
     fn set_time(&self, iso: &str) {
         let ms = iso.parse::<jiff::Timestamp>().unwrap().as_millisecond();
-        std::fs::write(&self.clock, ms.to_string()).unwrap();
+        // Written whole, then renamed over the clock: the binary reads it every tick, and a
+        // file caught between truncation and write reads as the system time.
+        let next = self.clock.with_extension("next");
+        std::fs::write(&next, ms.to_string()).unwrap();
+        std::fs::rename(&next, &self.clock).unwrap();
     }
 
     fn command(&self, fake: &FakeProvider) -> Command {
@@ -193,6 +197,8 @@ async fn a_message_in_streams_the_answer_out_and_the_commands_answer() {
         Turn::Hang { text: "Thinking about it, step one".into() },
         Turn::text(long_answer.clone()),
         Turn::tool_call("get_state", json!({"key": 5})),
+        // A text answer to a fixable error is asked again once, for a call (`RetryAfterError`).
+        Turn::text("Done."),
         Turn::text("Done."),
     ])
     .await;
@@ -268,7 +274,7 @@ async fn a_message_in_streams_the_answer_out_and_the_commands_answer() {
     let before = bot_count(&bot);
     bot.send_text(&ada, "/help");
     bot_says(&bot, before, "/codefailures [n]").await;
-    assert!(fake.requests().len() == 4, "commands never reach the model: {}", fake.requests().len());
+    assert!(fake.requests().len() == 5, "commands never reach the model: {}", fake.requests().len());
     drop(server);
     drop(installation);
 }
