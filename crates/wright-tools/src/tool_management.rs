@@ -138,12 +138,41 @@ pub(crate) fn check_description_size(services: &Services, description: &str) -> 
     Ok(())
 }
 
-/// Refuses code that is too large or does not compile, with the line and column.
+/// Refuses code that is too large or does not compile, with the line and column, and code that
+/// only declares a function it never calls.
 pub(crate) fn check_code(_services: &Services, code: &str) -> Result<(), ToolError> {
     if code.len() > MAX_CODE_BYTES {
         return Err(reject(format!("code is larger than {MAX_CODE_BYTES} bytes")));
     }
-    wright_sandbox::check_syntax(code).map_err(|error| reject(format!("the code does not compile: {error}")))
+    wright_sandbox::check_syntax(code).map_err(|error| reject(format!("the code does not compile: {error}")))?;
+    if let Some(name) = only_declares(code) {
+        return Err(reject(format!(
+            "the code only declares the function `{name}` and never calls it: the code is the body of the tool's own \
+             function, so this tool would return nothing. End it with `return await {name}(args);` (`args` is the \
+             object of the arguments, e.g. `args.text`), or write only the body"
+        )));
+    }
+    Ok(())
+}
+
+/// The name of the one function `code` is made of, when nothing calls it: `async function
+/// greet(args) { … }` or `const shout = (text) => { … }` — how both real small models wrote a
+/// tool's code, which is the body of a function: run, it declares and returns nothing. Only
+/// code that starts with the declaration, ends with its `}` and names the function once.
+fn only_declares(code: &str) -> Option<&str> {
+    let code = code.trim();
+    let declared = code.strip_prefix("async ").unwrap_or(code).trim_start();
+    let name_and_rest = if let Some(rest) = declared.strip_prefix("function") {
+        rest.trim_start()
+    } else {
+        ["const ", "let ", "var "].iter().find_map(|keyword| declared.strip_prefix(keyword))?.trim_start()
+    };
+    let end = name_and_rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))?;
+    let (name, rest) = name_and_rest.split_at(end);
+    let rest = rest.trim_start();
+    let shape = rest.starts_with('(') || (rest.starts_with('=') && rest.contains("=>"));
+    let named_once = code.matches(name).count() == 1;
+    (!name.is_empty() && shape && code.ends_with('}') && named_once).then_some(name)
 }
 
 /// A tool's stored run limits: its own deadline, or null for the sandbox's default.

@@ -927,6 +927,41 @@ mod code_and_web {
         assert!(error.to_string().contains("does not compile") && error.to_string().contains("line 1"), "{error}");
     }
 
+    /// Both real small models wrote a tool's code as a function declaration: it compiles, runs,
+    /// and returns null.
+    #[tokio::test]
+    async fn code_that_only_declares_a_function_is_refused_saying_how_to_call_it() {
+        let fixture = Fixture::new().await;
+        let create = |code: &str| json!({"name": "greet", "description": "Greets.", "parameter_schema": {"type": "object"}, "code": code});
+        for (code, name) in [
+            ("async function greet(args) { return `hi ${args.name}`; }", "greet"),
+            ("function shout(text) {\n  return text.toUpperCase();\n}", "shout"),
+            ("const double = async (args) => { return args.n * 2; }", "double"),
+        ] {
+            let error = fixture.call("create_tool", create(code)).await.unwrap_err().to_string();
+            assert!(
+                error.contains(&format!("only declares the function `{name}` and never calls it"))
+                    && error.contains(&format!("End it with `return await {name}(args);`")),
+                "{code}: {error}"
+            );
+        }
+        // Declared and called, or a body that only uses a helper: kept.
+        for code in [
+            "async function greet(args) { return `hi ${args.name}`; }\nreturn await greet(args);",
+            "function hi(n) { return 'hi ' + n; }\nreturn hi(args.name);",
+            "return `hi ${args.name}`;",
+            "const name = args.name;\nreturn { greeting: `hi ${name}` };",
+        ] {
+            fixture.call("create_tool", create(code)).await.unwrap();
+            fixture.call("delete_tool", json!({"name": "greet"})).await.unwrap();
+        }
+        let made = fixture.call("create_tool", create("return `hi ${args.name}`;")).await.unwrap();
+        assert_eq!(made["name"], "greet");
+        let error =
+            fixture.call("update_tool", json!({"name": "greet", "code": "function greet(a) { return 1; }"})).await;
+        assert!(error.unwrap_err().to_string().contains("never calls it"));
+    }
+
     #[tokio::test]
     async fn fetch_url_reaches_an_allowlisted_server_and_is_refused_a_private_one() {
         let address = local_server().await;
