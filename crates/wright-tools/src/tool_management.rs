@@ -138,28 +138,41 @@ pub(crate) fn check_description_size(services: &Services, description: &str) -> 
     Ok(())
 }
 
-/// Refuses code that is too large or does not compile, with the line and column, and code that
-/// only declares a function it never calls.
+/// Refuses code that is too large or does not compile, with the line and column.
 pub(crate) fn check_code(_services: &Services, code: &str) -> Result<(), ToolError> {
     if code.len() > MAX_CODE_BYTES {
         return Err(reject(format!("code is larger than {MAX_CODE_BYTES} bytes")));
     }
-    wright_sandbox::check_syntax(code).map_err(|error| reject(format!("the code does not compile: {error}")))?;
-    if let Some(name) = only_declares(code) {
-        return Err(reject(format!(
-            "the code only declares the function `{name}` and never calls it: the code is the body of the tool's own \
-             function, so this tool would return nothing. End it with `return await {name}(args);` (`args` is the \
-             object of the arguments, e.g. `args.text`), or write only the body"
-        )));
-    }
-    Ok(())
+    wright_sandbox::check_syntax(code).map_err(|error| reject(format!("the code does not compile: {error}")))
 }
 
-/// The name of the one function `code` is made of, when nothing calls it: `async function
-/// greet(args) { … }` or `const shout = (text) => { … }` — how both real small models wrote a
-/// tool's code, which is the body of a function: run, it declares and returns nothing. Only
-/// code that starts with the declaration, ends with its `}` and names the function once.
-fn only_declares(code: &str) -> Option<&str> {
+/// The agent's code as stored, and what was added to it. Both real small models write a tool's
+/// code as a function declaration (`async function greet(args) { … }`), which, as the body of the
+/// tool's function, declares and returns nothing: the tool returned `null`. Refused, the 1.5B sent
+/// the same code again and gave up; so the call the model meant is added — `return await
+/// greet(args);`, or `shout(args.text)` when its one parameter is one of the schema's properties —
+/// and said in the result. The version stored shows the line, like any other.
+fn completed_code(code: String, schema: &Value) -> (String, Option<String>) {
+    let Some((name, parameters)) = only_declares(&code) else { return (code, None) };
+    let parameter = parameters.trim();
+    let is_property = schema["properties"].get(parameter).is_some();
+    let argument = if is_property && !parameter.contains([',', ' ', '=', '{', '[']) {
+        format!("args.{parameter}")
+    } else {
+        "args".to_owned()
+    };
+    let call = format!("return await {name}({argument});");
+    let note = format!(
+        "the code only declared `{name}`; `{call}` was added at its end, since the code is the body of the tool's \
+         own function (`args` holds the arguments)"
+    );
+    (format!("{code}\n{call}"), Some(note))
+}
+
+/// The one function `code` is made of, with its parameters' text, when nothing calls it:
+/// `async function greet(args) { … }` or `const shout = (text) => { … }`. Only code that starts
+/// with the declaration, ends with its `}` and names the function once.
+fn only_declares(code: &str) -> Option<(&str, &str)> {
     let code = code.trim();
     let declared = code.strip_prefix("async ").unwrap_or(code).trim_start();
     let name_and_rest = if let Some(rest) = declared.strip_prefix("function") {
@@ -170,9 +183,20 @@ fn only_declares(code: &str) -> Option<&str> {
     let end = name_and_rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))?;
     let (name, rest) = name_and_rest.split_at(end);
     let rest = rest.trim_start();
-    let shape = rest.starts_with('(') || (rest.starts_with('=') && rest.contains("=>"));
+    let arrow = rest.strip_prefix('=').filter(|after| after.contains("=>"));
+    let after_name =
+        if rest.starts_with('(') { rest } else { arrow?.trim_start().trim_start_matches("async").trim_start() };
+    let parameters = after_name.strip_prefix('(')?.split_once(')')?.0;
     let named_once = code.matches(name).count() == 1;
-    (!name.is_empty() && shape && code.ends_with('}') && named_once).then_some(name)
+    (!name.is_empty() && code.ends_with('}') && named_once).then_some((name, parameters))
+}
+
+/// `result` with `note` when something was added to the agent's code.
+fn with_note(mut result: Value, note: Option<String>) -> Value {
+    if let (Some(note), Value::Object(fields)) = (note, &mut result) {
+        fields.insert("note".into(), Value::String(note));
+    }
+    result
 }
 
 /// A tool's stored run limits: its own deadline, or null for the sandbox's default.
@@ -220,10 +244,11 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                         check_description(&context.services, &args.description)?;
                         check_schema(&args.parameter_schema)?;
                         check_code(&context.services, &args.code)?;
+                        let (code, added) = completed_code(args.code, &args.parameter_schema);
                         let content = ToolContent {
                             description: args.description,
                             parameter_schema: args.parameter_schema,
-                            code: args.code,
+                            code,
                             limits: limits(args.timeout_ms),
                         };
                         let meta = agent_meta(&context, args.reason);
@@ -232,7 +257,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                             .store
                             .create_agent_tool(&context.agent, &args.name, &content, true, None, &meta)
                             .await?;
-                        Ok(json!({ "name": tool.name, "version": tool.version }))
+                        Ok(with_note(json!({ "name": tool.name, "version": tool.version }), added))
                     })
                 },
             ),
@@ -254,13 +279,21 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                         if let Some(code) = &args.code {
                             check_code(&context.services, code)?;
                         }
-                        if context.services.store.agent_tool(&context.agent, &args.name).await?.is_none() {
+                        let Some(stored) = context.services.store.agent_tool(&context.agent, &args.name).await? else {
                             return Err(not_found(&args.name));
-                        }
+                        };
+                        let schema = args.parameter_schema.as_ref().unwrap_or(&stored.parameter_schema);
+                        let (code, added) = match args.code {
+                            Some(code) => {
+                                let (code, added) = completed_code(code, schema);
+                                (Some(code), added)
+                            }
+                            None => (None, None),
+                        };
                         let patch = ToolPatch {
                             description: args.description,
                             parameter_schema: args.parameter_schema,
-                            code: args.code,
+                            code,
                             limits: args.timeout_ms.map(|timeout| limits(Some(timeout))),
                         };
                         let meta = agent_meta(&context, args.reason);
@@ -269,7 +302,7 @@ pub(crate) fn tools() -> Vec<Box<dyn Tool>> {
                             .store
                             .update_agent_tool(&context.agent, &args.name, &patch, None, &meta)
                             .await?;
-                        Ok(json!({ "name": tool.name, "version": tool.version }))
+                        Ok(with_note(json!({ "name": tool.name, "version": tool.version }), added))
                     })
                 },
             ),

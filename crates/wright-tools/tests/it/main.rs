@@ -927,39 +927,68 @@ mod code_and_web {
         assert!(error.to_string().contains("does not compile") && error.to_string().contains("line 1"), "{error}");
     }
 
-    /// Both real small models wrote a tool's code as a function declaration: it compiles, runs,
-    /// and returns null.
+    /// Both real small models wrote a tool's code as a function declaration: it compiled, ran and
+    /// returned null. The call it meant is added, and said.
     #[tokio::test]
-    async fn code_that_only_declares_a_function_is_refused_saying_how_to_call_it() {
+    async fn code_that_only_declares_a_function_gets_the_call_it_meant() {
         let fixture = Fixture::new().await;
-        let create = |code: &str| json!({"name": "greet", "description": "Greets.", "parameter_schema": {"type": "object"}, "code": code});
-        for (code, name) in [
-            ("async function greet(args) { return `hi ${args.name}`; }", "greet"),
-            ("function shout(text) {\n  return text.toUpperCase();\n}", "shout"),
-            ("const double = async (args) => { return args.n * 2; }", "double"),
+        let schema = |property: &str| json!({"type": "object", "properties": {property: {"type": "string"}}});
+        for (name, code, property, call, arguments, result) in [
+            (
+                "greet",
+                "async function greet(args) { return `hi ${args.name}`; }",
+                "name",
+                "greet(args)",
+                json!({"name": "Ada"}),
+                json!("hi Ada"),
+            ),
+            (
+                "shout",
+                "function shout(text) {\n  return text.toUpperCase();\n}",
+                "text",
+                "shout(args.text)",
+                json!({"text": "hello"}),
+                json!("HELLO"),
+            ),
+            (
+                "twice",
+                "const twice = async (n) => { return n + n; }",
+                "n",
+                "twice(args.n)",
+                json!({"n": "ab"}),
+                json!("abab"),
+            ),
         ] {
-            let error = fixture.call("create_tool", create(code)).await.unwrap_err().to_string();
+            let create =
+                json!({"name": name, "description": "Made.", "parameter_schema": schema(property), "code": code});
+            let made = fixture.call("create_tool", create).await.unwrap();
+            let note = made["note"].as_str().unwrap();
             assert!(
-                error.contains(&format!("only declares the function `{name}` and never calls it"))
-                    && error.contains(&format!("End it with `return await {name}(args);`")),
-                "{code}: {error}"
+                note.starts_with(&format!("the code only declared `{name}`; `return await {call};` was added")),
+                "{note}"
             );
+            let stored = fixture.call("read_tool", json!({"name": name})).await.unwrap();
+            assert_eq!(stored["code"], format!("{code}\nreturn await {call};"));
+            assert_eq!(fixture.call(name, arguments).await.unwrap(), result, "{name}");
         }
-        // Declared and called, or a body that only uses a helper: kept.
+        // Declared and called, a helper the body uses, a plain body: stored as written.
         for code in [
-            "async function greet(args) { return `hi ${args.name}`; }\nreturn await greet(args);",
+            "async function hello(args) { return `hi ${args.name}`; }\nreturn await hello(args);",
             "function hi(n) { return 'hi ' + n; }\nreturn hi(args.name);",
             "return `hi ${args.name}`;",
             "const name = args.name;\nreturn { greeting: `hi ${name}` };",
         ] {
-            fixture.call("create_tool", create(code)).await.unwrap();
-            fixture.call("delete_tool", json!({"name": "greet"})).await.unwrap();
+            let create =
+                json!({"name": "plain", "description": "Made.", "parameter_schema": schema("name"), "code": code});
+            assert_eq!(fixture.call("create_tool", create).await.unwrap().get("note"), None, "{code}");
+            assert_eq!(fixture.call("read_tool", json!({"name": "plain"})).await.unwrap()["code"], code);
+            fixture.call("delete_tool", json!({"name": "plain"})).await.unwrap();
         }
-        let made = fixture.call("create_tool", create("return `hi ${args.name}`;")).await.unwrap();
-        assert_eq!(made["name"], "greet");
-        let error =
-            fixture.call("update_tool", json!({"name": "greet", "code": "function greet(a) { return 1; }"})).await;
-        assert!(error.unwrap_err().to_string().contains("never calls it"));
+        // An update's code is completed against the stored schema.
+        let updated =
+            fixture.call("update_tool", json!({"name": "shout", "code": "function loud(text) { return text + '!'; }"}));
+        assert!(updated.await.unwrap()["note"].as_str().unwrap().contains("`return await loud(args.text);`"));
+        assert_eq!(fixture.call("shout", json!({"text": "hey"})).await.unwrap(), json!("hey!"));
     }
 
     #[tokio::test]
