@@ -11,5 +11,8 @@ export default defineConfig({
     // (flood, focus, reconnects) measure the machine; on 2 shared cores files in parallel made
     // a different one of them fail on each run.
     fileParallelism: false,
+    // What a poll waits for crosses a browser, a frame and the server (a component's state
+    // write after it renders): 1 s, vitest's default, was missed under load (a model beside).
+    expect: { poll: { timeout: 10_000 } },
   },
 });
