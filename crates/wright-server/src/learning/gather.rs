@@ -97,13 +97,20 @@ fn waiting_call(events: &[Event]) -> Option<(String, Value)> {
 }
 
 /// (a) The successful run's calls as one line: what to do for a request like it (a call it
-/// ended waiting on included: asking the person was the work).
+/// ended waiting on included: asking the person was the work). A call the same as one before
+/// it is left out: a small model that sends a call again after its result loops, and an
+/// exemplar that showed the loop ("run_sandbox_code {…}, then run_sandbox_code {…}, then …",
+/// as the 0.5B's did) would teach it.
 pub(crate) fn exemplar(run: &RunOutcomeRecord, events: &[Event]) -> Option<Draft> {
     if run.outcome != Outcome::Success {
         return None;
     }
-    let mut calls = successful_calls(events);
-    calls.extend(waiting_call(events));
+    let mut calls: Vec<(String, Value)> = Vec::new();
+    for call in successful_calls(events).into_iter().chain(waiting_call(events)) {
+        if !calls.contains(&call) {
+            calls.push(call);
+        }
+    }
     if calls.is_empty() {
         return None;
     }
@@ -119,15 +126,19 @@ pub(crate) fn exemplar(run: &RunOutcomeRecord, events: &[Event]) -> Option<Draft
     })
 }
 
-/// (b) The first failed call followed, later in the run, by a call of the same tool that
-/// worked.
+/// (b) The first failed call followed, later in the run, by a call of the same tool with
+/// other arguments that worked. The same call working later fixed nothing the model could
+/// learn: what failed was the moment (a tool not offered in that turn, a busy service), and
+/// the 0.5B's rule "when run_sandbox_code {…} failed with 'not offered in this turn', what
+/// worked was run_sandbox_code {…}" (the same call) only taught it to send the call again.
 pub(crate) fn error_fix(run: &RunOutcomeRecord, events: &[Event]) -> Option<Draft> {
     let calls = paired_calls(events);
     for (index, (name, arguments, success, output)) in calls.iter().enumerate() {
         if *success {
             continue;
         }
-        let fix = calls[index + 1..].iter().find(|(later, _, worked, _)| later == name && *worked);
+        let fix =
+            calls[index + 1..].iter().find(|(later, fixed, worked, _)| later == name && *worked && fixed != arguments);
         if let Some((_, fixed, _, _)) = fix {
             let error = output.get("error").and_then(Value::as_str).map_or_else(|| output.to_string(), str::to_owned);
             let text =
@@ -242,31 +253,62 @@ async fn model_drafts(state: &AppState, run: &RunOutcomeRecord, events: &[Event]
     }
     let agent = wright_core::AgentId::parse(&state.store.conversation(&run.conversation_id).await?.agent_id)?;
     let story = failure_story(state, &agent, run, events).await?;
+    let specs = state.tools.specs(&agent).await?;
+    let tools: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
     let sources = vec![RunRef { conversation_id: run.conversation_id.clone(), user_seq: run.user_seq }];
     let mut drafts = Vec::new();
     let notes = draft_with_model(state, &agent, DRAFT_SYSTEM, story.clone(), 200).await?;
-    if !notes.is_empty() {
-        drafts.push(Draft {
+    match unusable(&notes, &tools) {
+        None => drafts.push(Draft {
             kind: LearnedKind::NotesEdit,
             trigger: run.request.clone(),
             text: capped(notes),
             sources: sources.clone(),
             read_outside: run.read_outside,
-        });
+        }),
+        Some(why) => tracing::info!(reply = %cut(&notes, 200), why, "a drafted notes edit was left out"),
     }
-    let skill = draft_with_model(state, &agent, SKILL_SYSTEM, story, 300).await?;
-    match skill_file(&skill) {
-        Some(text) if item_tokens(&text) <= ITEM_MAX_TOKENS => drafts.push(Draft {
+    let reply = draft_with_model(state, &agent, SKILL_SYSTEM, story, 300).await?;
+    let skill = skill_file(&reply).ok_or("it did not read as a skill").and_then(|text| match unusable(&text, &tools) {
+        Some(why) => Err(why),
+        None if item_tokens(&text) > ITEM_MAX_TOKENS => Err("it was over the item budget"),
+        None => Ok(text),
+    });
+    match skill {
+        Ok(text) => drafts.push(Draft {
             kind: LearnedKind::Skill,
             trigger: run.request.clone(),
             text,
             sources,
             read_outside: run.read_outside,
         }),
-        Some(_) => tracing::info!("a drafted skill was over the item budget; left out"),
-        None => tracing::info!(reply = %cut(&skill, 200), "a drafted skill did not read as one; left out"),
+        Err(why) => tracing::info!(reply = %cut(&reply, 200), why, "a drafted skill was left out"),
     }
     Ok(drafts)
+}
+
+/// Why a drafted instruction could not help, if it could not: it is empty, it names none of
+/// the agent's tools (both drafting prompts ask for the tool; the 0.5B's drafts that named none
+/// were accounts of the failure — "The request failed because the sandbox code was not
+/// executed correctly" — each of which a round replays against every failing held-out case,
+/// minutes a replay on a small model, only to refuse), or it says a sentence twice (a small
+/// model's reply that loops). Names are matched as whole words.
+fn unusable(draft: &str, tools: &[&str]) -> Option<&'static str> {
+    if draft.trim().is_empty() {
+        return Some("it is empty");
+    }
+    let mut words = draft.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'));
+    if !words.any(|word| tools.contains(&word.trim_matches('-'))) {
+        return Some("it names none of the agent's tools");
+    }
+    let mut sentences: Vec<String> = Vec::new();
+    for sentence in draft.split(['.', '\n']).map(|sentence| sentence.trim().to_lowercase()) {
+        if sentence.split_whitespace().count() >= 3 && sentences.contains(&sentence) {
+            return Some("it says the same sentence twice");
+        }
+        sentences.push(sentence);
+    }
+    None
 }
 
 /// The `SKILL.md` a model's reply in [`SKILL_SYSTEM`]'s form makes: `name:` and
@@ -319,7 +361,113 @@ pub(crate) async fn gather(state: &AppState, runs: &[RunOutcomeRecord], max: usi
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+    use wright_core::OutcomeSource;
+
     use super::*;
+
+    fn run(outcome: Outcome) -> RunOutcomeRecord {
+        RunOutcomeRecord {
+            conversation_id: "c".into(),
+            user_seq: 1,
+            end_seq: 99,
+            outcome,
+            source: OutcomeSource::Check,
+            request: "Use run_sandbox_code to compute 1234 * 5678.".into(),
+            read_outside: false,
+            rating: None,
+            comment: None,
+            finished_at: String::new(),
+        }
+    }
+
+    /// A run's events: each (tool, arguments, worked) is a call and its result.
+    fn events(calls: &[(&str, Value, bool)]) -> Vec<Event> {
+        let mut events = Vec::new();
+        for (index, (name, arguments, worked)) in calls.iter().enumerate() {
+            let id = format!("call-{index}");
+            let body = EventBody::ToolCall {
+                id: id.clone(),
+                name: (*name).into(),
+                arguments: arguments.clone(),
+                provider: Value::Null,
+            };
+            events.push(Event { seq: events.len() as i64 + 2, content: String::new(), body });
+            let output = if *worked { json!({ "result": 1 }) } else { json!({ "error": "not offered in this turn" }) };
+            let body = EventBody::ToolResult {
+                tool_call_id: id,
+                name: (*name).into(),
+                output,
+                success: *worked,
+                outside_origin: None,
+            };
+            events.push(Event { seq: events.len() as i64 + 2, content: String::new(), body });
+        }
+        events
+    }
+
+    #[test]
+    fn an_exemplar_shows_each_call_once_and_an_error_fix_needs_a_call_that_changed() {
+        let code = json!({ "code": "1234 * 5678" });
+        let looped = events(&[
+            ("run_sandbox_code", code.clone(), true),
+            ("run_sandbox_code", code.clone(), true),
+            ("set_state", json!({ "key": "product", "value": 7006652 }), true),
+            ("run_sandbox_code", code.clone(), true),
+        ]);
+        let exemplar = exemplar(&run(Outcome::Success), &looped).expect("an exemplar");
+        assert_eq!(exemplar.text.matches("run_sandbox_code").count(), 2, "{}", exemplar.text); // the request's and one call
+        assert!(
+            exemplar.text.ends_with("then set_state {\"key\":\"product\",\"value\":7006652}."),
+            "{}",
+            exemplar.text
+        );
+
+        // The same call refused, then working: the moment failed, not the call.
+        let refused_then_same =
+            events(&[("run_sandbox_code", code.clone(), false), ("run_sandbox_code", code.clone(), true)]);
+        assert_eq!(error_fix(&run(Outcome::Success), &refused_then_same), None);
+        // A later failure with a call that changed is still found after one that did not.
+        let fixed = events(&[
+            ("run_sandbox_code", code.clone(), false),
+            ("run_sandbox_code", code.clone(), true),
+            ("db_sql", json!({ "sql": "CREATE TABLE t (a); INSERT INTO t VALUES (1)" }), false),
+            ("db_sql", json!({ "sql": "CREATE TABLE t (a)" }), true),
+        ]);
+        let rule = error_fix(&run(Outcome::Success), &fixed).expect("a rule");
+        assert!(
+            rule.text.contains("INSERT") && rule.text.contains(r#"db_sql {"sql":"CREATE TABLE t (a)"}"#),
+            "{}",
+            rule.text
+        );
+    }
+
+    #[test]
+    fn a_draft_that_names_no_tool_or_repeats_itself_is_left_out() {
+        let tools = ["set_state", "db_sql", "run_sandbox_code"];
+        assert_eq!(unusable("To keep a value for later, call set_state with the key and the value.", &tools), None);
+        assert_eq!(
+            unusable("Create the table with db_sql first, then insert the rows in a second call.", &tools),
+            None
+        );
+        for (draft, why) in [
+            ("", "it is empty"),
+            // What the 0.5B drafted instead of an instruction.
+            (
+                "The request failed because the sandbox code was not executed correctly. The sandbox code was \
+                 supposed to sum the numbers from 1 to 100, but it was not executed.",
+                "it names none of the agent's tools",
+            ),
+            // A tool's name inside another word is not the tool.
+            ("Use my_set_state_helper for that.", "it names none of the agent's tools"),
+            (
+                "Call db_sql once. The tool was not loaded because you asked. The tool was not loaded because you asked.",
+                "it says the same sentence twice",
+            ),
+        ] {
+            assert_eq!(unusable(draft, &tools), Some(why), "{draft}");
+        }
+    }
 
     #[test]
     fn a_drafted_skill_becomes_a_skill_file_when_it_has_a_valid_name_a_description_and_steps() {
