@@ -47,7 +47,7 @@ pub use config::{
 pub use context::{ContextMemory, ContextSkill, DEFAULT_MEMORY_CHARS, SystemParts, WorkspaceParts, system_message};
 pub use dispatch::cap_output;
 pub use engine::{RunContext, run};
-pub use policy::{ECHO_NOTE, LearnedText, choose_learned, content_words, error_fix_text, item_tokens};
+pub use policy::{ECHO_NOTE, LearnedText, choose_learned, content_words, error_fix_text, item_tokens, mentions};
 pub use ports::{
     Finish, Model, ModelError, ModelReply, ModelRequest, ModelToolCall, ParkedCall, RunOutcome, Transcript,
 };

@@ -49,6 +49,7 @@ use crate::surface::Loaded;
 pub(crate) use answer_now::ANSWER_NOTE;
 pub use echo::ECHO_NOTE;
 pub use learned::{LearnedText, choose_learned, content_words, error_fix_text, item_tokens};
+pub use named::mentions;
 pub(crate) use names::name_note;
 pub(crate) use repeats::RecentCalls;
 pub(crate) use repetition::{repeating_tail, without_repeats};

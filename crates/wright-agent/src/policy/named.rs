@@ -19,7 +19,9 @@ impl CallRule for UseTheNamedTool {
         let named: Vec<&ToolSpec> = run
             .all_tools
             .iter()
-            .filter(|spec| spec.name.contains('_') && run.settings.enables(spec.toolset) && names(request, &spec.name))
+            .filter(|spec| {
+                spec.name.contains('_') && run.settings.enables(spec.toolset) && mentions(request, &spec.name)
+            })
             .collect();
         let [named] = named.as_slice() else { return CallDecision::Run };
         let reads = view.spec.is_some_and(|spec| spec.effects.reads_only);
@@ -38,8 +40,9 @@ impl CallRule for UseTheNamedTool {
     }
 }
 
-/// Whether `text` holds `name` as a word of its own (`render_blocks`, not `render_blocks_x`).
-fn names(text: &str, name: &str) -> bool {
+/// Whether `text` holds `name` as a word of its own (`render_blocks`, not `render_blocks_x`):
+/// a tool named in the person's request, or in a learned item's draft.
+pub fn mentions(text: &str, name: &str) -> bool {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|word| word == name)
 }
 

@@ -292,13 +292,12 @@ async fn model_drafts(state: &AppState, run: &RunOutcomeRecord, events: &[Event]
 /// were accounts of the failure — "The request failed because the sandbox code was not
 /// executed correctly" — each of which a round replays against every failing held-out case,
 /// minutes a replay on a small model, only to refuse), or it says a sentence twice (a small
-/// model's reply that loops). Names are matched as whole words.
+/// model's reply that loops). Names are matched as whole words (`wright_agent::mentions`).
 fn unusable(draft: &str, tools: &[&str]) -> Option<&'static str> {
     if draft.trim().is_empty() {
         return Some("it is empty");
     }
-    let mut words = draft.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'));
-    if !words.any(|word| tools.contains(&word.trim_matches('-'))) {
+    if !tools.iter().any(|tool| wright_agent::mentions(draft, tool)) {
         return Some("it names none of the agent's tools");
     }
     let mut sentences: Vec<String> = Vec::new();
